@@ -1,0 +1,65 @@
+// Package keyserver defines what the Redlock client needs from each of its
+// independent key servers: three owner-checked operations on a key with a
+// time to live.
+//
+// A KeyServer must be safe for concurrent use and must honour the context's
+// deadline and cancellation: the client bounds every call by its per-server
+// timeout and counts a late answer as no answer. Implementations live in the
+// sub-packages redis (production), memory (one process) and static (scripted
+// replies for unit tests); package keyservertest holds the conformance suite
+// every implementation, including a user's own, should pass:
+//
+//	func TestConformance(t *testing.T) {
+//		keyservertest.Run(t, func(t *testing.T) keyserver.KeyServer {
+//			return mystore.New()
+//		})
+//	}
+//
+// A reply of false with a nil error means "another token holds the key"; an
+// error means the server could not answer. The client counts both as a vote
+// against, but reports them differently.
+package keyserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// KeyServer is one independent store of lock keys.
+type KeyServer interface {
+	// Acquire stores key=token with the TTL if key is absent, or resets the
+	// TTL if key already holds token (so a retried Acquire is harmless).
+	// It reports whether key now holds token.
+	Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error)
+	// Extend resets key's TTL if key holds token; if key is absent (a
+	// restarted server) it stores it again. False if another token holds it.
+	Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error)
+	// Release deletes key only if it holds token, and reports whether it did.
+	Release(ctx context.Context, key, token string) (bool, error)
+}
+
+// ErrInvalidArgument is returned, wrapped, for an empty key or token, or a
+// TTL under one millisecond. The redlock package returns the same value for
+// its own bad input, so one errors.Is test covers both.
+var ErrInvalidArgument = errors.New("invalid argument")
+
+// MinTTL is the smallest TTL a key server accepts: TTLs have millisecond
+// precision.
+const MinTTL = time.Millisecond
+
+// CheckArgs validates the arguments of a KeyServer call, so that every
+// implementation rejects the same input with the same error. A ttl of zero
+// skips the TTL check (for Release).
+func CheckArgs(key, token string, ttl time.Duration, needTTL bool) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidArgument)
+	case token == "":
+		return fmt.Errorf("%w: empty token for key %q", ErrInvalidArgument, key)
+	case needTTL && ttl < MinTTL:
+		return fmt.Errorf("%w: ttl %v for key %q is under %v", ErrInvalidArgument, ttl, key, MinTTL)
+	}
+	return nil
+}

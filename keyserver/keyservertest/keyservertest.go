@@ -1,0 +1,291 @@
+// Package keyservertest is the conformance suite for keyserver.KeyServer
+// implementations. Every server in this module passes it, and a user's own
+// server should too before the redlock client is trusted with it:
+//
+//	func TestConformance(t *testing.T) {
+//		keyservertest.Run(t, func(t *testing.T) keyserver.KeyServer {
+//			s := mystore.New()
+//			t.Cleanup(s.Close)
+//			return s
+//		})
+//	}
+//
+// The suite checks set-if-absent, idempotent re-acquire with the same token,
+// owner-checked extend and release, extend re-creating a missing key, expiry,
+// concurrent takers and invalid input. Keys carry a random prefix, so a
+// shared server (one Redis for the whole test run) does no harm.
+package keyservertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// Option adjusts how Run exercises a server.
+type Option func(*suite)
+
+// WithAdvance lets the suite move the server's clock instead of sleeping,
+// for servers that take their time from a fake clock.
+func WithAdvance(advance func(time.Duration)) Option {
+	return func(s *suite) { s.advance = advance }
+}
+
+// WithTimeScale multiplies the TTLs and waits of the expiry checks, for
+// servers slower than a loopback Redis. The default is 1: the expiry checks
+// then wait about three seconds in all.
+func WithTimeScale(f float64) Option {
+	return func(s *suite) { s.scale = f }
+}
+
+type suite struct {
+	newServer func(*testing.T) keyserver.KeyServer
+	advance   func(time.Duration)
+	scale     float64
+}
+
+// Run runs the conformance suite as subtests of t, calling newServer once per
+// subtest.
+func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ...Option) {
+	s := &suite{newServer: newServer, scale: 1}
+	for _, o := range opts {
+		o(s)
+	}
+	tests := []struct {
+		name string
+		fn   func(*testing.T, keyserver.KeyServer, string)
+	}{
+		{"AcquireIsSetIfAbsent", s.acquireIsSetIfAbsent},
+		{"ReacquireWithSameTokenRenews", s.reacquireWithSameTokenRenews},
+		{"ExtendChecksOwner", s.extendChecksOwner},
+		{"ExtendRecreatesMissingKey", s.extendRecreatesMissingKey},
+		{"ExtendRenewsTTL", s.extendRenewsTTL},
+		{"ReleaseChecksOwner", s.releaseChecksOwner},
+		{"KeyExpires", s.keyExpires},
+		{"KeysAreIndependent", s.keysAreIndependent},
+		{"ConcurrentTakersOneWins", s.concurrentTakersOneWins},
+		{"InvalidArguments", s.invalidArguments},
+		{"CancelledContext", s.cancelledContext},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, s.newServer(t), randomKey(t))
+		})
+	}
+}
+
+const ttl = 10 * time.Second
+
+func (s *suite) acquireIsSetIfAbsent(t *testing.T, ks keyserver.KeyServer, key string) {
+	ctx := context.Background()
+	expect(t, "Acquire(a) on an absent key", true)(ks.Acquire(ctx, key, "a", ttl))
+	expect(t, "Acquire(b) on a key held by a", false)(ks.Acquire(ctx, key, "b", ttl))
+	expect(t, "Release(a) after b was refused", true)(ks.Release(ctx, key, "a"))
+}
+
+func (s *suite) reacquireWithSameTokenRenews(t *testing.T, ks keyserver.KeyServer, key string) {
+	ctx := context.Background()
+	short := s.d(time.Second)
+	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, "a", short))
+	s.wait(short * 6 / 10)
+	expect(t, "Acquire(a) again by its holder", true)(ks.Acquire(ctx, key, "a", short))
+	s.wait(short * 6 / 10)
+	expect(t, "Acquire(b) after a renewed by re-acquiring", false)(ks.Acquire(ctx, key, "b", ttl))
+	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
+}
+
+func (s *suite) extendChecksOwner(t *testing.T, ks keyserver.KeyServer, key string) {
+	ctx := context.Background()
+	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, "a", ttl))
+	expect(t, "Extend(b) of a key held by a", false)(ks.Extend(ctx, key, "b", ttl))
+	expect(t, "Release(b) after its refused Extend", false)(ks.Release(ctx, key, "b"))
+	expect(t, "Extend(a) by its holder", true)(ks.Extend(ctx, key, "a", ttl))
+	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
+}
+
+func (s *suite) extendRecreatesMissingKey(t *testing.T, ks keyserver.KeyServer, key string) {
+	ctx := context.Background()
+	expect(t, "Extend(a) of an absent key", true)(ks.Extend(ctx, key, "a", ttl))
+	expect(t, "Acquire(b) of the re-created key", false)(ks.Acquire(ctx, key, "b", ttl))
+	expect(t, "Release(a) of the re-created key", true)(ks.Release(ctx, key, "a"))
+}
+
+func (s *suite) extendRenewsTTL(t *testing.T, ks keyserver.KeyServer, key string) {
+	ctx := context.Background()
+	short := s.d(time.Second)
+	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, "a", short))
+	s.wait(short * 6 / 10)
+	expect(t, "Extend(a)", true)(ks.Extend(ctx, key, "a", short))
+	s.wait(short * 6 / 10)
+	expect(t, "Acquire(b) after a's TTL was extended past its first end", false)(ks.Acquire(ctx, key, "b", ttl))
+	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
+}
+
+func (s *suite) releaseChecksOwner(t *testing.T, ks keyserver.KeyServer, key string) {
+	ctx := context.Background()
+	expect(t, "Release(a) of an absent key", false)(ks.Release(ctx, key, "a"))
+	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, "a", ttl))
+	expect(t, "Release(b) of a key held by a", false)(ks.Release(ctx, key, "b"))
+	expect(t, "Acquire(b) after its refused Release", false)(ks.Acquire(ctx, key, "b", ttl))
+	expect(t, "Release(a) by its holder", true)(ks.Release(ctx, key, "a"))
+	expect(t, "Release(a) a second time", false)(ks.Release(ctx, key, "a"))
+	expect(t, "Acquire(b) after a's release", true)(ks.Acquire(ctx, key, "b", ttl))
+	expect(t, "Release(b)", true)(ks.Release(ctx, key, "b"))
+}
+
+func (s *suite) keyExpires(t *testing.T, ks keyserver.KeyServer, key string) {
+	ctx := context.Background()
+	short := s.d(300 * time.Millisecond)
+	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, "a", short))
+	expect(t, "Acquire(b) before a's TTL ran out", false)(ks.Acquire(ctx, key, "b", ttl))
+	if s.advance != nil {
+		s.advance(short)
+		expect(t, "Acquire(b) once a's TTL ran out", true)(ks.Acquire(ctx, key, "b", ttl))
+	} else {
+		// Real time: poll until the key is free rather than trusting one
+		// sleep, and fail only when it is still held far past its TTL.
+		deadline := time.Now().Add(s.d(5 * time.Second))
+		for {
+			ok, err := ks.Acquire(ctx, key, "b", ttl)
+			if err != nil {
+				t.Fatalf("Acquire(b) while waiting for expiry: %v", err)
+			}
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("key with a TTL of %v still held after %v", short, s.d(5*time.Second))
+			}
+			time.Sleep(short / 10)
+		}
+	}
+	expect(t, "Extend(a) of a key b took after expiry", false)(ks.Extend(ctx, key, "a", ttl))
+	expect(t, "Release(a) of a key b took after expiry", false)(ks.Release(ctx, key, "a"))
+	expect(t, "Release(b)", true)(ks.Release(ctx, key, "b"))
+}
+
+func (s *suite) keysAreIndependent(t *testing.T, ks keyserver.KeyServer, key string) {
+	ctx := context.Background()
+	expect(t, "Acquire(a) on key 1", true)(ks.Acquire(ctx, key+"/1", "a", ttl))
+	expect(t, "Acquire(b) on key 2", true)(ks.Acquire(ctx, key+"/2", "b", ttl))
+	expect(t, "Release(a) on key 2", false)(ks.Release(ctx, key+"/2", "a"))
+	expect(t, "Release(a) on key 1", true)(ks.Release(ctx, key+"/1", "a"))
+	expect(t, "Release(b) on key 2", true)(ks.Release(ctx, key+"/2", "b"))
+}
+
+func (s *suite) concurrentTakersOneWins(t *testing.T, ks keyserver.KeyServer, key string) {
+	const takers = 16
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		wins   []string
+		errs   []error
+		starts = make(chan struct{})
+	)
+	for i := 0; i < takers; i++ {
+		wg.Add(1)
+		go func(token string) {
+			defer wg.Done()
+			<-starts
+			ok, err := ks.Acquire(context.Background(), key, token, ttl)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else if ok {
+				wins = append(wins, token)
+			}
+		}(fmt.Sprintf("t%d", i))
+	}
+	close(starts)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("concurrent Acquire failed: %v", errors.Join(errs...))
+	}
+	if len(wins) != 1 {
+		t.Fatalf("%d concurrent takers: %d won (%v), want exactly 1", takers, len(wins), wins)
+	}
+	expect(t, "Release by the winner", true)(ks.Release(context.Background(), key, wins[0]))
+}
+
+func (s *suite) invalidArguments(t *testing.T, ks keyserver.KeyServer, key string) {
+	ctx := context.Background()
+	calls := []struct {
+		name string
+		call func() (bool, error)
+	}{
+		{"Acquire with an empty key", func() (bool, error) { return ks.Acquire(ctx, "", "a", ttl) }},
+		{"Acquire with an empty token", func() (bool, error) { return ks.Acquire(ctx, key, "", ttl) }},
+		{"Acquire with a zero TTL", func() (bool, error) { return ks.Acquire(ctx, key, "a", 0) }},
+		{"Acquire with a sub-millisecond TTL", func() (bool, error) { return ks.Acquire(ctx, key, "a", time.Millisecond-1) }},
+		{"Acquire with a negative TTL", func() (bool, error) { return ks.Acquire(ctx, key, "a", -time.Second) }},
+		{"Extend with an empty key", func() (bool, error) { return ks.Extend(ctx, "", "a", ttl) }},
+		{"Extend with a zero TTL", func() (bool, error) { return ks.Extend(ctx, key, "a", 0) }},
+		{"Release with an empty key", func() (bool, error) { return ks.Release(ctx, "", "a") }},
+		{"Release with an empty token", func() (bool, error) { return ks.Release(ctx, key, "") }},
+	}
+	for _, c := range calls {
+		ok, err := c.call()
+		if ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
+			t.Errorf("%s = %v, %v; want false and an error wrapping keyserver.ErrInvalidArgument", c.name, ok, err)
+		}
+	}
+	expect(t, "Acquire(a) after the invalid calls", true)(ks.Acquire(ctx, key, "a", ttl))
+	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
+}
+
+func (s *suite) cancelledContext(t *testing.T, ks keyserver.KeyServer, key string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ok, err := ks.Acquire(ctx, key, "a", ttl); ok || err == nil {
+		t.Errorf("Acquire with a cancelled context = %v, %v; want false and an error", ok, err)
+	}
+	bg := context.Background()
+	// Whether or not the cancelled call reached the store, b must not be
+	// granted a key that a holds, and a must be able to clean up.
+	if ok, _ := ks.Acquire(bg, key, "b", ttl); ok {
+		expect(t, "Release(b)", true)(ks.Release(bg, key, "b"))
+	}
+	ks.Release(bg, key, "a") //nolint:errcheck // cleanup only
+}
+
+// d scales a duration by the suite's time scale.
+func (s *suite) d(x time.Duration) time.Duration { return time.Duration(float64(x) * s.scale) }
+
+// wait lets d pass on the server's clock.
+func (s *suite) wait(d time.Duration) {
+	if s.advance != nil {
+		s.advance(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+// expect returns a checker for the (ok, err) result of one call.
+func expect(t *testing.T, what string, want bool) func(bool, error) {
+	t.Helper()
+	return func(got bool, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: unexpected error: %v", what, err)
+		}
+		if got != want {
+			t.Fatalf("%s = %v, want %v", what, got, want)
+		}
+	}
+}
+
+func randomKey(t *testing.T) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "keyservertest:" + t.Name() + ":" + hex.EncodeToString(b[:])
+}

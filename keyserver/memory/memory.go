@@ -1,0 +1,201 @@
+// Package memory is a KeyServer over an in-process map with TTLs.
+//
+// It is the single-node mode for a program that runs as one process, or
+// before Redis exists: the same redlock API, with locks that hold between
+// goroutines of this process only.
+//
+//	srv := memory.New()
+//	defer srv.Close()
+//	client, err := redlock.New([]keyserver.KeyServer{srv})
+//
+// Expired keys are dropped when they are next touched, and a background
+// sweep removes the ones nobody touches again, so abandoned locks do not pile
+// up. Close stops the sweep.
+package memory
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// ErrClosed is returned by calls on a Server after Close.
+var ErrClosed = errors.New("memory: server closed")
+
+// DefaultSweepInterval is how often expired keys are swept by default.
+const DefaultSweepInterval = time.Minute
+
+// Server is an in-process KeyServer. The zero value is not usable; call New.
+type Server struct {
+	now func() time.Time
+
+	mu     sync.Mutex
+	keys   map[string]entry
+	closed bool
+
+	stop chan struct{} // closed by Close; nil when there is no sweep
+	done chan struct{} // closed when the sweep goroutine has returned
+}
+
+type entry struct {
+	token   string
+	expires time.Time
+}
+
+var _ keyserver.KeyServer = (*Server)(nil)
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	sweep time.Duration
+	now   func() time.Time
+}
+
+// WithSweepInterval sets how often expired keys are removed in the
+// background; zero or less turns the sweep off, leaving expired keys to be
+// dropped when they are next touched.
+func WithSweepInterval(d time.Duration) Option {
+	return func(c *config) { c.sweep = d }
+}
+
+// WithNow replaces the time source that TTLs are measured on; tests pass a
+// fake clock's Now to expire keys without waiting. nil means time.Now.
+func WithNow(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// New returns an empty Server. Unless WithSweepInterval turns it off, a
+// goroutine sweeps expired keys every DefaultSweepInterval until Close.
+func New(opts ...Option) *Server {
+	c := config{sweep: DefaultSweepInterval, now: time.Now}
+	for _, o := range opts {
+		o(&c)
+	}
+	s := &Server{now: c.now, keys: make(map[string]entry)}
+	if c.sweep > 0 {
+		s.stop = make(chan struct{})
+		s.done = make(chan struct{})
+		go s.sweep(c.sweep)
+	}
+	return s
+}
+
+// Close stops the sweep and makes every later call fail with ErrClosed.
+// It is safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	s.keys = nil
+	s.mu.Unlock()
+	if !already && s.stop != nil {
+		close(s.stop)
+		<-s.done
+	}
+	return nil
+}
+
+func (s *Server) sweep(every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			now := s.now()
+			for k, e := range s.keys {
+				if !now.Before(e.expires) {
+					delete(s.keys, k)
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// Len returns how many keys are stored and not yet expired.
+func (s *Server) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	n := 0
+	for _, e := range s.keys {
+		if now.Before(e.expires) {
+			n++
+		}
+	}
+	return n
+}
+
+// Acquire stores key=token for ttl if key is absent or expired, or renews
+// it if it already holds token.
+func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	return s.set(ctx, key, token, ttl)
+}
+
+// Extend renews key if it holds token, and stores it again if it is absent
+// or expired.
+func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	return s.set(ctx, key, token, ttl)
+}
+
+// set is both Acquire and Extend: on a map that never loses keys behind the
+// client's back, "store if absent" and "re-create if absent" are one rule.
+func (s *Server) set(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, ErrClosed
+	}
+	now := s.now()
+	if e, ok := s.keys[key]; ok && e.token != token && now.Before(e.expires) {
+		return false, nil
+	}
+	s.keys[key] = entry{token: token, expires: now.Add(ttl.Truncate(time.Millisecond))}
+	return true, nil
+}
+
+// Release deletes key if it holds token.
+func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
+	if err := keyserver.CheckArgs(key, token, 0, false); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, ErrClosed
+	}
+	e, ok := s.keys[key]
+	if !ok {
+		return false, nil
+	}
+	if !s.now().Before(e.expires) {
+		delete(s.keys, key)
+		return false, nil
+	}
+	if e.token != token {
+		return false, nil
+	}
+	delete(s.keys, key)
+	return true, nil
+}

@@ -1,0 +1,287 @@
+// Package static is a scripted KeyServer for unit tests of code that takes
+// locks: each server answers from a script of replies (grant, deny, fail,
+// hang, with or without latency) and keeps a log of the calls it received.
+//
+// With no script a Server is a working key server over its own in-process
+// store, so a test scripts only the calls it cares about. A test of a job
+// that must not run when the lock is held elsewhere:
+//
+//	servers := static.Table([][]bool{{false, false}, {false, false}, {true, true}})
+//	client, _ := redlock.New(servers.KeyServers(), redlock.WithRetryCount(0))
+//	ran, err := nightly.Run(ctx, client) // calls client.DoOrSkip
+//	// want ran == false, err == nil; servers[2].Count(static.OpRelease) == 1
+//
+// Failures are scripted the same way: static.Fail(err) answers with an
+// error, static.Hang blocks until the caller's context ends, Reply.Delay adds
+// latency that honours the context.
+package static
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/memory"
+)
+
+// Op names a KeyServer operation.
+type Op string
+
+// The operations a Server logs and scripts.
+const (
+	OpAcquire Op = "acquire"
+	OpExtend  Op = "extend"
+	OpRelease Op = "release"
+)
+
+// Reply is one scripted answer.
+type Reply struct {
+	// OK and Err are returned as the call's result.
+	OK  bool
+	Err error
+	// Delay is waited before answering; if the context ends first, the call
+	// returns the context's error.
+	Delay time.Duration
+	// Block makes the call wait until its context ends and return the
+	// context's error, like a server that stopped answering.
+	Block bool
+	// Store answers from the server's own key store instead of OK and Err.
+	Store bool
+}
+
+// Common replies.
+var (
+	Grant     = Reply{OK: true}    // the key now holds the caller's token
+	Deny      = Reply{}            // another token holds the key
+	Hang      = Reply{Block: true} // no answer until the context ends
+	FromStore = Reply{Store: true} // whatever the real store says
+)
+
+// Fail returns a reply that answers with err.
+func Fail(err error) Reply { return Reply{Err: err} }
+
+// Call is one logged call.
+type Call struct {
+	Op    Op
+	Key   string
+	Token string
+	TTL   time.Duration // zero for OpRelease
+	// OK and Err are the answer given; Done is false while the call is
+	// still waiting (a Delay or Block reply).
+	OK   bool
+	Err  error
+	Done bool
+}
+
+// Server is a scripted KeyServer. It is safe for concurrent use.
+type Server struct {
+	store *memory.Server
+
+	mu      sync.Mutex
+	scripts map[Op][]Reply
+	next    map[Op]int
+	before  func(context.Context, Call)
+	calls   []Call
+}
+
+var _ keyserver.KeyServer = (*Server)(nil)
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithAcquire scripts Acquire; see Server.Script.
+func WithAcquire(replies ...Reply) Option { return func(s *Server) { s.Script(OpAcquire, replies...) } }
+
+// WithExtend scripts Extend; see Server.Script.
+func WithExtend(replies ...Reply) Option { return func(s *Server) { s.Script(OpExtend, replies...) } }
+
+// WithRelease scripts Release; see Server.Script.
+func WithRelease(replies ...Reply) Option { return func(s *Server) { s.Script(OpRelease, replies...) } }
+
+// WithBefore calls fn at the start of every call, before the reply is
+// chosen. Tests use it to move a fake clock while a call is in flight, or to
+// coordinate with other goroutines.
+func WithBefore(fn func(ctx context.Context, c Call)) Option {
+	return func(s *Server) { s.before = fn }
+}
+
+// WithNow sets the time source of the server's own store, for tests that
+// expire keys with a fake clock.
+func WithNow(now func() time.Time) Option {
+	return func(s *Server) { s.store = memory.New(memory.WithSweepInterval(0), memory.WithNow(now)) }
+}
+
+// New returns a Server that answers every call from its own store until
+// scripted otherwise.
+func New(opts ...Option) *Server {
+	s := &Server{
+		store:   memory.New(memory.WithSweepInterval(0)),
+		scripts: make(map[Op][]Reply),
+		next:    make(map[Op]int),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Fixed returns a Server whose Acquire and Extend always answer acquire and
+// whose Release always answers release.
+func Fixed(acquire, release bool) *Server {
+	return New(
+		WithAcquire(Reply{OK: acquire}),
+		WithExtend(Reply{OK: acquire}),
+		WithRelease(Reply{OK: release}),
+	)
+}
+
+// Script sets the replies to op's next calls, in order; once they are used
+// up, the last one repeats. No replies means answering from the store.
+// Script may be called while calls are in flight.
+func (s *Server) Script(op Op, replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scripts[op] = append([]Reply(nil), replies...)
+	s.next[op] = 0
+}
+
+// Calls returns a copy of the log of calls, in the order they started.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.calls...)
+}
+
+// Count returns how many calls of op have started.
+func (s *Server) Count(op Op) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		if c.Op == op {
+			n++
+		}
+	}
+	return n
+}
+
+// Acquire answers from the script, or else from the store.
+func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	return s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, s.store.Acquire)
+}
+
+// Extend answers from the script, or else from the store.
+func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	return s.call(ctx, Call{Op: OpExtend, Key: key, Token: token, TTL: ttl}, s.store.Extend)
+}
+
+// Release answers from the script, or else from the store.
+func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
+	return s.call(ctx, Call{Op: OpRelease, Key: key, Token: token},
+		func(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
+			return s.store.Release(ctx, key, token)
+		})
+}
+
+func (s *Server) call(ctx context.Context, c Call, store func(context.Context, string, string, time.Duration) (bool, error)) (bool, error) {
+	s.mu.Lock()
+	before := s.before
+	s.mu.Unlock()
+	if before != nil {
+		before(ctx, c)
+	}
+
+	s.mu.Lock()
+	r := FromStore
+	if err := keyserver.CheckArgs(c.Key, c.Token, c.TTL, c.Op != OpRelease); err != nil {
+		// Bad input is refused as a real server would, whatever the script.
+		r = Fail(err)
+	} else if script := s.scripts[c.Op]; len(script) > 0 {
+		i := s.next[c.Op]
+		if i < len(script)-1 {
+			s.next[c.Op] = i + 1
+		}
+		r = script[i]
+	}
+	idx := len(s.calls)
+	s.calls = append(s.calls, c)
+	s.mu.Unlock()
+
+	ok, err := answer(ctx, r, func() (bool, error) { return store(ctx, c.Key, c.Token, c.TTL) })
+
+	s.mu.Lock()
+	s.calls[idx].OK, s.calls[idx].Err, s.calls[idx].Done = ok, err, true
+	s.mu.Unlock()
+	return ok, err
+}
+
+// answer waits as r says, then gives r's result or the store's.
+func answer(ctx context.Context, r Reply, store func() (bool, error)) (bool, error) {
+	if r.Block {
+		<-ctx.Done()
+		return false, ctx.Err()
+	}
+	if r.Delay > 0 {
+		t := time.NewTimer(r.Delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+	}
+	if r.Store {
+		return store()
+	}
+	return r.OK, r.Err
+}
+
+// Cluster is a set of scripted servers, one per key server of a client.
+type Cluster []*Server
+
+// Table builds a Cluster from fixed replies, one row per server: column one
+// is the Acquire (and Extend) reply, column two the Release reply.
+// {{true, true}, {false, false}, {true, true}} is three servers of which two
+// grant the lock.
+func Table(rows [][]bool) Cluster {
+	c := make(Cluster, len(rows))
+	for i, r := range rows {
+		var acquire, release bool
+		if len(r) > 0 {
+			acquire = r[0]
+		}
+		if len(r) > 1 {
+			release = r[1]
+		}
+		c[i] = Fixed(acquire, release)
+	}
+	return c
+}
+
+// NewCluster returns n servers built with the same options.
+func NewCluster(n int, opts ...Option) Cluster {
+	c := make(Cluster, n)
+	for i := range c {
+		c[i] = New(opts...)
+	}
+	return c
+}
+
+// KeyServers returns the servers as the slice redlock.New takes.
+func (c Cluster) KeyServers() []keyserver.KeyServer {
+	ks := make([]keyserver.KeyServer, len(c))
+	for i, s := range c {
+		ks[i] = s
+	}
+	return ks
+}
+
+// Count returns how many calls of op the servers received in all.
+func (c Cluster) Count(op Op) int {
+	n := 0
+	for _, s := range c {
+		n += s.Count(op)
+	}
+	return n
+}
