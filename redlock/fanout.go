@@ -1,0 +1,92 @@
+package redlock
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// serverCall is one operation on one key server.
+type serverCall func(ctx context.Context, ks keyserver.KeyServer) (bool, error)
+
+// vote is one server's answer.
+type vote struct {
+	server int
+	ok     bool
+	err    error
+}
+
+// fanOut calls op on every server concurrently, each call bounded by
+// timeout, and returns as soon as the outcome is decided: a quorum for, or so
+// many against that a quorum is out of reach. Calls still running then
+// finish in the background within their timeout; nothing waits for them.
+//
+// The caller must call settle exactly once with the final verdict (an
+// acquire can win the vote and still fail on validity). When it says failed
+// and undo is not nil, undo runs on every server after that server's own
+// call has returned, so that a late "yes" is undone too and an undo never
+// overtakes the call it undoes. settle waits for the undos of the servers
+// that had answered; stragglers undo in the background.
+func (c *Client) fanOut(ctx context.Context, timeout time.Duration, op, undo serverCall) (t tally, settle func(failed bool)) {
+	n := len(c.servers)
+	t.n = n
+	callCtx, cancel := c.clock.WithTimeout(ctx, timeout)
+	votes := make(chan vote, n)
+	var (
+		pending atomic.Int32
+		failed  bool // written before decided is closed
+		decided = make(chan struct{})
+		undone  = make([]chan struct{}, n)
+	)
+	pending.Store(int32(n))
+	c.bg.Add(n)
+	for i, ks := range c.servers {
+		undone[i] = make(chan struct{})
+		go func(i int, ks keyserver.KeyServer) {
+			defer c.bg.Done()
+			defer close(undone[i])
+			ok, err := op(callCtx, ks)
+			if pending.Add(-1) == 0 {
+				cancel()
+			}
+			votes <- vote{server: i, ok: ok, err: err}
+			if undo == nil {
+				return
+			}
+			<-decided
+			if failed {
+				uctx, ucancel := c.clock.WithTimeout(context.WithoutCancel(ctx), timeout)
+				if _, err := undo(uctx, ks); err != nil {
+					c.logger.Debug("redlock: cleanup after a failed attempt", "server", i, "error", err)
+				}
+				ucancel()
+			}
+		}(i, ks)
+	}
+
+	var answered []int
+	for !t.decided() {
+		v := <-votes
+		answered = append(answered, v.server)
+		switch {
+		case v.err != nil:
+			t.errs = append(t.errs, &ServerError{Server: v.server, Err: v.err})
+		case v.ok:
+			t.granted++
+		default:
+			t.refused++
+		}
+	}
+	return t, func(f bool) {
+		failed = f
+		close(decided)
+		if undo == nil || !f {
+			return
+		}
+		for _, i := range answered {
+			<-undone[i]
+		}
+	}
+}
