@@ -2,11 +2,14 @@ module github.com/goredlock/goredlock
 
 go 1.22
 
-require go.uber.org/goleak v1.3.0
+require (
+	github.com/google/uuid v1.6.0
+	github.com/hashicorp/go-multierror v1.1.1
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+)
 
 require (
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/errwrap v1.0.0 // indirect
-	github.com/hashicorp/go-multierror v1.1.1 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

@@ -106,7 +106,7 @@ func (c *Client) attempt(ctx context.Context, name string, ttl time.Duration) (*
 	}
 	key := c.keyPrefix + name
 	start := c.clock.Now()
-	t, settle := c.fanOut(ctx, c.timeoutFor(ttl),
+	t, settle := c.fanOut(ctx, c.timeoutFor(ttl), "acquire", name,
 		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) { return ks.Acquire(ctx, key, token, ttl) },
 		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) { return ks.Release(ctx, key, token) })
 	left := validity(ttl, c.clock.Since(start), c.driftFactor)
@@ -163,13 +163,10 @@ func (c *Client) notAcquired(name string, attempts int, t tally, ctxErr error) e
 	return &quorumError{sentinel: ErrNotAcquired, what: what, tally: t, ctxErr: ctxErr}
 }
 
-// logVotes reports each server failure of a fan-out at warning level.
+// logVotes reports a lost vote at debug level; fanOut has already logged
+// each server failure.
 func (c *Client) logVotes(op, name string, t tally) {
-	for _, err := range t.errs {
-		se := err.(*ServerError)
-		c.logger.Warn("redlock: key server failed", "op", op, "lock", name, "server", se.Server, "error", se.Err)
-	}
-	if len(t.errs) == 0 && !t.won() {
+	if !t.won() {
 		c.logger.Debug("redlock: quorum not reached", "op", op, "lock", name,
 			"granted", t.granted, "refused", t.refused, "servers", t.n)
 	}

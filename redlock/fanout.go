@@ -29,7 +29,10 @@ type vote struct {
 // call has returned, so that a late "yes" is undone too and an undo never
 // overtakes the call it undoes. settle waits for the undos of the servers
 // that had answered; stragglers undo in the background.
-func (c *Client) fanOut(ctx context.Context, timeout time.Duration, op, undo serverCall) (t tally, settle func(failed bool)) {
+//
+// Every server failure is logged with opName and the lock's name when it
+// happens, also after the outcome was decided.
+func (c *Client) fanOut(ctx context.Context, timeout time.Duration, opName, lockName string, op, undo serverCall) (t tally, settle func(failed bool)) {
 	n := len(c.servers)
 	t.n = n
 	callCtx, cancel := c.clock.WithTimeout(ctx, timeout)
@@ -51,6 +54,9 @@ func (c *Client) fanOut(ctx context.Context, timeout time.Duration, op, undo ser
 			if pending.Add(-1) == 0 {
 				cancel()
 			}
+			if err != nil {
+				c.logger.Warn("redlock: key server failed", "op", opName, "lock", lockName, "server", i, "error", err)
+			}
 			votes <- vote{server: i, ok: ok, err: err}
 			if undo == nil {
 				return
@@ -59,7 +65,7 @@ func (c *Client) fanOut(ctx context.Context, timeout time.Duration, op, undo ser
 			if failed {
 				uctx, ucancel := c.clock.WithTimeout(context.WithoutCancel(ctx), timeout)
 				if _, err := undo(uctx, ks); err != nil {
-					c.logger.Debug("redlock: cleanup after a failed attempt", "server", i, "error", err)
+					c.logger.Warn("redlock: key server failed", "op", "release after a failed attempt", "lock", lockName, "server", i, "error", err)
 				}
 				ucancel()
 			}

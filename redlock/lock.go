@@ -101,7 +101,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	c := l.c
 	start := c.clock.Now()
-	t, settle := c.fanOut(ctx, c.timeoutFor(ttl),
+	t, settle := c.fanOut(ctx, c.timeoutFor(ttl), "extend", l.name,
 		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
 			return ks.Extend(ctx, l.key, l.token, ttl)
 		}, nil)
@@ -158,7 +158,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	// Sent even for an expired lock: our keys may still sit on servers
 	// whose clocks run slow. Release is owner-checked, so a new holder's
 	// keys are safe.
-	t, settle := c.fanOut(ctx, c.timeoutFor(l.ttl),
+	t, settle := c.fanOut(ctx, c.timeoutFor(l.ttl), "release", l.name,
 		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
 			return ks.Release(ctx, l.key, l.token)
 		}, nil)

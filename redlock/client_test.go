@@ -1,0 +1,670 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/memory"
+	"github.com/goredlock/goredlock/keyserver/static"
+)
+
+func TestQuorumSizes(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4, 8: 5, 9: 5} {
+		c, err := New(static.NewCluster(n).KeyServers())
+		require.NoError(t, err)
+		assert.Equal(t, want, c.Quorum(), "quorum of %d servers", n)
+	}
+}
+
+func TestDecisionTable(t *testing.T) {
+	tests := []struct {
+		n, granted, refused, failed int
+		decided, won                bool
+	}{
+		{1, 0, 0, 0, false, false},
+		{1, 1, 0, 0, true, true},
+		{1, 0, 1, 0, true, false},
+		{2, 1, 0, 0, false, false},
+		{2, 1, 1, 0, true, false},
+		{3, 2, 0, 0, true, true},
+		{3, 1, 1, 0, false, false},
+		{3, 0, 1, 1, true, false},
+		{5, 3, 0, 0, true, true},
+		{5, 2, 2, 0, false, false},
+		{5, 2, 1, 2, true, false},
+		{4, 2, 1, 0, false, false},
+		{4, 2, 2, 0, true, false},
+		{9, 5, 0, 0, true, true},
+		{9, 4, 4, 0, false, false},
+		{9, 4, 0, 5, true, false},
+	}
+	for _, tc := range tests {
+		tl := tally{n: tc.n, granted: tc.granted, refused: tc.refused}
+		for i := 0; i < tc.failed; i++ {
+			tl.errs = append(tl.errs, errors.New("x"))
+		}
+		assert.Equal(t, tc.decided, tl.decided(), "%+v decided", tc)
+		assert.Equal(t, tc.won, tl.won(), "%+v won", tc)
+	}
+}
+
+func TestValidityArithmetic(t *testing.T) {
+	tests := []struct {
+		ttl, elapsed time.Duration
+		factor       float64
+		want         time.Duration
+	}{
+		{10 * time.Second, 0, 0.01, 10*time.Second - 102*time.Millisecond},
+		{10 * time.Second, time.Second, 0.01, 9*time.Second - 102*time.Millisecond},
+		{time.Second, 0, 0, 998 * time.Millisecond},
+		{time.Second, 0, 0.02, 978 * time.Millisecond},
+		{100 * time.Millisecond, 97 * time.Millisecond, 0.01, 0},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, validity(tc.ttl, tc.elapsed, tc.factor), "%+v", tc)
+	}
+}
+
+func TestAllAcceptAllRefuse(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			yes, no := make([][]bool, n), make([][]bool, n)
+			for i := range yes {
+				yes[i], no[i] = []bool{true, true}, []bool{false, false}
+			}
+			l, err := testClient(t, fc, static.Table(yes).KeyServers()).TryAcquire(bg, "job", time.Second)
+			require.NoError(t, err)
+			require.NoError(t, l.Release(bg))
+
+			_, err = testClient(t, fc, static.Table(no).KeyServers()).TryAcquire(bg, "job", time.Second)
+			require.ErrorIs(t, err, ErrNotAcquired)
+		})
+	}
+}
+
+func TestMajorityDecides(t *testing.T) {
+	tests := []struct {
+		rows    [][]bool
+		granted bool
+	}{
+		{[][]bool{{true, true}, {false, false}, {true, true}, {false, false}, {true, true}}, true},
+		{[][]bool{{true, true}, {false, false}, {true, true}, {false, false}, {false, false}}, false},
+		{[][]bool{{true, true}, {false, false}, {true, true}}, true},
+		{[][]bool{{true, true}, {true, true}, {false, false}, {false, false}}, false},
+	}
+	for _, tc := range tests {
+		fc := clock.NewFake(t0)
+		_, err := testClient(t, fc, static.Table(tc.rows).KeyServers()).TryAcquire(bg, "job", time.Second)
+		if tc.granted {
+			assert.NoError(t, err, "%v", tc.rows)
+		} else {
+			assert.ErrorIs(t, err, ErrNotAcquired, "%v", tc.rows)
+		}
+	}
+}
+
+func TestFailedAttemptReleasesOnEveryServer(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.Table([][]bool{{true, true}, {true, true}, {false, false}, {false, false}, {false, false}})
+	c := testClient(t, fc, servers.KeyServers())
+	_, err := c.TryAcquire(bg, "job", time.Second)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	c.bg.Wait() // servers not waited for release in the background
+	token := servers[0].Calls()[0].Token
+	for i, s := range servers {
+		calls := s.Calls()
+		require.Len(t, calls, 2, "server %d", i)
+		assert.Equal(t, static.OpAcquire, calls[0].Op, "server %d", i)
+		assert.Equal(t, static.OpRelease, calls[1].Op, "server %d", i)
+		assert.Equal(t, token, calls[1].Token, "server %d released another token", i)
+	}
+}
+
+func TestLateGrantIsUndone(t *testing.T) {
+	fc := clock.NewFake(t0)
+	gate := make(chan struct{})
+	late := static.New(static.WithBefore(func(_ context.Context, c static.Call) {
+		if c.Op == static.OpAcquire {
+			<-gate
+		}
+	}))
+	servers := static.Cluster{static.Fixed(false, false), static.Fixed(false, false), late}
+	c := testClient(t, fc, servers.KeyServers(), WithServerTimeout(time.Hour))
+	_, err := c.TryAcquire(bg, "job", time.Second)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	close(gate) // the late server now grants, after the attempt failed
+	c.bg.Wait()
+	calls := late.Calls()
+	require.Len(t, calls, 2)
+	assert.True(t, calls[0].OK, "the late Acquire granted")
+	assert.Equal(t, static.OpRelease, calls[1].Op)
+	assert.True(t, calls[1].OK, "the late grant was released")
+}
+
+func TestRetryAttemptCounts(t *testing.T) {
+	for _, retries := range []int{0, 1, 5} {
+		t.Run(fmt.Sprint(retries), func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			servers := static.Table([][]bool{{false, false}, {false, false}, {false, false}})
+			c := testClient(t, fc, servers.KeyServers(), WithRetryCount(retries))
+			res := async(t, func() error { _, err := c.Acquire(bg, "job", time.Second); return err })
+			sleeps(t, fc, retries)
+			err := res()
+			require.ErrorIs(t, err, ErrNotAcquired)
+			assert.Contains(t, err.Error(), fmt.Sprintf("after %d attempt(s)", retries+1))
+			c.bg.Wait() // the third server's answers were not waited for
+			for i, s := range servers {
+				assert.Equal(t, retries+1, s.Count(static.OpAcquire), "server %d", i)
+			}
+		})
+	}
+}
+
+func TestRetryUntilContextEnds(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.Table([][]bool{{false, false}, {false, false}, {false, false}})
+	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(-1))
+	ctx, cancel := context.WithCancel(bg)
+	res := async(t, func() error { _, err := c.Acquire(ctx, "job", time.Second); return err })
+	sleeps(t, fc, 25)
+	_, err := fc.BlockUntilSleepers(1, wait) // the 26th attempt is done
+	require.NoError(t, err)
+	cancel()
+	err = res()
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.ErrorIs(t, err, context.Canceled)
+	c.bg.Wait()
+	assert.Equal(t, 26, servers[0].Count(static.OpAcquire))
+}
+
+func TestRetryWaitsWithinJitter(t *testing.T) {
+	fc := clock.NewFake(t0)
+	c := testClient(t, fc, static.Table([][]bool{{false, false}}).KeyServers(),
+		WithRetryCount(60), WithRetryDelay(200*time.Millisecond), WithRetryJitter(100*time.Millisecond))
+	res := async(t, func() error { _, err := c.Acquire(bg, "job", time.Second); return err })
+	waits := sleeps(t, fc, 60)
+	require.ErrorIs(t, res(), ErrNotAcquired)
+	lo, hi := waits[0], waits[0]
+	for _, w := range waits {
+		assert.GreaterOrEqual(t, w, 100*time.Millisecond)
+		assert.LessOrEqual(t, w, 300*time.Millisecond)
+		lo, hi = min(lo, w), max(hi, w)
+	}
+	// 60 uniform draws all within 20 ms of the mean: probability ~1e-13.
+	assert.Less(t, lo, 180*time.Millisecond, "waits are not spread")
+	assert.Greater(t, hi, 220*time.Millisecond, "waits are not spread")
+}
+
+func TestRetryWaitBounds(t *testing.T) {
+	tests := []struct {
+		delay, jitter time.Duration
+		draw          func(n int64) int64
+		want          time.Duration
+	}{
+		{200 * time.Millisecond, 100 * time.Millisecond, func(int64) int64 { return 0 }, 100 * time.Millisecond},
+		{200 * time.Millisecond, 100 * time.Millisecond, func(n int64) int64 { return n - 1 }, 300 * time.Millisecond},
+		{200 * time.Millisecond, 0, nil, 200 * time.Millisecond},
+		{50 * time.Millisecond, 50 * time.Millisecond, func(int64) int64 { return 0 }, 0},
+	}
+	for _, tc := range tests {
+		c, err := New(static.NewCluster(1).KeyServers(), WithRetryDelay(tc.delay), WithRetryJitter(tc.jitter))
+		require.NoError(t, err)
+		c.randInt64N = tc.draw
+		assert.Equal(t, tc.want, c.retryWait(), "%v±%v", tc.delay, tc.jitter)
+	}
+	c, err := New(static.NewCluster(1).KeyServers(), WithRetryDelay(80*time.Millisecond))
+	require.NoError(t, err)
+	assert.Equal(t, 40*time.Millisecond, c.retryJitter, "default jitter is half the delay")
+}
+
+func TestContextEndsBeforeAcquire(t *testing.T) {
+	for _, mk := range []func() (context.Context, context.CancelFunc){
+		func() (context.Context, context.CancelFunc) { return context.WithCancel(bg) },
+		func() (context.Context, context.CancelFunc) { return context.WithTimeout(bg, 0) },
+	} {
+		ctx, cancel := mk()
+		cancel()
+		fc := clock.NewFake(t0)
+		servers := static.NewCluster(3)
+		_, err := testClient(t, fc, servers.KeyServers()).Acquire(ctx, "job", time.Second)
+		require.ErrorIs(t, err, ErrNotAcquired)
+		require.ErrorIs(t, err, ctx.Err())
+		assert.Equal(t, 0, servers.Count(static.OpAcquire))
+	}
+}
+
+func TestContextEndsDuringRetryWait(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.Table([][]bool{{false, false}, {false, false}, {false, false}})
+	c := testClient(t, fc, servers.KeyServers())
+	ctx, cancel := context.WithCancelCause(bg)
+	res := async(t, func() error { _, err := c.Acquire(ctx, "job", time.Second); return err })
+	_, err := fc.BlockUntilSleepers(1, wait)
+	require.NoError(t, err)
+	cancel(errors.New("shutting down"))
+	err = res()
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestServerErrorsAreReachable(t *testing.T) {
+	fc := clock.NewFake(t0)
+	errA, errB := errors.New("connection refused"), errors.New("WRONGTYPE")
+	servers := static.Cluster{
+		static.New(static.WithAcquire(static.Fail(errA))),
+		static.Fixed(true, true),
+		static.New(static.WithAcquire(static.Fail(errB))),
+	}
+	_, err := testClient(t, fc, servers.KeyServers()).TryAcquire(bg, "job", time.Second)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.ErrorIs(t, err, errA)
+	require.ErrorIs(t, err, errB)
+	var se *ServerError
+	require.ErrorAs(t, err, &se)
+	var all *multierror.Error
+	require.ErrorAs(t, err, &all)
+	got := map[int]error{}
+	for _, e := range all.Errors {
+		require.ErrorAs(t, e, &se)
+		got[se.Server] = se.Err
+	}
+	assert.Equal(t, map[int]error{0: errA, 2: errB}, got)
+	assert.Contains(t, err.Error(), "server 0: connection refused")
+	assert.NotContains(t, err.Error(), "\n")
+}
+
+func TestNoGrantWhenServersAnswerTooLate(t *testing.T) {
+	const ttl = 10 * time.Second
+	allowance := drift(ttl, DefaultDriftFactor)
+	tests := []struct {
+		took    time.Duration
+		granted bool
+	}{
+		{ttl + time.Second, false},
+		{ttl, false},
+		{ttl - allowance, false}, // validity exactly zero
+		{ttl - allowance - time.Millisecond, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.took.String(), func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			var once sync.Once
+			slow := static.WithBefore(func(_ context.Context, c static.Call) {
+				if c.Op == static.OpAcquire {
+					once.Do(func() { fc.Advance(tc.took) })
+				}
+			})
+			servers := static.NewCluster(3, slow)
+			c := testClient(t, fc, servers.KeyServers(), WithServerTimeout(time.Hour))
+			l, err := c.TryAcquire(bg, "job", ttl)
+			if !tc.granted {
+				require.ErrorIs(t, err, ErrNotAcquired)
+				c.bg.Wait()
+				assert.Equal(t, 3, servers.Count(static.OpRelease), "a late grant is released everywhere")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, t0.Add(ttl-allowance), l.Until())
+			assert.NoError(t, l.Err())
+		})
+	}
+}
+
+func TestUntilIsStartPlusTTLMinusDrift(t *testing.T) {
+	fc := clock.NewFake(t0)
+	var once sync.Once
+	servers := static.NewCluster(3, static.WithBefore(func(context.Context, static.Call) {
+		once.Do(func() { fc.Advance(time.Second) }) // the servers take a second
+	}))
+	c := testClient(t, fc, servers.KeyServers(), WithServerTimeout(2*time.Second), WithDriftFactor(0.02))
+	l, err := c.TryAcquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, t0.Add(10*time.Second-202*time.Millisecond), l.Until())
+}
+
+func TestEarlyReturnWhileMinorityHangs(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(5)
+	servers[1].Script(static.OpAcquire, static.Hang)
+	servers[3].Script(static.OpAcquire, static.Hang)
+	c := testClient(t, fc, servers.KeyServers(), WithServerTimeout(time.Second))
+	res := async(t, func() lockResult { l, err := c.TryAcquire(bg, "job", 10*time.Second); return lockResult{l, err} })()
+	require.NoError(t, res.err, "granted by 3 of 5 without waiting for the 2 that hang")
+	assert.Equal(t, t0, fc.Now(), "no time passed: nobody waited for the server timeout")
+
+	// The refusing side decides early too.
+	servers2 := static.Table([][]bool{{false, false}, {false, false}, {false, false}, {true, true}, {true, true}})
+	servers2[3].Script(static.OpAcquire, static.Hang)
+	c2 := testClient(t, fc, servers2.KeyServers(), WithServerTimeout(time.Second))
+	err := async(t, func() error { _, err := c2.TryAcquire(bg, "job", 10*time.Second); return err })()
+	require.ErrorIs(t, err, ErrNotAcquired)
+
+	fc.Advance(time.Second) // the hanging calls time out in the background
+	c.bg.Wait()
+	c2.bg.Wait()
+	assert.Equal(t, 1, servers[1].Count(static.OpAcquire))
+	calls := servers2[3].Calls()
+	require.Len(t, calls, 2, "the straggler is released after its own call ended")
+	assert.ErrorIs(t, calls[0].Err, context.DeadlineExceeded)
+	assert.Equal(t, static.OpRelease, calls[1].Op)
+	require.NoError(t, res.lock.Release(bg))
+}
+
+func TestExtendMovesUntil(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers())
+	l, err := c.TryAcquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	fc.Advance(4 * time.Second)
+	require.NoError(t, l.Extend(bg, 20*time.Second))
+	c.bg.Wait() // the third server's answer was not waited for
+	assert.Equal(t, t0.Add(24*time.Second-202*time.Millisecond), l.Until())
+	fc.Advance(15 * time.Second) // past the first Until
+	assert.NoError(t, l.Err())
+	assert.Equal(t, 3, servers.Count(static.OpExtend))
+	require.NoError(t, l.Release(bg))
+}
+
+func TestExtendOfExpiredLockIsRefusedWithoutContact(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	l, err := testClient(t, fc, servers.KeyServers()).TryAcquire(bg, "job", time.Second)
+	require.NoError(t, err)
+	fc.Advance(time.Second - drift(time.Second, DefaultDriftFactor)) // exactly Until
+	err = l.Extend(bg, time.Second)
+	require.ErrorIs(t, err, ErrNotHeld)
+	assert.Equal(t, 0, servers.Count(static.OpExtend))
+	assert.ErrorIs(t, l.Err(), ErrLockLost)
+}
+
+func TestExtendNotGranted(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers())
+	l, err := c.TryAcquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	until := l.Until()
+
+	// Two servers down: not granted, but the lock is still valid.
+	down := errors.New("down")
+	servers[0].Script(static.OpExtend, static.Fail(down))
+	servers[1].Script(static.OpExtend, static.Fail(down))
+	err = l.Extend(bg, 10*time.Second)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.ErrorIs(t, err, down)
+	assert.NoError(t, l.Err())
+	assert.Equal(t, until, l.Until())
+
+	// Two servers held by someone else: the lock is lost at once.
+	servers[0].Script(static.OpExtend, static.Deny)
+	servers[1].Script(static.OpExtend, static.Deny)
+	err = l.Extend(bg, 10*time.Second)
+	require.ErrorIs(t, err, ErrLockLost)
+	assert.ErrorIs(t, l.Err(), ErrLockLost)
+	assert.True(t, closed(l.Done()))
+}
+
+func TestDoneAndErrAfterRelease(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers())
+	l, err := c.TryAcquire(bg, "job", time.Second)
+	require.NoError(t, err)
+	assert.NoError(t, l.Err())
+	assert.False(t, closed(l.Done()))
+	require.NoError(t, l.Release(bg))
+	c.bg.Wait()
+	assert.True(t, closed(l.Done()))
+	assert.ErrorIs(t, l.Err(), ErrNotHeld)
+	assert.ErrorIs(t, l.Release(bg), ErrNotHeld, "a second Release")
+	assert.Equal(t, 3, servers.Count(static.OpRelease), "a second Release contacts nobody")
+	assert.ErrorIs(t, l.Extend(bg, time.Second), ErrNotHeld)
+	fc.Advance(time.Hour)
+	assert.ErrorIs(t, l.Err(), ErrNotHeld, "a released lock does not turn lost")
+}
+
+func TestDoneAndErrAfterExpiry(t *testing.T) {
+	fc := clock.NewFake(t0)
+	l, err := testClient(t, fc, static.NewCluster(3).KeyServers()).TryAcquire(bg, "job", time.Second)
+	require.NoError(t, err)
+	fc.Advance(l.Until().Sub(fc.Now()) - 1)
+	assert.NoError(t, l.Err(), "valid until Until")
+	fc.Advance(1)
+	select {
+	case <-l.Done(): // closed by the expiry timer alone
+	case <-time.After(wait):
+		t.Fatal("Done not closed after Until")
+	}
+	assert.ErrorIs(t, l.Err(), ErrLockLost)
+	assert.ErrorIs(t, l.Release(bg), ErrNotHeld)
+	assert.ErrorIs(t, l.Err(), ErrLockLost, "a lost lock stays lost after Release")
+}
+
+func TestReleaseOutcomes(t *testing.T) {
+	down := errors.New("down")
+	tests := []struct {
+		name     string
+		replies  []static.Reply
+		notHeld  bool
+		errorOut bool
+	}{
+		{"quorum deleted", []static.Reply{static.Grant, static.Deny, static.Grant}, false, false},
+		{"not ours on a quorum", []static.Reply{static.Deny, static.Deny, static.Grant}, true, true},
+		{"servers failed", []static.Reply{static.Fail(down), static.Fail(down), static.Grant}, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			servers := static.NewCluster(3)
+			l, err := testClient(t, fc, servers.KeyServers()).TryAcquire(bg, "job", time.Second)
+			require.NoError(t, err)
+			for i, r := range tc.replies {
+				servers[i].Script(static.OpRelease, r)
+			}
+			err = l.Release(bg)
+			if !tc.errorOut {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tc.notHeld, errors.Is(err, ErrNotHeld), "%v", err)
+			if !tc.notHeld {
+				assert.ErrorIs(t, err, down)
+			}
+			assert.True(t, closed(l.Done()), "Release is final")
+		})
+	}
+}
+
+func TestFourConcurrentTakersOneWins(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		var servers []keyserver.KeyServer
+		for i := 0; i < 3; i++ {
+			s := memory.New(memory.WithSweepInterval(0))
+			servers = append(servers, s)
+		}
+		c, err := New(servers, WithRetryCount(5), WithRetryDelay(2*time.Millisecond))
+		require.NoError(t, err)
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			wins  []*Lock
+			start = make(chan struct{})
+		)
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				l, err := c.Acquire(bg, "job", 10*time.Second)
+				if err == nil {
+					mu.Lock()
+					wins = append(wins, l)
+					mu.Unlock()
+				} else {
+					assert.ErrorIs(t, err, ErrNotAcquired)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		require.Len(t, wins, 1, "round %d", round)
+		require.NoError(t, wins[0].Release(bg))
+		c.bg.Wait()
+	}
+}
+
+func TestHeldLockRefusesRepeatedly(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ks := memoryServers(t, fc, 3)
+	c := testClient(t, fc, ks)
+	l, err := c.TryAcquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	for i := 0; i < 5; i++ {
+		_, err := c.TryAcquire(bg, "job", 10*time.Second)
+		require.ErrorIs(t, err, ErrNotAcquired, "take %d", i)
+		fc.Advance(time.Second)
+	}
+	require.NoError(t, l.Release(bg))
+	l2, err := c.TryAcquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l2.Release(bg))
+}
+
+func TestAbandonedLockIsFreeAfterItsTTL(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ks := memoryServers(t, fc, 3)
+	c := testClient(t, fc, ks)
+	old, err := c.TryAcquire(bg, "job", time.Second)
+	require.NoError(t, err)
+
+	fc.Advance(50 * time.Millisecond)
+	_, err = c.TryAcquire(bg, "job", time.Second)
+	require.ErrorIs(t, err, ErrNotAcquired, "refused at +50ms")
+
+	fc.Advance(950 * time.Millisecond) // the keys' TTL is over
+	fresh, err := c.TryAcquire(bg, "job", time.Second)
+	require.NoError(t, err, "free once its TTL ran out")
+
+	require.ErrorIs(t, old.Release(bg), ErrNotHeld, "the old holder's late release")
+	_, err = c.TryAcquire(bg, "job", time.Second)
+	require.ErrorIs(t, err, ErrNotAcquired, "the new holder's keys survived the late release")
+	require.NoError(t, fresh.Release(bg))
+}
+
+func TestKeyPrefix(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(1)
+	l, err := testClient(t, fc, servers.KeyServers(), WithKeyPrefix("app:")).TryAcquire(bg, "job", time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "job", l.Name())
+	assert.Equal(t, "app:job", servers[0].Calls()[0].Key)
+	assert.Equal(t, l.Token(), servers[0].Calls()[0].Token)
+}
+
+func TestFreshTokenPerAttempt(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.Table([][]bool{{false, false}})
+	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(3))
+	res := async(t, func() error { _, err := c.Acquire(bg, "job", time.Second); return err })
+	sleeps(t, fc, 3)
+	require.Error(t, res())
+	seen := map[string]bool{}
+	for _, call := range servers[0].Calls() {
+		if call.Op == static.OpAcquire {
+			assert.False(t, seen[call.Token], "token reused")
+			seen[call.Token] = true
+		}
+	}
+	assert.Len(t, seen, 4)
+}
+
+func TestInvalidArguments(t *testing.T) {
+	one := static.NewCluster(1).KeyServers()
+	news := []struct {
+		name    string
+		servers []keyserver.KeyServer
+		opts    []Option
+		mention string
+	}{
+		{"no servers", nil, nil, "no key servers"},
+		{"nil server", []keyserver.KeyServer{one[0], nil}, nil, "key server 1 is nil"},
+		{"retry count", one, []Option{WithRetryCount(-2)}, "-2"},
+		{"retry delay", one, []Option{WithRetryDelay(-time.Second)}, "-1s"},
+		{"retry jitter", one, []Option{WithRetryJitter(-1)}, "jitter"},
+		{"jitter over delay", one, []Option{WithRetryDelay(time.Millisecond), WithRetryJitter(time.Second)}, "exceeds"},
+		{"drift factor", one, []Option{WithDriftFactor(1)}, "drift factor 1"},
+		{"drift NaN", one, []Option{WithDriftFactor(math.NaN())}, "NaN"},
+		{"negative drift", one, []Option{WithDriftFactor(-0.1)}, "-0.1"},
+		{"server timeout", one, []Option{WithServerTimeout(-time.Second)}, "server timeout"},
+		{"keep-alive interval", one, []Option{WithKeepAliveInterval(-time.Second)}, "keep-alive"},
+		{"max extensions", one, []Option{WithMaxExtensions(-1)}, "max extensions"},
+		{"max hold", one, []Option{WithMaxHold(-1)}, "max hold"},
+	}
+	for _, tc := range news {
+		_, err := New(tc.servers, tc.opts...)
+		require.ErrorIs(t, err, ErrInvalidArgument, tc.name)
+		assert.Contains(t, err.Error(), tc.mention, tc.name)
+	}
+
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers())
+	calls := []struct {
+		name    string
+		err     error
+		mention string
+	}{
+		{"empty name", func() error { _, err := c.Acquire(bg, "", time.Second); return err }(), "empty lock name"},
+		{"zero ttl", func() error { _, err := c.Acquire(bg, "job", 0); return err }(), "ttl 0s"},
+		{"ttl under drift", func() error { _, err := c.TryAcquire(bg, "job", 2*time.Millisecond); return err }(), "ttl 2ms"},
+		{"nil fn in Do", c.Do(bg, "job", time.Second, nil), "nil function"},
+		{"nil fn in DoOrSkip", func() error { _, err := c.DoOrSkip(bg, "job", time.Second, nil); return err }(), "nil function"},
+	}
+	for _, tc := range calls {
+		require.ErrorIs(t, tc.err, ErrInvalidArgument, tc.name)
+		assert.Contains(t, tc.err.Error(), tc.mention, tc.name)
+	}
+	l, err := c.TryAcquire(bg, "job", time.Second)
+	require.NoError(t, err)
+	require.ErrorIs(t, l.Extend(bg, time.Millisecond), ErrInvalidArgument)
+	require.NoError(t, l.Release(bg))
+	c.bg.Wait()
+	assert.Equal(t, 0, servers.Count(static.OpExtend))
+	assert.Equal(t, 3, servers.Count(static.OpAcquire), "invalid calls reach no server")
+}
+
+func TestLoggingNamesLockAndServerNeverToken(t *testing.T) {
+	fc := clock.NewFake(t0)
+	var buf strings.Builder
+	var mu sync.Mutex
+	logger := newTestLogger(&mu, &buf)
+	servers := static.NewCluster(3)
+	servers[2].Script(static.OpAcquire, static.Fail(errors.New("i/o timeout")))
+	c := testClient(t, fc, servers.KeyServers(), WithLogger(logger))
+	l, err := c.TryAcquire(bg, "report", time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(bg))
+	c.bg.Wait() // server 2's failure may come after the quorum
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	assert.Contains(t, out, "lock=report")
+	assert.Contains(t, out, "server=2")
+	assert.Contains(t, out, "i/o timeout")
+	assert.NotContains(t, out, l.Token())
+}

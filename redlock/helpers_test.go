@@ -1,0 +1,109 @@
+package redlock
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+// wait bounds every real-time wait of a test on a goroutine, so that a bug
+// fails the test instead of hanging it.
+const wait = 10 * time.Second
+
+// testClient returns a client on fc; its background calls must have ended
+// by the end of the test.
+func testClient(t *testing.T, fc *clock.Fake, servers []keyserver.KeyServer, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(servers, append([]Option{withClock(fc)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(c.bg.Wait)
+	return c
+}
+
+// memoryServers returns n in-memory servers whose TTLs run on fc.
+func memoryServers(t *testing.T, fc *clock.Fake, n int) []keyserver.KeyServer {
+	ks := make([]keyserver.KeyServer, n)
+	for i := range ks {
+		s := memory.New(memory.WithNow(fc.Now), memory.WithSweepInterval(0))
+		t.Cleanup(func() { s.Close() })
+		ks[i] = s
+	}
+	return ks
+}
+
+// sleeps advances fc past the next n waits of the code under test, each as
+// soon as it starts, and returns their lengths.
+func sleeps(t *testing.T, fc *clock.Fake, n int) []time.Duration {
+	t.Helper()
+	var got []time.Duration
+	for i := 0; i < n; i++ {
+		ds, err := fc.BlockUntilSleepers(1, wait)
+		require.NoError(t, err, "wait %d of %d never started", i+1, n)
+		got = append(got, ds[0])
+		fc.Advance(ds[0])
+	}
+	return got
+}
+
+// async runs f in a goroutine and returns a function that waits for its
+// result, failing the test if it takes longer than wait.
+func async[T any](t *testing.T, f func() T) func() T {
+	ch := make(chan T, 1)
+	go func() { ch <- f() }()
+	return func() T {
+		t.Helper()
+		select {
+		case v := <-ch:
+			return v
+		case <-time.After(wait):
+			t.Fatalf("call did not return within %v", wait)
+			panic("unreachable")
+		}
+	}
+}
+
+type lockResult struct {
+	lock *Lock
+	err  error
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+var bg = context.Background()
+
+// newTestLogger returns a text logger that writes into buf under mu.
+func newTestLogger(mu *sync.Mutex, buf *strings.Builder) *slog.Logger {
+	return slog.New(slog.NewTextHandler(lockedWriter{mu, buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type lockedWriter struct {
+	mu  *sync.Mutex
+	buf *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
