@@ -107,7 +107,9 @@ func (c *Client) attempt(ctx context.Context, name string, ttl time.Duration) (*
 	key := c.keyPrefix + name
 	start := c.clock.Now()
 	t, settle := c.fanOut(ctx, c.timeoutFor(ttl), "acquire", name,
-		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) { return ks.Acquire(ctx, key, token, ttl) },
+		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
+			return ks.Acquire(ctx, key, token, ttl)
+		},
 		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) { return ks.Release(ctx, key, token) })
 	left := validity(ttl, c.clock.Since(start), c.driftFactor)
 	granted := t.won() && left > 0
@@ -179,4 +181,3 @@ func newToken() (string, error) {
 	}
 	return u.String(), nil
 }
-

@@ -25,7 +25,7 @@ type Lock struct {
 	// life ends with the lock; its cause is the final Err. Done is its
 	// Done, so that Do and KeepAlive can hang work off it without a
 	// goroutine.
-	life context.Context
+	life       context.Context
 	cancelLife context.CancelCauseFunc
 
 	mu         sync.Mutex
