@@ -107,3 +107,18 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.buf.Write(p)
 }
+
+// advanceUntil moves fc past every wait of the code under test until done
+// is closed.
+func advanceUntil(t *testing.T, fc *clock.Fake, done <-chan struct{}) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !closed(done) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not done after %v of advancing the clock (at %v)", wait, fc.Now().Sub(t0))
+		}
+		if ds, err := fc.BlockUntilSleepers(1, 20*time.Millisecond); err == nil {
+			fc.Advance(ds[0])
+		}
+	}
+}

@@ -49,7 +49,7 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 			return fmt.Errorf("%w: keep-alive interval %v leaves no time to extend lock %q (validity %v, server timeout %v)",
 				ErrInvalidArgument, interval, l.name, until.Sub(granted), timeout)
 		}
-		if why := l.capReached(extensions, ttl); why != "" {
+		if why := l.capReached(extensions, granted.Add(interval), ttl); why != "" {
 			return l.runOut(live, ctx, lastTry, why)
 		}
 
@@ -77,14 +77,14 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 	}
 }
 
-// capReached says which cap, if any, forbids another extension.
-func (l *Lock) capReached(extensions int, ttl time.Duration) string {
+// capReached says which cap, if any, forbids the next extension, due at.
+func (l *Lock) capReached(extensions int, at time.Time, ttl time.Duration) string {
 	c := l.c
 	if c.maxExtensions > 0 && extensions >= c.maxExtensions {
 		return fmt.Sprintf("extension limit of %d reached", c.maxExtensions)
 	}
 	if c.maxHold > 0 {
-		next := c.clock.Now().Add(ttl - drift(ttl, c.driftFactor))
+		next := at.Add(ttl - drift(ttl, c.driftFactor))
 		l.mu.Lock()
 		acquired := l.acquired
 		l.mu.Unlock()
