@@ -1,0 +1,44 @@
+package static_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver/static"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// runNightly is the code under test: it must do the job only when it holds
+// the lock, and skip quietly when another host does.
+func runNightly(ctx context.Context, c *redlock.Client) (bool, error) {
+	return c.DoOrSkip(ctx, "nightly", time.Minute, func(context.Context) error { return nil })
+}
+
+func Example() {
+	ctx := context.Background()
+
+	// Two of three servers report the lock held by someone else.
+	held := static.Table([][]bool{{false, false}, {false, false}, {true, true}})
+	client, _ := redlock.New(held.KeyServers(), redlock.WithRetryCount(0))
+	ran, err := runNightly(ctx, client)
+	fmt.Println("held elsewhere: ran", ran, "err", err)
+
+	// Two of three servers are down: that is an error, not a skip.
+	down := static.NewCluster(3, static.WithAcquire(static.Fail(errors.New("connection refused"))))
+	down[0].Script(static.OpAcquire, static.Grant)
+	client, _ = redlock.New(down.KeyServers(), redlock.WithRetryCount(0))
+	ran, err = runNightly(ctx, client)
+	fmt.Println("servers down: ran", ran, "not acquired", errors.Is(err, redlock.ErrNotAcquired))
+
+	// All servers grant: the job runs and the lock is released after.
+	free := static.NewCluster(3)
+	client, _ = redlock.New(free.KeyServers())
+	ran, err = runNightly(ctx, client)
+	fmt.Println("free: ran", ran, "err", err)
+	// Output:
+	// held elsewhere: ran false err <nil>
+	// servers down: ran false not acquired true
+	// free: ran true err <nil>
+}

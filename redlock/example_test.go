@@ -1,0 +1,118 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/memory"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// newClient returns a client over three in-process key servers; in
+// production they would be three independent Redis masters.
+func newClient(opts ...redlock.Option) (*redlock.Client, func()) {
+	var servers []keyserver.KeyServer
+	for i := 0; i < 3; i++ {
+		servers = append(servers, memory.New())
+	}
+	c, err := redlock.New(servers, opts...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c, func() {
+		for _, s := range servers {
+			s.(*memory.Server).Close()
+		}
+	}
+}
+
+func ExampleClient_Acquire() {
+	client, closeServers := newClient()
+	defer closeServers()
+	ctx := context.Background()
+
+	lock, err := client.Acquire(ctx, "invoices", 10*time.Second)
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, redlock.ErrNotAcquired): held elsewhere or servers down
+	}
+	fmt.Println("held:", lock.Name(), "valid for about", time.Until(lock.Until()).Round(time.Second))
+
+	_, err = client.TryAcquire(ctx, "invoices", 10*time.Second)
+	fmt.Println("second taker:", errors.Is(err, redlock.ErrNotAcquired))
+
+	if err := lock.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("after release:", lock.Err())
+	// Output:
+	// held: invoices valid for about 10s
+	// second taker: true
+	// after release: redlock: lock not held
+}
+
+func ExampleClient_Do() {
+	client, closeServers := newClient()
+	defer closeServers()
+
+	// A short TTL, so that a crashed holder frees the lock soon; Do extends
+	// it in the background for as long as the job runs.
+	err := client.Do(context.Background(), "migration", 300*time.Millisecond, func(ctx context.Context) error {
+		select {
+		case <-time.After(time.Second): // the job outlives its TTL
+			fmt.Println("migrated")
+			return nil
+		case <-ctx.Done(): // the lock was lost: stop writing
+			return context.Cause(ctx)
+		}
+	})
+	fmt.Println("err:", err)
+	// Output:
+	// migrated
+	// err: <nil>
+}
+
+func ExampleClient_DoOrSkip() {
+	client, closeServers := newClient(redlock.WithRetryCount(0))
+	defer closeServers()
+	ctx := context.Background()
+
+	// Every host starts the nightly job; one runs it, the others skip.
+	ran, err := client.DoOrSkip(ctx, "nightly", time.Minute, func(ctx context.Context) error {
+		again, err := client.DoOrSkip(ctx, "nightly", time.Minute, func(context.Context) error { return nil })
+		fmt.Println("second host ran:", again, err)
+		return nil
+	})
+	fmt.Println("first host ran:", ran, err)
+	// Output:
+	// second host ran: false <nil>
+	// first host ran: true <nil>
+}
+
+func ExampleLock_KeepAlive() {
+	client, closeServers := newClient()
+	defer closeServers()
+	ctx := context.Background()
+
+	lock, err := client.Acquire(ctx, "batch", 300*time.Millisecond)
+	if err != nil {
+		log.Fatal(err)
+	}
+	kept := make(chan error, 1)
+	go func() { kept <- lock.KeepAlive(ctx) }()
+
+	select {
+	case <-time.After(time.Second): // work longer than the TTL
+	case <-lock.Done():
+		log.Fatal("lost:", lock.Err())
+	}
+	if err := lock.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("keep-alive ended:", <-kept)
+	// Output:
+	// keep-alive ended: <nil>
+}
