@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	github.com/gomodule/redigo v1.9.3 // indirect
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

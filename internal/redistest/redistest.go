@@ -1,0 +1,271 @@
+// Package redistest starts throwaway redis-server processes for tests, on
+// free loopback ports, each in its own temporary directory with persistence
+// off, so that no dump.rdb or AOF file ever lands in the source tree. Nodes
+// can be killed, paused (SIGSTOP), resumed and restarted empty, as after a
+// crash without fsync. Everything is stopped when the test ends.
+//
+// When redis-server is not installed, tests fail with an install hint if
+// the CI environment variable is set, and skip with that hint otherwise.
+package redistest
+
+import (
+	"bytes"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Option configures the nodes of Start.
+type Option func(*config)
+
+type config struct {
+	password string
+	tls      bool
+}
+
+// WithPassword makes every node require password (requirepass).
+func WithPassword(password string) Option { return func(c *config) { c.password = password } }
+
+// WithTLS makes every node speak TLS only, with a certificate made for the
+// test; Cluster.TLSConfig trusts it.
+func WithTLS() Option { return func(c *config) { c.tls = true } }
+
+// Cluster is a set of independent Redis nodes.
+type Cluster struct {
+	Nodes []*Node
+	certs *certs
+}
+
+// Node is one redis-server process.
+type Node struct {
+	t    testing.TB
+	dir  string
+	port int
+	args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	paused bool
+}
+
+const startTimeout = 10 * time.Second
+
+// Start starts n nodes and stops them when t ends.
+func Start(t testing.TB, n int, opts ...Option) *Cluster {
+	t.Helper()
+	bin := RequireServer(t)
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c := &Cluster{}
+	if cfg.tls {
+		c.certs = makeCerts(t)
+	}
+	for i := 0; i < n; i++ {
+		node := &Node{t: t, dir: t.TempDir()}
+		var err error
+		for try := 0; try < 5; try++ { // a free port can be taken before redis binds it
+			node.port = freePort(t)
+			node.args = node.config(bin, cfg, c.certs)
+			if err = node.start(); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("redistest: starting node %d: %v", i, err)
+		}
+		t.Cleanup(node.stop)
+		c.Nodes = append(c.Nodes, node)
+	}
+	return c
+}
+
+// RequireServer returns the path of redis-server, or ends the test: with a
+// failure when CI is set, with a skip otherwise.
+func RequireServer(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err == nil {
+		return bin
+	}
+	const hint = "redis-server not found on PATH; install it with: apt-get install redis-server"
+	if os.Getenv("CI") != "" {
+		t.Fatal(hint)
+	}
+	t.Skip(hint)
+	return ""
+}
+
+// URLs returns each node's redis:// (or rediss://) URL, with the password.
+func (c *Cluster) URLs(password string) []string {
+	urls := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		urls[i] = n.URL(password)
+	}
+	return urls
+}
+
+// TLSConfig returns a client configuration that trusts the nodes'
+// certificate; nil when the cluster does not use TLS.
+func (c *Cluster) TLSConfig() *tls.Config {
+	if c.certs == nil {
+		return nil
+	}
+	return &tls.Config{RootCAs: c.certs.pool, ServerName: "localhost", MinVersion: tls.VersionTLS12}
+}
+
+// Addr returns the node's host:port.
+func (n *Node) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.port)) }
+
+// URL returns the node's URL, with password if not empty.
+func (n *Node) URL(password string) string {
+	scheme := "redis"
+	for _, a := range n.args {
+		if a == "--tls-port" {
+			scheme = "rediss"
+		}
+	}
+	user := ""
+	if password != "" {
+		user = ":" + password + "@"
+	}
+	return fmt.Sprintf("%s://%s%s", scheme, user, n.Addr())
+}
+
+// Kill ends the node with SIGKILL, as a crash would.
+func (n *Node) Kill() {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.killLocked()
+}
+
+// Pause stops the node with SIGSTOP: connections stay open, nothing
+// answers.
+func (n *Node) Pause() { n.signal(syscall.SIGSTOP, true) }
+
+// Resume continues a paused node with SIGCONT.
+func (n *Node) Resume() { n.signal(syscall.SIGCONT, false) }
+
+// Restart kills the node and starts it again, empty, on the same port.
+func (n *Node) Restart() {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.killLocked()
+	if err := n.startLocked(); err != nil {
+		n.t.Fatalf("redistest: restarting %s: %v", n.Addr(), err)
+	}
+}
+
+func (n *Node) signal(sig syscall.Signal, paused bool) {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		n.t.Fatalf("redistest: %s is not running", n.Addr())
+	}
+	if err := n.cmd.Process.Signal(sig); err != nil {
+		n.t.Fatalf("redistest: signalling %s: %v", n.Addr(), err)
+	}
+	n.paused = paused
+}
+
+func (n *Node) killLocked() {
+	if n.cmd == nil {
+		return
+	}
+	if n.paused {
+		n.cmd.Process.Signal(syscall.SIGCONT) //nolint:errcheck // it is killed next
+		n.paused = false
+	}
+	n.cmd.Process.Kill() //nolint:errcheck // it may have exited already
+	n.cmd.Wait()         //nolint:errcheck // killed: the exit status says so
+	n.cmd = nil
+}
+
+func (n *Node) stop() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.killLocked()
+}
+
+func (n *Node) start() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.startLocked()
+}
+
+// startLocked starts redis-server and waits until its log says it is ready.
+func (n *Node) startLocked() error {
+	logFile := filepath.Join(n.dir, "redis.log")
+	os.Remove(logFile) //nolint:errcheck // absent on the first start
+	cmd := exec.Command(n.args[0], n.args[1:]...)
+	cmd.Dir = n.dir
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	n.cmd = cmd
+	deadline := time.Now().Add(startTimeout)
+	for time.Now().Before(deadline) {
+		log, _ := os.ReadFile(logFile)
+		if bytes.Contains(log, []byte("Ready to accept connections")) {
+			return nil
+		}
+		if bytes.Contains(log, []byte("# ")) && (bytes.Contains(log, []byte("Address already in use")) || bytes.Contains(log, []byte("Failed"))) {
+			n.killLocked()
+			return fmt.Errorf("redis-server on port %d failed:\n%s", n.port, log)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(logFile)
+	n.killLocked()
+	return fmt.Errorf("redis-server on port %d not ready after %v:\n%s", n.port, startTimeout, log)
+}
+
+// config returns the command line of a node: loopback only, no
+// persistence, everything it writes in its own directory.
+func (n *Node) config(bin string, cfg config, c *certs) []string {
+	args := []string{bin,
+		"--bind", "127.0.0.1",
+		"--dir", n.dir,
+		"--logfile", filepath.Join(n.dir, "redis.log"),
+		"--save", "",
+		"--appendonly", "no",
+		"--daemonize", "no",
+		"--protected-mode", "no",
+		"--loglevel", "notice",
+	}
+	port := strconv.Itoa(n.port)
+	if c != nil {
+		args = append(args, "--port", "0", "--tls-port", port,
+			"--tls-cert-file", c.certFile, "--tls-key-file", c.keyFile,
+			"--tls-ca-cert-file", c.caFile, "--tls-auth-clients", "no")
+	} else {
+		args = append(args, "--port", port)
+	}
+	if cfg.password != "" {
+		args = append(args, "--requirepass", cfg.password)
+	}
+	return args
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
