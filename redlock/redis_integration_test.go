@@ -1,0 +1,258 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+	"github.com/hashicorp/go-multierror"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// redisClient starts n real Redis nodes and returns a client over them.
+func redisClient(t *testing.T, n int, opts ...redlock.Option) (*redlock.Client, *redistest.Cluster) {
+	t.Helper()
+	cluster := redistest.Start(t, n)
+	var servers []keyserver.KeyServer
+	for _, u := range cluster.URLs("") {
+		s, err := redis.FromURL(u)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		servers = append(servers, s)
+	}
+	c, err := redlock.New(servers, opts...)
+	require.NoError(t, err)
+	return c, cluster
+}
+
+func get(t *testing.T, node *redistest.Node, key string) string {
+	t.Helper()
+	conn, err := redigo.Dial("tcp", node.Addr())
+	require.NoError(t, err)
+	defer conn.Close()
+	v, err := redigo.String(conn.Do("GET", key))
+	if errors.Is(err, redigo.ErrNil) {
+		return ""
+	}
+	require.NoError(t, err)
+	return v
+}
+
+func TestRedisMutualExclusionUnderContention(t *testing.T) {
+	c, _ := redisClient(t, 5, redlock.WithRetryCount(-1), redlock.WithRetryDelay(5*time.Millisecond))
+	const contenders, rounds = 8, 5
+	var (
+		holders, overlaps, holds atomic.Int32
+		wg                       sync.WaitGroup
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := 0; i < contenders; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				l, err := c.Acquire(ctx, "shared", 5*time.Second)
+				if !assert.NoError(t, err) {
+					return
+				}
+				if holders.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				holds.Add(1)
+				time.Sleep(2 * time.Millisecond) // hold it while the others try
+				holders.Add(-1)
+				assert.NoError(t, l.Release(ctx))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int32(contenders*rounds), holds.Load())
+	assert.Equal(t, int32(0), overlaps.Load(), "holders overlapped")
+}
+
+func TestRedisSurvivesLossOfMinority(t *testing.T) {
+	c, cluster := redisClient(t, 5, redlock.WithRetryCount(0))
+	cluster.Nodes[1].Kill()
+	cluster.Nodes[3].Kill()
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "job", 10*time.Second)
+	require.NoError(t, err)
+	for _, i := range []int{0, 2, 4} {
+		assert.Equal(t, l.Token(), get(t, cluster.Nodes[i], "job"), "node %d", i)
+	}
+	require.NoError(t, l.Extend(ctx, 10*time.Second))
+	require.NoError(t, l.Release(ctx))
+	for _, i := range []int{0, 2, 4} {
+		assert.Equal(t, "", get(t, cluster.Nodes[i], "job"), "node %d after release", i)
+	}
+}
+
+func TestRedisMajorityDownIsNotAcquiredWithPerNodeErrors(t *testing.T) {
+	c, cluster := redisClient(t, 5, redlock.WithRetryCount(0), redlock.WithServerTimeout(time.Second))
+	for _, i := range []int{0, 2, 3} {
+		cluster.Nodes[i].Kill()
+	}
+	_, err := c.Acquire(context.Background(), "job", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	var all *multierror.Error
+	require.ErrorAs(t, err, &all)
+	var failed []int
+	for _, e := range all.Errors {
+		var se *redlock.ServerError
+		require.ErrorAs(t, e, &se)
+		failed = append(failed, se.Server)
+		assert.Contains(t, se.Error(), cluster.Nodes[se.Server].Addr())
+	}
+	sort.Ints(failed)
+	assert.Equal(t, []int{0, 2, 3}, failed)
+}
+
+func TestRedisPausedMinorityCostsNoWait(t *testing.T) {
+	const timeout = 2 * time.Second
+	c, cluster := redisClient(t, 5, redlock.WithRetryCount(0), redlock.WithServerTimeout(timeout))
+	ctx := context.Background()
+	warm, err := c.Acquire(ctx, "warm", 10*time.Second) // pooled connections to every node
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(ctx))
+
+	cluster.Nodes[0].Pause()
+	cluster.Nodes[4].Pause()
+	defer cluster.Nodes[0].Resume()
+	defer cluster.Nodes[4].Resume()
+
+	start := time.Now()
+	l, err := c.Acquire(ctx, "job", 10*time.Second)
+	took := time.Since(start)
+	require.NoError(t, err)
+	assert.Less(t, took, timeout/4, "acquire waited %v for paused nodes", took)
+
+	start = time.Now()
+	require.NoError(t, l.Release(ctx))
+	took = time.Since(start)
+	assert.Less(t, took, timeout+timeout/2, "release took %v with paused nodes", took)
+}
+
+func TestRedisRestartedNodeIsRepopulatedByExtend(t *testing.T) {
+	c, cluster := redisClient(t, 5)
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "job", 10*time.Second)
+	require.NoError(t, err)
+	cluster.Nodes[2].Restart()
+	assert.Equal(t, "", get(t, cluster.Nodes[2], "job"), "restarted empty")
+	require.NoError(t, l.Extend(ctx, 10*time.Second))
+	assert.Eventually(t, func() bool { return get(t, cluster.Nodes[2], "job") == l.Token() },
+		5*time.Second, 10*time.Millisecond, "the restarted node holds the key again")
+	require.NoError(t, l.Release(ctx))
+}
+
+func TestRedisScriptFlushIsSurvived(t *testing.T) {
+	c, cluster := redisClient(t, 5, redlock.WithRetryCount(0))
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "job", 10*time.Second)
+	require.NoError(t, err)
+	for _, n := range cluster.Nodes {
+		conn, err := redigo.Dial("tcp", n.Addr())
+		require.NoError(t, err)
+		_, err = conn.Do("SCRIPT", "FLUSH")
+		conn.Close()
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Extend(ctx, 10*time.Second))
+	require.NoError(t, l.Release(ctx))
+	l, err = c.Acquire(ctx, "job", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+}
+
+func TestRedisAbandonedLockExpires(t *testing.T) {
+	c, _ := redisClient(t, 3, redlock.WithRetryCount(0))
+	ctx := context.Background()
+	old, err := c.Acquire(ctx, "job", 300*time.Millisecond)
+	require.NoError(t, err)
+	_, err = c.Acquire(ctx, "job", time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	var fresh *redlock.Lock
+	require.Eventually(t, func() bool {
+		fresh, err = c.Acquire(ctx, "job", 10*time.Second)
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond, "free after its TTL")
+	require.ErrorIs(t, old.Release(ctx), redlock.ErrNotHeld)
+	_, err = c.Acquire(ctx, "job", time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired, "the late release left the new holder's keys alone")
+	require.NoError(t, fresh.Release(ctx))
+}
+
+func TestRedisKeepAliveThenMajorityLostMidJob(t *testing.T) {
+	const ttl = 600 * time.Millisecond
+	c, cluster := redisClient(t, 5, redlock.WithRetryCount(0))
+	ctx := context.Background()
+
+	// Do: the job outlives its TTL several times over, then three of five
+	// nodes die under it and fn must be told.
+	var (
+		toldAt  time.Time
+		cause   error
+		killed  time.Time
+		outlive = 3 * ttl
+	)
+	err := c.Do(ctx, "job", ttl, func(ctx context.Context) error {
+		select {
+		case <-time.After(outlive):
+		case <-ctx.Done():
+			t.Errorf("lost after %v with all nodes up: %v", outlive, context.Cause(ctx))
+			return nil
+		}
+		killed = time.Now()
+		for _, i := range []int{0, 1, 2} {
+			cluster.Nodes[i].Kill()
+		}
+		select {
+		case <-ctx.Done():
+			toldAt, cause = time.Now(), context.Cause(ctx)
+		case <-time.After(5 * ttl):
+			t.Error("fn never told that the lock was lost")
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+	require.ErrorIs(t, cause, redlock.ErrLockLost)
+	// The last extension started before the kill, so validity ended at most
+	// ttl − drift after it.
+	assert.Less(t, toldAt.Sub(killed), ttl, "told %v after the kill", toldAt.Sub(killed))
+}
+
+func TestRedisKeepAliveLossSignalledBeforeUntil(t *testing.T) {
+	const ttl = 600 * time.Millisecond
+	c, cluster := redisClient(t, 5, redlock.WithRetryCount(0))
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "job", ttl)
+	require.NoError(t, err)
+	kept := make(chan error, 1)
+	go func() { kept <- l.KeepAlive(ctx) }()
+	time.Sleep(2 * ttl)
+	require.NoError(t, l.Err(), "kept alive past its TTL")
+	for _, i := range []int{2, 3, 4} {
+		cluster.Nodes[i].Kill()
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(5 * ttl):
+		t.Fatal("loss never signalled")
+	}
+	lostAt := time.Now()
+	assert.True(t, lostAt.Before(l.Until()), "signalled %v after Until", lostAt.Sub(l.Until()))
+	require.ErrorIs(t, <-kept, redlock.ErrLockLost)
+	require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
+}
