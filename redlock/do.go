@@ -18,8 +18,8 @@ import (
 // lost while fn ran, or the acquisition error if fn never ran. A panic in fn
 // is raised again after the lock is released.
 func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error) error {
-	if fn == nil {
-		return fmt.Errorf("%w: nil function for lock %q", ErrInvalidArgument, name)
+	if err := c.checkDo(name, ttl, fn); err != nil {
+		return err
 	}
 	l, err := c.Acquire(ctx, name, ttl)
 	if err != nil {
@@ -35,8 +35,8 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // many servers down or ctx ending, is an error, and so is anything fn
 // returns, ErrNotAcquired included.
 func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error) (ran bool, err error) {
-	if fn == nil {
-		return false, fmt.Errorf("%w: nil function for lock %q", ErrInvalidArgument, name)
+	if err := c.checkDo(name, ttl, fn); err != nil {
+		return false, err
 	}
 	l, err := c.Acquire(ctx, name, ttl)
 	if err != nil {
@@ -47,6 +47,19 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 		return false, err
 	}
 	return true, c.hold(ctx, l, fn)
+}
+
+// checkDo refuses, before any server is asked, what Do could not carry
+// through: bad lock arguments, a nil fn, a TTL too short to keep alive.
+func (c *Client) checkDo(name string, ttl time.Duration, fn func(context.Context) error) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil function for lock %q", ErrInvalidArgument, name)
+	}
+	if err := c.checkLock(name, ttl); err != nil {
+		return err
+	}
+	_, err := c.keepAliveInterval(name, ttl)
+	return err
 }
 
 // hold runs fn under l, kept alive, and releases l afterwards.
@@ -61,9 +74,9 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := l.KeepAlive(kctx); err != nil && !errors.Is(err, context.Canceled) {
-			c.logger.Warn("redlock: keep-alive ended", "lock", l.name, "error", err)
-		}
+		// Its end is already logged where it happens (lock lost, cap
+		// reached); Do reports the loss through fn's context and its result.
+		_ = l.KeepAlive(kctx)
 	}()
 
 	// Deferred, so that it also runs when fn panics; the panic then goes on.

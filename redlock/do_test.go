@@ -327,3 +327,15 @@ func TestKeepAliveReturns(t *testing.T) {
 	assert.ErrorIs(t, l.KeepAlive(bg), ErrInvalidArgument, "an interval longer than the validity")
 	require.NoError(t, l.Release(bg))
 }
+
+func TestDoRefusesATTLTooShortToKeepAlive(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers(), WithKeepAliveInterval(2900*time.Millisecond))
+	err := c.Do(bg, "job", ttl3, func(context.Context) error { return nil })
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "keep-alive interval 2.9s")
+	_, err = c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Equal(t, 0, servers.Count(static.OpAcquire), "refused before asking any server")
+}

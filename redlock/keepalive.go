@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -37,18 +38,14 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 			}
 			return err
 		}
-		timeout := c.timeoutFor(ttl)
-		interval := c.keepAlive
-		if interval == 0 {
-			interval = ttl / 3
+		interval, err := c.keepAliveInterval(l.name, ttl)
+		if err != nil {
+			return err
 		}
+		timeout := c.timeoutFor(ttl)
 		// The last moment a try can start and still be answered before
 		// the lock runs out.
 		lastTry := until.Add(-timeout)
-		if !granted.Add(interval).Before(lastTry) {
-			return fmt.Errorf("%w: keep-alive interval %v leaves no time to extend lock %q (validity %v, server timeout %v)",
-				ErrInvalidArgument, interval, l.name, until.Sub(granted), timeout)
-		}
 		if why := l.capReached(extensions, granted.Add(interval), ttl); why != "" {
 			return l.runOut(live, ctx, lastTry, why)
 		}
@@ -56,7 +53,7 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 		if err := c.clock.Sleep(live, granted.Add(interval).Sub(c.clock.Now())); err != nil {
 			return l.stopped(ctx)
 		}
-		for {
+		for failures := 0; ; failures++ {
 			err := l.Extend(live, ttl)
 			if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrLockLost) {
 				break // the outer loop reads the new state
@@ -64,7 +61,14 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 			if live.Err() != nil {
 				return l.stopped(ctx)
 			}
-			c.logger.Warn("redlock: extension failed; retrying", "lock", l.name, "error", err)
+			// One warning per outage; the retries every server timeout
+			// would drown the log.
+			level := slog.LevelDebug
+			if failures == 0 {
+				level = slog.LevelWarn
+			}
+			c.logger.Log(live, level, "redlock: extension failed; retrying while the lock is valid",
+				"lock", l.name, "valid_for", until.Sub(c.clock.Now()), "error", err)
 			now := c.clock.Now()
 			if !now.Add(timeout).Before(lastTry) {
 				l.lose("no extension could be confirmed before the lock's validity ends")
@@ -75,6 +79,21 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// keepAliveInterval returns how often a lock of ttl is extended, or an
+// error if that leaves no time for an extension to be answered within the
+// lock's validity.
+func (c *Client) keepAliveInterval(name string, ttl time.Duration) (time.Duration, error) {
+	interval := c.keepAlive
+	if interval == 0 {
+		interval = ttl / 3
+	}
+	if valid := ttl - drift(ttl, c.driftFactor); interval+c.timeoutFor(ttl) >= valid {
+		return 0, fmt.Errorf("%w: keep-alive interval %v leaves no time to extend lock %q (validity %v, server timeout %v)",
+			ErrInvalidArgument, interval, name, valid, c.timeoutFor(ttl))
+	}
+	return interval, nil
 }
 
 // capReached says which cap, if any, forbids the next extension, due at.
