@@ -1,0 +1,132 @@
+package redistest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is a testing.TB that records how a helper ended the test.
+type recorder struct {
+	testing.TB
+	ended string // "fatal" or "skip"
+	msg   string
+}
+
+type stop struct{}
+
+func (r *recorder) Helper() {}
+func (r *recorder) Fatal(args ...any) {
+	r.ended, r.msg = "fatal", toString(args)
+	panic(stop{})
+}
+func (r *recorder) Skip(args ...any) {
+	r.ended, r.msg = "skip", toString(args)
+	panic(stop{})
+}
+
+func toString(args []any) string {
+	var b strings.Builder
+	for _, a := range args {
+		b.WriteString(a.(string))
+	}
+	return b.String()
+}
+
+func requireWith(t *testing.T, ci string) *recorder {
+	t.Setenv("PATH", t.TempDir()) // no redis-server here
+	t.Setenv("CI", ci)
+	r := &recorder{TB: t}
+	func() {
+		defer func() {
+			if p := recover(); p != nil && p != (stop{}) {
+				panic(p)
+			}
+		}()
+		RequireServer(r)
+	}()
+	return r
+}
+
+func TestMissingServerFailsUnderCI(t *testing.T) {
+	r := requireWith(t, "true")
+	if r.ended != "fatal" || !strings.Contains(r.msg, "apt-get install redis-server") {
+		t.Fatalf("with CI set: ended %q with %q, want a failure with the install hint", r.ended, r.msg)
+	}
+}
+
+func TestMissingServerSkipsOutsideCI(t *testing.T) {
+	r := requireWith(t, "")
+	if r.ended != "skip" || !strings.Contains(r.msg, "apt-get install redis-server") {
+		t.Fatalf("without CI: ended %q with %q, want a skip with the install hint", r.ended, r.msg)
+	}
+}
+
+func ping(t *testing.T, n *Node) error {
+	t.Helper()
+	conn, err := redigo.DialTimeout("tcp", n.Addr(), time.Second, time.Second, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = conn.Do("PING")
+	return err
+}
+
+func TestNodeLifecycle(t *testing.T) {
+	c := Start(t, 2)
+	n := c.Nodes[0]
+	if err := ping(t, n); err != nil {
+		t.Fatalf("fresh node: %v", err)
+	}
+	conn, err := redigo.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Do("SET", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+
+	n.Pause()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err = redigo.DoContext(conn, ctx, "GET", "k")
+	cancel()
+	if err == nil {
+		t.Fatal("a paused node answered")
+	}
+	n.Resume()
+
+	n.Restart()
+	conn2, err := redigo.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	defer conn2.Close()
+	if v, err := conn2.Do("GET", "k"); err != nil || v != nil {
+		t.Fatalf("after restart GET k = %v, %v; want an empty node", v, err)
+	}
+
+	n.Kill()
+	if err := ping(t, n); err == nil {
+		t.Fatal("a killed node answered")
+	}
+	if err := ping(t, c.Nodes[1]); err != nil {
+		t.Fatalf("the other node died too: %v", err)
+	}
+	for _, node := range c.Nodes {
+		for _, f := range []string{"dump.rdb", "appendonly.aof"} {
+			if _, err := os.Stat(filepath.Join(node.dir, f)); err == nil {
+				t.Errorf("%s wrote %s", node.Addr(), f)
+			}
+		}
+	}
+}
