@@ -28,6 +28,35 @@
 // every server, each right after that server's own answer, then waits
 // delay±jitter and tries again, up to the retry count.
 //
+// # Long-held locks
+//
+// Lock.KeepAlive extends a lock every third of its TTL (WithKeepAliveInterval)
+// until the lock is released, lost, or its context ends; a failed
+// extension is retried every server timeout while the lock is valid. When
+// no further try could be answered before Until, the lock is declared lost
+// at once: Done closes and Err reports ErrLockLost before the validity
+// ends, so the holder can stop in time. WithMaxExtensions and WithMaxHold
+// cap how long a stuck job can keep a lock. Do runs KeepAlive for fn and
+// cancels fn's context with the cause ErrLockLost when the lock is lost.
+//
+// # Choices this package makes
+//
+//   - Calls still in flight when an outcome is decided finish in the
+//     background within their server timeout; a straggler's late "yes" to a
+//     failed attempt is released as soon as it arrives.
+//   - An extension that a quorum refuses because another token holds the key
+//     marks the lock lost at once; one that fails only because servers did
+//     not answer leaves it valid until its Until.
+//   - Release is final: the lock is no longer used by this process even when
+//     too few servers confirmed; the keys they keep expire with their TTL.
+//     Do releases with a context detached from its parent's cancellation, so
+//     a cancelled job still frees its lock.
+//   - DoOrSkip retries as Acquire does, since contenders that split the vote
+//     must not all skip, and skips only when, at the end, a quorum of servers
+//     answered that another token holds the lock.
+//   - A client over one server calls it on the caller's goroutine; over
+//     several it calls each on its own.
+//
 // # Errors
 //
 // ErrNotAcquired: a quorum did not grant the lock in time (errors.As finds
