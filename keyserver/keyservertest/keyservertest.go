@@ -91,14 +91,7 @@ func (s *suite) acquireIsSetIfAbsent(t *testing.T, ks keyserver.KeyServer, key s
 }
 
 func (s *suite) reacquireWithSameTokenRenews(t *testing.T, ks keyserver.KeyServer, key string) {
-	ctx := context.Background()
-	short := s.d(time.Second)
-	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, "a", short))
-	s.wait(short * 6 / 10)
-	expect(t, "Acquire(a) again by its holder", true)(ks.Acquire(ctx, key, "a", short))
-	s.wait(short * 6 / 10)
-	expect(t, "Acquire(b) after a renewed by re-acquiring", false)(ks.Acquire(ctx, key, "b", ttl))
-	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
+	s.renewsTTL(t, ks, key, "Acquire(a) again by its holder", ks.Acquire)
 }
 
 func (s *suite) extendChecksOwner(t *testing.T, ks keyserver.KeyServer, key string) {
@@ -118,13 +111,20 @@ func (s *suite) extendRecreatesMissingKey(t *testing.T, ks keyserver.KeyServer, 
 }
 
 func (s *suite) extendRenewsTTL(t *testing.T, ks keyserver.KeyServer, key string) {
+	s.renewsTTL(t, ks, key, "Extend(a)", ks.Extend)
+}
+
+// renewsTTL checks that renew, called by the holder past half its TTL,
+// keeps the key held past the end of its first TTL.
+func (s *suite) renewsTTL(t *testing.T, ks keyserver.KeyServer, key, what string,
+	renew func(ctx context.Context, key, token string, ttl time.Duration) (bool, error)) {
 	ctx := context.Background()
 	short := s.d(time.Second)
 	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, "a", short))
 	s.wait(short * 6 / 10)
-	expect(t, "Extend(a)", true)(ks.Extend(ctx, key, "a", short))
+	expect(t, what, true)(renew(ctx, key, "a", short))
 	s.wait(short * 6 / 10)
-	expect(t, "Acquire(b) after a's TTL was extended past its first end", false)(ks.Acquire(ctx, key, "b", ttl))
+	expect(t, "Acquire(b) after "+what+" renewed past the first TTL", false)(ks.Acquire(ctx, key, "b", ttl))
 	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
 }
 
