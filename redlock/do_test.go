@@ -151,7 +151,7 @@ func TestKeepAliveCadence(t *testing.T) {
 
 func TestDoHoldsFourTTLsExclusively(t *testing.T) {
 	fc := clock.NewFake(t0)
-	ks := memoryServers(t, fc, 3)
+	ks := static.NewCluster(3, static.WithNow(fc.Now)).KeyServers() // unscripted: a real store on fc
 	holder := testClient(t, fc, ks)
 	rival := testClient(t, fc, ks, WithRetryCount(0))
 	release := make(chan struct{})
