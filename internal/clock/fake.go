@@ -130,13 +130,15 @@ func (f *Fake) Advance(d time.Duration) {
 // least n goroutines are blocked in Sleep, and returns the remaining
 // duration of each, soonest first. It fails when limit passes first.
 func (f *Fake) BlockUntilSleepers(n int, limit time.Duration) ([]time.Duration, error) {
+	// The deadline is read before the wake-up is armed, so that the wake-up
+	// never comes before it and leaves the loop below waiting for good.
+	deadline := time.Now().Add(limit)
 	stop := time.AfterFunc(limit, func() {
 		f.mu.Lock()
 		f.cond.Broadcast()
 		f.mu.Unlock()
 	})
 	defer stop.Stop()
-	deadline := time.Now().Add(limit)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for {
