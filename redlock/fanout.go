@@ -66,11 +66,7 @@ func (c *Client) fanOut(ctx context.Context, timeout time.Duration, opName, lock
 			}
 			<-decided
 			if failed {
-				uctx, ucancel := c.clock.WithTimeout(context.WithoutCancel(ctx), timeout)
-				if _, err := undo(uctx, ks); err != nil {
-					c.logger.Warn("redlock: key server failed", "op", "release after a failed attempt", "lock", lockName, "server", i, "error", err)
-				}
-				ucancel()
+				c.undo(ctx, timeout, lockName, i, ks, undo)
 			}
 		}(i, ks)
 	}
@@ -79,14 +75,7 @@ func (c *Client) fanOut(ctx context.Context, timeout time.Duration, opName, lock
 	for !t.decided() {
 		v := <-votes
 		answered = append(answered, v.server)
-		switch {
-		case v.err != nil:
-			t.errs = append(t.errs, &ServerError{Server: v.server, Err: v.err})
-		case v.ok:
-			t.granted++
-		default:
-			t.refused++
-		}
+		t.add(v)
 	}
 	return t, func(f bool) {
 		failed = f
@@ -109,23 +98,24 @@ func (c *Client) fanOutOne(ctx context.Context, timeout time.Duration, opName, l
 	callCtx, cancel := c.clock.WithTimeout(ctx, timeout)
 	ok, err := op(callCtx, ks)
 	cancel()
-	switch {
-	case err != nil:
+	if err != nil {
 		c.logger.Warn("redlock: key server failed", "op", opName, "lock", lockName, "server", 0, "error", err)
-		t.errs = []error{&ServerError{Server: 0, Err: err}}
-	case ok:
-		t.granted = 1
-	default:
-		t.refused = 1
 	}
+	t.add(vote{server: 0, ok: ok, err: err})
 	return t, func(failed bool) {
-		if !failed || undo == nil {
-			return
+		if failed && undo != nil {
+			c.undo(ctx, timeout, lockName, 0, ks, undo)
 		}
-		uctx, ucancel := c.clock.WithTimeout(context.WithoutCancel(ctx), timeout)
-		defer ucancel()
-		if _, err := undo(uctx, ks); err != nil {
-			c.logger.Warn("redlock: key server failed", "op", "release after a failed attempt", "lock", lockName, "server", 0, "error", err)
-		}
+	}
+}
+
+// undo cleans up after a failed attempt on server i. It runs even when the
+// caller's context has ended, as leaving the key behind would block
+// everyone until its TTL ran out.
+func (c *Client) undo(ctx context.Context, timeout time.Duration, lockName string, i int, ks keyserver.KeyServer, undo serverCall) {
+	uctx, cancel := c.clock.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if _, err := undo(uctx, ks); err != nil {
+		c.logger.Warn("redlock: key server failed", "op", "release after a failed attempt", "lock", lockName, "server", i, "error", err)
 	}
 }

@@ -29,6 +29,18 @@ type tally struct {
 	errs    []error // *ServerError, in order of arrival
 }
 
+// add counts one server's answer.
+func (t *tally) add(v vote) {
+	switch {
+	case v.err != nil:
+		t.errs = append(t.errs, &ServerError{Server: v.server, Err: v.err})
+	case v.ok:
+		t.granted++
+	default:
+		t.refused++
+	}
+}
+
 func (t *tally) against() int { return t.refused + len(t.errs) }
 
 // decided reports whether the votes so far settle the outcome: a quorum for,
