@@ -72,7 +72,7 @@ func TestMissingServerSkipsOutsideCI(t *testing.T) {
 
 func ping(t *testing.T, n *Node) error {
 	t.Helper()
-	conn, err := redigo.DialTimeout("tcp", n.Addr(), time.Second, time.Second, time.Second)
+	conn, err := redigo.Dial("tcp", n.Addr(), redigo.DialConnectTimeout(time.Second), redigo.DialReadTimeout(time.Second))
 	if err != nil {
 		return err
 	}
