@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
@@ -42,9 +43,13 @@ type Pool interface {
 // Server is a KeyServer over one Redis master. It is safe for concurrent
 // use.
 type Server struct {
-	pool  Pool
-	name  string
-	close func() error // closes a pool made by FromURL
+	pool    Pool
+	name    string
+	ownPool bool // made by FromURL: Close closes it
+
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
 }
 
 var _ keyserver.KeyServer = (*Server)(nil)
@@ -79,12 +84,30 @@ func New(pool Pool, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&c)
 	}
-	return &Server{pool: pool, name: c.name, close: func() error { return nil }}
+	return &Server{pool: pool, name: c.name}
 }
 
-// Close closes the pool if FromURL made it; for a Server made by New it
-// does nothing.
-func (s *Server) Close() error { return s.close() }
+// ErrClosed is returned by calls on a Server whose Close has been called
+// and whose pool it owned.
+var ErrClosed = errors.New("redis: server closed")
+
+// Close waits for the calls in flight, which the redlock client may have
+// left running in the background, and then closes the pool if FromURL made
+// it; a pool given to New stays open and usable. It is safe to call more
+// than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	if s.ownPool {
+		s.closed = true
+	}
+	s.mu.Unlock()
+	s.inflight.Wait()
+	if !s.ownPool || already {
+		return nil
+	}
+	return s.pool.(*redigo.Pool).Close()
+}
 
 // String returns the server's name.
 func (s *Server) String() string { return s.name }
@@ -145,6 +168,15 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 // be broken (the server restarted since it was pooled) is replaced once:
 // the scripts are idempotent, so running one twice is harmless.
 func (s *Server) run(ctx context.Context, op string, script *redigo.Script, key string, args ...any) (bool, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false, fmt.Errorf("%s: %s %q: %w", s.name, op, key, ErrClosed)
+	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
+
 	keysAndArgs := append([]any{key}, args...)
 	var err error
 	for try := 0; try < 2; try++ {

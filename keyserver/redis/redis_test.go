@@ -207,3 +207,31 @@ func TestFromURLRefusesBadURLs(t *testing.T) {
 	assert.Equal(t, "localhost:6380", s.String())
 	require.NoError(t, s.Close())
 }
+
+func TestCloseWaitsForCallsThenRefuses(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	s, err := redis.FromURL(node.URL(""))
+	require.NoError(t, err)
+	_, err = s.Acquire(bg, "warm", "t", time.Second)
+	require.NoError(t, err)
+	node.Pause()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+		defer cancel()
+		_, err := s.Acquire(ctx, "k", "t", time.Second)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let the call start
+	require.NoError(t, s.Close())
+	select {
+	case err := <-done:
+		require.Error(t, err, "the paused call ended before Close returned")
+	default:
+		t.Fatal("Close returned while a call was in flight")
+	}
+	node.Resume()
+	_, err = s.Acquire(bg, "k", "t", time.Second)
+	require.ErrorIs(t, err, redis.ErrClosed)
+	require.NoError(t, s.Close(), "a second Close")
+}

@@ -73,7 +73,7 @@ func FromURL(rawurl string, opts ...Option) (*Server, error) {
 		Wait:        true,
 		IdleTimeout: idleTimeout,
 	}
-	return &Server{pool: pool, name: c.name, close: pool.Close}, nil
+	return &Server{pool: pool, name: c.name, ownPool: true}, nil
 }
 
 func checkURL(u *url.URL) error {
