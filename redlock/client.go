@@ -124,7 +124,8 @@ func (c *Client) attempt(ctx context.Context, name string, ttl time.Duration) (*
 	return newLock(c, name, key, token, ttl, start), t, nil
 }
 
-// checkLock validates the arguments shared by Acquire and Extend.
+// checkLock validates a lock name and TTL for Acquire, TryAcquire and Do;
+// Extend, which has its name already, checks only the TTL.
 func (c *Client) checkLock(name string, ttl time.Duration) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)

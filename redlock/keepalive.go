@@ -104,10 +104,7 @@ func (l *Lock) capReached(extensions int, at time.Time, ttl time.Duration) strin
 	}
 	if c.maxHold > 0 {
 		next := at.Add(ttl - drift(ttl, c.driftFactor))
-		l.mu.Lock()
-		acquired := l.acquired
-		l.mu.Unlock()
-		if next.After(acquired.Add(c.maxHold)) {
+		if next.After(l.acquired.Add(c.maxHold)) {
 			return fmt.Sprintf("maximum hold time of %v reached", c.maxHold)
 		}
 	}

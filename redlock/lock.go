@@ -20,6 +20,8 @@ type Lock struct {
 	token string
 	ttl   time.Duration // of the last grant or extension; sets the keep-alive cadence
 
+	acquired time.Time // start of the winning attempt, for WithMaxHold; never changes
+
 	op sync.Mutex // serialises Extend and Release, so a late Extend never re-creates a released key
 
 	// life ends with the lock; its cause is the final Err. Done is its
@@ -29,7 +31,6 @@ type Lock struct {
 	cancelLife context.CancelCauseFunc
 
 	mu         sync.Mutex
-	acquired   time.Time // start of the winning attempt, for WithMaxHold
 	granted    time.Time // start of the last grant or extension, for the keep-alive cadence
 	until      time.Time
 	err        error // nil while held
