@@ -45,6 +45,27 @@ type KeyServer interface {
 // its own bad input, so one errors.Is test covers both.
 var ErrInvalidArgument = errors.New("invalid argument")
 
+// ErrPermanent marks a server failure that trying again cannot fix: a key
+// holding another type of value, a password the server rejects, a script it
+// refuses to run. The client stops retrying once such failures leave too
+// few servers for a quorum. Wrap an error with Permanent to mark it.
+var ErrPermanent = errors.New("permanent failure")
+
+// Permanent marks err as a failure that trying again cannot fix: the result
+// keeps err's message and matches both err and ErrPermanent under
+// errors.Is. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error        { return p.error }
+func (p permanent) Is(target error) bool { return target == ErrPermanent }
+
 // MinTTL is the smallest TTL a key server accepts: TTLs have millisecond
 // precision.
 const MinTTL = time.Millisecond

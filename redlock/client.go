@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"time"
 
@@ -14,36 +15,46 @@ import (
 
 // Client takes locks on a set of independent key servers by majority vote:
 // the DistributedLockClient of the Redlock algorithm. It is safe for
-// concurrent use; share one per set of servers.
+// concurrent use; share one per set of servers, and Close it when done.
 type Client struct {
 	servers []keyserver.KeyServer
 	quorum  int
 	options
 
-	// bg counts the goroutines of fan-outs, which may outlive the call that
-	// started them by up to two server timeouts; tests wait on it.
+	mu     sync.Mutex
+	closed bool
+	// bg counts the calls in progress and the work they left running:
+	// straggling server calls, clean-ups, the rest of a release. Close
+	// waits for it.
 	bg sync.WaitGroup
 }
 
 // New returns a Client over servers. Give it an odd number of independent
-// servers, 3 or 5 in production; one server is plain single-node locking.
-// It fails with ErrInvalidArgument for an empty list, a nil server or a bad
-// option value.
+// servers, 3 or 5 in production; one server is plain single-node locking,
+// and an even number tolerates no more failures than one server fewer
+// (New logs a warning for it). It fails with ErrInvalidArgument for an
+// empty list, a nil server or a bad option value.
 func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 	if len(servers) == 0 {
-		return nil, fmt.Errorf("%w: no key servers", ErrInvalidArgument)
+		return nil, invalidArgument("no key servers")
 	}
 	for i, s := range servers {
-		if s == nil {
-			return nil, fmt.Errorf("%w: key server %d is nil", ErrInvalidArgument, i)
+		if isNil(s) {
+			return nil, invalidArgument("key server %d is nil", i)
 		}
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	if err := o.check(); err != nil {
 		return nil, err
+	}
+	if n := len(servers); n%2 == 0 {
+		o.logger.Warn("redlock: an even number of key servers tolerates no more failures than one fewer",
+			"servers", n, "failures_tolerated", n-quorum(n))
 	}
 	return &Client{
 		servers: append([]keyserver.KeyServer(nil), servers...),
@@ -52,118 +63,192 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 	}, nil
 }
 
+// isNil reports whether s is nil, also as a typed nil pointer in the
+// interface, which would otherwise panic at the first call.
+func isNil(s keyserver.KeyServer) bool {
+	if s == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(s); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
 // Quorum returns how many servers must agree for an operation to succeed: a
 // strict majority of them.
 func (c *Client) Quorum() int { return c.quorum }
 
+// Close waits for everything the client left running: server calls that
+// were still in flight when an outcome was decided, the clean-up after
+// failed attempts, the rest of each release. After Close, every call on the
+// client and on the locks it granted returns ErrClosed without reaching a
+// server, so release locks before closing. Close does not close the key
+// servers, which the caller owns. A second Close returns nil.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.bg.Wait()
+	return nil
+}
+
+// enter registers a call that reaches the servers, so that Close waits for
+// it and for what it leaves running; it fails once Close was called. Every
+// enter is paired with an exit.
+func (c *Client) enter() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.bg.Add(1)
+	return nil
+}
+
+func (c *Client) exit() { c.bg.Done() }
+
 // Acquire takes the lock called name for ttl, trying again after a jittered
-// delay while it is held elsewhere, as WithRetryCount allows. On success the
-// lock is valid until lock.Until(), which is a little less than ttl from now.
+// delay while it is held elsewhere or the servers fail, as WithRetryCount
+// allows. On success the lock is valid until lock.Until(), which is a
+// little less than ttl from now. Options override the client's for this
+// call.
 //
-// The error satisfies errors.Is(err, ErrNotAcquired) when the lock could not
-// be taken, and also errors.Is(err, ctx.Err()) when the context ended first;
-// errors.As(err, &serverErr) finds each server's failure.
-func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lock, error) {
-	return c.acquire(ctx, name, ttl, c.retryCount)
+// The error is a *QuorumError satisfying errors.Is(err, ErrNotAcquired)
+// when the lock could not be taken; also errors.Is(err, ErrHeldElsewhere)
+// when a quorum answered that another token holds it, and errors.Is(err,
+// ctx.Err()) when the context ended first. errors.As(err, &serverErr)
+// finds each server's failure. Failures that retrying cannot fix end the
+// retries at once.
+func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Lock, error) {
+	o, err := c.options.with(opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquire(ctx, o, name, ttl, o.retryCount, earliest)
 }
 
 // TryAcquire makes a single attempt to take the lock: Acquire with no
 // retries.
-func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration) (*Lock, error) {
-	return c.acquire(ctx, name, ttl, 0)
+func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Lock, error) {
+	o, err := c.options.with(opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquire(ctx, o, name, ttl, 0, earliest)
 }
 
-func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, retries int) (*Lock, error) {
-	if err := c.checkLock(name, ttl); err != nil {
+// acquire makes attempts until one is granted, the retries run out, or the
+// votes say retrying is pointless: a quorum of refusals under
+// untilKnownHeld (DoOrSkip skips then), or failures that cannot heal.
+func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.Duration, retries int, r rule) (*Lock, error) {
+	if err := checkLock(o, name, ttl); err != nil {
 		return nil, err
 	}
 	var last tally
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, c.notAcquired(name, attempt-1, last, err)
+			return nil, notAcquired(name, attempt-1, last, err)
 		}
-		l, t, err := c.attempt(ctx, name, ttl)
+		l, t, err := c.attempt(ctx, o, name, ttl, r)
 		if l != nil || err != nil {
 			return l, err
 		}
 		last = t
-		if retries >= 0 && attempt > retries {
-			return nil, c.notAcquired(name, attempt, last, ctx.Err())
+		if (r == untilKnownHeld && t.heldElsewhere()) || t.hopeless() || (retries >= 0 && attempt > retries) {
+			return nil, notAcquired(name, attempt, last, ctx.Err())
 		}
-		if err := c.clock.Sleep(ctx, c.retryWait()); err != nil {
-			return nil, c.notAcquired(name, attempt, last, err)
+		if err := c.clock.Sleep(ctx, o.retryWait()); err != nil {
+			return nil, notAcquired(name, attempt, last, err)
 		}
 	}
 }
 
 // attempt is one round of the algorithm: a fresh token, Acquire on every
-// server, and the lock if a quorum granted it with validity left; otherwise
-// the token is released everywhere.
-func (c *Client) attempt(ctx context.Context, name string, ttl time.Duration) (*Lock, tally, error) {
-	token, err := c.newToken()
+// server, and the lock if a quorum granted it with validity beyond the
+// loss margin left; otherwise the token is released everywhere. It returns
+// once the votes are in and the servers that granted have been cleaned up;
+// servers that did not answer are cleaned up in the background.
+func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.Duration, r rule) (*Lock, tally, error) {
+	if err := c.enter(); err != nil {
+		return nil, tally{}, err
+	}
+	defer c.exit()
+	token, err := o.newToken()
 	if err != nil {
 		return nil, tally{}, fmt.Errorf("redlock: generating a token: %w", err)
 	}
-	key := c.keyPrefix + name
+	key := o.keyPrefix + name
 	start := c.clock.Now()
-	t, settle := c.fanOut(ctx, c.timeoutFor(ttl), "acquire", name,
-		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
+	t, done, settle := c.fanOut(ctx, &fan{op: "acquire", name: name, timeout: o.timeoutFor(ttl), rule: r,
+		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
 			return ks.Acquire(ctx, key, token, ttl)
 		},
-		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) { return ks.Release(ctx, key, token) })
-	left := validity(ttl, c.clock.Since(start), c.driftFactor)
-	granted := t.won() && left > 0
+		undo: func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
+			return ks.Release(ctx, key, token)
+		},
+	})
+	left := validity(ttl, c.clock.Since(start), o.driftFactor)
+	granted := t.won() && left > o.marginFor(ttl)
 	settle(!granted)
 	c.logVotes("acquire", name, t)
 	if !granted {
 		if t.won() {
-			c.logger.Warn("redlock: quorum came too late to leave any validity", "lock", name, "validity", left)
+			c.logger.Warn("redlock: quorum came too late to leave validity beyond the loss margin",
+				"lock", name, "validity", left, "loss_margin", o.marginFor(ttl))
 		}
 		return nil, t, nil
 	}
-	return newLock(c, name, key, token, ttl, start), t, nil
+	return newLock(c, o, name, key, token, ttl, start, done), t, nil
 }
 
-// checkLock validates a lock name and TTL for Acquire, TryAcquire and Do;
-// Extend, which has its name already, checks only the TTL.
-func (c *Client) checkLock(name string, ttl time.Duration) error {
+// checkLock validates a lock name and TTL for Acquire, TryAcquire and Do.
+func checkLock(o *options, name string, ttl time.Duration) error {
 	if name == "" {
-		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+		return invalidArgument("empty lock name")
 	}
-	return c.checkTTL(name, ttl)
+	return checkTTL(o, name, ttl)
 }
 
-func (c *Client) checkTTL(name string, ttl time.Duration) error {
-	if d := drift(ttl, c.driftFactor); ttl <= d || ttl < keyserver.MinTTL {
-		return fmt.Errorf("%w: ttl %v of lock %q is not longer than its clock drift allowance %v",
-			ErrInvalidArgument, ttl, name, d)
+// checkTTL refuses a TTL that could never give a usable lock: one that the
+// clock drift allowance and the loss margin use up.
+func checkTTL(o *options, name string, ttl time.Duration) error {
+	if ttl < keyserver.MinTTL {
+		return invalidArgument("ttl %v of lock %q is under the minimum of %v", ttl, name, keyserver.MinTTL)
+	}
+	d := drift(ttl, o.driftFactor)
+	if ttl <= d {
+		return invalidArgument("ttl %v of lock %q is not longer than its clock drift allowance %v", ttl, name, d)
+	}
+	if m := o.marginFor(ttl); ttl-d <= m {
+		return invalidArgument("ttl %v of lock %q leaves no validity beyond its loss margin %v (drift allowance %v)",
+			ttl, name, m, d)
 	}
 	return nil
 }
 
-// timeoutFor is the bound on one call to one server for a lock of ttl.
-func (c *Client) timeoutFor(ttl time.Duration) time.Duration {
-	if c.serverTimeout > 0 {
-		return c.serverTimeout
-	}
-	return max(ttl/20, time.Millisecond)
-}
-
 // retryWait draws the wait before the next attempt from delay±jitter.
-func (c *Client) retryWait() time.Duration {
-	if c.retryJitter == 0 {
-		return c.retryDelay
+func (o *options) retryWait() time.Duration {
+	j := o.jitter()
+	if j == 0 {
+		return o.retryDelay
 	}
 	r := rand.Int64N
-	if c.randInt64N != nil {
-		r = c.randInt64N
+	if o.randInt64N != nil {
+		r = o.randInt64N
 	}
-	return c.retryDelay - c.retryJitter + time.Duration(r(int64(2*c.retryJitter)+1))
+	return o.retryDelay - j + time.Duration(r(int64(2*j)+1))
 }
 
-func (c *Client) notAcquired(name string, attempts int, t tally, ctxErr error) error {
-	what := fmt.Sprintf("lock %q not acquired after %d attempt(s)", name, attempts)
-	return &quorumError{sentinel: ErrNotAcquired, what: what, tally: t, ctxErr: ctxErr}
+// notAcquired is Acquire's error after attempts, the last of which ended
+// with the votes t.
+func notAcquired(name string, attempts int, t tally, ctxErr error) error {
+	sentinel := ErrNotAcquired
+	if t.heldElsewhere() {
+		sentinel = ErrHeldElsewhere
+	}
+	return newQuorumError("acquire", name, attempts, t, ctxErr, sentinel)
 }
 
 // logVotes reports a lost vote at debug level; fanOut has already logged

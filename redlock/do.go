@@ -3,25 +3,31 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
 
 // Do runs fn while holding the lock called name: it acquires the lock as
 // Acquire does, keeps it alive in the background while fn runs (see
-// KeepAlive), and releases it when fn returns, panics, or ctx ends.
+// KeepAlive), and releases it when fn returns or panics. Options override
+// the client's for this call.
 //
-// fn's context is cancelled, with context.Cause equal to ErrLockLost, the
-// moment the lock is lost; fn should then stop, as another process may take
-// the lock. Do returns fn's error, joined with ErrLockLost if the lock was
-// lost while fn ran, or the acquisition error if fn never ran. A panic in fn
-// is raised again after the lock is released.
-func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error) error {
-	if err := c.checkDo(name, ttl, fn); err != nil {
+// fn's context ends with ctx, and is cancelled, with context.Cause equal to
+// ErrLockLost, the moment the lock is declared lost (a loss margin before
+// its Until); fn should then stop, as another process may soon take the
+// lock. When fn returns, its context is cancelled before the lock is
+// released, so that nothing holding it can see the lock as held once
+// another process could take it. LockFromContext gives fn the lock.
+//
+// Do returns fn's error, joined with ErrLockLost if the lock was lost while
+// fn ran, or the acquisition error if fn never ran. A panic in fn is raised
+// again after the lock is released.
+func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) error {
+	o, err := c.doOptions(name, ttl, fn, opts)
+	if err != nil {
 		return err
 	}
-	l, err := c.Acquire(ctx, name, ttl)
+	l, err := c.acquire(ctx, o, name, ttl, o.retryCount, earliest)
 	if err != nil {
 		return err
 	}
@@ -29,19 +35,25 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 }
 
 // DoOrSkip is Do for work that one process should do and the others may
-// skip, such as a nightly job started on every host: when the lock is held
-// elsewhere (a quorum of servers refused it on the last attempt) it returns
-// ran=false and err=nil without calling fn. Every other failure, such as too
-// many servers down or ctx ending, is an error, and so is anything fn
-// returns, ErrNotAcquired included.
-func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error) (ran bool, err error) {
-	if err := c.checkDo(name, ttl, fn); err != nil {
+// skip, such as a scheduled job started on every host. It skips, returning
+// ran=false and err=nil without calling fn, as soon as an attempt finds a
+// quorum of servers answering that another token holds the lock (for an
+// even number of servers too): it does not retry then. A split vote or
+// servers failing are retried as Acquire retries them, and when the
+// retries run out that is an error, never a skip; so is ctx ending, and
+// anything fn returns, ErrNotAcquired included.
+//
+// With WithMinHold, the lock is kept for at least that long after it was
+// granted even when fn returns sooner, so that hosts whose schedules fire
+// a little later skip instead of running the job again.
+func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (ran bool, err error) {
+	o, err := c.doOptions(name, ttl, fn, opts)
+	if err != nil {
 		return false, err
 	}
-	l, err := c.Acquire(ctx, name, ttl)
+	l, err := c.acquire(ctx, o, name, ttl, o.retryCount, untilKnownHeld)
 	if err != nil {
-		var qe *quorumError
-		if errors.As(err, &qe) && qe.sentinel == ErrNotAcquired && qe.contended() {
+		if errors.Is(err, ErrHeldElsewhere) {
 			return false, nil
 		}
 		return false, err
@@ -49,22 +61,40 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 	return true, c.hold(ctx, l, fn)
 }
 
-// checkDo refuses, before any server is asked, what Do could not carry
-// through: bad lock arguments, a nil fn, a TTL too short to keep alive.
-func (c *Client) checkDo(name string, ttl time.Duration, fn func(context.Context) error) error {
+// doOptions resolves a call's options and refuses, before any server is
+// asked, what Do could not carry through: bad arguments, a nil fn, a TTL
+// too short to keep alive.
+func (c *Client) doOptions(name string, ttl time.Duration, fn func(context.Context) error, opts []Option) (*options, error) {
+	o, err := c.options.with(opts)
+	if err != nil {
+		return nil, err
+	}
 	if fn == nil {
-		return fmt.Errorf("%w: nil function for lock %q", ErrInvalidArgument, name)
+		return nil, invalidArgument("nil function for lock %q", name)
 	}
-	if err := c.checkLock(name, ttl); err != nil {
-		return err
+	if err := checkLock(o, name, ttl); err != nil {
+		return nil, err
 	}
-	_, err := c.keepAliveInterval(name, ttl)
-	return err
+	if _, err := keepAliveInterval(o, name, ttl); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
-// hold runs fn under l, kept alive, and releases l afterwards.
+// lockKey is the context key under which Do and DoOrSkip give fn its lock.
+type lockKey struct{}
+
+// LockFromContext returns the lock that Do or DoOrSkip holds while running
+// the fn it gave ctx to: its Until, Token, Err and Done.
+func LockFromContext(ctx context.Context) (*Lock, bool) {
+	l, ok := ctx.Value(lockKey{}).(*Lock)
+	return l, ok
+}
+
+// hold runs fn under l, kept alive, and then ends fn's context and
+// releases l, or cuts its TTL to what is left of the minimum hold.
 func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) error) (err error) {
-	fctx, cancel := context.WithCancelCause(ctx)
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
 	stopWatch := context.AfterFunc(l.life, func() { cancel(ErrLockLost) })
 
 	// The keep-alive outlives ctx: fn may take a moment to notice that
@@ -81,14 +111,20 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 
 	// Deferred, so that it also runs when fn panics; the panic then goes on.
 	defer func() {
+		// The holder hears first: fn's context ends before the servers
+		// are told. If the lock was lost, the cause is already ErrLockLost.
+		stopWatch()
+		cancel(context.Canceled)
 		stopKeepAlive()
 		wg.Wait()
-		stopWatch()
 		lost := errors.Is(l.Err(), ErrLockLost)
-		if rerr := l.Release(context.WithoutCancel(ctx)); rerr != nil && !lost {
+		var keep time.Duration
+		if !lost {
+			keep = l.o.minHold - c.clock.Since(l.acquired)
+		}
+		if rerr := l.finish(ctx, keep); rerr != nil && !lost {
 			c.logger.Warn("redlock: release after Do failed", "lock", l.name, "error", rerr)
 		}
-		cancel(context.Canceled)
 		if lost && !errors.Is(err, ErrLockLost) {
 			err = errors.Join(err, ErrLockLost)
 		}

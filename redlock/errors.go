@@ -13,10 +13,15 @@ import (
 var (
 	// ErrNotAcquired means a quorum of servers did not grant the lock (or
 	// the extension) in time: it is held elsewhere, or too many servers
-	// failed. The error that carries it also carries each server's failure
-	// as a *ServerError, and the context's error when the context ended
-	// first.
+	// failed. The error that carries it is a *QuorumError with the votes
+	// and each server's failure as a *ServerError, and also matches the
+	// context's error when the context ended first.
 	ErrNotAcquired = errors.New("redlock: not acquired")
+
+	// ErrHeldElsewhere means a quorum of servers answered that another
+	// token holds the lock: it is taken, as opposed to the servers being
+	// unavailable. It also satisfies errors.Is(err, ErrNotAcquired).
+	ErrHeldElsewhere error = heldElsewhere{}
 
 	// ErrNotHeld means the lock is no longer this process's to extend or
 	// release: it was released already, its validity ran out, or a quorum
@@ -24,9 +29,14 @@ var (
 	ErrNotHeld = errors.New("redlock: lock not held")
 
 	// ErrLockLost is what Lock.Err reports, and the cause of Do's context,
-	// once a lock's validity ran out (or a quorum of servers was found
-	// holding another token) before it was released.
+	// once a lock was declared lost before it was released: it was not
+	// extended by Until − loss margin, or a quorum of servers was found
+	// holding another token.
 	ErrLockLost = errors.New("redlock: lock lost")
+
+	// ErrClosed is returned by every call on a Client, and on the locks it
+	// granted, after Client.Close.
+	ErrClosed = errors.New("redlock: client closed")
 
 	// ErrInvalidArgument reports bad input: an empty server list, a nil
 	// server, a bad option value, an empty lock name, a TTL too short to
@@ -35,6 +45,12 @@ var (
 	// and the key servers.
 	ErrInvalidArgument = keyserver.ErrInvalidArgument
 )
+
+// heldElsewhere is ErrHeldElsewhere: a refinement of ErrNotAcquired.
+type heldElsewhere struct{}
+
+func (heldElsewhere) Error() string { return "redlock: held elsewhere" }
+func (heldElsewhere) Unwrap() error { return ErrNotAcquired }
 
 // ServerError is one key server's failure to answer: a network error, a
 // timeout, a key of the wrong type. Server is the server's index in the
@@ -50,40 +66,72 @@ func (e *ServerError) Error() string { return fmt.Sprintf("server %d: %v", e.Ser
 // Unwrap returns the server's own error.
 func (e *ServerError) Unwrap() error { return e.Err }
 
-// quorumError is a failed fan-out: which sentinel it stands for, what the
-// servers said, and, if the context ended, the context's error.
-type quorumError struct {
-	sentinel error  // ErrNotAcquired, ErrNotHeld, ErrLockLost or nil
-	what     string // e.g. `lock "jobs" not acquired after 3 attempts`
-	tally    tally
-	ctxErr   error
+// QuorumError is a failed fan-out to the servers: an acquisition, an
+// extension or a release that a quorum did not grant. errors.As finds it
+// in every such error; errors.Is matches ErrNotAcquired, ErrHeldElsewhere,
+// ErrNotHeld or ErrLockLost as the case may be, the context's error when
+// the context ended first, and each server's failure.
+type QuorumError struct {
+	Op       string // "acquire", "extend" or "release"
+	Name     string // the lock's name
+	Attempts int    // attempts made by the call; 1 for extend and release
+
+	// The votes of the last attempt when its outcome was decided: servers
+	// asked, servers that granted, servers that answered that another
+	// token holds the key, and the servers that failed to answer.
+	Servers, Granted, Refused int
+	Failed                    []*ServerError
+
+	sentinels []error // what the failure means: ErrNotAcquired, ErrHeldElsewhere, ErrNotHeld, ErrLockLost
+	ctxErr    error
 }
 
-func (e *quorumError) Error() string {
+func newQuorumError(op, name string, attempts int, t tally, ctxErr error, sentinels ...error) *QuorumError {
+	return &QuorumError{Op: op, Name: name, Attempts: attempts,
+		Servers: t.n, Granted: t.granted, Refused: t.refused, Failed: t.errs,
+		sentinels: sentinels, ctxErr: ctxErr}
+}
+
+// Error says what failed and how the servers voted, on one line.
+func (e *QuorumError) Error() string {
 	var b strings.Builder
 	b.WriteString("redlock: ")
-	b.WriteString(e.what)
-	t := e.tally
-	fmt.Fprintf(&b, ": %d of %d servers granted, %d refused, %d failed", t.granted, t.n, t.refused, len(t.errs))
-	if rest := t.n - t.granted - t.against(); rest > 0 {
-		fmt.Fprintf(&b, ", %d not waited for", rest)
+	switch e.Op {
+	case "acquire":
+		fmt.Fprintf(&b, "lock %q not acquired", e.Name)
+		if e.Attempts != 1 {
+			fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+		}
+	case "extend":
+		fmt.Fprintf(&b, "extension of lock %q not granted", e.Name)
+	default:
+		fmt.Fprintf(&b, "%s of lock %q not confirmed", e.Op, e.Name)
+	}
+	if e.Servers > 0 && e.Refused >= quorum(e.Servers) {
+		b.WriteString(": held elsewhere")
+	}
+	if e.Attempts > 0 {
+		fmt.Fprintf(&b, ": %d of %d servers granted, %d refused, %d failed", e.Granted, e.Servers, e.Refused, len(e.Failed))
+		if rest := e.Servers - e.Granted - e.Refused - len(e.Failed); rest > 0 {
+			fmt.Fprintf(&b, ", %d not waited for", rest)
+		}
 	}
 	if e.ctxErr != nil {
+		if e.Attempts == 0 {
+			b.WriteString(": the context ended before the first attempt")
+		}
 		fmt.Fprintf(&b, "; %v", e.ctxErr)
 	}
-	if len(e.tally.errs) > 0 {
-		fmt.Fprintf(&b, " (%v)", e.serverErrors())
+	if m := e.serverErrors(); m != nil {
+		fmt.Fprintf(&b, " (%v)", m)
 	}
 	return b.String()
 }
 
 // Unwrap exposes the sentinel, the context's error and the per-server
 // errors to errors.Is and errors.As.
-func (e *quorumError) Unwrap() []error {
-	var errs []error
-	if e.sentinel != nil {
-		errs = append(errs, e.sentinel)
-	}
+func (e *QuorumError) Unwrap() []error {
+	errs := append([]error(nil), e.sentinels...)
 	if e.ctxErr != nil {
 		errs = append(errs, e.ctxErr)
 	}
@@ -95,11 +143,14 @@ func (e *quorumError) Unwrap() []error {
 
 // serverErrors returns the *ServerErrors as a go-multierror, printed on one
 // line.
-func (e *quorumError) serverErrors() *multierror.Error {
-	if len(e.tally.errs) == 0 {
+func (e *QuorumError) serverErrors() *multierror.Error {
+	if len(e.Failed) == 0 {
 		return nil
 	}
-	m := multierror.Append(nil, e.tally.errs...)
+	m := &multierror.Error{Errors: make([]error, len(e.Failed))}
+	for i, se := range e.Failed {
+		m.Errors[i] = se
+	}
 	m.ErrorFormat = func(es []error) string {
 		parts := make([]string, len(es))
 		for i, err := range es {
@@ -108,11 +159,4 @@ func (e *quorumError) serverErrors() *multierror.Error {
 		return strings.Join(parts, "; ")
 	}
 	return m
-}
-
-// contended reports whether the failure was other holders' refusals rather
-// than server failures or the context: enough servers answered "held by
-// another token" that no quorum was possible.
-func (e *quorumError) contended() bool {
-	return e.ctxErr == nil && e.tally.refused > e.tally.n-quorum(e.tally.n)
 }

@@ -10,16 +10,18 @@ import (
 
 // KeepAlive extends the lock in the background of a long job, every
 // keep-alive interval (a third of the TTL by default), with the TTL of its
-// last grant. A failed extension is tried again every server timeout while
-// the lock is still valid; once no further try could be answered before
-// Until, the lock is declared lost: Done is closed and Err reports
-// ErrLockLost before its validity ends, never after.
+// last grant. A failed extension is tried again every server timeout, but
+// only while its answer can still come before the lock would be declared
+// lost (Until − loss margin); past that point no try is started, and the
+// lock is declared lost at that point: Done is closed and Err reports
+// ErrLockLost, never later.
 //
 // KeepAlive blocks; run it in its own goroutine. It returns nil once the
 // lock is released, an error satisfying errors.Is(err, ErrLockLost) once it
 // is lost (also when WithMaxExtensions or WithMaxHold stopped the
-// extensions), and ctx's error when ctx ends first, leaving the lock valid
-// until its Until. Run at most one KeepAlive per lock.
+// extensions), ErrClosed once the client is closed, and ctx's error when
+// ctx ends first, leaving the lock held until it would be declared lost.
+// Run at most one KeepAlive per lock.
 func (l *Lock) KeepAlive(ctx context.Context) error {
 	c := l.c
 	// live ends with ctx or with the lock, whichever is first.
@@ -30,36 +32,42 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 	for {
 		l.mu.Lock()
 		l.checkExpiry()
-		err, ttl, granted, until, extensions := l.err, l.ttl, l.granted, l.until, l.extensions
+		err, ttl, granted, lossAt, extensions := l.err, l.ttl, l.granted, l.lossAt, l.extensions
 		l.mu.Unlock()
 		if err != nil {
-			if l.isReleased() {
-				return nil
-			}
-			return err
+			return l.stopped(ctx, "")
 		}
-		interval, err := c.keepAliveInterval(l.name, ttl)
+		interval, err := keepAliveInterval(l.o, l.name, ttl)
 		if err != nil {
 			return err
 		}
-		timeout := c.timeoutFor(ttl)
-		// The last moment a try can start and still be answered before
-		// the lock runs out.
-		lastTry := until.Add(-timeout)
-		if why := l.capReached(extensions, granted.Add(interval), ttl); why != "" {
-			return l.runOut(live, ctx, lastTry, why)
+		due := granted.Add(interval)
+		if why := l.capReached(extensions, due, ttl); why != "" {
+			c.logger.Info("redlock: keep-alive stopped", "lock", l.name, "reason", why)
+			l.awaitLoss(live, lossAt)
+			return l.stopped(ctx, why)
 		}
-
-		if err := c.clock.Sleep(live, granted.Add(interval).Sub(c.clock.Now())); err != nil {
-			return l.stopped(ctx)
-		}
+		timeout := l.o.timeoutFor(ttl)
+		// The last moment a try can start and still be answered before the
+		// lock is declared lost.
+		lastTry := lossAt.Add(-timeout)
 		for failures := 0; ; failures++ {
+			if err := c.clock.Sleep(live, due.Sub(c.clock.Now())); err != nil {
+				return l.stopped(ctx, "")
+			}
+			if c.clock.Now().After(lastTry) { // no try could be answered in time
+				l.awaitLoss(live, lossAt)
+				return l.stopped(ctx, "")
+			}
 			err := l.Extend(live, ttl)
 			if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrLockLost) {
 				break // the outer loop reads the new state
 			}
+			if errors.Is(err, ErrClosed) {
+				return err
+			}
 			if live.Err() != nil {
-				return l.stopped(ctx)
+				return l.stopped(ctx, "")
 			}
 			// One warning per outage; the retries every server timeout
 			// would drown the log.
@@ -67,85 +75,66 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 			if failures == 0 {
 				level = slog.LevelWarn
 			}
-			c.logger.Log(live, level, "redlock: extension failed; retrying while the lock is valid",
-				"lock", l.name, "valid_for", until.Sub(c.clock.Now()), "error", err)
-			now := c.clock.Now()
-			if !now.Add(timeout).Before(lastTry) {
-				l.lose("no extension could be confirmed before the lock's validity ends")
-				break
-			}
-			if err := c.clock.Sleep(live, timeout); err != nil {
-				return l.stopped(ctx)
-			}
+			c.logger.Log(live, level, "redlock: extension failed; retrying while the lock is held",
+				"lock", l.name, "lost_in", lossAt.Sub(c.clock.Now()).Round(time.Millisecond), "error", err)
+			due = c.clock.Now().Add(timeout)
 		}
 	}
 }
 
 // keepAliveInterval returns how often a lock of ttl is extended, or an
-// error if that leaves no time for an extension to be answered within the
-// lock's validity.
-func (c *Client) keepAliveInterval(name string, ttl time.Duration) (time.Duration, error) {
-	interval := c.keepAlive
+// error if that leaves no time for an extension to be answered before the
+// lock would be declared lost.
+func keepAliveInterval(o *options, name string, ttl time.Duration) (time.Duration, error) {
+	interval := o.keepAlive
 	if interval == 0 {
 		interval = ttl / 3
 	}
-	if valid := ttl - drift(ttl, c.driftFactor); interval+c.timeoutFor(ttl) >= valid {
-		return 0, fmt.Errorf("%w: keep-alive interval %v leaves no time to extend lock %q (validity %v, server timeout %v)",
-			ErrInvalidArgument, interval, name, valid, c.timeoutFor(ttl))
+	held := ttl - drift(ttl, o.driftFactor) - o.marginFor(ttl)
+	if interval+o.timeoutFor(ttl) >= held {
+		return 0, invalidArgument("keep-alive interval %v leaves no time to extend lock %q (held for %v after each extension, server timeout %v)",
+			interval, name, held, o.timeoutFor(ttl))
 	}
 	return interval, nil
 }
 
+// awaitLoss waits until the lock is declared lost at lossAt, or live
+// ends. The expiry timer declares it too; this does not wait for the
+// timer's goroutine.
+func (l *Lock) awaitLoss(live context.Context, lossAt time.Time) {
+	if l.c.clock.Sleep(live, lossAt.Sub(l.c.clock.Now())) == nil {
+		_ = l.Err() // declares the loss
+	}
+}
+
 // capReached says which cap, if any, forbids the next extension, due at.
 func (l *Lock) capReached(extensions int, at time.Time, ttl time.Duration) string {
-	c := l.c
-	if c.maxExtensions > 0 && extensions >= c.maxExtensions {
-		return fmt.Sprintf("extension limit of %d reached", c.maxExtensions)
+	o := l.o
+	if o.maxExtensions > 0 && extensions >= o.maxExtensions {
+		return fmt.Sprintf("extension limit of %d reached", o.maxExtensions)
 	}
-	if c.maxHold > 0 {
-		next := at.Add(ttl - drift(ttl, c.driftFactor))
-		if next.After(l.acquired.Add(c.maxHold)) {
-			return fmt.Sprintf("maximum hold time of %v reached", c.maxHold)
+	if o.maxHold > 0 {
+		next := at.Add(ttl - drift(ttl, o.driftFactor))
+		if next.After(l.acquired.Add(o.maxHold)) {
+			return fmt.Sprintf("maximum hold time of %v reached", o.maxHold)
 		}
 	}
 	return ""
 }
 
-// runOut waits, without extending, until the lock's last safe moment and
-// then declares it lost, so that its holder hears of it before it runs out.
-func (l *Lock) runOut(live, ctx context.Context, lastTry time.Time, why string) error {
-	c := l.c
-	c.logger.Info("redlock: keep-alive stopped", "lock", l.name, "reason", why)
-	if err := c.clock.Sleep(live, lastTry.Sub(c.clock.Now())); err != nil {
-		return l.stopped(ctx)
-	}
-	l.lose(why)
-	return fmt.Errorf("%w: lock %q: %s", ErrLockLost, l.name, why)
-}
-
-// lose declares the lock lost ahead of its Until.
-func (l *Lock) lose(why string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err == nil {
-		l.c.logger.Warn("redlock: lock lost", "lock", l.name, "reason", why)
-		l.end(ErrLockLost)
-	}
-}
-
-// stopped is KeepAlive's result once its context or the lock ended.
-func (l *Lock) stopped(ctx context.Context) error {
+// stopped is KeepAlive's result once its context or the lock ended; why
+// names the cap that stopped the extensions, if one did.
+func (l *Lock) stopped(ctx context.Context, why string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if l.isReleased() {
-		return nil
-	}
-	return l.Err()
-}
-
-func (l *Lock) isReleased() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.released
+	switch {
+	case l.released:
+		return nil
+	case why != "":
+		return fmt.Errorf("%w: lock %q: %s", l.err, l.name, why)
+	}
+	return l.err
 }

@@ -11,18 +11,24 @@ import (
 )
 
 // Lock is a lock held on a quorum of key servers until Until. It is a lease:
-// once Until passes without an Extend, another process may take it. Its
-// methods are safe for concurrent use.
+// once Until passes without an Extend, another process may take it, so the
+// lock is declared lost a loss margin earlier (WithLossMargin) and its
+// holder hears of it first. Its methods are safe for concurrent use.
 type Lock struct {
 	c     *Client
+	o     *options // the client's, or the granting call's
 	name  string
 	key   string
 	token string
-	ttl   time.Duration // of the last grant or extension; sets the keep-alive cadence
 
-	acquired time.Time // start of the winning attempt, for WithMaxHold; never changes
+	acquired time.Time // start of the winning attempt, for WithMaxHold and WithMinHold; never changes
 
-	op sync.Mutex // serialises Extend and Release, so a late Extend never re-creates a released key
+	// op serialises Extend and Release and guards tails, so that each of
+	// this lock's calls to a server is sent after the one before it has
+	// finished there: a late Extend or a straggling Acquire can never
+	// re-create a key that Release deleted.
+	op    sync.Mutex
+	tails []<-chan struct{} // per server, closed once the lock's last call to it finished
 
 	// life ends with the lock; its cause is the final Err. Done is its
 	// Done, so that Do and KeepAlive can hang work off it without a
@@ -31,23 +37,32 @@ type Lock struct {
 	cancelLife context.CancelCauseFunc
 
 	mu         sync.Mutex
-	granted    time.Time // start of the last grant or extension, for the keep-alive cadence
-	until      time.Time
-	err        error // nil while held
+	ttl        time.Duration // of the last grant or extension; sets the keep-alive cadence
+	granted    time.Time     // start of the last grant or extension
+	until      time.Time     // end of validity
+	lossAt     time.Time     // until less the loss margin: when the lock is declared lost
+	err        error         // nil while held
 	released   bool
 	extensions int
-	expiry     clock.Timer
+	expiry     clock.Timer // fires at lossAt
 }
 
-func newLock(c *Client, name, key, token string, ttl time.Duration, start time.Time) *Lock {
-	l := &Lock{c: c, name: name, key: key, token: token, ttl: ttl,
-		acquired: start, granted: start, until: start.Add(ttl - drift(ttl, c.driftFactor))}
+func newLock(c *Client, o *options, name, key, token string, ttl time.Duration, start time.Time, tails []<-chan struct{}) *Lock {
+	l := &Lock{c: c, o: o, name: name, key: key, token: token, acquired: start, tails: tails}
 	l.life, l.cancelLife = context.WithCancelCause(context.Background())
-	until := l.until
 	l.mu.Lock()
-	l.expiry = c.clock.AfterFunc(until.Sub(c.clock.Now()), l.expire)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	l.setValidity(start, ttl)
+	l.expiry = c.clock.AfterFunc(l.lossAt.Sub(c.clock.Now()), l.expire)
 	return l
+}
+
+// setValidity records a grant or extension of ttl whose call started at
+// start. l.mu must be held.
+func (l *Lock) setValidity(start time.Time, ttl time.Duration) {
+	l.ttl, l.granted = ttl, start
+	l.until = start.Add(ttl - drift(ttl, l.o.driftFactor))
+	l.lossAt = l.until.Add(-l.o.marginFor(ttl))
 }
 
 // Name returns the lock's name, without the client's key prefix.
@@ -58,22 +73,23 @@ func (l *Lock) Name() string { return l.name }
 func (l *Lock) Token() string { return l.token }
 
 // Until returns the end of the lock's validity on this process's monotonic
-// clock: the time of the last successful Acquire or Extend call's start,
-// plus its TTL, less the clock drift allowance. Work that must be exclusive
-// must finish before it.
+// clock: the start of the last successful Acquire or Extend call, plus its
+// TTL, less the clock drift allowance. Work that must be exclusive must
+// finish before it; the lock is declared lost a loss margin earlier.
 func (l *Lock) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
 }
 
-// Done returns a channel that is closed when the lock is released or its
-// validity runs out, whichever comes first.
+// Done returns a channel that is closed when the lock is released or
+// declared lost (a loss margin before Until), whichever comes first.
 func (l *Lock) Done() <-chan struct{} { return l.life.Done() }
 
 // Err returns nil while the lock is held, ErrNotHeld once it was released,
-// and ErrLockLost once its validity ran out (or a quorum of servers was
-// found holding another token) before it was released.
+// and ErrLockLost once it was declared lost before it was released: not
+// extended by Until − loss margin, or found held by another token on a
+// quorum of servers.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -83,16 +99,15 @@ func (l *Lock) Err() error {
 
 // Extend pushes the lock's validity out to ttl from now, on a quorum of
 // servers. It refuses with ErrNotHeld, without contacting any server, once
-// the lock was released or its validity ran out: an expired lock may
-// already be someone else's. A server that lost the key (a restart) gets it
-// back.
+// the lock was released or declared lost: an expired lock may already be
+// someone else's. A server that lost the key (a restart) gets it back.
 //
-// When the servers do not grant the extension the error satisfies
-// errors.Is(err, ErrNotAcquired) and the lock stays valid until its old
-// Until; when a quorum holds another token, the lock is lost at once and
-// the error satisfies errors.Is(err, ErrLockLost).
+// When the servers do not grant the extension the error is a *QuorumError
+// satisfying errors.Is(err, ErrNotAcquired), and the lock stays held until
+// it would be declared lost anyway; when a quorum holds another token, the
+// lock is lost at once and the error satisfies errors.Is(err, ErrLockLost).
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	if err := l.c.checkTTL(l.name, ttl); err != nil {
+	if err := checkTTL(l.o, l.name, ttl); err != nil {
 		return err
 	}
 	l.op.Lock()
@@ -101,81 +116,38 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	c := l.c
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
 	start := c.clock.Now()
-	t, settle := c.fanOut(ctx, c.timeoutFor(ttl), "extend", l.name,
-		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
+	t, done, settle := c.fanOut(ctx, &fan{op: "extend", name: l.name, timeout: l.o.timeoutFor(ttl), after: l.tails,
+		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
 			return ks.Extend(ctx, l.key, l.token, ttl)
-		}, nil)
+		}})
 	settle(false)
+	l.tails = done
 	c.logVotes("extend", l.name, t)
-	left := validity(ttl, c.clock.Since(start), c.driftFactor)
+	left := validity(ttl, c.clock.Since(start), l.o.driftFactor)
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.checkExpiry()
 	if l.err != nil {
-		return fmt.Errorf("%w: lock %q ran out while it was being extended", l.err, l.name)
+		return fmt.Errorf("%w: lock %q was lost while it was being extended", l.err, l.name)
 	}
-	if t.won() && left > 0 {
-		l.until = start.Add(ttl - drift(ttl, c.driftFactor))
-		l.granted = start
-		l.ttl = ttl
+	if t.won() && left > l.o.marginFor(ttl) {
+		l.setValidity(start, ttl)
 		l.extensions++
-		l.expiry.Reset(l.until.Sub(c.clock.Now()))
+		l.expiry.Reset(l.lossAt.Sub(c.clock.Now()))
 		return nil
 	}
-	qe := &quorumError{sentinel: ErrNotAcquired, what: fmt.Sprintf("extension of lock %q not granted", l.name), tally: t, ctxErr: ctx.Err()}
-	if qe.contended() {
+	if t.heldElsewhere() {
 		c.logger.Warn("redlock: lock taken by another holder", "lock", l.name)
 		l.end(ErrLockLost)
-		qe.sentinel = ErrLockLost
+		return newQuorumError("extend", l.name, 1, t, ctx.Err(), ErrLockLost, ErrHeldElsewhere)
 	}
-	return qe
-}
-
-// Release gives the lock up on every server. It returns nil when a quorum
-// deleted this holder's key, and an error satisfying errors.Is(err,
-// ErrNotHeld) when the lock had already run out, was released before, or
-// was no longer this holder's on a quorum. Any other error means too few
-// servers answered; the keys they keep expire with their TTL.
-//
-// Release is final either way: Done is closed and Err reports ErrNotHeld
-// (or ErrLockLost if the validity ran out first).
-func (l *Lock) Release(ctx context.Context) error {
-	l.op.Lock()
-	defer l.op.Unlock()
-	l.mu.Lock()
-	if l.released {
-		l.mu.Unlock()
-		return fmt.Errorf("%w: lock %q was already released", ErrNotHeld, l.name)
-	}
-	l.released = true
-	l.checkExpiry()
-	expired := l.err != nil
-	l.end(ErrNotHeld)
-	l.mu.Unlock()
-
-	c := l.c
-	// Sent even for an expired lock: our keys may still sit on servers
-	// whose clocks run slow. Release is owner-checked, so a new holder's
-	// keys are safe.
-	t, settle := c.fanOut(ctx, c.timeoutFor(l.ttl), "release", l.name,
-		func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
-			return ks.Release(ctx, l.key, l.token)
-		}, nil)
-	settle(false)
-	c.logVotes("release", l.name, t)
-	switch {
-	case expired:
-		return fmt.Errorf("%w: lock %q had run out before it was released", ErrNotHeld, l.name)
-	case t.won():
-		return nil
-	}
-	qe := &quorumError{sentinel: ErrNotHeld, what: fmt.Sprintf("release of lock %q not confirmed", l.name), tally: t, ctxErr: ctx.Err()}
-	if !qe.contended() {
-		qe.sentinel = nil // the servers that failed may still hold the key
-	}
-	return qe
+	return newQuorumError("extend", l.name, 1, t, ctx.Err(), ErrNotAcquired)
 }
 
 // held returns nil if the lock can still be extended.
@@ -187,23 +159,25 @@ func (l *Lock) held() error {
 	case l.released:
 		return fmt.Errorf("%w: lock %q was released", ErrNotHeld, l.name)
 	case l.err != nil:
-		return fmt.Errorf("%w: lock %q ran out at %v", ErrNotHeld, l.name, l.until)
+		return fmt.Errorf("%w: lock %q was lost %v before it was to be extended",
+			ErrNotHeld, l.name, l.c.clock.Since(l.lossAt).Round(time.Millisecond))
 	}
 	return nil
 }
 
-// expire runs when the expiry timer fires.
+// expire runs when the expiry timer fires, at the loss margin before Until.
 func (l *Lock) expire() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.checkExpiry()
 }
 
-// checkExpiry marks the lock lost once its validity has run out, whether or
-// not the timer has fired yet. l.mu must be held.
+// checkExpiry declares the lock lost once the loss margin before its Until
+// is reached, whether or not the timer has fired yet. l.mu must be held.
 func (l *Lock) checkExpiry() {
-	if l.err == nil && !l.c.clock.Now().Before(l.until) {
-		l.c.logger.Warn("redlock: lock validity ran out", "lock", l.name)
+	if l.err == nil && !l.c.clock.Now().Before(l.lossAt) {
+		l.c.logger.Warn("redlock: lock lost: not extended in time", "lock", l.name,
+			"until", l.until.Sub(l.c.clock.Now()).Round(time.Millisecond))
 		l.end(ErrLockLost)
 	}
 }

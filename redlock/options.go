@@ -10,24 +10,30 @@ import (
 	"github.com/goredlock/goredlock/internal/clock"
 )
 
-// Option configures a Client; pass them to New.
+// Option configures a Client when given to New, or one call when given to
+// Acquire, TryAcquire, Do or DoOrSkip, where it overrides the client's
+// setting for that call only. For every duration option, 0 means the
+// default.
 type Option func(*options)
 
 type options struct {
-	retryCount     int
-	retryDelay     time.Duration
-	retryJitter    time.Duration
-	jitterSet      bool
-	driftFactor    float64
-	serverTimeout  time.Duration
-	keyPrefix      string
-	logger         *slog.Logger
-	clock          clock.Clock
-	keepAlive      time.Duration
-	maxExtensions  int
-	maxHold        time.Duration
-	randInt64N     func(n int64) int64
-	newToken       func() (string, error)
+	retryCount    int
+	retryDelay    time.Duration
+	retryJitter   time.Duration
+	driftFactor   float64
+	serverTimeout time.Duration
+	lossMargin    time.Duration
+	keyPrefix     string
+	logger        *slog.Logger
+	clock         clock.Clock
+	keepAlive     time.Duration
+	maxExtensions int
+	maxHold       time.Duration
+	minHold       time.Duration
+	randInt64N    func(n int64) int64
+	newToken      func() (string, error)
+
+	perCall        bool // the options of one call: client-only options are refused
 	invalidOptions []error
 }
 
@@ -50,26 +56,19 @@ func WithRetryCount(n int) Option {
 	}
 }
 
-// WithRetryDelay sets the mean wait between attempts. Default 200 ms.
+// WithRetryDelay sets the mean wait between attempts. Default (or 0):
+// 200 ms.
 func WithRetryDelay(d time.Duration) Option {
 	return func(o *options) {
-		if d < 0 {
-			o.invalid("retry delay %v is negative", d)
-		}
-		o.retryDelay = d
+		o.retryDelay = o.duration("retry delay", d, DefaultRetryDelay)
 	}
 }
 
 // WithRetryJitter spreads the waits between attempts uniformly over
 // delay±jitter, so that contenders that collided once do not collide again.
-// It must not exceed the retry delay. Default: half the retry delay.
+// It must not exceed the retry delay. Default (or 0): half the retry delay.
 func WithRetryJitter(d time.Duration) Option {
-	return func(o *options) {
-		if d < 0 {
-			o.invalid("retry jitter %v is negative", d)
-		}
-		o.retryJitter, o.jitterSet = d, true
-	}
+	return func(o *options) { o.retryJitter = o.duration("retry jitter", d, 0) }
 }
 
 // WithDriftFactor sets the share of the TTL set aside for clock drift
@@ -88,12 +87,17 @@ func WithDriftFactor(f float64) Option {
 // server costs at most this long. Default (or 0): 5% of the lock's TTL, at
 // least 1 ms.
 func WithServerTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d < 0 {
-			o.invalid("server timeout %v is negative", d)
-		}
-		o.serverTimeout = d
-	}
+	return func(o *options) { o.serverTimeout = o.duration("server timeout", d, 0) }
+}
+
+// WithLossMargin sets how long before Until a lock that was not extended
+// is declared lost: Done closes, Err reports ErrLockLost and Do's context
+// is cancelled at Until − margin, so that its holder can stop before
+// another process may take the lock. A lock whose validity at its grant
+// would not exceed the margin is not granted. Default (or 0): two server
+// timeouts.
+func WithLossMargin(d time.Duration) Option {
+	return func(o *options) { o.lossMargin = o.duration("loss margin", d, 0) }
 }
 
 // WithKeyPrefix puts p before every lock name to make the key stored on the
@@ -103,10 +107,13 @@ func WithKeyPrefix(p string) Option {
 }
 
 // WithLogger sends the client's reports of server failures, failed
-// extensions and lost locks to l. Tokens are never logged. Default (or nil):
-// nothing is logged.
+// extensions and lost locks to l. Tokens are never logged. It applies to a
+// client only, not to one call. Default (or nil): nothing is logged.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
+		if o.perCall {
+			o.invalid("WithLogger applies to a client, not to one call")
+		}
 		if l == nil {
 			l = discardLogger
 		}
@@ -114,68 +121,17 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// withClock replaces the clock; tests use a fake one.
-func withClock(c clock.Clock) Option {
-	return func(o *options) { o.clock = c }
-}
-
-func (o *options) invalid(format string, args ...any) {
-	o.invalidOptions = append(o.invalidOptions, fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...))
-}
-
-func defaultOptions() options {
-	return options{
-		retryCount:  DefaultRetryCount,
-		retryDelay:  DefaultRetryDelay,
-		driftFactor: DefaultDriftFactor,
-		logger:      discardLogger,
-		clock:       clock.Real{},
-		newToken:    newToken,
-	}
-}
-
-// check fills in the defaults that depend on other options and reports the
-// first bad value.
-func (o *options) check() error {
-	if len(o.invalidOptions) > 0 {
-		return o.invalidOptions[0]
-	}
-	if !o.jitterSet {
-		o.retryJitter = o.retryDelay / 2
-	}
-	if o.retryJitter > o.retryDelay {
-		return fmt.Errorf("%w: retry jitter %v exceeds retry delay %v, so waits could be negative",
-			ErrInvalidArgument, o.retryJitter, o.retryDelay)
-	}
-	return nil
-}
-
-// discardLogger drops every record; slog.DiscardHandler needs Go 1.24.
-var discardLogger = slog.New(discardHandler{})
-
-type discardHandler struct{}
-
-func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
-func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
-func (h discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h discardHandler) WithGroup(string) slog.Handler           { return h }
-
 // WithKeepAliveInterval sets how often KeepAlive (and Do) extends a lock.
-// It must be shorter than the lock's validity; the default (or 0) is a
-// third of the lock's TTL.
+// It must leave time for an extension to be answered before the lock would
+// be declared lost. Default (or 0): a third of the lock's TTL.
 func WithKeepAliveInterval(d time.Duration) Option {
-	return func(o *options) {
-		if d < 0 {
-			o.invalid("keep-alive interval %v is negative", d)
-		}
-		o.keepAlive = d
-	}
+	return func(o *options) { o.keepAlive = o.duration("keep-alive interval", d, 0) }
 }
 
 // WithMaxExtensions caps how many extensions KeepAlive (and Do) lets a lock
 // have, so that a stuck job cannot hold a lock forever; direct Extend calls
 // count towards the cap. Once it is reached, KeepAlive stops extending and
-// the lock is declared lost before its Until. Default (or 0): no cap.
+// the lock is declared lost at Until − loss margin. Default (or 0): no cap.
 func WithMaxExtensions(n int) Option {
 	return func(o *options) {
 		if n < 0 {
@@ -189,10 +145,120 @@ func WithMaxExtensions(n int) Option {
 // its acquisition: no extension is made that would carry the lock past that
 // point, and it then runs out. Default (or 0): no cap.
 func WithMaxHold(d time.Duration) Option {
-	return func(o *options) {
-		if d < 0 {
-			o.invalid("max hold %v is negative", d)
-		}
-		o.maxHold = d
+	return func(o *options) { o.maxHold = o.duration("max hold", d, 0) }
+}
+
+// WithMinHold makes Do and DoOrSkip keep the lock until at least d after
+// the start of the attempt that was granted it, even when fn returns
+// sooner: instead of deleting the keys, they cut the keys' TTL to what is
+// left of d, and return. Hosts whose schedules fire a little apart then
+// skip the job instead of each running it (ShedLock's lockAtLeastFor).
+// Acquire'd locks are unaffected: Release always deletes. Default (or 0):
+// release at once.
+func WithMinHold(d time.Duration) Option {
+	return func(o *options) { o.minHold = o.duration("min hold", d, 0) }
+}
+
+// withClock replaces the clock; tests use a fake one.
+func withClock(c clock.Clock) Option {
+	return func(o *options) { o.clock = c }
+}
+
+// duration checks a duration option: negative is invalid, 0 is def.
+func (o *options) duration(what string, d, def time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		o.invalid("%s %v is negative", what, d)
+	case d == 0:
+		return def
+	}
+	return d
+}
+
+func (o *options) invalid(format string, args ...any) {
+	o.invalidOptions = append(o.invalidOptions, invalidArgument(format, args...))
+}
+
+// invalidArgument is the error for bad input, prefixed like every other
+// error of the package.
+func invalidArgument(format string, args ...any) error {
+	return fmt.Errorf("redlock: %w: "+format, append([]any{ErrInvalidArgument}, args...)...)
+}
+
+func defaultOptions() options {
+	return options{
+		retryCount:  DefaultRetryCount,
+		retryDelay:  DefaultRetryDelay,
+		driftFactor: DefaultDriftFactor,
+		logger:      discardLogger,
+		clock:       clock.Real{},
+		newToken:    newToken,
 	}
 }
+
+// check reports the first bad value, once every option has been applied.
+func (o *options) check() error {
+	if len(o.invalidOptions) > 0 {
+		return o.invalidOptions[0]
+	}
+	if o.retryJitter > o.retryDelay {
+		return invalidArgument("retry jitter %v exceeds retry delay %v, so waits could be negative",
+			o.retryJitter, o.retryDelay)
+	}
+	return nil
+}
+
+// with returns o with a call's opts applied, or o itself when there are
+// none, so that calls without options cost nothing.
+func (o *options) with(opts []Option) (*options, error) {
+	if len(opts) == 0 {
+		return o, nil
+	}
+	call := *o
+	call.perCall = true
+	call.invalidOptions = nil
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&call)
+		}
+	}
+	if err := call.check(); err != nil {
+		return nil, err
+	}
+	return &call, nil
+}
+
+// jitter is the spread of the waits between attempts.
+func (o *options) jitter() time.Duration {
+	if o.retryJitter == 0 {
+		return o.retryDelay / 2
+	}
+	return o.retryJitter
+}
+
+// timeoutFor is the bound on one call to one server for a lock of ttl.
+func (o *options) timeoutFor(ttl time.Duration) time.Duration {
+	if o.serverTimeout > 0 {
+		return o.serverTimeout
+	}
+	return max(ttl/20, time.Millisecond)
+}
+
+// marginFor is how long before Until a lock of ttl that was not extended
+// is declared lost.
+func (o *options) marginFor(ttl time.Duration) time.Duration {
+	if o.lossMargin > 0 {
+		return o.lossMargin
+	}
+	return 2 * o.timeoutFor(ttl)
+}
+
+// discardLogger drops every record; slog.DiscardHandler needs Go 1.24.
+var discardLogger = slog.New(discardHandler{})
+
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (h discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h discardHandler) WithGroup(string) slog.Handler           { return h }

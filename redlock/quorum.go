@@ -1,6 +1,11 @@
 package redlock
 
-import "time"
+import (
+	"errors"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
 
 // quorum is the number of votes that decides an operation on n servers: a
 // strict majority, so that two holders can never both have one.
@@ -15,7 +20,7 @@ func drift(ttl time.Duration, factor float64) time.Duration {
 
 // validity is how long a lock stays safe to use after an operation that
 // started elapsed ago: what is left of the TTL once the time the servers took
-// and the drift are subtracted. Only a positive validity grants a lock.
+// and the drift are subtracted.
 func validity(ttl, elapsed time.Duration, factor float64) time.Duration {
 	return ttl - elapsed - drift(ttl, factor)
 }
@@ -23,10 +28,11 @@ func validity(ttl, elapsed time.Duration, factor float64) time.Duration {
 // tally counts the votes of one fan-out at the moment its outcome was
 // decided.
 type tally struct {
-	n       int     // servers asked
-	granted int     // answered true
-	refused int     // answered false: another token holds the key
-	errs    []error // *ServerError, in order of arrival
+	n         int            // servers asked
+	granted   int            // answered true
+	refused   int            // answered false: another token holds the key
+	errs      []*ServerError // in order of arrival
+	permanent int            // errors that trying again cannot fix
 }
 
 // add counts one server's answer.
@@ -34,6 +40,9 @@ func (t *tally) add(v vote) {
 	switch {
 	case v.err != nil:
 		t.errs = append(t.errs, &ServerError{Server: v.server, Err: v.err})
+		if errors.Is(v.err, keyserver.ErrPermanent) {
+			t.permanent++
+		}
 	case v.ok:
 		t.granted++
 	default:
@@ -43,12 +52,39 @@ func (t *tally) add(v vote) {
 
 func (t *tally) against() int { return t.refused + len(t.errs) }
 
-// decided reports whether the votes so far settle the outcome: a quorum for,
-// or so many against that a quorum is out of reach.
-func (t *tally) decided() bool {
+// rule says when the votes so far settle a fan-out.
+type rule int
+
+const (
+	// earliest: a quorum for, or so many against (refusals and failures
+	// alike) that a quorum is out of reach.
+	earliest rule = iota
+	// untilKnownHeld also waits, while it is still possible, for a quorum
+	// of refusals: DoOrSkip skips only on that, so it must not stop at the
+	// first mix of refusals and failures that rules out a grant.
+	untilKnownHeld
+)
+
+// decided reports whether the votes so far settle the outcome under r.
+func (t *tally) decided(r rule) bool {
 	q := quorum(t.n)
-	return t.granted >= q || t.against() > t.n-q
+	if t.granted >= q || t.refused >= q {
+		return true
+	}
+	if r == earliest {
+		return t.against() > t.n-q
+	}
+	rest := t.n - t.granted - t.against()
+	return t.granted+rest < q && t.refused+rest < q
 }
 
 // won reports whether a quorum voted for.
 func (t *tally) won() bool { return t.granted >= quorum(t.n) }
+
+// heldElsewhere reports whether a quorum answered that another token holds
+// the key, for even n too.
+func (t *tally) heldElsewhere() bool { return t.refused >= quorum(t.n) }
+
+// hopeless reports whether failures that trying again cannot fix (a key of
+// the wrong type, a rejected password) leave too few servers for a quorum.
+func (t *tally) hopeless() bool { return t.permanent > t.n-quorum(t.n) }

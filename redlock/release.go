@@ -1,0 +1,81 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// Release gives the lock up on every server. It returns nil when a quorum
+// deleted this holder's key, and an error satisfying errors.Is(err,
+// ErrNotHeld) when the lock had already been declared lost, was released
+// before, or was no longer this holder's on a quorum. Any other error is a
+// *QuorumError saying too few servers answered; the keys they keep expire
+// with their TTL.
+//
+// Release runs even when ctx is already cancelled: it ignores ctx's
+// cancellation and deadline, and each server's call is bounded by the
+// server timeout. On each server the delete is sent after every earlier
+// call of this lock to that server has finished, so that a straggling
+// Acquire or Extend cannot re-create the key. Release returns as soon as a
+// quorum answered; the rest finishes in the background, and Client.Close
+// waits for it.
+//
+// Release is final either way: Done is closed and Err reports ErrNotHeld
+// (or ErrLockLost if the lock was lost first).
+func (l *Lock) Release(ctx context.Context) error {
+	return l.finish(ctx, 0)
+}
+
+// finish ends the lock and sends the servers its last call: the
+// owner-checked delete, or, when keep is at least a millisecond, a TTL cut
+// to keep, so that the keys outlive the holder for that long (WithMinHold).
+func (l *Lock) finish(ctx context.Context, keep time.Duration) error {
+	l.op.Lock()
+	defer l.op.Unlock()
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: lock %q was already released", ErrNotHeld, l.name)
+	}
+	l.released = true
+	l.checkExpiry()
+	lost := l.err != nil
+	l.end(ErrNotHeld)
+	ttl := l.ttl
+	l.mu.Unlock()
+
+	c := l.c
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	// Sent even for a lost lock: our keys may still sit on servers whose
+	// clocks run slow. The calls are owner-checked, so a new holder's keys
+	// are safe.
+	f := &fan{op: "release", name: l.name, timeout: l.o.timeoutFor(ttl), after: l.tails,
+		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
+			return ks.Release(ctx, l.key, l.token)
+		}}
+	if keep >= keyserver.MinTTL {
+		f.op = "release after the minimum hold"
+		f.call = func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
+			return ks.Extend(ctx, l.key, l.token, keep)
+		}
+	}
+	t, done, settle := c.fanOut(context.WithoutCancel(ctx), f)
+	settle(false)
+	l.tails = done
+	c.logVotes(f.op, l.name, t)
+	switch {
+	case lost:
+		return fmt.Errorf("%w: lock %q had been lost before it was released", ErrNotHeld, l.name)
+	case t.won():
+		return nil
+	case t.heldElsewhere():
+		return newQuorumError("release", l.name, 1, t, nil, ErrNotHeld)
+	}
+	return newQuorumError("release", l.name, 1, t, nil) // the servers that failed may still hold the key
+}
