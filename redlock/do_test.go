@@ -181,6 +181,12 @@ type lostRun struct {
 
 func runUntilLost(t *testing.T, fc *clock.Fake, c *Client, afterStart func()) lostRun {
 	t.Helper()
+	return runUntilLostStepping(t, fc, c, afterStart, func(seen <-chan struct{}) { advanceUntil(t, fc, seen) })
+}
+
+// runUntilLostStepping is runUntilLost with the clock moved by step.
+func runUntilLostStepping(t *testing.T, fc *clock.Fake, c *Client, afterStart func(), step func(seen <-chan struct{})) lostRun {
+	t.Helper()
 	var r lostRun
 	seen := make(chan struct{})
 	started := make(chan struct{})
@@ -195,7 +201,7 @@ func runUntilLost(t *testing.T, fc *clock.Fake, c *Client, afterStart func()) lo
 	})
 	<-started
 	afterStart()
-	advanceUntil(t, fc, seen)
+	step(seen)
 	r.err = done()
 	return r
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -30,7 +31,10 @@ func testClient(t *testing.T, fc *clock.Fake, servers []keyserver.KeyServer, opt
 	t.Helper()
 	c, err := New(servers, append([]Option{withClock(fc)}, opts...)...)
 	require.NoError(t, err)
-	t.Cleanup(c.bg.Wait)
+	t.Cleanup(func() {
+		closed := async(t, func() error { return c.Close() })
+		assert.NoError(t, closed(), "Close")
+	})
 	return c
 }
 
@@ -118,6 +122,22 @@ func advanceUntil(t *testing.T, fc *clock.Fake, done <-chan struct{}) {
 			t.Fatalf("not done after %v of advancing the clock (at %v)", wait, fc.Now().Sub(t0))
 		}
 		if ds, err := fc.BlockUntilSleepers(1, 20*time.Millisecond); err == nil {
+			fc.Advance(ds[0])
+		}
+	}
+}
+
+// advanceTimersUntil is advanceUntil for code that also waits on timers and
+// deadlines: once at least n timers of any kind are pending, it moves fc to
+// the soonest, until done is closed.
+func advanceTimersUntil(t *testing.T, fc *clock.Fake, n int, done <-chan struct{}) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !closed(done) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not done after %v of advancing the clock (at %v)", wait, fc.Now().Sub(t0))
+		}
+		if ds, err := fc.BlockUntilWaiters(n, 20*time.Millisecond); err == nil {
 			fc.Advance(ds[0])
 		}
 	}

@@ -140,3 +140,17 @@ func TestRealClock(t *testing.T) {
 	c.AfterFunc(time.Millisecond, func() { close(fired) })
 	<-fired
 }
+
+func TestFakeBlockUntilWaitersCountsTimersAndDeadlines(t *testing.T) {
+	f := NewFake(t0)
+	f.AfterFunc(time.Minute, func() {})
+	if ds, err := f.BlockUntilSleepers(1, 10*time.Millisecond); err == nil {
+		t.Fatalf("a timer counted as a sleeper: %v", ds)
+	}
+	_, cancel := f.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ds, err := f.BlockUntilWaiters(2, 5*time.Second)
+	if err != nil || len(ds) != 2 || ds[0] != time.Second || ds[1] != time.Minute {
+		t.Fatalf("BlockUntilWaiters = %v, %v", ds, err)
+	}
+}

@@ -130,6 +130,18 @@ func (f *Fake) Advance(d time.Duration) {
 // least n goroutines are blocked in Sleep, and returns the remaining
 // duration of each, soonest first. It fails when limit passes first.
 func (f *Fake) BlockUntilSleepers(n int, limit time.Duration) ([]time.Duration, error) {
+	return f.blockUntil(n, limit, func(w *waiter) bool { return w.wake != nil })
+}
+
+// BlockUntilWaiters is BlockUntilSleepers counting every pending timer
+// too: AfterFunc calls and WithTimeout deadlines as well as sleepers. Tests
+// use it to step through code that waits on a deadline rather than in
+// Sleep.
+func (f *Fake) BlockUntilWaiters(n int, limit time.Duration) ([]time.Duration, error) {
+	return f.blockUntil(n, limit, func(*waiter) bool { return true })
+}
+
+func (f *Fake) blockUntil(n int, limit time.Duration, counts func(*waiter) bool) ([]time.Duration, error) {
 	// The deadline is read before the wake-up is armed, so that the wake-up
 	// never comes before it and leaves the loop below waiting for good.
 	deadline := time.Now().Add(limit)
@@ -144,7 +156,7 @@ func (f *Fake) BlockUntilSleepers(n int, limit time.Duration) ([]time.Duration, 
 	for {
 		var ds []time.Duration
 		for _, w := range f.waiters {
-			if w.wake != nil {
+			if counts(w) {
 				ds = append(ds, w.due.Sub(f.now))
 			}
 		}

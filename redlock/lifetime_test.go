@@ -1,0 +1,452 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/static"
+)
+
+// gated returns a server whose calls of op wait until the returned gate is
+// closed: a slow link whose commands still land, late.
+func gated(op static.Op) (*static.Server, chan struct{}) {
+	gate := make(chan struct{})
+	s := static.New(static.WithBefore(func(_ context.Context, c static.Call) {
+		if c.Op == op {
+			<-gate
+		}
+	}))
+	return s, gate
+}
+
+func ops(calls []static.Call) []static.Op {
+	var out []static.Op
+	for _, c := range calls {
+		out = append(out, c.Op)
+	}
+	return out
+}
+
+func TestReleaseFollowsAStragglingAcquire(t *testing.T) {
+	fc := clock.NewFake(t0)
+	slow, gate := gated(static.OpAcquire)
+	servers := static.Cluster{static.New(), static.New(), slow}
+	c := testClient(t, fc, servers.KeyServers())
+	l, err := c.TryAcquire(bg, "job", ttl3)
+	require.NoError(t, err, "granted by the two fast servers")
+	require.NoError(t, l.Release(bg), "confirmed by the two fast servers")
+	assert.Equal(t, 0, slow.Count(static.OpRelease), "the delete waits for the Acquire it follows")
+
+	close(gate) // the straggling Acquire lands now, after Release returned
+	require.NoError(t, c.Close())
+	calls := slow.Calls()
+	require.Equal(t, []static.Op{static.OpAcquire, static.OpRelease}, ops(calls))
+	assert.True(t, calls[0].OK, "the late Acquire stored the key")
+	assert.True(t, calls[1].OK, "and the delete that followed it removed it")
+}
+
+func TestReleaseFollowsALateExtend(t *testing.T) {
+	fc := clock.NewFake(t0)
+	slow, gate := gated(static.OpExtend)
+	servers := static.Cluster{static.New(), static.New(), slow}
+	c := testClient(t, fc, servers.KeyServers())
+	l, err := c.TryAcquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	require.NoError(t, l.Extend(bg, ttl3), "extended on the two fast servers")
+	require.NoError(t, l.Release(bg))
+	close(gate)
+	require.NoError(t, c.Close())
+	calls := slow.Calls()
+	require.Equal(t, []static.Op{static.OpAcquire, static.OpExtend, static.OpRelease}, ops(calls))
+	assert.True(t, calls[2].OK, "the key the late Extend renewed was deleted after it")
+}
+
+func TestReleaseWithCancelledContextDeletes(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers())
+	rival := testClient(t, fc, servers.KeyServers(), WithRetryCount(0))
+	l, err := c.TryAcquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	require.NoError(t, l.Release(ctx), "a quorum deleted, whatever the context")
+	require.NoError(t, c.Close())
+	for i, s := range servers {
+		calls := s.Calls()
+		require.Equal(t, static.OpRelease, calls[len(calls)-1].Op, "server %d", i)
+		assert.True(t, calls[len(calls)-1].OK, "server %d deleted the key", i)
+	}
+	l2, err := rival.TryAcquire(bg, "job", ttl3)
+	require.NoError(t, err, "free at once")
+	require.NoError(t, l2.Release(bg))
+}
+
+// TestHolderHearsFirst checks, at the moment each server receives Do's
+// release, that fn's context has ended and its lock reports itself gone:
+// nothing holding fn's context can see the lock held once another process
+// could take it.
+func TestHolderHearsFirst(t *testing.T) {
+	boom := errors.New("boom")
+	cases := map[string]func(ctx context.Context) error{
+		"returns":       func(context.Context) error { return nil },
+		"fails":         func(context.Context) error { return boom },
+		"panics":        func(context.Context) error { panic(boom) },
+		"outlives ctx": func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			var (
+				fnCtx    atomic.Value
+				releases atomic.Int32
+				mu       sync.Mutex
+				problems []string
+			)
+			check := static.WithBefore(func(_ context.Context, call static.Call) {
+				if call.Op != static.OpRelease {
+					return
+				}
+				releases.Add(1)
+				ctx, _ := fnCtx.Load().(context.Context)
+				l, ok := LockFromContext(ctx)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case ctx == nil || !ok:
+					problems = append(problems, "fn never ran with its lock")
+				case ctx.Err() == nil:
+					problems = append(problems, "fn's context still live at the release")
+				case l.Err() == nil:
+					problems = append(problems, "the lock still held at the release")
+				case !closed(l.Done()):
+					problems = append(problems, "Done still open at the release")
+				}
+			})
+			servers := static.NewCluster(3, check)
+			c := testClient(t, fc, servers.KeyServers())
+			ctx, cancel := context.WithCancel(bg)
+			defer cancel()
+			fn := func(ctx context.Context) error {
+				fnCtx.Store(ctx)
+				if name == "outlives ctx" {
+					cancel()
+				}
+				return body(ctx)
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil && name != "panics" {
+						panic(r)
+					}
+				}()
+				_ = c.Do(ctx, "job", ttl3, fn)
+			}()
+			require.NoError(t, c.Close())
+			assert.Equal(t, int32(3), releases.Load())
+			assert.Empty(t, problems)
+		})
+	}
+}
+
+func TestLossDeclaredAMarginBeforeUntilWithHungServers(t *testing.T) {
+	// Timeout 150ms, margin 400ms: Until +2.968s, the loss at +2.568s, so no
+	// try may start after +2.418s. Failed tries start at +1s, 1.3, 1.6, 1.9
+	// and 2.2; the next would be due at +2.5s, inside the margin.
+	const timeout, margin = 150 * time.Millisecond, 400 * time.Millisecond
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers(), WithServerTimeout(timeout), WithLossMargin(margin))
+	r := runUntilLostStepping(t, fc, c, func() {
+		servers[0].Script(static.OpExtend, static.Hang)
+		servers[1].Script(static.OpExtend, static.Hang)
+	}, func(seen <-chan struct{}) {
+		// The lock's expiry timer, and a keep-alive wait or an extension's
+		// deadline.
+		advanceTimersUntil(t, fc, 2, seen)
+	})
+	until := t0.Add(ttl3 - drift(ttl3, DefaultDriftFactor))
+	assert.Equal(t, until.Add(-margin), r.at, "fn told at +%v, Until is +%v", r.at.Sub(t0), until.Sub(t0))
+	require.ErrorIs(t, r.cause, ErrLockLost)
+	require.ErrorIs(t, r.err, ErrLockLost)
+	require.NoError(t, c.Close())
+	for i, s := range servers {
+		assert.Equal(t, 5, s.Count(static.OpExtend), "server %d: no try whose answer could come after the loss", i)
+	}
+}
+
+func TestDoOrSkipWithAnEvenNumberOfServers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		refusing int
+		skipped  bool
+		attempts int
+	}{
+		{"half refuse: retried, then an error", 2, false, 3},
+		{"a quorum refuses: skipped at once", 3, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			servers := static.NewCluster(4)
+			for i := 0; i < tc.refusing; i++ {
+				servers[i].Script(static.OpAcquire, static.Deny)
+			}
+			c := testClient(t, fc, servers.KeyServers(), WithRetryCount(2))
+			res := async(t, func() error {
+				ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
+				assert.False(t, ran)
+				return err
+			})
+			sleeps(t, fc, tc.attempts-1)
+			err := res()
+			if tc.skipped {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, ErrNotAcquired)
+				require.NotErrorIs(t, err, ErrHeldElsewhere)
+			}
+			require.NoError(t, c.Close())
+			assert.Equal(t, tc.attempts, servers[3].Count(static.OpAcquire))
+		})
+	}
+}
+
+func TestDoOrSkipWaitsForEnoughAnswersToKnow(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	servers[0].Script(static.OpAcquire, static.Deny)
+	servers[1].Script(static.OpAcquire, static.Fail(errors.New("connection refused")))
+	servers[2].Script(static.OpAcquire, static.Reply{Delay: 10 * time.Millisecond}) // a late refusal
+	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(3))
+	r := async(t, func() result {
+		ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
+		return result{ran, err}
+	})()
+	require.NoError(t, r.err, "two refusals of three: held elsewhere")
+	assert.False(t, r.ran)
+	require.NoError(t, c.Close())
+	assert.Equal(t, 1, servers[2].Count(static.OpAcquire))
+}
+
+func TestDoOrSkipRetriesASplitVoteAndRuns(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	servers[0].Script(static.OpAcquire, static.Deny, static.FromStore)
+	servers[1].Script(static.OpAcquire, static.Fail(errors.New("connection refused")), static.FromStore)
+	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(3))
+	res := async(t, func() result {
+		ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
+		return result{ran, err}
+	})
+	sleeps(t, fc, 1)
+	r := res()
+	require.NoError(t, r.err)
+	assert.True(t, r.ran, "a split vote is no skip")
+	require.NoError(t, c.Close())
+	assert.Equal(t, 2, servers[2].Count(static.OpAcquire))
+}
+
+type result struct {
+	ran bool
+	err error
+}
+
+func TestDoOrSkipOutageIsAnError(t *testing.T) {
+	fc := clock.NewFake(t0)
+	down := errors.New("connection refused")
+	servers := static.NewCluster(3, static.WithAcquire(static.Fail(down)))
+	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(2))
+	res := async(t, func() result {
+		ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
+		return result{ran, err}
+	})
+	sleeps(t, fc, 2)
+	r := res()
+	assert.False(t, r.ran)
+	require.ErrorIs(t, r.err, ErrNotAcquired)
+	require.ErrorIs(t, r.err, down)
+	require.NotErrorIs(t, r.err, ErrHeldElsewhere)
+	var qe *QuorumError
+	require.ErrorAs(t, r.err, &qe)
+	assert.Equal(t, 3, qe.Attempts)
+	assert.Len(t, qe.Failed, 2, "two failures of three rule out both a grant and a quorum of refusals")
+}
+
+func TestMinHoldMakesALaterHostSkip(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ks := memoryServers(t, fc, 3)
+	hostA := testClient(t, fc, ks, WithMinHold(time.Minute))
+	hostB := testClient(t, fc, ks, WithRetryCount(0))
+	job := func(context.Context) error { return nil }
+
+	ran, err := hostA.DoOrSkip(bg, "nightly", ttl3, job)
+	require.NoError(t, err)
+	require.True(t, ran, "returned as soon as fn did, with no clock moved")
+
+	fc.Advance(59 * time.Second)
+	ran, err = hostB.DoOrSkip(bg, "nightly", ttl3, job)
+	require.NoError(t, err)
+	assert.False(t, ran, "within the minimum hold the job is skipped")
+
+	fc.Advance(2 * time.Second)
+	ran, err = hostB.DoOrSkip(bg, "nightly", ttl3, job)
+	require.NoError(t, err)
+	assert.True(t, ran, "after the minimum hold the job runs again")
+
+	ran, err = hostB.DoOrSkip(bg, "nightly", ttl3, job)
+	require.NoError(t, err)
+	assert.True(t, ran, "without a minimum hold the lock is deleted")
+}
+
+func TestClosedClientRefusesWithoutReachingServers(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c, err := New(servers.KeyServers(), withClock(fc))
+	require.NoError(t, err)
+	l, err := c.TryAcquire(bg, "held", ttl3)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(), "a second Close")
+	before := len(servers[0].Calls())
+
+	fn := func(context.Context) error { t.Error("fn ran on a closed client"); return nil }
+	_, err = c.Acquire(bg, "job", ttl3)
+	assert.ErrorIs(t, err, ErrClosed, "Acquire")
+	_, err = c.TryAcquire(bg, "job", ttl3)
+	assert.ErrorIs(t, err, ErrClosed, "TryAcquire")
+	assert.ErrorIs(t, c.Do(bg, "job", ttl3, fn), ErrClosed, "Do")
+	_, err = c.DoOrSkip(bg, "job", ttl3, fn)
+	assert.ErrorIs(t, err, ErrClosed, "DoOrSkip")
+	assert.ErrorIs(t, l.Extend(bg, ttl3), ErrClosed, "Extend")
+	assert.ErrorIs(t, l.Release(bg), ErrClosed, "Release")
+	assert.ErrorIs(t, l.Err(), ErrNotHeld, "Release still ends the lock here")
+	assert.Len(t, servers[0].Calls(), before, "no server reached after Close")
+}
+
+func TestCloseWaitsForStragglers(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	servers[2].Script(static.OpAcquire, static.Hang)
+	c, err := New(servers.KeyServers(), withClock(fc))
+	require.NoError(t, err)
+	l, err := c.TryAcquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(bg))
+
+	closing := make(chan struct{})
+	go func() {
+		defer close(closing)
+		assert.NoError(t, c.Close())
+	}()
+	time.Sleep(20 * time.Millisecond) // Close, if it did not wait, would have returned
+	assert.False(t, closed(closing), "Close returned while server 2's Acquire hung")
+	fc.Advance(ttl3 / 20) // the hung call times out; the delete then follows it
+	select {
+	case <-closing:
+	case <-time.After(wait):
+		t.Fatal("Close did not return once the hung call ended")
+	}
+	assert.Equal(t, []static.Op{static.OpAcquire, static.OpRelease}, ops(servers[2].Calls()))
+}
+
+func TestFailedAttemptIsBoundedByOneServerTimeout(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	for _, s := range servers[1:] {
+		s.Script(static.OpAcquire, static.Hang)
+		s.Script(static.OpRelease, static.Hang) // their clean-up hangs too
+	}
+	c := testClient(t, fc, servers.KeyServers())
+	const ttl = 10 * time.Second
+	timeout := ttl / 20
+	res := async(t, func() error { _, err := c.TryAcquire(bg, "job", ttl); return err })
+	waitPending(t, fc, 1) // the attempt's deadline
+	fc.Advance(timeout)
+	err := res() // no further clock movement needed
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, t0.Add(timeout), fc.Now())
+	assert.Equal(t, 1, servers[0].Count(static.OpRelease), "the server that granted was cleaned up before returning")
+	waitPending(t, fc, 2) // the hung clean-ups' deadlines
+	fc.Advance(timeout)   // they time out in the background
+}
+
+// waitPending waits, in real time, until fc has at least n timers.
+func waitPending(t *testing.T, fc *clock.Fake, n int) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for fc.Pending() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d timers pending, want %d", fc.Pending(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestPermanentFailuresEndTheRetries(t *testing.T) {
+	fc := clock.NewFake(t0)
+	wrong := keyserver.Permanent(errors.New("WRONGTYPE Operation against a key holding the wrong kind of value"))
+	servers := static.NewCluster(3, static.WithAcquire(static.Fail(wrong)))
+	servers[0].Script(static.OpAcquire, static.FromStore)
+	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(5))
+	_, err := c.Acquire(bg, "job", ttl3)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.ErrorIs(t, err, keyserver.ErrPermanent)
+	assert.Equal(t, 1, servers[0].Count(static.OpAcquire), "no retry can heal two wrong-type keys")
+}
+
+func TestHeldElsewhereSurvivesTheContextEnding(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.Table([][]bool{{false, false}, {false, false}, {true, true}})
+	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(-1))
+	ctx, cancel := context.WithCancel(bg)
+	res := async(t, func() error { _, err := c.Acquire(ctx, "job", ttl3); return err })
+	_, err := fc.BlockUntilSleepers(1, wait)
+	require.NoError(t, err)
+	cancel()
+	err = res()
+	require.ErrorIs(t, err, ErrHeldElsewhere)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.ErrorIs(t, err, context.Canceled)
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Equal(t, QuorumError{Op: "acquire", Name: "job", Attempts: 1, Servers: 3, Refused: 2},
+		QuorumError{Op: qe.Op, Name: qe.Name, Attempts: qe.Attempts, Servers: qe.Servers, Refused: qe.Refused})
+	assert.LessOrEqual(t, qe.Granted, 1, "the grant may have come before the refusals decided")
+}
+
+func TestPerCallOptions(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.Table([][]bool{{false, false}, {false, false}, {false, false}})
+	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(0))
+
+	res := async(t, func() error { _, err := c.Acquire(bg, "job", ttl3, WithRetryCount(2)); return err })
+	sleeps(t, fc, 2)
+	require.ErrorIs(t, res(), ErrNotAcquired)
+	c.bg.Wait()
+	assert.Equal(t, 3, servers[0].Count(static.OpAcquire), "the call's retry count")
+
+	_, err := c.Acquire(bg, "job", ttl3)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	assert.Equal(t, 4, servers[0].Count(static.OpAcquire), "the client's retry count again")
+
+	bad := []Option{WithRetryDelay(-1), WithLogger(discardLogger), WithMinHold(-time.Second), WithLossMargin(-1)}
+	for _, opt := range bad {
+		_, err := c.Acquire(bg, "job", ttl3, opt)
+		require.ErrorIs(t, err, ErrInvalidArgument)
+		assert.Contains(t, err.Error(), "redlock: ")
+		require.ErrorIs(t, c.Do(bg, "job", ttl3, func(context.Context) error { return nil }, opt), ErrInvalidArgument)
+	}
+	_, err = c.TryAcquire(bg, "job", ttl3, WithLossMargin(ttl3))
+	require.ErrorIs(t, err, ErrInvalidArgument, "a margin that leaves no validity")
+	assert.Equal(t, 4, servers[0].Count(static.OpAcquire), "bad options reach no server")
+}
