@@ -98,9 +98,9 @@ func TestReleaseWithCancelledContextDeletes(t *testing.T) {
 func TestHolderHearsFirst(t *testing.T) {
 	boom := errors.New("boom")
 	cases := map[string]func(ctx context.Context) error{
-		"returns":       func(context.Context) error { return nil },
-		"fails":         func(context.Context) error { return boom },
-		"panics":        func(context.Context) error { panic(boom) },
+		"returns":      func(context.Context) error { return nil },
+		"fails":        func(context.Context) error { return boom },
+		"panics":       func(context.Context) error { panic(boom) },
 		"outlives ctx": func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
 	}
 	for name, body := range cases {
