@@ -59,7 +59,7 @@ func parseURL(rawurl string) (urlSettings, error) {
 	}
 	u, err := url.Parse(rawurl)
 	if err != nil {
-		return s, urlError("", "%s (the URL is not repeated here, it may hold a password)", parseProblem(err))
+		return s, urlError("", "%s (the URL is not repeated here, as it may hold a password; percent-encode %% / ? # @ in a password)", parseProblem(err))
 	}
 	switch {
 	case u.Scheme == "":
@@ -89,7 +89,7 @@ func parseURL(rawurl string) (urlSettings, error) {
 	pathDB := -1
 	if p := strings.TrimPrefix(u.Path, "/"); p != "" {
 		if pathDB, err = parseDB(p); err != nil {
-			return s, urlError(s.addr, "the path: %v", err)
+			return s, urlError(s.addr, "%v (in the path)", err)
 		}
 		s.db = pathDB
 	}
