@@ -37,15 +37,15 @@ const (
 //
 // A timeout is a Go duration ("500ms") or a whole number of seconds. The
 // redlock client bounds every call by its per-server timeout anyway, so
-// these matter for calls made without a deadline. Any other parameter is
-// an error rather than ignored, and so is a database above 15, the last one
-// a default Redis has: a typo fails here instead of at the first lock. A
-// server configured with more databases is reached with a URL that names
-// none and WithDialOptions(redigo.DialDatabase(n)).
+// these matter only where a call's deadline is longer, or missing. Any
+// other parameter is an error rather than ignored, and so is a database
+// above 15, the last one a default Redis has: a typo fails here instead of
+// at the first lock. A server configured with more databases is reached
+// with a URL that names none and WithDialOptions(redigo.DialDatabase(n)).
 //
 // Errors never repeat the URL or any part of it but the host and port, so
 // a password cannot reach a log through them; reserved characters in a
-// password (% / ? # @ :) must be percent-encoded. Pass
+// password (% / ? # @) must be percent-encoded. Pass
 // WithDialOptions(redigo.DialTLSConfig(cfg)) for a private certificate
 // authority; options apply after the URL's parameters. Close the Server to
 // close its pool.
