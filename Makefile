@@ -28,21 +28,52 @@ demo:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-## redis-up: five throwaway Redis masters on 127.0.0.1:7001-7005 for
-## examples/multiredis and examples/longjob; no persistence, files in $(REDIS_DIR).
+## redis-up: throwaway Redis masters on 127.0.0.1, one per port of
+## REDIS_PORTS (default 7001-7005), for examples/multiredis, which reads the
+## same REDIS_PORTS from the environment; no persistence, files in
+## $(REDIS_DIR). Each server must answer with its own process id within
+## five seconds, or redis-up fails naming the port: a port already taken
+## makes the daemon die after it has forked.
 REDIS_DIR   ?= $(or $(TMPDIR),/tmp)/goredlock-redis
 REDIS_PORTS ?= 7001 7002 7003 7004 7005
 redis-up:
-	@command -v redis-server >/dev/null || { echo "redis-server not found: apt-get install redis-server"; exit 1; }
+	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null || { echo "redis-up: redis-server or redis-cli not found: apt-get install redis-server"; exit 1; }
 	@for p in $(REDIS_PORTS); do \
-	  mkdir -p $(REDIS_DIR)/$$p && \
-	  redis-server --port $$p --bind 127.0.0.1 --dir $(REDIS_DIR)/$$p --save "" --appendonly no \
-	    --daemonize yes --pidfile $(REDIS_DIR)/$$p/redis.pid --logfile $(REDIS_DIR)/$$p/redis.log && \
+	  d=$(REDIS_DIR)/$$p; \
+	  if [ "$$(timeout 1 redis-cli -p $$p ping 2>/dev/null)" = PONG ]; then \
+	    echo "redis-up: a Redis already answers on 127.0.0.1:$$p (make redis-down stops what redis-up started)"; exit 1; \
+	  fi; \
+	  mkdir -p $$d && rm -f $$d/redis.pid $$d/redis.log && \
+	  redis-server --port $$p --bind 127.0.0.1 --dir $$d --save "" --appendonly no \
+	    --daemonize yes --pidfile $$d/redis.pid --logfile $$d/redis.log || exit 1; \
+	  up=; pid=; \
+	  for i in $$(seq 50); do \
+	    pid=$$(cat $$d/redis.pid 2>/dev/null); \
+	    if [ -n "$$pid" ] && ! kill -0 $$pid 2>/dev/null; then break; fi; \
+	    if [ -n "$$pid" ] && timeout 2 redis-cli -p $$p info server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$$pid"; then up=1; break; fi; \
+	    if grep -q "aborting" $$d/redis.log 2>/dev/null; then break; fi; \
+	    sleep 0.1; \
+	  done; \
+	  if [ -z "$$up" ]; then \
+	    [ -n "$$pid" ] && kill $$pid 2>/dev/null; rm -f $$d/redis.pid; \
+	    echo "redis-up: redis-server did not start on 127.0.0.1:$$p; the end of $$d/redis.log:"; \
+	    tail -n 3 $$d/redis.log 2>/dev/null | sed 's/^/  /'; \
+	    exit 1; \
+	  fi; \
 	  echo "redis on 127.0.0.1:$$p"; \
 	done
 
-## redis-down: stop what redis-up started.
+## redis-down: stop what redis-up started (the same REDIS_PORTS), and wait
+## until each server has let go of its port.
 redis-down:
 	@for p in $(REDIS_PORTS); do \
-	  if [ -f $(REDIS_DIR)/$$p/redis.pid ]; then kill $$(cat $(REDIS_DIR)/$$p/redis.pid) 2>/dev/null; rm -f $(REDIS_DIR)/$$p/redis.pid; echo "stopped 127.0.0.1:$$p"; fi; \
+	  f=$(REDIS_DIR)/$$p/redis.pid; [ -f $$f ] || continue; \
+	  pid=$$(cat $$f); rm -f $$f; \
+	  if [ -r /proc/$$pid/comm ] && ! grep -q redis /proc/$$pid/comm; then continue; fi; \
+	  kill $$pid 2>/dev/null || continue; \
+	  for i in $$(seq 50); do \
+	    kill -0 $$pid 2>/dev/null && timeout 1 redis-cli -p $$p ping >/dev/null 2>&1 || break; \
+	    sleep 0.1; \
+	  done; \
+	  echo "stopped 127.0.0.1:$$p"; \
 	done

@@ -5,6 +5,12 @@
 //	go run ./examples/multiredis  # or: go run ./examples/multiredis redis://h1:6379 redis://h2:6379 ...
 //	make redis-down
 //
+// Without URLs it uses the ports in REDIS_PORTS on 127.0.0.1, the variable
+// make redis-up reads too, so one export moves both:
+//
+//	export REDIS_PORTS="8001 8002 8003"
+//	make redis-up && go run ./examples/multiredis; make redis-down
+//
 // With -pause (the default) the program itself makes a minority of the
 // servers stop answering for a few seconds, with CLIENT PAUSE, and takes,
 // extends and releases the lock while they are silent.
@@ -18,9 +24,13 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	redigo "github.com/gomodule/redigo/redis"
 
@@ -29,22 +39,40 @@ import (
 	"github.com/goredlock/goredlock/redlock"
 )
 
-// defaultURLs is the set that `make redis-up` starts.
-var defaultURLs = []string{
-	"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003",
-	"redis://127.0.0.1:7004", "redis://127.0.0.1:7005",
-}
+// defaultPorts are the ports `make redis-up` starts when REDIS_PORTS is
+// not set.
+const defaultPorts = "7001 7002 7003 7004 7005"
 
 func main() {
 	pause := flag.Bool("pause", true, "make a minority of the servers stop answering during the demo")
 	flag.Parse()
-	urls := flag.Args()
-	if len(urls) == 0 {
-		urls = defaultURLs
+	urls, err := serverURLs(flag.Args(), os.Getenv("REDIS_PORTS"))
+	if err != nil {
+		log.Fatal(err)
 	}
 	if err := run(context.Background(), os.Stdout, urls, *pause); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// serverURLs returns the URLs given as arguments or, when there are none,
+// one for each port of ports (REDIS_PORTS: numbers separated by spaces or
+// commas) on 127.0.0.1, or for the default ports when ports is empty.
+func serverURLs(args []string, ports string) ([]string, error) {
+	if len(args) > 0 {
+		return args, nil
+	}
+	if strings.TrimSpace(ports) == "" {
+		ports = defaultPorts
+	}
+	var urls []string
+	for _, p := range strings.FieldsFunc(ports, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("REDIS_PORTS: %q is not a port number", p)
+		}
+		urls = append(urls, "redis://"+net.JoinHostPort("127.0.0.1", p))
+	}
+	return urls, nil
 }
 
 func run(ctx context.Context, w io.Writer, urls []string, pause bool) error {

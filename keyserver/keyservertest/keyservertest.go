@@ -5,7 +5,7 @@
 //	func TestConformance(t *testing.T) {
 //		keyservertest.Run(t, func(t *testing.T) keyserver.KeyServer {
 //			s := mystore.New()
-//			t.Cleanup(s.Close)
+//			t.Cleanup(func() { s.Close() })
 //			return s
 //		})
 //	}

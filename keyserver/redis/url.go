@@ -3,8 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
@@ -25,38 +23,45 @@ const (
 )
 
 // FromURL returns a Server with its own pool for a redis:// or rediss://
-// URL: redis://[[user]:password@]host[:port][/db], rediss:// for TLS. Pass
+// URL (rediss:// for TLS):
+//
+//	redis://[[user]:password@]host[:port][/db][?param=value&...]
+//
+// The port defaults to 6379 and the host to localhost. The query may set:
+//
+//	db               the database, 0 to 15, as the path may (both only if equal)
+//	dial_timeout     bound on connecting, default 5s; connect_timeout is the same
+//	read_timeout     bound on waiting for one reply, default 10s
+//	write_timeout    bound on sending one command, default 10s
+//	client_name      the connection name CLIENT LIST shows
+//
+// A timeout is a Go duration ("500ms") or a whole number of seconds. The
+// redlock client bounds every call by its per-server timeout anyway, so
+// these matter only where a call's deadline is longer, or missing. Any
+// other parameter is an error rather than ignored, and so is a database
+// above 15, the last one a default Redis has: a typo fails here instead of
+// at the first lock. A server configured with more databases is reached
+// with a URL that names none and WithDialOptions(redigo.DialDatabase(n)).
+//
+// Errors never repeat the URL or any part of it but the host and port, so
+// a password cannot reach a log through them; reserved characters in a
+// password (% / ? # @) must be percent-encoded. Pass
 // WithDialOptions(redigo.DialTLSConfig(cfg)) for a private certificate
-// authority. Close the Server to close its pool.
+// authority; options apply after the URL's parameters. Close the Server to
+// close its pool.
 func FromURL(rawurl string, opts ...Option) (*Server, error) {
-	u, err := url.Parse(rawurl)
+	u, err := parseURL(rawurl)
 	if err != nil {
-		return nil, fmt.Errorf("%w: redis URL: %v", keyserver.ErrInvalidArgument, err)
+		return nil, err
 	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("%w: redis URL %q: scheme %q is not redis or rediss", keyserver.ErrInvalidArgument, u.Redacted(), u.Scheme)
-	}
-	host := u.Host
-	if _, _, err := net.SplitHostPort(host); err != nil {
-		host = net.JoinHostPort(u.Hostname(), "6379")
-	}
-	c := config{name: host, maxActive: defaultActive}
+	c := config{name: u.addr, maxActive: defaultActive}
 	for _, o := range opts {
 		o(&c)
 	}
 	if c.maxActive < 1 {
 		return nil, fmt.Errorf("%w: max connections %d is below 1", keyserver.ErrInvalidArgument, c.maxActive)
 	}
-	// Validate the rest of the URL (database number, opaque forms) now
-	// rather than at the first lock.
-	if err := checkURL(u); err != nil {
-		return nil, fmt.Errorf("%w: redis URL %q: %v", keyserver.ErrInvalidArgument, u.Redacted(), err)
-	}
-	dialOpts := append([]redigo.DialOption{
-		redigo.DialConnectTimeout(connectTimeout),
-		redigo.DialReadTimeout(ioTimeoutNoCtx),
-		redigo.DialWriteTimeout(ioTimeoutNoCtx),
-	}, c.dialOpts...)
+	dialOpts := append(u.dialOptions(), c.dialOpts...)
 	pool := &redigo.Pool{
 		DialContext: func(ctx context.Context) (redigo.Conn, error) {
 			return redigo.DialURLContext(ctx, rawurl, dialOpts...)
@@ -74,17 +79,4 @@ func FromURL(rawurl string, opts ...Option) (*Server, error) {
 		IdleTimeout: idleTimeout,
 	}
 	return &Server{pool: pool, name: c.name, ownPool: true}, nil
-}
-
-func checkURL(u *url.URL) error {
-	if u.Opaque != "" {
-		return fmt.Errorf("opaque URL")
-	}
-	if p := u.Path; p != "" && p != "/" {
-		var db int
-		if _, err := fmt.Sscanf(p, "/%d", &db); err != nil || fmt.Sprintf("/%d", db) != p {
-			return fmt.Errorf("database %q is not a number", p[1:])
-		}
-	}
-	return nil
 }
