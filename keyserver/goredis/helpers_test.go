@@ -23,7 +23,7 @@ import (
 var bg = context.Background()
 
 // newClient returns a go-redis client for addr, closed when the test ends.
-func newClient(t *testing.T, addr string, edit ...func(*redis.Options)) *redis.Client {
+func newClient(t testing.TB, addr string, edit ...func(*redis.Options)) *redis.Client {
 	t.Helper()
 	opts := &redis.Options{Addr: addr}
 	for _, e := range edit {
@@ -36,7 +36,7 @@ func newClient(t *testing.T, addr string, edit ...func(*redis.Options)) *redis.C
 
 // newServer returns a Server over c, closed when the test ends; cleanups
 // run last in, first out, so before c is closed.
-func newServer(t *testing.T, c redis.UniversalClient, opts ...goredis.Option) *goredis.Server {
+func newServer(t testing.TB, c redis.UniversalClient, opts ...goredis.Option) *goredis.Server {
 	t.Helper()
 	s := goredis.New(c, opts...)
 	t.Cleanup(func() { s.Close() })
