@@ -29,10 +29,11 @@
 // connections by itself. A key holding another type of value is reported as
 // an error and left untouched.
 //
-// Every call returns when its context ends. rueidis bounds a call by the
-// context's deadline, but a context cancelled before its deadline can leave
-// the command waiting until then; such commands finish in the background,
-// and Close waits for them.
+// Every call returns when its context ends. rueidis bounds a command by the
+// context's deadline, but not always by its cancellation: a command that
+// has a connection to itself waits for the deadline, and the commands
+// queued behind it on that connection wait with it. Such commands finish in
+// the background, and Close waits for them.
 package rueidis
 
 import (

@@ -2,6 +2,8 @@ package rueidis_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/goredlock/goredlock/internal/redisscript"
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/keyservertest"
@@ -92,6 +95,9 @@ func TestScriptFlushIsSurvived(t *testing.T) {
 	ok, err := s.Acquire(bg, "k", "t", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
+	digest := sha1.Sum([]byte(redisscript.Set))
+	assert.Equal(t, []any{int64(1)}, do(t, addr, "SCRIPT", "EXISTS", hex.EncodeToString(digest[:])),
+		"cached under the digest every Redis key server uses")
 	do(t, addr, "SCRIPT", "FLUSH")
 	ok, err = s.Extend(bg, "k", "t", time.Minute)
 	require.NoError(t, err)
