@@ -1,0 +1,40 @@
+// Package redisscript holds the Lua scripts every Redis key server runs, so
+// that servers built on different Redis clients (redigo, go-redis, rueidis)
+// behave identically and share one script cache entry per script: EVALSHA
+// names a script by the SHA-1 of its exact text, so a copy that differed by a
+// single space would be loaded and cached separately.
+//
+// Each script takes one key, so it runs on the node that owns the key in a
+// Redis Cluster too. Changing a script's text changes its digest: servers
+// load the new text on first use (EVALSHA fails with NOSCRIPT, EVAL loads it).
+package redisscript
+
+// Set stores KEYS[1]=ARGV[1] for ARGV[2] milliseconds if the key is absent,
+// or resets the TTL if it already holds ARGV[1]; it returns 1 when the key
+// holds ARGV[1] afterwards and 0 when another value holds it.
+//
+// It is both Acquire and Extend: for Redis "store if absent" and "re-create
+// if absent (a restarted server)" are the same rule. GET fails on a key of
+// another type, which aborts the script before it writes anything.
+const Set = `
+local v = redis.call('GET', KEYS[1])
+if v == false then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return 1
+end
+if v == ARGV[1] then
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	return 1
+end
+return 0
+`
+
+// Del deletes KEYS[1] if it holds ARGV[1], and returns the number of keys
+// deleted: 1, or 0 when the key is absent or holds another value. Like Set,
+// it fails without writing on a key of another type.
+const Del = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('DEL', KEYS[1])
+end
+return 0
+`

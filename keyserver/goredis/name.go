@@ -1,0 +1,41 @@
+package goredis
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// failoverAddr is the placeholder address go-redis gives a failover
+// client, whose master is whatever the sentinels say it is.
+const failoverAddr = "FailoverClient"
+
+// defaultName names a server after what its client's options say it talks
+// to. Options hold no password outside their Password fields, so the name
+// is safe to log.
+func defaultName(client redis.UniversalClient) string {
+	switch c := client.(type) {
+	case *redis.Client:
+		switch addr := c.Options().Addr; addr {
+		case failoverAddr:
+			return "sentinel"
+		case "":
+		default:
+			return addr
+		}
+	case *redis.ClusterClient:
+		if addrs := c.Options().Addrs; len(addrs) > 0 {
+			return "cluster " + strings.Join(addrs, ",")
+		}
+		return "cluster"
+	case *redis.Ring:
+		addrs := make([]string, 0, len(c.Options().Addrs))
+		for _, a := range c.Options().Addrs {
+			addrs = append(addrs, a)
+		}
+		sort.Strings(addrs)
+		return "ring " + strings.Join(addrs, ",")
+	}
+	return "redis"
+}
