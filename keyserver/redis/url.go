@@ -57,23 +57,9 @@ func FromURL(rawurl string, opts ...Option) (*Server, error) {
 		redigo.DialReadTimeout(ioTimeoutNoCtx),
 		redigo.DialWriteTimeout(ioTimeoutNoCtx),
 	}, c.dialOpts...)
-	pool := &redigo.Pool{
-		DialContext: func(ctx context.Context) (redigo.Conn, error) {
-			return redigo.DialURLContext(ctx, rawurl, dialOpts...)
-		},
-		TestOnBorrowContext: func(ctx context.Context, conn redigo.Conn, lastUsed time.Time) error {
-			if time.Since(lastUsed) < checkIdleAfter {
-				return nil
-			}
-			_, err := redigo.DoContext(conn, ctx, "PING")
-			return err
-		},
-		MaxIdle:     maxIdle,
-		MaxActive:   c.maxActive,
-		Wait:        true,
-		IdleTimeout: idleTimeout,
-	}
-	return &Server{pool: pool, name: c.name, ownPool: true}, nil
+	return newOwned(c, func(ctx context.Context) (redigo.Conn, error) {
+		return redigo.DialURLContext(ctx, rawurl, dialOpts...)
+	})
 }
 
 func checkURL(u *url.URL) error {
