@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -99,8 +98,7 @@ func (p *pipeline) read(cn *conn) {
 		// closes it (a restart, its idle timeout) is noticed at once. The
 		// writer's watchdog bounds the wait while calls are unanswered.
 		reply, err := redigo.ReceiveWithTimeout(cn.rc, 0)
-		var replyErr redigo.Error // an error reply: the command failed, the connection is fine
-		if err != nil && !errors.As(err, &replyErr) {
+		if _, isReply := err.(redigo.Error); err != nil && !isReply { // an error reply: the command failed, not the connection
 			p.fail(cn, err)
 			return
 		}
