@@ -57,9 +57,6 @@ func newPipeline(dial func(context.Context) (redigo.Conn, error), maxPending int
 // whether it returned 1. A caller whose context ends first returns at once;
 // its call still runs, and its reply is read and dropped.
 func (p *pipeline) do(ctx context.Context, sc *script, key, token string, ttl int64, withTTL bool) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
 		return false, ErrOverloaded

@@ -200,6 +200,9 @@ func (s *Server) run(ctx context.Context, op string, sc *script, key, token stri
 	s.mu.RUnlock()
 	defer s.inflight.Done()
 
+	if err := ctx.Err(); err != nil { // a call that has already ended reaches no server
+		return false, describe(s.name, op, key, err)
+	}
 	var (
 		ok  bool
 		err error
