@@ -28,7 +28,9 @@
 // replies read back in order, so under load many calls share one write and
 // one read, and no goroutine is started per call. A caller whose deadline
 // passes returns at once; its call still runs, and its reply is read and
-// dropped. Calls reach Redis in the order they were made.
+// dropped. Calls reach Redis in the order they were made, so a Release
+// made after an Acquire runs after it even when the Acquire's caller gave
+// up on it, unless the connection broke in between.
 //
 // Each new connection loads the scripts (SCRIPT LOAD) ahead of its first
 // call, without waiting for the answer, so a call queued on a server that
@@ -210,9 +212,9 @@ func (s *Server) run(ctx context.Context, op string, sc *script, key, token stri
 	if s.pipe != nil {
 		ok, err = s.pipe.do(ctx, sc, key, token, ttl, withTTL)
 	} else {
-		keysAndArgs := []any{key, token}
-		if withTTL {
-			keysAndArgs = append(keysAndArgs, ttl)
+		keysAndArgs := []any{key, token, ttl}
+		if !withTTL {
+			keysAndArgs = keysAndArgs[:2]
 		}
 		ok, err = s.runPooled(ctx, sc, keysAndArgs)
 	}
