@@ -34,14 +34,18 @@
 //
 // Each new connection loads the scripts (SCRIPT LOAD) ahead of its first
 // call, without waiting for the answer, so a call queued on a server that
-// is paused runs, as sent, when the server resumes. A connection that
-// breaks is replaced by the next call; the calls it had sent fail with
-// ErrConnectionLost, since each may or may not have run. A connection
-// whose oldest unanswered call is still unanswered 5 s past that call's
-// deadline (a black-holed link; calls without a deadline get 10 s) is
-// closed and replaced the same way. At most WithMaxPending calls (4096 by
-// default) wait for one server at once, including calls whose callers gave
-// up; more fail at once with ErrOverloaded.
+// is paused runs, as sent, when the server resumes. (Opening a connection
+// with a password, a database or TLS takes a round trip, so a paused
+// server gets a new connection only if it resumes within 5 s.)
+//
+// A connection that breaks is replaced by the next call; the calls it had
+// sent fail with ErrConnectionLost, since each may or may not have run. A
+// connection whose oldest unanswered call is still unanswered 5 s past
+// that call's deadline (a black-holed link; a call without a deadline
+// counts as due 10 s after it was made) is closed and replaced the same
+// way. At most WithMaxPending calls (4096 by default) wait for one server
+// at once, including calls whose callers gave up; more fail at once with
+// ErrOverloaded.
 //
 // New runs each call on a connection of its own taken from the caller's
 // Pool, as FromURL does with WithPooledConnections.
