@@ -1,4 +1,4 @@
-// Package redis is a KeyServer over one Redis master, through a redigo pool.
+// Package redis is a KeyServer over one Redis master.
 //
 // A production Redlock setup is 3 or 5 independent masters, one Server
 // each:
@@ -14,19 +14,46 @@
 //
 // Each operation is one Lua script, so that the owner check and the write
 // are atomic; scripts run by EVALSHA, falling back to EVAL when the
-// server's script cache is empty (after a restart or SCRIPT FLUSH). Every
-// call honours the context's deadline, which the redlock client sets to its
-// per-server timeout: a paused or unreachable server costs at most that
-// long. A key holding another type of value is reported as an error and
-// left untouched.
+// server's script cache is empty (after SCRIPT FLUSH). Every call honours
+// the context's deadline, which the redlock client sets to its per-server
+// timeout: a paused or unreachable server costs at most that long. A key
+// holding another type of value is reported as an error and left
+// untouched; IsPermanent tells such errors, which retrying cannot fix, from
+// outages.
+//
+// # Pipelining
+//
+// A Server made by FromURL sends all its calls over one connection: calls
+// made at the same time are written together in one flush and their
+// replies read back in order, so under load many calls share one write and
+// one read, and no goroutine is started per call. A caller whose deadline
+// passes returns at once; its call still runs, and its reply is read and
+// dropped. Calls reach Redis in the order they were made, so a Release
+// made after an Acquire runs after it even when the Acquire's caller gave
+// up on it, unless the connection broke in between.
+//
+// Each new connection loads the scripts (SCRIPT LOAD) ahead of its first
+// call, without waiting for the answer, so a call queued on a server that
+// is paused runs, as sent, when the server resumes. (Opening a connection
+// with a password, a database or TLS takes a round trip, so a paused
+// server gets a new connection only if it resumes within 5 s.)
+//
+// A connection that breaks is replaced by the next call; the calls it had
+// sent fail with ErrConnectionLost, since each may or may not have run. A
+// connection whose oldest unanswered call is still unanswered 5 s past
+// that call's deadline (a black-holed link; a call without a deadline
+// counts as due 10 s after it was made) is closed and replaced the same
+// way. At most WithMaxPending calls (4096 by default) wait for one server
+// at once, including calls whose callers gave up; more fail at once with
+// ErrOverloaded.
+//
+// New runs each call on a connection of its own taken from the caller's
+// Pool, as FromURL does with WithPooledConnections.
 package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -43,11 +70,12 @@ type Pool interface {
 // Server is a KeyServer over one Redis master. It is safe for concurrent
 // use.
 type Server struct {
-	pool    Pool
-	name    string
-	ownPool bool // made by FromURL: Close closes it
+	name string
+	pool Pool      // pooled mode: one connection per call
+	pipe *pipeline // pipelined mode (FromURL): every call on one connection
+	own  bool      // FromURL made the pool or the pipeline: Close closes it
 
-	mu       sync.Mutex
+	mu       sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
 }
@@ -58,9 +86,11 @@ var _ keyserver.KeyServer = (*Server)(nil)
 type Option func(*config)
 
 type config struct {
-	name      string
-	dialOpts  []redigo.DialOption
-	maxActive int
+	name       string
+	dialOpts   []redigo.DialOption
+	maxActive  int
+	pooled     bool
+	maxPending int
 }
 
 // WithName sets how errors name this server, e.g. its address; FromURL
@@ -73,10 +103,21 @@ func WithDialOptions(opts ...redigo.DialOption) Option {
 	return func(c *config) { c.dialOpts = append(c.dialOpts, opts...) }
 }
 
-// WithMaxConnections caps the connections a FromURL pool opens at once;
-// calls beyond it wait for a free connection within their deadline.
-// Default 64.
+// WithPooledConnections makes FromURL run each call on a connection of its
+// own from a redigo pool, as it did before pipelining, instead of sharing
+// one pipelined connection: for a proxy in front of Redis that does not
+// allow pipelining, or to compare the two.
+func WithPooledConnections() Option { return func(c *config) { c.pooled = true } }
+
+// WithMaxConnections caps the connections a WithPooledConnections pool
+// opens at once; calls beyond it wait for a free connection within their
+// deadline. Default 64. A pipelined Server opens one.
 func WithMaxConnections(n int) Option { return func(c *config) { c.maxActive = n } }
+
+// WithMaxPending caps the calls a pipelined Server holds at once: queued,
+// sent and not yet answered, including those whose callers gave up. Past
+// it, calls fail at once with ErrOverloaded. Default 4096.
+func WithMaxPending(n int) Option { return func(c *config) { c.maxPending = n } }
 
 // New returns a Server over pool. The caller keeps ownership of pool.
 func New(pool Pool, opts ...Option) *Server {
@@ -87,23 +128,39 @@ func New(pool Pool, opts ...Option) *Server {
 	return &Server{pool: pool, name: c.name}
 }
 
-// ErrClosed is returned by calls on a Server whose Close has been called
-// and whose pool it owned.
-var ErrClosed = errors.New("redis: server closed")
+// newOwned returns the Server FromURL makes, over connections that dial
+// makes: pipelined, or pooled with WithPooledConnections.
+func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Server, error) {
+	if c.pooled {
+		return &Server{pool: newPool(dial, c.maxActive), name: c.name, own: true}, nil
+	}
+	if c.maxPending == 0 {
+		c.maxPending = defaultMaxPending
+	}
+	if c.maxPending < 1 {
+		return nil, fmt.Errorf("%w: max pending calls %d is below 1", keyserver.ErrInvalidArgument, c.maxPending)
+	}
+	return &Server{pipe: newPipeline(dial, c.maxPending), name: c.name, own: true}, nil
+}
 
 // Close waits for the calls in flight, which the redlock client may have
-// left running in the background, and then closes the pool if FromURL made
-// it; a pool given to New stays open and usable. It is safe to call more
-// than once.
+// left running in the background, and then closes the connections if
+// FromURL made them: a call queued behind them fails with ErrClosed, and
+// so does every later call. A pool given to New stays open and usable. It
+// is safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	already := s.closed
-	if s.ownPool {
+	if s.own {
 		s.closed = true
 	}
 	s.mu.Unlock()
 	s.inflight.Wait()
-	if !s.ownPool || already {
+	if !s.own || already {
+		return nil
+	}
+	if s.pipe != nil {
+		s.pipe.stop()
 		return nil
 	}
 	return s.pool.(*redigo.Pool).Close()
@@ -112,39 +169,13 @@ func (s *Server) Close() error {
 // String returns the server's name.
 func (s *Server) String() string { return s.name }
 
-// set stores KEYS[1]=ARGV[1] for ARGV[2] ms if the key is absent, or resets
-// the TTL if it already holds ARGV[1]. It is both Acquire and Extend: for
-// Redis "store if absent" and "re-create if absent (a restarted server)"
-// are the same rule. GET fails on a key of another type, which aborts the
-// script before it writes anything.
-var setScript = redigo.NewScript(1, `
-local v = redis.call('GET', KEYS[1])
-if v == false then
-	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-	return 1
-end
-if v == ARGV[1] then
-	redis.call('PEXPIRE', KEYS[1], ARGV[2])
-	return 1
-end
-return 0
-`)
-
-// delScript deletes KEYS[1] if it holds ARGV[1].
-var delScript = redigo.NewScript(1, `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	return redis.call('DEL', KEYS[1])
-end
-return 0
-`)
-
 // Acquire stores key=token for ttl if key is absent, or renews it if it
 // already holds token.
 func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
 		return false, err
 	}
-	return s.run(ctx, "acquire", setScript, key, token, ttl.Milliseconds())
+	return s.run(ctx, "acquire", setScript, key, token, ttl.Milliseconds(), true)
 }
 
 // Extend renews key if it holds token, and stores it again if it is
@@ -153,7 +184,7 @@ func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
 		return false, err
 	}
-	return s.run(ctx, "extend", setScript, key, token, ttl.Milliseconds())
+	return s.run(ctx, "extend", setScript, key, token, ttl.Milliseconds(), true)
 }
 
 // Release deletes key if it holds token.
@@ -161,72 +192,38 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 	if err := keyserver.CheckArgs(key, token, 0, false); err != nil {
 		return false, err
 	}
-	return s.run(ctx, "release", delScript, key, token)
+	return s.run(ctx, "release", delScript, key, token, 0, false)
 }
 
-// run runs script on a pooled connection. A connection that turns out to
-// be broken (the server restarted since it was pooled) is replaced once:
-// the scripts are idempotent, so running one twice is harmless.
-func (s *Server) run(ctx context.Context, op string, script *redigo.Script, key string, args ...any) (bool, error) {
-	s.mu.Lock()
+// run runs sc in the Server's mode and reports whether it returned 1.
+func (s *Server) run(ctx context.Context, op string, sc *script, key, token string, ttl int64, withTTL bool) (bool, error) {
+	s.mu.RLock()
 	if s.closed {
-		s.mu.Unlock()
+		s.mu.RUnlock()
 		return false, fmt.Errorf("%s: %s %q: %w", s.name, op, key, ErrClosed)
 	}
 	s.inflight.Add(1)
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	defer s.inflight.Done()
 
-	keysAndArgs := append([]any{key}, args...)
-	var err error
-	for try := 0; try < 2; try++ {
-		var n int
-		n, err = s.runOnce(ctx, script, keysAndArgs)
-		if err == nil {
-			return n == 1, nil
-		}
-		if !retryable(ctx, err) {
-			break
-		}
+	if err := ctx.Err(); err != nil { // a call that has already ended reaches no server
+		return false, describe(s.name, op, key, err)
 	}
-	return false, fmt.Errorf("%s: %s %q: %w", s.name, op, key, describeAuth(err))
-}
-
-func (s *Server) runOnce(ctx context.Context, script *redigo.Script, keysAndArgs []any) (int, error) {
-	conn, err := s.pool.GetContext(ctx)
+	var (
+		ok  bool
+		err error
+	)
+	if s.pipe != nil {
+		ok, err = s.pipe.do(ctx, sc, key, token, ttl, withTTL)
+	} else {
+		keysAndArgs := []any{key, token, ttl}
+		if !withTTL {
+			keysAndArgs = keysAndArgs[:2]
+		}
+		ok, err = s.runPooled(ctx, sc, keysAndArgs)
+	}
 	if err != nil {
-		return 0, fmt.Errorf("connecting: %w", err)
+		return false, describe(s.name, op, key, err)
 	}
-	defer conn.Close()
-	return redigo.Int(script.DoContext(ctx, conn, keysAndArgs...))
-}
-
-// retryable reports whether err came from a connection that broke, rather
-// than from Redis itself or from the deadline.
-func retryable(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	var redisErr redigo.Error
-	if errors.As(err, &redisErr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return false
-	}
-	return true
-}
-
-// describeAuth makes authentication failures say so in plain words:
-// Redis reports them as WRONGPASS (wrong password), NOAUTH (none given) or,
-// before ACLs, "ERR AUTH ... called without any password configured".
-func describeAuth(err error) error {
-	msg := err.Error()
-	for _, code := range []string{"WRONGPASS", "NOAUTH", "ERR AUTH", "invalid password"} {
-		if strings.Contains(msg, code) {
-			return fmt.Errorf("authentication failed (wrong or missing password?): %w", err)
-		}
-	}
-	return err
+	return ok, nil
 }

@@ -22,8 +22,9 @@ const (
 	ioTimeoutNoCtx = 10 * time.Second
 )
 
-// FromURL returns a Server with its own pool for a redis:// or rediss://
-// URL (rediss:// for TLS):
+// FromURL returns a Server for a redis:// or rediss:// URL (rediss:// for
+// TLS) that pipelines every call over one connection of its own
+// (WithPooledConnections for a pool instead):
 //
 //	redis://[[user]:password@]host[:port][/db][?param=value&...]
 //
@@ -48,7 +49,7 @@ const (
 // password (% / ? # @) must be percent-encoded. Pass
 // WithDialOptions(redigo.DialTLSConfig(cfg)) for a private certificate
 // authority; options apply after the URL's parameters. Close the Server to
-// close its pool.
+// close its connections.
 func FromURL(rawurl string, opts ...Option) (*Server, error) {
 	u, err := parseURL(rawurl)
 	if err != nil {
@@ -62,21 +63,7 @@ func FromURL(rawurl string, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("%w: max connections %d is below 1", keyserver.ErrInvalidArgument, c.maxActive)
 	}
 	dialOpts := append(u.dialOptions(), c.dialOpts...)
-	pool := &redigo.Pool{
-		DialContext: func(ctx context.Context) (redigo.Conn, error) {
-			return redigo.DialURLContext(ctx, rawurl, dialOpts...)
-		},
-		TestOnBorrowContext: func(ctx context.Context, conn redigo.Conn, lastUsed time.Time) error {
-			if time.Since(lastUsed) < checkIdleAfter {
-				return nil
-			}
-			_, err := redigo.DoContext(conn, ctx, "PING")
-			return err
-		},
-		MaxIdle:     maxIdle,
-		MaxActive:   c.maxActive,
-		Wait:        true,
-		IdleTimeout: idleTimeout,
-	}
-	return &Server{pool: pool, name: c.name, ownPool: true}, nil
+	return newOwned(c, func(ctx context.Context) (redigo.Conn, error) {
+		return redigo.DialURLContext(ctx, rawurl, dialOpts...)
+	})
 }

@@ -1,0 +1,122 @@
+package redis
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// call is one pipelined command and, once answered, its reply. Calls are
+// recycled through callPool together with their reply channel, so a call
+// costs no allocation of its own.
+//
+// A call has one owner at a time: the caller until it queues the call, then
+// the writer, then the connection's reader. Whoever finishes it last puts it
+// back: the caller once it has read the reply, or the reader when the caller
+// had already given up (state tells which).
+type call struct {
+	sc    *script // nil for the SCRIPT LOAD a new connection starts with
+	load  *script // the script a SCRIPT LOAD entry loads
+	eval  bool    // send the source (EVAL) rather than the hash (EVALSHA)
+	args  [5]any  // hash or source, 1, key, token[, ttl]
+	nargs int
+	due   time.Time // the caller's deadline: the watchdog measures lateness from it
+
+	state atomic.Int32
+	done  chan struct{} // receives once the reply is in n and err
+	n     int64
+	err   error
+}
+
+// The states of a call between the caller and whoever answers it.
+const (
+	waiting   int32 = iota // the caller waits for done
+	answered               // n and err are set and done is (being) signalled
+	abandoned              // the caller gave up; whoever answers recycles the call
+)
+
+var callPool = sync.Pool{New: func() any {
+	c := &call{done: make(chan struct{}, 1)}
+	c.args[1] = one
+	return c
+}}
+
+var one any = 1 // every script takes one key
+
+func getCall() *call { return callPool.Get().(*call) }
+
+// putCall returns c to the pool without the strings it referenced.
+func putCall(c *call) {
+	c.sc, c.load, c.eval = nil, nil, false
+	c.args[0], c.args[2], c.args[3], c.args[4] = nil, nil, nil, nil
+	c.n, c.err = 0, nil
+	c.state.Store(waiting)
+	callPool.Put(c)
+}
+
+// command returns the command and arguments to send for c.
+func (c *call) command() (string, []any) {
+	if c.load != nil {
+		return "SCRIPT", c.args[:2] // LOAD, source
+	}
+	if c.eval {
+		c.args[0] = c.sc.srcArg
+		return "EVAL", c.args[:c.nargs]
+	}
+	c.args[0] = c.sc.hashArg
+	return "EVALSHA", c.args[:c.nargs]
+}
+
+// newLoad returns the SCRIPT LOAD of sc that a new connection sends first.
+// Nobody waits for it and it is not pooled.
+func newLoad(sc *script, due time.Time) *call {
+	c := &call{load: sc, due: due}
+	c.args[0], c.args[1] = "LOAD", sc.srcArg
+	return c
+}
+
+// finish hands the reply to the caller, or recycles c when the caller has
+// given up on it.
+func (c *call) finish(n int64, err error) {
+	c.n, c.err = n, err
+	if c.state.CompareAndSwap(waiting, answered) {
+		c.done <- struct{}{}
+		return
+	}
+	putCall(c)
+}
+
+// fifo is a growable ring of calls in the order they were written.
+type fifo struct {
+	buf        []*call
+	head, size int
+}
+
+func (q *fifo) push(c *call) {
+	if q.size == len(q.buf) {
+		grown := make([]*call, max(16, 2*len(q.buf)))
+		for i := 0; i < q.size; i++ {
+			grown[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = grown, 0
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = c
+	q.size++
+}
+
+func (q *fifo) peek() *call {
+	if q.size == 0 {
+		return nil
+	}
+	return q.buf[q.head]
+}
+
+func (q *fifo) pop() *call {
+	c := q.peek()
+	if c != nil {
+		q.buf[q.head] = nil
+		q.head = (q.head + 1) % len(q.buf)
+		q.size--
+	}
+	return c
+}

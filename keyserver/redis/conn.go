@@ -1,0 +1,158 @@
+package redis
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+)
+
+// conn is one pipelined connection. The pipeline's writer pushes each call
+// on sent just before writing it, and the connection's reader pops one call
+// per reply: Redis answers in order, so the oldest unanswered call owns the
+// next reply, whether or not its caller still waits for it.
+//
+// redigo allows one goroutine in Send and Flush and another in Receive on
+// the same connection; the writer and the reader are those two.
+type conn struct {
+	rc   redigo.Conn
+	down chan struct{} // closed when the reader has failed every call and returned
+
+	// wmu is held by the writer while it pushes and writes a batch. The
+	// reader takes it before it fails the calls of a broken connection, so
+	// that it never hands a call back while the writer still reads it.
+	wmu sync.Mutex
+
+	mu     sync.Mutex
+	sent   fifo  // written (or being written), not yet answered
+	dead   bool  // the reader gave up: nothing more may be pushed
+	reason error // why the writer closed the connection, if it did
+}
+
+// send pushes batch and writes it in one flush. It returns false, having
+// written nothing, when the connection is already dead. A write error
+// closes the connection, and the reader then fails what was pushed.
+func (cn *conn) send(batch []*call) bool {
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	cn.mu.Lock()
+	if cn.dead {
+		cn.mu.Unlock()
+		return false
+	}
+	for _, c := range batch {
+		cn.sent.push(c)
+	}
+	cn.mu.Unlock()
+	for _, c := range batch {
+		cmd, args := c.command()
+		if cn.rc.Send(cmd, args...) != nil {
+			return true // redigo closed the connection; the reader fails the calls
+		}
+	}
+	cn.rc.Flush() //nolint:errcheck // as above
+	return true
+}
+
+// close closes the connection for reason, which the reader reports to the
+// calls left unanswered instead of the read error the close causes.
+func (cn *conn) close(reason error) {
+	cn.mu.Lock()
+	if cn.reason == nil {
+		cn.reason = reason
+	}
+	cn.mu.Unlock()
+	cn.rc.Close() //nolint:errcheck // the reader reports reason
+}
+
+// overdue closes the connection when its oldest unanswered call is more
+// than limit past its deadline, and otherwise returns when to look again:
+// zero when nothing is unanswered.
+func (cn *conn) overdue(now time.Time, limit time.Duration) time.Duration {
+	cn.mu.Lock()
+	oldest := cn.sent.peek()
+	var due time.Time
+	if oldest != nil {
+		due = oldest.due // under mu: once popped, the call is recycled
+	}
+	cn.mu.Unlock()
+	if oldest == nil {
+		return 0
+	}
+	if late := due.Add(limit).Sub(now); late > 0 {
+		return late
+	}
+	cn.close(fmt.Errorf("%w: no reply for %v past a call's deadline, so the connection was closed", ErrConnectionLost, limit))
+	return 0
+}
+
+// read hands each reply to the oldest unanswered call until the connection
+// fails, then fails the calls left.
+func (p *pipeline) read(cn *conn) {
+	defer p.wg.Done()
+	defer close(cn.down)
+	for {
+		// No read deadline: an idle connection waits here, so a server that
+		// closes it (a restart, its idle timeout) is noticed at once. The
+		// writer's watchdog bounds the wait while calls are unanswered.
+		reply, err := redigo.ReceiveWithTimeout(cn.rc, 0)
+		if _, isReply := err.(redigo.Error); err != nil && !isReply { // an error reply: the command failed, not the connection
+			p.fail(cn, err)
+			return
+		}
+		cn.mu.Lock()
+		c := cn.sent.pop()
+		cn.mu.Unlock()
+		if c == nil {
+			p.fail(cn, fmt.Errorf("a reply with no call waiting for it: %v", reply))
+			return
+		}
+		p.answer(c, reply, err)
+	}
+}
+
+// answer settles c with its reply. An EVALSHA that finds the script cache
+// empty (SCRIPT FLUSH since the connection loaded it) is sent again as
+// EVAL, whether or not its caller still waits, so that a queued call runs
+// exactly as it would have.
+func (p *pipeline) answer(c *call, reply any, err error) {
+	if c.load != nil {
+		// A failed SCRIPT LOAD (a user whose ACL denies SCRIPT, say) only
+		// costs each call the EVAL fallback.
+		return
+	}
+	if err != nil && !c.eval && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		c.eval = true
+		p.requeue([]*call{c})
+		return
+	}
+	n, ok := reply.(int64)
+	if err == nil && !ok {
+		err = fmt.Errorf("unexpected reply %T to a lock script", reply)
+	}
+	p.settle(c, n, err)
+}
+
+// fail closes a broken connection and fails every call it had sent.
+func (p *pipeline) fail(cn *conn, err error) {
+	cn.rc.Close() //nolint:errcheck // already failed; this unblocks the writer
+	cn.wmu.Lock()
+	cn.mu.Lock()
+	cn.dead = true
+	if cn.reason != nil {
+		err = cn.reason
+	} else {
+		err = fmt.Errorf("%w: %w", ErrConnectionLost, err)
+	}
+	var lost []*call
+	for c := cn.sent.pop(); c != nil; c = cn.sent.pop() {
+		lost = append(lost, c)
+	}
+	cn.mu.Unlock()
+	cn.wmu.Unlock()
+	for _, c := range lost {
+		p.settle(c, 0, err)
+	}
+}

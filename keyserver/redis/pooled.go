@@ -1,0 +1,75 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+)
+
+// The pooled mode runs each call on a connection of its own, taken from a
+// Pool: the caller's (New) or one FromURL makes with WithPooledConnections.
+
+// newPool returns the pool FromURL makes with WithPooledConnections.
+func newPool(dial func(context.Context) (redigo.Conn, error), maxActive int) *redigo.Pool {
+	return &redigo.Pool{
+		DialContext: dial,
+		TestOnBorrowContext: func(ctx context.Context, conn redigo.Conn, lastUsed time.Time) error {
+			if time.Since(lastUsed) < checkIdleAfter {
+				return nil
+			}
+			_, err := redigo.DoContext(conn, ctx, "PING")
+			return err
+		},
+		MaxIdle:     maxIdle,
+		MaxActive:   maxActive,
+		Wait:        true,
+		IdleTimeout: idleTimeout,
+	}
+}
+
+// runPooled runs sc on a pooled connection. A connection that turns out to
+// be broken (the server restarted since it was pooled) is replaced once:
+// the scripts are idempotent, so running one twice is harmless.
+func (s *Server) runPooled(ctx context.Context, sc *script, keysAndArgs []any) (bool, error) {
+	var err error
+	for try := 0; try < 2; try++ {
+		var n int
+		n, err = s.runOnce(ctx, sc, keysAndArgs)
+		if err == nil {
+			return n == 1, nil
+		}
+		if !retryable(ctx, err) {
+			break
+		}
+	}
+	return false, err
+}
+
+func (s *Server) runOnce(ctx context.Context, sc *script, keysAndArgs []any) (int, error) {
+	conn, err := s.pool.GetContext(ctx)
+	if err != nil {
+		return 0, connecting(err)
+	}
+	defer conn.Close()
+	return redigo.Int(sc.pool.DoContext(ctx, conn, keysAndArgs...))
+}
+
+// retryable reports whether err came from a connection that broke, rather
+// than from Redis itself or from the deadline.
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var redisErr redigo.Error
+	if errors.As(err, &redisErr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return false
+	}
+	return true
+}
