@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	redigo "github.com/gomodule/redigo/redis"
 	"go.uber.org/goleak"
 
 	"github.com/goredlock/goredlock/internal/redistest"
@@ -124,5 +126,57 @@ func TestParse(t *testing.T) {
 	}
 	if len(cfg.peers) != 2 || cfg.peers[0].name != "goredlock" || len(cfg.workloads) != 4 || cfg.reps != 3 {
 		t.Errorf("parse: %d peers (first %s), %d workloads, %d reps", len(cfg.peers), cfg.peers[0].name, len(cfg.workloads), cfg.reps)
+	}
+}
+
+// TestRueidislockKeysOnIndependentNodes checks the client-builder hook: key
+// i of a lock lives on node i and nowhere else.
+func TestRueidislockKeysOnIndependentNodes(t *testing.T) {
+	redistest.RequireServer(t)
+	nodes, err := startNodes(context.Background(), "redis-server", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopNodes(nodes)
+	var addrs []string
+	for _, nd := range nodes {
+		addrs = append(addrs, nd.addr)
+	}
+	l, err := rueidislockPeer().open(addrs, settings{ttl: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close() //nolint:errcheck // test cleanup
+	ctx := context.Background()
+	unlock, err := l.lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// All three keys are set soon: the third in the background after the
+	// grant.
+	deadline := time.Now().Add(5 * time.Second)
+	for i, nd := range nodes {
+		for {
+			c, err := redigo.Dial("tcp", nd.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, err := redigo.Strings(c.Do("KEYS", "*"))
+			c.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("rueidislock:%d:k", i)
+			if len(keys) == 1 && keys[0] == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d holds %q, want only %q", i, keys, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
