@@ -52,7 +52,7 @@ func (f *floor) lock(ctx context.Context, name string) (func(context.Context) er
 		if votes >= f.quorum {
 			return func(context.Context) error {
 				if f.release(name, token) < f.quorum {
-					return errGaveUp
+					return errNotReleased
 				}
 				return nil
 			}, nil

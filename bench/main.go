@@ -10,6 +10,11 @@
 // one case), and a markdown table of the medians goes to standard output;
 // progress goes to standard error. It lives in a module of its own so
 // that users of goredlock never download the libraries it is compared with.
+//
+// The peers' versions are pinned in go.mod: redsync v4.15.0 is the newest
+// whose module graph (its tests need rueidis/rueidiscompat at the same
+// version as rueidis) resolves through the Go module proxy, and
+// rueidis v1.0.69 goes with it.
 package main
 
 import (

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -56,8 +55,6 @@ func (p peer) label(s settings) string {
 
 func runsAlways(int, workload) string { return "" }
 
-// errGaveUp is returned by lockers that signal "not acquired" with a
-// boolean rather than an error.
-var errGaveUp = errors.New("lock not acquired")
-
-func errorf(name string, err error) error { return fmt.Errorf("%s: %w", name, err) }
+// errNotReleased is the unlock error of libraries that report a release
+// on too few nodes with a boolean rather than an error.
+var errNotReleased = errors.New("not released on a majority of nodes")

@@ -42,7 +42,7 @@ func (r *redsyncLocker) lock(ctx context.Context, name string) (func(context.Con
 	return func(ctx context.Context) error {
 		ok, err := m.UnlockContext(ctx)
 		if err == nil && !ok {
-			err = errGaveUp
+			err = errNotReleased
 		}
 		return err
 	}, nil

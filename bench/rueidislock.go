@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ func rueidislockPeer() peer {
 				},
 			})
 			if err != nil {
-				return nil, errorf("rueidislock", err)
+				return nil, fmt.Errorf("rueidislock: %w", err)
 			}
 			return &rueidisLocker{l: l}, nil
 		},
