@@ -100,6 +100,11 @@ func TestStats(t *testing.T) {
 	if l := summarize(d); l.p50 != 50 || l.p99 != 99 || l.max != 100 {
 		t.Errorf("summarize(1..100) = %+v, want p50 50, p99 99, max 100", l)
 	}
+	for x, want := range map[float64]string{1: "1.00", 0.456: "0.46", 0.0046: "0.0046", 0: "0.00"} {
+		if got := fmtRatio(x); got != want {
+			t.Errorf("fmtRatio(%v) = %s, want %s", x, got, want)
+		}
+	}
 	if got := median([]float64{3, 1, 2}); got != 2 {
 		t.Errorf("median(3,1,2) = %v", got)
 	}

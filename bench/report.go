@@ -104,7 +104,7 @@ func (r *results) write(w io.Writer) error {
 			}
 			rel := "–"
 			if baseOps > 0 {
-				rel = fmt.Sprintf("%.2f", rw.ops/baseOps)
+				rel = fmtRatio(rw.ops / baseOps)
 			}
 			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %.2f | %d | %.0f | %.1f | %d |\n",
 				rw.label, fmtCount(rw.ops), rel, fmtDur(rw.p50), fmtDur(rw.p99), fmtDur(rw.max),
@@ -172,6 +172,15 @@ func fmtCount(x float64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// fmtRatio prints x with two decimals, or two significant digits below 0.1
+// so that a collapse does not read as 0.00.
+func fmtRatio(x float64) string {
+	if x > 0 && x < 0.1 {
+		return fmt.Sprintf("%.2g", x)
+	}
+	return fmt.Sprintf("%.2f", x)
 }
 
 // fmtDur prints d with about three significant digits.
