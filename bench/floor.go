@@ -21,7 +21,7 @@ import (
 func floorPeer() peer {
 	return peer{
 		name:  "floor",
-		about: "raw fan-out over redigo pools: SET NX PX on all nodes concurrently, waits for all, majority wins; release and clean-up by an owner-checked DEL script; retries until granted after a wait uniform in -retry±50%.",
+		about: "raw fan-out over redigo pools of 64 connections per node: SET NX PX on all nodes concurrently, waits for all, majority wins; release and clean-up by an owner-checked DEL script; retries until granted after a wait uniform in -retry±50%.",
 		skip:  runsAlways,
 		open: func(addrs []string, s settings) (locker, error) {
 			f := &floor{s: s, quorum: len(addrs)/2 + 1}

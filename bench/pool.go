@@ -7,9 +7,14 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 )
 
-// newPool returns a redigo pool tuned as keyserver/redis.FromURL tunes its
-// own (16 idle, 64 active, waiting for a free connection), so that the
-// redigo-based peers differ from goredlock only in what they send.
+// poolSize is the connections per node of the redigo-based peers: as many
+// idle as active, so that 64 goroutines never make a pool close and redial
+// connections. (keyserver/redis.FromURL keeps 16 idle of 64: goredlock runs
+// with its defaults, and the notes under the tables show what its pools
+// redial.)
+const poolSize = 64
+
+// newPool returns the redigo pool of one node for redsync and the floor.
 func newPool(addr string) *redigo.Pool {
 	return &redigo.Pool{
 		DialContext: func(ctx context.Context) (redigo.Conn, error) {
@@ -18,8 +23,8 @@ func newPool(addr string) *redigo.Pool {
 				redigo.DialReadTimeout(10*time.Second),
 				redigo.DialWriteTimeout(10*time.Second))
 		},
-		MaxIdle:     16,
-		MaxActive:   64,
+		MaxIdle:     poolSize,
+		MaxActive:   poolSize,
 		Wait:        true,
 		IdleTimeout: 4 * time.Minute,
 	}

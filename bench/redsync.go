@@ -12,7 +12,7 @@ import (
 func redsyncPeer() peer {
 	return peer{
 		name:  "redsync",
-		about: "redsync v4 over redigo pools (the same pool settings as goredlock's), defaults (32 tries, 50–250 ms) but WithExpiry(-ttl).",
+		about: "redsync v4 over redigo pools of 64 connections per node, defaults (32 tries, 50–250 ms) but WithExpiry(-ttl).",
 		skip:  runsAlways,
 		open: func(addrs []string, s settings) (locker, error) {
 			r := &redsyncLocker{s: s}

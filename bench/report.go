@@ -35,7 +35,7 @@ type row struct {
 	ops, jain, cmds        float64
 	p50, p99, max, cpu     time.Duration
 	overlaps, gaveUp, runs int64
-	unlockErrs             int64
+	unlockErrs, conns      int64
 	firstErr               string
 }
 
@@ -48,7 +48,7 @@ func (r *results) row(peer, wl int) (row, bool) {
 		rw                      = row{label: r.cfg.peers[peer].label(r.cfg.settings), runs: int64(len(ss))}
 		ops, jains, cmds        []float64
 		p50s, p99s, maxes, cpus []time.Duration
-		gaveUps                 []int64
+		gaveUps, conns          []int64
 	)
 	for _, s := range ss {
 		ops = append(ops, s.opsPerSec)
@@ -59,6 +59,7 @@ func (r *results) row(peer, wl int) (row, bool) {
 		maxes = append(maxes, s.lat.max)
 		cpus = append(cpus, s.cpuPerOp)
 		gaveUps = append(gaveUps, s.gaveUp)
+		conns = append(conns, s.conns)
 		rw.overlaps += s.overlaps
 		rw.unlockErrs += s.unlockErrs
 		if rw.firstErr == "" {
@@ -67,7 +68,7 @@ func (r *results) row(peer, wl int) (row, bool) {
 	}
 	rw.ops, rw.jain, rw.cmds = median(ops), median(jains), median(cmds)
 	rw.p50, rw.p99, rw.max, rw.cpu = median(p50s), median(p99s), median(maxes), median(cpus)
-	rw.gaveUp = median(gaveUps)
+	rw.gaveUp, rw.conns = median(gaveUps), median(conns)
 	return rw, true
 }
 
@@ -109,6 +110,9 @@ func (r *results) write(w io.Writer) error {
 			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %.2f | %d | %.0f | %.1f | %d |\n",
 				rw.label, fmtCount(rw.ops), rel, fmtDur(rw.p50), fmtDur(rw.p99), fmtDur(rw.max),
 				rw.jain, rw.overlaps, float64(rw.cpu)/float64(time.Microsecond), rw.cmds, rw.gaveUp)
+			if rw.conns > 0 {
+				notes = append(notes, fmt.Sprintf("%s: the nodes accepted %d new connections while it was measured (median; a pool that keeps fewer connections idle than it uses redials)", rw.label, rw.conns))
+			}
 			if rw.unlockErrs > 0 {
 				notes = append(notes, fmt.Sprintf("%s: %d failed unlock(s) over all repetitions", rw.label, rw.unlockErrs))
 			}
