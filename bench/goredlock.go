@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+func goredlockPeer() peer {
+	return peer{
+		name:  "goredlock",
+		about: "redlock.New over keyserver/redis.FromURL servers, default options (10 retries, 200±100 ms).",
+		skip:  runsAlways,
+		open: func(addrs []string, s settings) (locker, error) {
+			return openGoredlock(addrs, s)
+		},
+	}
+}
+
+func goredlockRetryPeer() peer {
+	return peer{
+		name:  "goredlock-retry",
+		title: func(s settings) string { return fmt.Sprintf("goredlock, retry %v", s.retry) },
+		about: "goredlock with redlock.WithRetryDelay(-retry) (so jitter ±half of it), contended workloads only.",
+		skip: func(_ int, w workload) string {
+			if !w.contended() {
+				return "same as goredlock without contention"
+			}
+			return ""
+		},
+		open: func(addrs []string, s settings) (locker, error) {
+			return openGoredlock(addrs, s, redlock.WithRetryDelay(s.retry))
+		},
+	}
+}
+
+type goredlock struct {
+	client  *redlock.Client
+	servers []*redis.Server
+	s       settings
+}
+
+func openGoredlock(addrs []string, s settings, opts ...redlock.Option) (locker, error) {
+	g := &goredlock{s: s}
+	var ks []keyserver.KeyServer
+	for _, a := range addrs {
+		srv, err := redis.FromURL("redis://" + a)
+		if err != nil {
+			g.close() //nolint:errcheck // reporting the first error
+			return nil, fmt.Errorf("goredlock: %w", err)
+		}
+		g.servers = append(g.servers, srv)
+		ks = append(ks, srv)
+	}
+	c, err := redlock.New(ks, opts...)
+	if err != nil {
+		g.close() //nolint:errcheck // reporting the first error
+		return nil, fmt.Errorf("goredlock: %w", err)
+	}
+	g.client = c
+	return g, nil
+}
+
+func (g *goredlock) lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	l, err := g.client.Acquire(ctx, name, g.s.ttl)
+	if err != nil {
+		return nil, err
+	}
+	return l.Release, nil
+}
+
+// close closes the servers, which waits for the calls the client left
+// running in the background.
+func (g *goredlock) close() error {
+	var first error
+	for _, srv := range g.servers {
+		if err := srv.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,193 @@
+// Command bench compares goredlock with the Go Redis lock libraries its
+// users compare it with, on redis-server processes it starts itself:
+//
+//	cd bench && go run .                # 5 nodes, 5 s per case, 3 repetitions
+//	cd bench && go run . -nodes 1       # one node: bsm/redislock joins in
+//	cd bench && go run . -quick         # a short smoke run
+//
+// Every library runs the same workloads in turn (never two at once, so
+// that the process's CPU time and the nodes' command counters belong to
+// one case), and a markdown table of the medians goes to standard output;
+// progress goes to standard error. It lives in a module of its own so
+// that users of goredlock never download the libraries it is compared with.
+//
+// The peers' versions are pinned in go.mod: redsync v4.15.0 is the newest
+// whose module graph (its tests need rueidis/rueidiscompat at the same
+// version as rueidis) resolves through the Go module proxy, and
+// rueidis v1.0.69 goes with it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	cfg, err := parse(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// config is what the flags ask for.
+type config struct {
+	nodes     int
+	reps      int
+	timing    timing
+	settings  settings
+	peers     []peer
+	workloads []workload
+	server    string   // redis-server binary
+	args      []string // the flags as given, for the report
+}
+
+func parse(args []string) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var (
+		cfg                config
+		quick              bool
+		peerList, wlList   string
+		allPeers, allLoads []string
+	)
+	for _, p := range peers() {
+		allPeers = append(allPeers, p.name)
+	}
+	for _, w := range workloads() {
+		allLoads = append(allLoads, w.name)
+	}
+	fs.IntVar(&cfg.nodes, "nodes", 5, "how many redis-server processes to start")
+	fs.IntVar(&cfg.reps, "reps", 3, "repetitions of every case; the tables show medians")
+	fs.DurationVar(&cfg.timing.duration, "duration", 5*time.Second, "how long each case is measured")
+	fs.DurationVar(&cfg.timing.warmup, "warmup", time.Second, "how long each case runs before it is measured")
+	fs.DurationVar(&cfg.settings.ttl, "ttl", 10*time.Second, "lock TTL for every library")
+	fs.DurationVar(&cfg.settings.retry, "retry", time.Millisecond, "the short retry delay: goredlock's variant, bsm/redislock and the floor")
+	fs.BoolVar(&quick, "quick", false, "a smoke run: 300 ms per case after 100 ms, 1 repetition")
+	fs.StringVar(&peerList, "peers", strings.Join(allPeers, ","), "libraries to run")
+	fs.StringVar(&wlList, "workloads", strings.Join(allLoads, ","), "workloads to run")
+	fs.StringVar(&cfg.server, "redis-server", "redis-server", "the redis-server binary")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if quick {
+		cfg.timing = timing{warmup: 100 * time.Millisecond, duration: 300 * time.Millisecond}
+		cfg.reps = 1
+	}
+	switch {
+	case cfg.nodes < 1:
+		return config{}, fmt.Errorf("-nodes %d: need at least 1", cfg.nodes)
+	case cfg.reps < 1:
+		return config{}, fmt.Errorf("-reps %d: need at least 1", cfg.reps)
+	case cfg.timing.duration <= 0 || cfg.timing.warmup < 0:
+		return config{}, errors.New("-duration must be positive and -warmup not negative")
+	case cfg.settings.ttl < time.Second:
+		return config{}, fmt.Errorf("-ttl %v: use at least 1s, so that no lock runs out while held", cfg.settings.ttl)
+	case cfg.settings.retry <= 0:
+		return config{}, fmt.Errorf("-retry %v: must be positive", cfg.settings.retry)
+	}
+	var err error
+	if cfg.peers, err = pick(peers(), peerList, func(p peer) string { return p.name }); err != nil {
+		return config{}, fmt.Errorf("-peers: %w", err)
+	}
+	if cfg.workloads, err = pick(workloads(), wlList, func(w workload) string { return w.name }); err != nil {
+		return config{}, fmt.Errorf("-workloads: %w", err)
+	}
+	cfg.args = args
+	return cfg, nil
+}
+
+// pick returns the items named in the comma-separated list, in their own
+// order.
+func pick[T any](all []T, list string, name func(T) string) ([]T, error) {
+	want := strings.Split(list, ",")
+	var out []T
+	for _, it := range all {
+		if i := slices.Index(want, name(it)); i >= 0 {
+			out = append(out, it)
+			want = slices.Delete(want, i, i+1)
+		}
+	}
+	if len(want) > 0 {
+		var known []string
+		for _, it := range all {
+			known = append(known, name(it))
+		}
+		return nil, fmt.Errorf("unknown %q (known: %s)", want, strings.Join(known, ", "))
+	}
+	return out, nil
+}
+
+// run starts the nodes, runs every case cfg.reps times and writes the
+// report to out. The nodes are stopped when it returns, also on error or
+// when ctx ends.
+func run(ctx context.Context, cfg config, out, progress io.Writer) (*results, error) {
+	bin, err := exec.LookPath(cfg.server)
+	if err != nil {
+		return nil, fmt.Errorf("%w (install it with: apt-get install redis-server)", err)
+	}
+	nodes, err := startNodes(ctx, bin, cfg.nodes)
+	if err != nil {
+		return nil, err
+	}
+	defer stopNodes(nodes)
+	var addrs []string
+	for _, nd := range nodes {
+		addrs = append(addrs, nd.addr)
+	}
+	counters, err := openCounters(addrs)
+	if err != nil {
+		return nil, err
+	}
+	defer counters.close()
+
+	res := newResults(cfg, counters.serverVersion())
+	for rep := 0; rep < cfg.reps; rep++ {
+		for wi, w := range cfg.workloads {
+			// Rotate the order of the libraries from one repetition to the
+			// next, so that none always runs first or last.
+			for k := range cfg.peers {
+				pi := (k + rep) % len(cfg.peers)
+				p := cfg.peers[pi]
+				if why := p.skip(cfg.nodes, w); why != "" {
+					res.skipped(pi, wi, why)
+					continue
+				}
+				prefix := fmt.Sprintf("bench:%s:%s:%d", p.name, w.name, rep)
+				sm, err := runCase(ctx, p, w, addrs, cfg.settings, cfg.timing, counters, prefix)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %s: %w", p.name, w.name, err)
+				}
+				res.add(pi, wi, sm)
+				fmt.Fprintf(progress, "rep %d/%d  %-15s %-20s %9.0f ops/s  p99 %-9s overlaps %d\n",
+					rep+1, cfg.reps, w.name, p.name, sm.opsPerSec, fmtDur(sm.lat.p99), sm.overlaps)
+			}
+		}
+	}
+	if err := res.write(out); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

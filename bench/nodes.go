@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+)
+
+// node is one redis-server process this program started. Its files (the
+// log only: persistence is off) live in a temporary directory removed by
+// stop.
+type node struct {
+	addr   string
+	dir    string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has been waited for
+}
+
+// startNodes starts n independent redis-server masters on free loopback
+// ports. On error it stops the ones already started.
+func startNodes(ctx context.Context, bin string, n int) ([]*node, error) {
+	var nodes []*node
+	for i := 0; i < n; i++ {
+		nd, err := startNode(ctx, bin)
+		if err != nil {
+			stopNodes(nodes)
+			return nil, fmt.Errorf("starting redis node %d: %w", i, err)
+		}
+		nodes = append(nodes, nd)
+	}
+	return nodes, nil
+}
+
+func stopNodes(nodes []*node) {
+	for _, nd := range nodes {
+		nd.stop()
+	}
+}
+
+// startNode tries a few free ports: another process can take a port
+// between the moment it is found free and the moment redis binds it.
+func startNode(ctx context.Context, bin string) (*node, error) {
+	var err error
+	for try := 0; try < 5; try++ {
+		var port int
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
+		var nd *node
+		if nd, err = launch(ctx, bin, port); err == nil {
+			return nd, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+func launch(ctx context.Context, bin string, port int) (*node, error) {
+	dir, err := os.MkdirTemp("", "goredlock-bench-redis-")
+	if err != nil {
+		return nil, err
+	}
+	nd := &node{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, exited: make(chan struct{})}
+	nd.cmd = exec.Command(bin,
+		"--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1",
+		"--dir", dir,
+		"--logfile", filepath.Join(dir, "redis.log"),
+		"--save", "",
+		"--appendonly", "no",
+		"--daemonize", "no",
+		"--protected-mode", "no",
+	)
+	nd.cmd.Dir = dir
+	nd.cmd.SysProcAttr = sysProcAttr()
+	if err := nd.cmd.Start(); err != nil {
+		os.RemoveAll(dir) //nolint:errcheck // best effort
+		return nil, err
+	}
+	go func() {
+		nd.cmd.Wait() //nolint:errcheck // killed by stop, or failed to bind: ready reports it
+		close(nd.exited)
+	}()
+	if err := nd.ready(ctx, 10*time.Second); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+		nd.stop()
+		return nil, fmt.Errorf("%w\n%s", err, log)
+	}
+	return nd, nil
+}
+
+// ready waits until the node answers PING.
+func (nd *node) ready(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := redigo.Dial("tcp", nd.addr, redigo.DialConnectTimeout(time.Second), redigo.DialReadTimeout(time.Second))
+		if err == nil {
+			_, err = c.Do("PING")
+			c.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-nd.exited:
+			return fmt.Errorf("redis-server on %s exited", nd.addr)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.New("redis-server on " + nd.addr + " not ready after " + timeout.String())
+		}
+	}
+}
+
+// stop kills the process, waits for it and removes its directory.
+func (nd *node) stop() {
+	nd.cmd.Process.Kill() //nolint:errcheck // it may have exited already
+	<-nd.exited
+	os.RemoveAll(nd.dir) //nolint:errcheck // best effort: a temporary directory
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

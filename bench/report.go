@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// results collects the samples of every case and writes the report.
+type results struct {
+	cfg     config
+	redis   string
+	samples map[[2]int][]sample // by peer and workload index
+	skips   map[[2]int]string
+}
+
+func newResults(cfg config, redisVersion string) *results {
+	return &results{cfg: cfg, redis: redisVersion, samples: map[[2]int][]sample{}, skips: map[[2]int]string{}}
+}
+
+func (r *results) add(peer, wl int, s sample) {
+	r.samples[[2]int{peer, wl}] = append(r.samples[[2]int{peer, wl}], s)
+}
+
+func (r *results) skipped(peer, wl int, why string) { r.skips[[2]int{peer, wl}] = why }
+
+// row is the medians of one case over its repetitions.
+type row struct {
+	label                  string
+	ops, jain, cmds        float64
+	p50, p99, max, cpu     time.Duration
+	overlaps, gaveUp, runs int64
+	unlockErrs, conns      int64
+	firstErr               string
+}
+
+func (r *results) row(peer, wl int) (row, bool) {
+	ss := r.samples[[2]int{peer, wl}]
+	if len(ss) == 0 {
+		return row{}, false
+	}
+	var (
+		rw                      = row{label: r.cfg.peers[peer].label(r.cfg.settings), runs: int64(len(ss))}
+		ops, jains, cmds        []float64
+		p50s, p99s, maxes, cpus []time.Duration
+		gaveUps, conns          []int64
+	)
+	for _, s := range ss {
+		ops = append(ops, s.opsPerSec)
+		jains = append(jains, s.jain)
+		cmds = append(cmds, s.cmdsPerOp)
+		p50s = append(p50s, s.lat.p50)
+		p99s = append(p99s, s.lat.p99)
+		maxes = append(maxes, s.lat.max)
+		cpus = append(cpus, s.cpuPerOp)
+		gaveUps = append(gaveUps, s.gaveUp)
+		conns = append(conns, s.conns)
+		rw.overlaps += s.overlaps
+		rw.unlockErrs += s.unlockErrs
+		if rw.firstErr == "" {
+			rw.firstErr = s.firstErr
+		}
+	}
+	rw.ops, rw.jain, rw.cmds = median(ops), median(jains), median(cmds)
+	rw.p50, rw.p99, rw.max, rw.cpu = median(p50s), median(p99s), median(maxes), median(cpus)
+	rw.gaveUp, rw.conns = median(gaveUps), median(conns)
+	return rw, true
+}
+
+func (r *results) write(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	cfg := r.cfg
+	fmt.Fprintf(bw, "## goredlock and its peers: %d local Redis node(s)\n\n", cfg.nodes)
+	fmt.Fprintf(bw, "- machine: %d CPUs, %s, %s/%s, %s, redis-server %s\n", runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.Version(), r.redis)
+	fmt.Fprintf(bw, "- nodes: %d redis-server processes on loopback (no persistence), on the same machine as the client\n", cfg.nodes)
+	fmt.Fprintf(bw, "- each case: %v warm-up, then %v measured; medians of %d repetition(s); TTL %v\n", cfg.timing.warmup, cfg.timing.duration, cfg.reps, cfg.settings.ttl)
+	fmt.Fprintf(bw, "- command: `%s`\n", commandLine(cfg.args))
+	base := -1 // the row the others are compared with
+	for i, p := range cfg.peers {
+		if p.name == "redsync" {
+			base = i
+		}
+	}
+	for wi, wl := range cfg.workloads {
+		fmt.Fprintf(bw, "\n### %s\n\n", wl.title)
+		fmt.Fprintln(bw, "| library | ops/s | ÷ redsync | p50 | p99 | max | Jain | overlaps | CPU µs/op | Redis cmds/op | gave up |")
+		fmt.Fprintln(bw, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		baseOps := 0.0
+		if br, ok := r.row(base, wi); ok {
+			baseOps = br.ops
+		}
+		var notes []string
+		for pi := range cfg.peers {
+			rw, ok := r.row(pi, wi)
+			if !ok {
+				if why := r.skips[[2]int{pi, wi}]; why != "" {
+					notes = append(notes, fmt.Sprintf("%s: not run (%s)", cfg.peers[pi].label(cfg.settings), why))
+				}
+				continue
+			}
+			rel := "–"
+			if baseOps > 0 {
+				rel = fmtRatio(rw.ops / baseOps)
+			}
+			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %.2f | %d | %.0f | %.1f | %d |\n",
+				rw.label, fmtCount(rw.ops), rel, fmtDur(rw.p50), fmtDur(rw.p99), fmtDur(rw.max),
+				rw.jain, rw.overlaps, float64(rw.cpu)/float64(time.Microsecond), rw.cmds, rw.gaveUp)
+			if rw.conns > 0 {
+				notes = append(notes, fmt.Sprintf("%s: the nodes accepted %d new connections while it was measured (median; a pool that keeps fewer connections idle than it uses redials)", rw.label, rw.conns))
+			}
+			if rw.unlockErrs > 0 {
+				notes = append(notes, fmt.Sprintf("%s: %d failed unlock(s) over all repetitions", rw.label, rw.unlockErrs))
+			}
+			if rw.firstErr != "" {
+				notes = append(notes, fmt.Sprintf("%s, first error: %s", rw.label, rw.firstErr))
+			}
+		}
+		if len(notes) > 0 {
+			fmt.Fprintln(bw)
+			for _, n := range notes {
+				fmt.Fprintf(bw, "- %s\n", n)
+			}
+		}
+	}
+	fmt.Fprintf(bw, "\n### How to read it\n\n")
+	fmt.Fprintln(bw, "- ops/s: grants per second over the measured window; ÷ redsync: the same relative to redsync's in that table.")
+	fmt.Fprintln(bw, "- p50/p99/max: acquire latency, from the moment a goroutine wants the lock to its grant, across the times its library gives up and it calls again.")
+	fmt.Fprintln(bw, "- Jain: fairness of the grant counts over goroutines (1 = equal shares, 1/n = one goroutine takes all).")
+	fmt.Fprintln(bw, "- overlaps: grants while another goroutine of the case still held the same key, summed over repetitions. Must be 0.")
+	fmt.Fprintln(bw, "- CPU µs/op: user+system CPU time of the whole client process (harness included) per grant; the nodes' CPU is not in it.")
+	fmt.Fprintln(bw, "- Redis cmds/op: commands the nodes ran per grant, summed over nodes (INFO total_commands_processed); commands a Lua script runs count too, so one EVALSHA of a GET+DEL script counts 3.")
+	fmt.Fprintln(bw, "- gave up: lock calls that returned an error in the window (the library's retries ran out); the goroutine calls again.")
+	fmt.Fprintf(bw, "\n### The libraries\n\n")
+	for _, p := range cfg.peers {
+		fmt.Fprintf(bw, "- %s: %s\n", p.label(cfg.settings), p.about)
+	}
+	return bw.Flush()
+}
+
+// commandLine is how to run this again.
+func commandLine(args []string) string {
+	parts := []string{"cd bench && go run ."}
+	safe := regexp.MustCompile(`^[A-Za-z0-9_./:=,+-]+$`)
+	for _, a := range args {
+		if !safe.MatchString(a) {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "CPU model unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "CPU model unknown"
+}
+
+func fmtCount(x float64) string {
+	s := fmt.Sprintf("%.0f", x)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// fmtRatio prints x with two decimals, or two significant digits below 0.1
+// so that a collapse does not read as 0.00.
+func fmtRatio(x float64) string {
+	if x > 0 && x < 0.1 {
+		return fmt.Sprintf("%.2g", x)
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+// fmtDur prints d with about three significant digits.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "–"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	case d < 100*time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
+}
