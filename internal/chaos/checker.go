@@ -130,7 +130,7 @@ func (r *Report) checkOverlaps(gs []Grant) {
 			r.Overlaps++
 			r.MaxOverlap = max(r.MaxOverlap, d)
 			r.Violations = append(r.Violations, Violation{Kind: Overlap, Name: g.Name, Grants: []int{a.ID, g.ID},
-				Detail: fmt.Sprintf("%s and %s held it together for %v", describe(a), describe(g), d)})
+				Detail: fmt.Sprintf("%s and %s held it together for %v", describe(a), describe(g), d.Round(time.Microsecond))})
 		}
 		if end > g.Granted {
 			active = append(active, g)
