@@ -18,7 +18,9 @@ const (
 	pollEvery  = 20 * time.Millisecond
 )
 
-// goroutineBaseline remembers the goroutines running before a run.
+// goroutineBaseline remembers the goroutines running before a run. The
+// check compares goroutines by identity, not by count: a count taken while
+// earlier goroutines were still ending would hide new ones.
 type goroutineBaseline struct {
 	n      int
 	ignore goleak.Option
@@ -28,23 +30,22 @@ func takeGoroutineBaseline() goroutineBaseline {
 	return goroutineBaseline{n: runtime.NumGoroutine(), ignore: goleak.IgnoreCurrent()}
 }
 
-// check waits up to wait for the number of goroutines to come back to the
-// baseline, and reports the ones left running if it does not.
+// check waits up to wait for every goroutine started since the baseline to
+// end, and reports the ones still running if some do not.
 func (b goroutineBaseline) check(wait time.Duration) []Violation {
 	deadline := time.Now().Add(wait)
-	n := runtime.NumGoroutine()
-	for n > b.n && time.Now().Before(deadline) {
+	for {
+		err := goleak.Find(b.ignore) // retries for a moment itself
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return []Violation{{Kind: GoroutineLeak, Detail: fmt.Sprintf(
+				"goroutines still running %v after every client closed (%d now, %d before the run): %s",
+				wait, runtime.NumGoroutine(), b.n, clip(err.Error(), 2000))}}
+		}
 		time.Sleep(pollEvery)
-		n = runtime.NumGoroutine()
 	}
-	if n <= b.n {
-		return nil
-	}
-	detail := fmt.Sprintf("%d goroutines still running %v after every client closed, %d before the run", n, wait, b.n)
-	if err := goleak.Find(b.ignore); err != nil {
-		detail += ": " + clip(err.Error(), 2000)
-	}
-	return []Violation{{Kind: GoroutineLeak, Detail: detail}}
 }
 
 // checkConns waits up to wait for the proxies to carry no connection and

@@ -106,14 +106,16 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	wg.Wait()
 
 	closeClients()
-	closedAt := time.Now()
 	res := Result{Scenario: sc, Faults: f.summary()}
 	res.Report = Check(h.Grants())
 	leaks := checkConns(nodeAddrs, proxies, settleWait)
 	closeProxies()
 	// Every key a lock wrote had a TTL of at most load.TTL when it was
-	// written, and nothing writes once the clients are closed.
-	time.Sleep(time.Until(closedAt.Add(load.TTL + 50*time.Millisecond)))
+	// written. Nothing writes once the clients are closed and the proxies
+	// have delivered what they still carried (a request delayed by latency
+	// lands after its client gave up, as a packet in flight would).
+	drained := time.Now()
+	time.Sleep(time.Until(drained.Add(load.TTL + 50*time.Millisecond)))
 	leaks = append(leaks, checkKeys(nodeAddrs)...)
 	leaks = append(leaks, goroutines.check(settleWait)...)
 	res.Violations = append(res.Violations, leaks...)
