@@ -87,8 +87,13 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
 	var wg sync.WaitGroup
+	// Also when a fault ends the test early: the workloads stop before
+	// their clients close.
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
 	for _, c := range clients {
 		wg.Add(1)
 		go func() {
