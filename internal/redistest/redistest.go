@@ -2,7 +2,8 @@
 // free loopback ports, each in its own temporary directory with persistence
 // off, so that no dump.rdb or AOF file ever lands in the source tree. Nodes
 // can be killed, paused (SIGSTOP), resumed and restarted empty, as after a
-// crash without fsync. Everything is stopped when the test ends.
+// crash without fsync, or, started WithAppendFsyncAlways, restarted with
+// every acknowledged write. Everything is stopped when the test ends.
 //
 // When redis-server is not installed, tests fail with an install hint if
 // the CI environment variable is set, and skip with that hint otherwise.
@@ -29,6 +30,7 @@ type Option func(*config)
 type config struct {
 	password string
 	tls      bool
+	fsync    bool
 }
 
 // WithPassword makes every node require password (requirepass).
@@ -37,6 +39,13 @@ func WithPassword(password string) Option { return func(c *config) { c.password 
 // WithTLS makes every node speak TLS only, with a certificate made for the
 // test; Cluster.TLSConfig trusts it.
 func WithTLS() Option { return func(c *config) { c.tls = true } }
+
+// WithAppendFsyncAlways makes every node keep an append-only file in its
+// temporary directory and fsync it before each reply (appendonly yes,
+// appendfsync always), so that a node killed with SIGKILL comes back from
+// Restart or Revive with every write it acknowledged: the persistence
+// under which restarting a Redlock server at once is safe.
+func WithAppendFsyncAlways() Option { return func(c *config) { c.fsync = true } }
 
 // Cluster is a set of independent Redis nodes.
 type Cluster struct {
@@ -156,7 +165,9 @@ func (n *Node) Pause() { n.signal(syscall.SIGSTOP, true) }
 // Resume continues a paused node with SIGCONT.
 func (n *Node) Resume() { n.signal(syscall.SIGCONT, false) }
 
-// Restart kills the node and starts it again, empty, on the same port.
+// Restart kills the node and starts it again at once on the same port:
+// empty, as after a crash without fsync, unless the cluster was started
+// WithAppendFsyncAlways.
 func (n *Node) Restart() {
 	n.t.Helper()
 	n.mu.Lock()
@@ -165,6 +176,39 @@ func (n *Node) Restart() {
 	if err := n.startLocked(); err != nil {
 		n.t.Fatalf("redistest: restarting %s: %v", n.Addr(), err)
 	}
+}
+
+// RestartAfter kills the node, waits d and starts it again on the same
+// port; empty unless the cluster was started WithAppendFsyncAlways. With d
+// longer than the largest TTL in use, this is the restart under which
+// Redlock stays safe without persistence.
+func (n *Node) RestartAfter(d time.Duration) {
+	n.t.Helper()
+	n.Kill()
+	time.Sleep(d)
+	n.Revive()
+}
+
+// Revive starts a node that Kill stopped again, on the same port, with
+// what its persistence kept: nothing unless the cluster was started
+// WithAppendFsyncAlways. It ends the test if the node is running.
+func (n *Node) Revive() {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil {
+		n.t.Fatalf("redistest: reviving %s: it is running", n.Addr())
+	}
+	if err := n.startLocked(); err != nil {
+		n.t.Fatalf("redistest: reviving %s: %v", n.Addr(), err)
+	}
+}
+
+// Running reports whether the node's process is up (paused or not).
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil
 }
 
 func (n *Node) signal(sig syscall.Signal, paused bool) {
@@ -234,18 +278,24 @@ func (n *Node) startLocked() error {
 }
 
 // config returns the command line of a node: loopback only, no
-// persistence, everything it writes in its own directory.
+// persistence unless asked for, everything it writes in its own directory.
 func (n *Node) config(bin string, cfg config, c *certs) []string {
+	appendOnly := []string{"--appendonly", "no"}
+	if cfg.fsync {
+		appendOnly = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
 	args := []string{bin,
 		"--bind", "127.0.0.1",
 		"--dir", n.dir,
 		"--logfile", filepath.Join(n.dir, "redis.log"),
 		"--save", "",
-		"--appendonly", "no",
+	}
+	args = append(args, appendOnly...)
+	args = append(args,
 		"--daemonize", "no",
 		"--protected-mode", "no",
 		"--loglevel", "notice",
-	}
+	)
 	port := strconv.Itoa(n.port)
 	if c != nil {
 		args = append(args, "--port", "0", "--tls-port", port,

@@ -130,3 +130,103 @@ func TestNodeLifecycle(t *testing.T) {
 		}
 	}
 }
+
+// set and get run one command each on a fresh connection to n.
+func set(t *testing.T, n *Node, key, value string) {
+	t.Helper()
+	conn, err := redigo.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Do("SET", key, value); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, n *Node, key string) any {
+	t.Helper()
+	conn, err := redigo.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	v, err := conn.Do("GET", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestKillThenRevive(t *testing.T) {
+	n := Start(t, 1).Nodes[0]
+	set(t, n, "k", "v")
+	n.Kill()
+	if n.Running() {
+		t.Fatal("a killed node says it is running")
+	}
+	if err := ping(t, n); err == nil {
+		t.Fatal("a killed node answered")
+	}
+	n.Revive()
+	if !n.Running() {
+		t.Fatal("a revived node says it is not running")
+	}
+	if v := get(t, n, "k"); v != nil {
+		t.Fatalf("GET k after kill and revive without persistence = %q, want nil", v)
+	}
+}
+
+func TestRestartAfterWaits(t *testing.T) {
+	n := Start(t, 1).Nodes[0]
+	set(t, n, "k", "v")
+	start := time.Now()
+	n.RestartAfter(150 * time.Millisecond)
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Fatalf("RestartAfter(150ms) returned after %v", d)
+	}
+	if err := ping(t, n); err != nil {
+		t.Fatalf("after RestartAfter: %v", err)
+	}
+	if v := get(t, n, "k"); v != nil {
+		t.Fatalf("GET k = %q, want an empty node", v)
+	}
+}
+
+// With appendfsync always, a write acknowledged before SIGKILL is there
+// after the restart, with its expiry.
+func TestAppendFsyncAlwaysSurvivesKill(t *testing.T) {
+	n := Start(t, 1, WithAppendFsyncAlways()).Nodes[0]
+	set(t, n, "k", "v")
+	conn, err := redigo.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Do("SET", "ttl", "v", "PX", 60000); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	n.Restart()
+	if v, _ := redigo.String(get(t, n, "k"), nil); v != "v" {
+		t.Fatalf("GET k after restart = %q, want %q", v, "v")
+	}
+	conn, err = redigo.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	pttl, err := redigo.Int64(conn.Do("PTTL", "ttl"))
+	if err != nil || pttl <= 0 || pttl > 60000 {
+		t.Fatalf("PTTL of a key set with PX 60000 after restart = %d, %v; want it kept", pttl, err)
+	}
+
+	n.Kill()
+	n.Revive()
+	if v, _ := redigo.String(get(t, n, "k"), nil); v != "v" {
+		t.Fatalf("GET k after kill and revive = %q, want %q", v, "v")
+	}
+	if _, err := os.Stat(filepath.Join(n.dir, "appendonlydir")); err != nil {
+		t.Fatalf("no append-only file in the node's own directory: %v", err)
+	}
+}

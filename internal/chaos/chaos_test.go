@@ -1,0 +1,80 @@
+package chaos
+
+import (
+	"flag"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	full = flag.Bool("chaos.full", false, "run every scenario at full length (make chaos); without it, the short run of make test")
+	seed = flag.Uint64("chaos.seed", 0, "seed of the fault schedules and workloads; 0 draws one, which the run prints")
+)
+
+// maxListed bounds the violations a scenario prints.
+const maxListed = 10
+
+// TestChaos runs the fault-injection suite: short by default, so that make
+// test runs it on every change, and at full length with -chaos.full. It
+// fails on any violation in a scenario the README calls safe, on a
+// resource leak anywhere, and, in the full run, when the unsafe scenario
+// shows no overlap (the checker would be blind). One scenario runs with
+// -run 'TestChaos/black' (its name, spaces as underscores).
+func TestChaos(t *testing.T) {
+	settings, mode := Short, "short"
+	if *full {
+		settings, mode = Full, "full"
+	}
+	s := *seed
+	if s == 0 {
+		s = rand.Uint64()
+	}
+	t.Logf("chaos: %s run, %d nodes, %d clients, %v per scenario, seed %d (replay: -chaos.seed=%d)",
+		mode, settings.Nodes, settings.Clients, settings.Duration, s, s)
+
+	var results []Result
+	for i, sc := range Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			r := Run(t, sc, settings, s+uint64(i))
+			results = append(results, r)
+			t.Logf("%d grants, %d lost, %d violations, %d overlaps (longest %v), failures %v, skips %d; faults: %s",
+				r.Grants, r.Lost, len(r.Violations), r.Overlaps, r.MaxOverlap.Round(time.Millisecond),
+				r.ByKind, r.Skips, r.Faults)
+			for i, v := range r.Violations {
+				if i == maxListed {
+					t.Logf("... and %d more", len(r.Violations)-maxListed)
+					break
+				}
+				t.Logf("  %v", v)
+			}
+			if failed := r.Failed(); len(failed) > 0 {
+				t.Errorf("%d violations that fail the suite (seed %d)", len(failed), s)
+			}
+			if *full && !sc.Safe && r.Overlaps == 0 {
+				t.Errorf("no overlap in %q, where one is expected: is the checker blind?", sc.Name)
+			}
+		})
+	}
+
+	var b strings.Builder
+	if err := WriteTable(&b, results); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("chaos: %s run, seed %d\n%s", mode, s, b.String())
+	safe := 0
+	for _, r := range results {
+		if r.Scenario.Safe {
+			safe += r.Grants
+		}
+	}
+	if *full && safe < wantGrants {
+		// Not a failure: a busy machine makes fewer grants, not unsafe ones.
+		t.Logf("chaos: only %d grants in the safe scenarios, fewer than the %d the full run aims for; was the machine busy?", safe, wantGrants)
+	}
+}
+
+// wantGrants is how many grants the full run aims for in its safe
+// scenarios, so that a zero means something.
+const wantGrants = 10000

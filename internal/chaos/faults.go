@@ -1,0 +1,221 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+)
+
+// faults injects a scenario's faults into its nodes, through redistest
+// for the processes and the proxies for the network. It runs on the
+// test's goroutine (redistest ends the test from there on failure), and it
+// keeps the rule that makes a restart without persistence safe: a killed
+// node stays down for longer than the largest TTL, unless the scenario is
+// the documented-unsafe one or its nodes fsync every write.
+type faults struct {
+	t       testing.TB
+	rng     *rand.Rand
+	nodes   []*redistest.Node
+	proxies []*Proxy
+	maxTTL  time.Duration
+	end     time.Time
+	// restartNow allows restarting a node at once: the unsafe scenario
+	// without persistence, the safe one with appendfsync always.
+	restartNow bool
+
+	paused  []bool
+	downAt  []time.Time // zero while the node runs
+	pending []action
+	count   map[string]int
+}
+
+// action is a fault's undoing, due at a time.
+type action struct {
+	at time.Time
+	do func()
+}
+
+// downFor is how long past the largest TTL a killed node stays down, so
+// that the keys it held have expired everywhere when it returns.
+const downFor = 100 * time.Millisecond
+
+func newFaults(t testing.TB, rng *rand.Rand, nodes []*redistest.Node, proxies []*Proxy, maxTTL time.Duration, d time.Duration) *faults {
+	return &faults{t: t, rng: rng, nodes: nodes, proxies: proxies, maxTTL: maxTTL, end: time.Now().Add(d),
+		paused: make([]bool, len(nodes)), downAt: make([]time.Time, len(nodes)), count: make(map[string]int)}
+}
+
+func (f *faults) n() int        { return len(f.nodes) }
+func (f *faults) minority() int { return (f.n() - 1) / 2 }
+func (f *faults) majority() int { return f.n()/2 + 1 }
+
+// pick returns k distinct nodes at random.
+func (f *faults) pick(k int) []int {
+	return f.rng.Perm(f.n())[:k]
+}
+
+// between draws a duration uniformly from [lo, hi].
+func (f *faults) between(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(f.rng.Int64N(int64(hi-lo)+1))
+}
+
+// ttls returns x times the largest TTL.
+func (f *faults) ttls(x float64) time.Duration { return time.Duration(x * float64(f.maxTTL)) }
+
+// after schedules do to run d from now, from sleep or at the end.
+func (f *faults) after(d time.Duration, do func()) {
+	f.pending = append(f.pending, action{at: time.Now().Add(d), do: do})
+}
+
+// sleep waits for d, running the actions that fall due meanwhile. It
+// returns false, early, once the scenario's time is up.
+func (f *faults) sleep(d time.Duration) bool {
+	until := time.Now().Add(d)
+	for {
+		f.runDue()
+		now := time.Now()
+		if !now.Before(f.end) {
+			return false
+		}
+		if !now.Before(until) {
+			return true
+		}
+		next := until
+		if f.end.Before(next) {
+			next = f.end
+		}
+		for _, a := range f.pending {
+			if a.at.Before(next) {
+				next = a.at
+			}
+		}
+		time.Sleep(time.Until(next))
+	}
+}
+
+func (f *faults) runDue() {
+	now := time.Now()
+	var later []action
+	due := f.pending
+	f.pending = nil
+	for _, a := range due {
+		if a.at.After(now) {
+			later = append(later, a)
+			continue
+		}
+		a.do()
+	}
+	f.pending = append(later, f.pending...)
+}
+
+func (f *faults) pause(i int) {
+	if f.paused[i] || !f.downAt[i].IsZero() {
+		return
+	}
+	f.nodes[i].Pause()
+	f.paused[i] = true
+	f.count["pause"]++
+}
+
+func (f *faults) resume(i int) {
+	if !f.paused[i] {
+		return
+	}
+	f.nodes[i].Resume()
+	f.paused[i] = false
+}
+
+// kill ends node i with SIGKILL; revive brings it back no sooner than the
+// largest TTL later.
+func (f *faults) kill(i int) {
+	if !f.downAt[i].IsZero() {
+		return
+	}
+	f.nodes[i].Kill()
+	f.paused[i] = false
+	f.downAt[i] = time.Now()
+	f.count["kill"]++
+}
+
+// revive restarts killed node i, empty (or from its append-only file),
+// first waiting out what is left of its time down.
+func (f *faults) revive(i int) {
+	if f.downAt[i].IsZero() {
+		return
+	}
+	if !f.restartNow {
+		time.Sleep(time.Until(f.downAt[i].Add(f.maxTTL + downFor)))
+	}
+	f.nodes[i].Revive()
+	f.downAt[i] = time.Time{}
+}
+
+// restart kills node i and starts it again at once: unsafe without
+// persistence, which only the unsafe scenario may do.
+func (f *faults) restart(i int) {
+	if !f.restartNow {
+		f.t.Fatalf("chaos: scenario restarts node %d at once, which only the unsafe or fsync scenarios may do", i)
+	}
+	if !f.downAt[i].IsZero() {
+		return
+	}
+	f.nodes[i].Restart()
+	f.paused[i] = false
+	f.count["restart now"]++
+}
+
+func (f *faults) latency(i int, d time.Duration) {
+	f.proxies[i].SetLatency(d)
+	if d > 0 {
+		f.count["latency"]++
+	}
+}
+
+func (f *faults) blackHole(i int) {
+	f.proxies[i].BlackHole()
+	f.count["black hole"]++
+}
+
+func (f *faults) heal(i int) { f.proxies[i].Heal() }
+
+func (f *faults) reset(i int) {
+	f.proxies[i].Reset()
+	f.count["reset"]++
+}
+
+// healAll runs what is pending and ends every fault: the network is
+// healed (held bytes delivered), paused nodes resume and killed ones come
+// back once their time down is over.
+func (f *faults) healAll() {
+	slices.SortFunc(f.pending, func(a, b action) int { return a.at.Compare(b.at) })
+	for _, a := range f.pending {
+		a.do() // what it undoes, revive included, keeps its own timing rules
+	}
+	f.pending = nil
+	for i := range f.nodes {
+		f.latency(i, 0)
+		f.heal(i)
+		f.resume(i)
+		f.revive(i)
+	}
+}
+
+// summary lists the faults injected, e.g. "black hole 12, pause 3".
+func (f *faults) summary() string {
+	if len(f.count) == 0 {
+		return "none"
+	}
+	var parts []string
+	for k, v := range f.count {
+		parts = append(parts, fmt.Sprintf("%s %d", k, v))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}

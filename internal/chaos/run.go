@@ -1,0 +1,167 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+)
+
+// Result is what one scenario did and what the checks found.
+type Result struct {
+	Scenario Scenario
+	Report            // the checker's, with the leak checks' violations added
+	Failures int      // operations that failed: not acquired, not released, errors
+	ByKind   []string // Failures broken down, e.g. "acquire: not acquired 12"
+	Skips    int      // DoOrSkip calls that skipped
+	Faults   string   // the faults injected
+	Elapsed  time.Duration
+}
+
+// Failed returns the violations that fail the suite: all of them in a
+// safe scenario, the resource leaks only in an unsafe one.
+func (r Result) Failed() []Violation {
+	var vs []Violation
+	for _, v := range r.Violations {
+		if r.Scenario.Safe || !v.Kind.Safety() {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// Run runs one scenario on fresh nodes: the clients work through the
+// proxies while the faults are injected, then every fault is healed, the
+// clients are closed, and the history and the leftovers are checked.
+// Faults, workloads and names are drawn from seed; timing is not, so a
+// seed replays the schedule, not the exact interleaving.
+func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
+	t.Helper()
+	began := time.Now()
+	var opts []redistest.Option
+	if sc.Fsync {
+		opts = append(opts, redistest.WithAppendFsyncAlways())
+	}
+	cluster := redistest.Start(t, s.Nodes, opts...)
+	goroutines := takeGoroutineBaseline()
+
+	nodeAddrs := make([]string, s.Nodes)
+	proxies := make([]*Proxy, s.Nodes)
+	proxyAddrs := make([]string, s.Nodes)
+	for i, n := range cluster.Nodes {
+		p, err := Listen(n.Addr())
+		if err != nil {
+			t.Fatalf("chaos: proxy to node %d: %v", i, err)
+		}
+		nodeAddrs[i], proxies[i], proxyAddrs[i] = n.Addr(), p, p.Addr()
+	}
+	closeProxies := sync.OnceFunc(func() {
+		for _, p := range proxies {
+			p.Close()
+		}
+	})
+	defer closeProxies()
+
+	h := NewHistory()
+	load := s.Load
+	var clients []*client
+	closeClients := sync.OnceFunc(func() {
+		for _, c := range clients {
+			if err := c.close(); err != nil {
+				t.Errorf("chaos: closing client %d: %v", c.id, err)
+			}
+		}
+	})
+	defer closeClients()
+	for id, work := range assign(sc.Mix, s.Clients) {
+		c, err := newClient(id, work, proxyAddrs, &load, h, seed)
+		if err != nil {
+			t.Fatalf("chaos: client %d: %v", id, err)
+		}
+		clients = append(clients, c)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	// Also when a fault ends the test early: the workloads stop before
+	// their clients close.
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.run(ctx)
+		}()
+	}
+
+	f := newFaults(t, rand.New(rand.NewPCG(seed, 0xfa)), cluster.Nodes, proxies, load.TTL, s.Duration)
+	f.restartNow = !sc.Safe || sc.Fsync
+	sc.faults(f)
+	f.sleep(time.Until(f.end)) // a schedule may end early
+	f.healAll()
+	stop()
+	wg.Wait()
+
+	closeClients()
+	res := Result{Scenario: sc, Faults: f.summary()}
+	res.Report = Check(h.Grants())
+	leaks := checkConns(nodeAddrs, proxies, settleWait)
+	closeProxies()
+	// Every key a lock wrote had a TTL of at most load.TTL when it was
+	// written. Nothing writes once the clients are closed and the proxies
+	// have delivered what they still carried (a request delayed by latency
+	// lands after its client gave up, as a packet in flight would).
+	drained := time.Now()
+	time.Sleep(time.Until(drained.Add(load.TTL + 50*time.Millisecond)))
+	leaks = append(leaks, checkKeys(nodeAddrs)...)
+	leaks = append(leaks, goroutines.check(settleWait)...)
+	res.Violations = append(res.Violations, leaks...)
+
+	byKind := make(map[string]int)
+	for _, c := range clients {
+		for k, n := range c.failures {
+			byKind[k] += n
+			res.Failures += n
+		}
+		res.Skips += c.skips
+	}
+	for k, n := range byKind {
+		res.ByKind = append(res.ByKind, fmt.Sprintf("%s %d", k, n))
+	}
+	slices.Sort(res.ByKind)
+	res.Elapsed = time.Since(began)
+	return res
+}
+
+// assign gives each of n clients a workload, in proportion to mix and at
+// least one client per workload in it.
+func assign(mix map[Workload]int, n int) []Workload {
+	if mix == nil {
+		mix = defaultMix
+	}
+	total := 0
+	for _, w := range mix {
+		total += w
+	}
+	var works []Workload
+	for _, work := range []Workload{Acquire, DoOrSkip, Do, KeepAlive} {
+		if mix[work] == 0 {
+			continue
+		}
+		for range max(1, mix[work]*n/total) {
+			works = append(works, work)
+		}
+	}
+	for len(works) < n {
+		works = append(works, Acquire)
+	}
+	return works[:n]
+}

@@ -1,0 +1,286 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// Load is what the clients do: which names they take, for how long, how
+// often.
+type Load struct {
+	Names     []string      // taken by Acquire and DoOrSkip clients
+	LongNames []string      // taken by Do and KeepAlive clients, and now and then by Acquire clients
+	TTL       time.Duration // of every lock; the largest TTL of the run
+	MaxHold   time.Duration // short holds (Acquire, DoOrSkip) last up to this long
+	MinJob    time.Duration // long jobs (Do, KeepAlive) last between MinJob and MaxJob
+	MaxJob    time.Duration
+	Think     time.Duration // a client pauses up to this long between operations
+
+	RetryCount  int           // Acquire's retries
+	RetryDelay  time.Duration // and its delay between attempts
+	RetryJitter time.Duration
+	Patience    time.Duration // how long an Acquire client waits for a lock
+}
+
+// releaseTimeout bounds a Release; the lock's own server timeout bounds
+// each call, this only guards the suite against a hang.
+const releaseTimeout = 5 * time.Second
+
+// client is one independent process of the suite: its own key servers
+// (its own connection pools), its own redlock client, one workload.
+type client struct {
+	id      int
+	work    Workload
+	rc      *redlock.Client
+	servers []*redis.Server
+	h       *History
+	rng     *rand.Rand
+	load    *Load
+
+	// Read once run has returned.
+	failures map[string]int // failed operations by kind
+	skips    int            // DoOrSkip calls that skipped
+}
+
+// newClient connects a client to the nodes at addrs (the proxies).
+func newClient(id int, work Workload, addrs []string, load *Load, h *History, seed uint64) (*client, error) {
+	c := &client{id: id, work: work, h: h, load: load, failures: make(map[string]int),
+		rng: rand.New(rand.NewPCG(seed, uint64(id)))}
+	var ks []keyserver.KeyServer
+	for i, a := range addrs {
+		s, err := redis.FromURL("redis://"+a, redis.WithName(fmt.Sprintf("node%d", i)))
+		if err != nil {
+			c.close() //nolint:errcheck // reporting the first error
+			return nil, err
+		}
+		c.servers = append(c.servers, s)
+		ks = append(ks, s)
+	}
+	opts := append([]redlock.Option{
+		redlock.WithRetryCount(load.RetryCount),
+		redlock.WithRetryDelay(load.RetryDelay),
+		redlock.WithRetryJitter(load.RetryJitter),
+	}, clientOptions()...)
+	rc, err := redlock.New(ks, opts...)
+	if err != nil {
+		c.close() //nolint:errcheck // reporting the first error
+		return nil, err
+	}
+	c.rc = rc
+	return c, nil
+}
+
+// close closes the redlock client, then its key servers and their pools.
+func (c *client) close() error {
+	var errs []error
+	if c.rc != nil {
+		errs = append(errs, closeClient(c.rc))
+	}
+	for _, s := range c.servers {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// run does the client's workload until ctx ends.
+func (c *client) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		switch c.work {
+		case Acquire:
+			c.acquire(ctx)
+		case KeepAlive:
+			c.keepAlive(ctx)
+		case Do:
+			c.do(ctx)
+		case DoOrSkip:
+			c.doOrSkip(ctx)
+		}
+		sleep(ctx, c.between(0, c.load.Think))
+	}
+}
+
+// acquire takes a lock, holds it briefly (never more than half of what is
+// left of its validity, as a careful holder would) and releases it; it
+// stops holding as soon as it hears the lock is lost.
+func (c *client) acquire(ctx context.Context) {
+	name := c.pick(c.load.Names)
+	if len(c.load.LongNames) > 0 && c.rng.IntN(10) == 0 {
+		name = c.pick(c.load.LongNames) // contend with the long jobs too
+	}
+	actx, cancel := context.WithTimeout(ctx, c.load.Patience)
+	l, err := c.rc.Acquire(actx, name, c.load.TTL)
+	cancel()
+	if err != nil {
+		c.fail(ctx, "acquire", err)
+		return
+	}
+	g := c.granted(l, Acquire)
+	hold := min(c.between(0, c.load.MaxHold), time.Until(l.Until())/2)
+	c.hold(l, &g, hold, nil)
+	c.release(l, &g)
+}
+
+// keepAlive takes a lock and keeps it alive by hand through a long job.
+func (c *client) keepAlive(ctx context.Context) {
+	name := c.pick(c.load.LongNames)
+	l, err := c.rc.Acquire(ctx, name, c.load.TTL)
+	if err != nil {
+		c.fail(ctx, "acquire", err)
+		return
+	}
+	g := c.granted(l, KeepAlive)
+	kctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = l.KeepAlive(kctx) // its end shows in Done and Err
+	}()
+	c.hold(l, &g, c.between(c.load.MinJob, c.load.MaxJob), ctx.Done())
+	stop()
+	wg.Wait()
+	c.release(l, &g)
+}
+
+// hold waits for d, for the lock to end, or for stop, and records a loss.
+func (c *client) hold(l *redlock.Lock, g *Grant, d time.Duration, stop <-chan struct{}) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-stop:
+	case <-l.Done():
+		at := c.h.Now()
+		if errors.Is(l.Err(), redlock.ErrLockLost) {
+			g.Lost = at
+		}
+	}
+}
+
+// do runs a long job under Do.
+func (c *client) do(ctx context.Context) {
+	name := c.pick(c.load.LongNames)
+	var g Grant
+	ran := false
+	err := c.rc.Do(ctx, name, c.load.TTL, func(fctx context.Context) error {
+		ran = true
+		g = c.job(fctx, Do, name, c.between(c.load.MinJob, c.load.MaxJob))
+		return nil
+	})
+	c.ended(ctx, "do", ran, &g, err)
+}
+
+// doOrSkip runs a short job under DoOrSkip.
+func (c *client) doOrSkip(ctx context.Context) {
+	name := c.pick(c.load.Names)
+	var g Grant
+	ran, err := c.rc.DoOrSkip(ctx, name, c.load.TTL, func(fctx context.Context) error {
+		g = c.job(fctx, DoOrSkip, name, c.between(0, c.load.MaxHold))
+		return nil
+	})
+	if !ran && err == nil {
+		c.skips++
+	}
+	c.ended(ctx, "doorskip", ran, &g, err)
+}
+
+// job is fn of Do and DoOrSkip: it works for d or until its context ends,
+// and returns its grant as fn saw it.
+func (c *client) job(ctx context.Context, work Workload, name string, d time.Duration) Grant {
+	g := Grant{Client: c.id, Workload: work, Name: name, Granted: c.h.Now(),
+		FirstUntil: Never, Until: Never, Lost: Never, Margin: lossMargin(c.load.TTL)}
+	l, known := lockInDo(ctx)
+	if known {
+		g.Token, g.Fence, g.FirstUntil = l.Token(), fenceOf(l), c.h.At(l.Until())
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		at := c.h.Now()
+		if errors.Is(context.Cause(ctx), redlock.ErrLockLost) {
+			g.Lost = at
+		}
+	}
+	if known {
+		g.Until = c.h.At(l.Until())
+	}
+	g.Released = c.h.Now() // Do releases when fn returns
+	return g
+}
+
+// ended records what a Do or DoOrSkip call did.
+func (c *client) ended(ctx context.Context, op string, ran bool, g *Grant, err error) {
+	if ran {
+		c.h.Add(*g)
+	}
+	if err != nil && !errors.Is(err, redlock.ErrLockLost) { // a loss is in the grant
+		c.fail(ctx, op, err)
+	}
+}
+
+// granted starts the record of a lock just returned to the caller.
+func (c *client) granted(l *redlock.Lock, work Workload) Grant {
+	now := c.h.Now()
+	return Grant{Client: c.id, Workload: work, Name: l.Name(), Token: l.Token(), Fence: fenceOf(l),
+		Granted: now, FirstUntil: c.h.At(l.Until()), Until: Never, Released: Never, Lost: Never,
+		Margin: lossMargin(c.load.TTL)}
+}
+
+// release releases l and records its grant.
+func (c *client) release(l *redlock.Lock, g *Grant) {
+	g.Until = c.h.At(l.Until())
+	g.Released = c.h.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	err := l.Release(ctx)
+	c.h.Add(*g)
+	// A lock that ran out is not held any more: that is in the grant.
+	if err != nil && !errors.Is(err, redlock.ErrNotHeld) {
+		c.failures["release"]++
+	}
+}
+
+// fail counts a failed operation, unless the run was ending.
+func (c *client) fail(ctx context.Context, op string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	kind := op
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		kind += ": timed out"
+	case errors.Is(err, redlock.ErrNotAcquired):
+		kind += ": not acquired"
+	}
+	c.failures[kind]++
+}
+
+func (c *client) pick(names []string) string { return names[c.rng.IntN(len(names))] }
+
+// between draws a duration uniformly from [lo, hi].
+func (c *client) between(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(c.rng.Int64N(int64(hi-lo)+1))
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
