@@ -4,21 +4,32 @@ GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
-.PHONY: test lint vet demo bench redis-up redis-down
+# Nested modules: their own go.mod, so the core module's users never
+# download go-redis, rueidis or the peers of the comparison.
+NESTED      := keyserver/goredis keyserver/rueidis bench
 
-## test: vet, then every test with the race detector (real redis-server
-## processes are started by the tests that need them).
+.PHONY: test lint vet demo bench bench-peers chaos redis-up redis-down
+
+## test: vet, then every test with the race detector, in this module (the
+## short fault-injection run of internal/chaos included) and in the nested
+## modules. Real redis-server processes are started by the tests that need
+## them.
 test: vet
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	@for m in $(NESTED); do echo "== $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 15m ./...) || exit 1; done
 
-## vet: go vet.
+## vet: go vet, here and in the nested modules.
 vet:
 	$(GO) vet $(PKGS)
+	@for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-## lint: gofmt, go vet and staticcheck must all be clean.
+## lint: gofmt, go vet and staticcheck must all be clean, and go mod tidy
+## must leave every go.mod as it is.
 lint: vet
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
 	$(GO) run $(STATICCHECK) $(PKGS)
+	$(GO) mod tidy -diff
+	@for m in $(NESTED); do echo "== $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff) || exit 1; done
 
 ## demo: the quickstart: workers competing for locks on in-memory servers.
 demo:
@@ -27,6 +38,22 @@ demo:
 ## bench: the benchmarks of this module.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## bench-peers: goredlock side by side with redsync, rueidislock,
+## bsm/redislock (one node) and a raw SET NX fan-out, on redis-server
+## processes it starts itself; prints markdown tables of medians. Lives in
+## bench/, a module of its own. E.g. BENCH_PEERS_FLAGS=-nodes=1 or -quick.
+BENCH_PEERS_FLAGS ?=
+bench-peers:
+	cd bench && $(GO) run . $(BENCH_PEERS_FLAGS)
+
+## chaos: the fault-injection suite (internal/chaos) on five throwaway Redis
+## nodes: every scenario at full length, about five minutes, and its table.
+## SHORT=1 runs the short version that make test also runs; SEED=n replays
+## a run's fault schedule.
+chaos:
+	$(GO) test -count=1 -timeout 15m -run '^TestChaos$$' -v ./internal/chaos -args \
+	  $(if $(SHORT),,-chaos.full) $(if $(SEED),-chaos.seed=$(SEED))
 
 ## redis-up: throwaway Redis masters on 127.0.0.1, one per port of
 ## REDIS_PORTS (default 7001-7005), for examples/multiredis, which reads the

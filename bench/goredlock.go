@@ -72,10 +72,13 @@ func (g *goredlock) lock(ctx context.Context, name string) (func(context.Context
 	return l.Release, nil
 }
 
-// close closes the servers, which waits for the calls the client left
-// running in the background.
+// close closes the client, which waits for the calls it left running in
+// the background, then the servers.
 func (g *goredlock) close() error {
 	var first error
+	if g.client != nil {
+		first = g.client.Close()
+	}
 	for _, srv := range g.servers {
 		if err := srv.Close(); err != nil && first == nil {
 			first = err

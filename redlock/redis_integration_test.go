@@ -33,6 +33,7 @@ func redisClient(t *testing.T, n int, opts ...redlock.Option) (*redlock.Client, 
 	}
 	c, err := redlock.New(servers, opts...)
 	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() }) // before the servers close: it waits for what the client left running
 	return c, cluster
 }
 

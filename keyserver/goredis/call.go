@@ -2,11 +2,13 @@ package goredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/goredlock/goredlock/internal/redisscript"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -92,6 +94,18 @@ func (s *Server) result(op, key string, n int64, err error) (bool, error) {
 
 // errorf names the server, the operation and the key, so that one line of a
 // log says which of N servers failed and on what.
+// A Redis error reply that retrying cannot fix (WRONGTYPE, a rejected
+// password) is marked with keyserver.Permanent.
 func (s *Server) errorf(op, key string, err error) error {
+	if permanentReply(err) {
+		err = keyserver.Permanent(err)
+	}
 	return fmt.Errorf("%s: %s %q: %w", s.name, op, key, err)
+}
+
+// permanentReply reports whether err is a Redis error reply that the same
+// call would get again.
+func permanentReply(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && redisscript.PermanentReply(reply.Error())
 }

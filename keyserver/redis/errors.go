@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	redigo "github.com/gomodule/redigo/redis"
+
+	"github.com/goredlock/goredlock/internal/redisscript"
+	"github.com/goredlock/goredlock/keyserver"
 )
 
 // ErrClosed is returned by calls on a Server whose Close has been called
@@ -25,51 +28,16 @@ var ErrOverloaded = errors.New("redis: too many calls waiting for this server")
 // not have run on the server. The next call opens a new connection.
 var ErrConnectionLost = errors.New("redis: connection lost before the reply (the call may have run)")
 
-// IsPermanent reports whether err is a failure that retrying the same call
+// permanent reports whether err is a failure that retrying the same call
 // cannot fix: a key holding another type of value (WRONGTYPE), failed
 // authentication or a missing permission, a server that refuses the
 // scripts (NOSCRIPT after EVAL, an unknown or disabled command), or a
 // certificate that is not trusted. Timeouts, lost connections, a server
-// that is loading or busy, and ErrOverloaded are not permanent.
-//
-// The errors this package returns carry the answer as a method,
-// Permanent() bool, so a caller that does not import this package can ask
-// with errors.As and an interface of that one method.
-func IsPermanent(err error) bool {
-	var p interface{ Permanent() bool }
-	return errors.As(err, &p) && p.Permanent()
-}
-
-// permanentError marks err as one that retrying cannot fix. Its message is
-// err's own.
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string   { return e.err.Error() }
-func (e *permanentError) Unwrap() error   { return e.err }
-func (e *permanentError) Permanent() bool { return true }
-
-// permanentCodes are the Redis error replies that the same call will get
-// again, whatever the timing. Replies such as LOADING, BUSY, MASTERDOWN,
-// TRYAGAIN, OOM or "ERR max number of clients reached" can clear up and
-// are left out.
-var permanentCodes = []string{
-	"WRONGTYPE", // also inside the message of a script error
-	"NOAUTH", "WRONGPASS", "ERR AUTH", "invalid password", "ERR Client sent AUTH",
-	"NOPERM",
-	"NOSCRIPT", // only ever returned to the caller after the EVAL fallback
-	"ERR unknown command",
-}
-
-// permanent reports whether err is one of the failures IsPermanent names.
+// that is loading or busy, and ErrOverloaded are not.
 func permanent(err error) bool {
 	var redisErr redigo.Error
 	if errors.As(err, &redisErr) {
-		for _, code := range permanentCodes {
-			if strings.Contains(string(redisErr), code) {
-				return true
-			}
-		}
-		return false
+		return redisscript.PermanentReply(string(redisErr))
 	}
 	var (
 		verify    *tls.CertificateVerificationError
@@ -82,11 +50,12 @@ func permanent(err error) bool {
 
 // describe wraps a failed call's error with the server, operation and key,
 // says authentication failures in plain words, and marks the failures that
-// retrying cannot fix.
+// retrying cannot fix with keyserver.ErrPermanent, so that the redlock
+// client stops retrying them.
 func describe(server, op, key string, err error) error {
 	err = describeAuth(err)
 	if permanent(err) {
-		err = &permanentError{err}
+		err = keyserver.Permanent(err)
 	}
 	return fmt.Errorf("%s: %s %q: %w", server, op, key, err)
 }

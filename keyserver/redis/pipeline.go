@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"runtime"
 	"sync"
@@ -30,9 +31,11 @@ const (
 
 // pipeline is the pipelined mode of a Server.
 type pipeline struct {
-	dial       func(context.Context) (redigo.Conn, error)
-	maxPending int64
-	overdue    time.Duration
+	dial        func(context.Context) (redigo.Conn, error)
+	maxPending  int64
+	overdue     time.Duration
+	dialTimeout time.Duration // bound on opening a connection
+	callTimeout time.Duration // bound on a call whose context has no deadline
 
 	pending atomic.Int64 // calls queued, sent or unanswered: abandoned ones too
 	dials   atomic.Int64 // connections opened
@@ -47,8 +50,9 @@ type pipeline struct {
 	wg     sync.WaitGroup     // the writer and the connections' readers
 }
 
-func newPipeline(dial func(context.Context) (redigo.Conn, error), maxPending int) *pipeline {
-	p := &pipeline{dial: dial, maxPending: int64(maxPending), overdue: overdueLimit, wake: make(chan struct{}, 1)}
+func newPipeline(dial func(context.Context) (redigo.Conn, error), c config) *pipeline {
+	p := &pipeline{dial: dial, maxPending: int64(c.maxPending), overdue: overdueLimit, wake: make(chan struct{}, 1),
+		dialTimeout: cmp.Or(c.dialTimeout, connectTimeout), callTimeout: cmp.Or(c.callTimeout, ioTimeoutNoCtx)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
 }
@@ -72,11 +76,14 @@ func (p *pipeline) do(ctx context.Context, sc *script, key, token string, ttl in
 	if withTTL {
 		c.args[4], c.nargs = ttl, 5
 	}
-	if d, ok := ctx.Deadline(); ok {
-		c.due = d
-	} else {
-		c.due = time.Now().Add(ioTimeoutNoCtx)
+	d, ok := ctx.Deadline()
+	if !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.callTimeout)
+		defer cancel()
+		d, _ = ctx.Deadline()
 	}
+	c.due = d
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
 	p.mu.Unlock()
@@ -198,7 +205,7 @@ func (p *pipeline) write() {
 // order when it resumes, so a queued EVALSHA never meets an empty script
 // cache.
 func (p *pipeline) connect() (*conn, error) {
-	ctx, cancel := context.WithTimeout(p.ctx, connectTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, p.dialTimeout)
 	defer cancel()
 	rc, err := p.dial(ctx)
 	if err != nil {

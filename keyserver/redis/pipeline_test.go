@@ -226,7 +226,7 @@ func TestRestartMidStream(t *testing.T) {
 	for _, err := range failures {
 		clean := errors.Is(err, redis.ErrConnectionLost) || strings.Contains(err.Error(), "connecting")
 		assert.True(t, clean, "a call caught by the restart failed with: %v", err)
-		assert.False(t, redis.IsPermanent(err), "a restart is not permanent: %v", err)
+		assert.False(t, errors.Is(err, keyserver.ErrPermanent), "a restart is not permanent: %v", err)
 	}
 	t.Logf("%d calls failed during the restart", len(failures))
 	for i := 0; i < 20; i++ {
@@ -293,7 +293,7 @@ func TestOverloadedIsAnErrorAtOnce(t *testing.T) {
 	_, err = s.Acquire(bg, "k3", "t", time.Minute)
 	require.ErrorIs(t, err, redis.ErrOverloaded)
 	assert.Less(t, time.Since(start), 50*time.Millisecond, "refused at once")
-	assert.False(t, redis.IsPermanent(err))
+	assert.False(t, errors.Is(err, keyserver.ErrPermanent))
 	node.Resume()
 	require.Eventually(t, func() bool { return redis.Pending(s) == 0 }, 2*time.Second, 5*time.Millisecond)
 	ok, err := s.Acquire(bg, "k3", "t", time.Minute)
@@ -349,7 +349,7 @@ func TestPipelinedAuthAndTLS(t *testing.T) {
 		_, err := fromURL(t, node.URL("wrong")).Acquire(bg, "k", "t", time.Second)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "authentication failed")
-		assert.True(t, redis.IsPermanent(err), "a wrong password: %v", err)
+		assert.True(t, errors.Is(err, keyserver.ErrPermanent), "a wrong password: %v", err)
 	})
 	t.Run("database", func(t *testing.T) {
 		node := redistest.Start(t, 1).Nodes[0]
@@ -374,7 +374,7 @@ func TestPipelinedAuthAndTLS(t *testing.T) {
 		_, err := fromURL(t, url).Acquire(ctx, "k", "t", time.Second)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "certificate")
-		assert.True(t, redis.IsPermanent(err), "an untrusted certificate: %v", err)
+		assert.True(t, errors.Is(err, keyserver.ErrPermanent), "an untrusted certificate: %v", err)
 	})
 }
 
@@ -387,23 +387,21 @@ func TestPermanentErrors(t *testing.T) {
 	} {
 		_, err := s.Acquire(bg, "jobs", "t", time.Second)
 		require.Error(t, err, name)
-		assert.True(t, redis.IsPermanent(err), "%s: WRONGTYPE: %v", name, err)
-		var p interface{ Permanent() bool }
-		assert.True(t, errors.As(err, &p), "%s: the interface is enough to ask", name)
+		assert.True(t, errors.Is(err, keyserver.ErrPermanent), "%s: WRONGTYPE: %v", name, err)
 
 		ctx, cancel := context.WithCancel(bg)
 		cancel()
 		_, err = s.Acquire(ctx, "k", "t", time.Second)
 		require.ErrorIs(t, err, context.Canceled, name)
-		assert.False(t, redis.IsPermanent(err), name)
+		assert.False(t, errors.Is(err, keyserver.ErrPermanent), name)
 	}
-	assert.False(t, redis.IsPermanent(redis.ErrConnectionLost))
-	assert.False(t, redis.IsPermanent(nil))
+	assert.False(t, errors.Is(redis.ErrConnectionLost, keyserver.ErrPermanent))
+	assert.False(t, errors.Is(nil, keyserver.ErrPermanent))
 
 	killed := redistest.Start(t, 1).Nodes[0]
 	s := fromURL(t, killed.URL(""))
 	killed.Kill()
 	_, err := s.Acquire(bg, "k", "t", time.Second)
 	require.Error(t, err)
-	assert.False(t, redis.IsPermanent(err), "a server that is down: %v", err)
+	assert.False(t, errors.Is(err, keyserver.ErrPermanent), "a server that is down: %v", err)
 }

@@ -18,8 +18,8 @@
 // the context's deadline, which the redlock client sets to its per-server
 // timeout: a paused or unreachable server costs at most that long. A key
 // holding another type of value is reported as an error and left
-// untouched; IsPermanent tells such errors, which retrying cannot fix, from
-// outages.
+// untouched, and marked with keyserver.ErrPermanent, as retrying cannot fix
+// it: errors.Is(err, keyserver.ErrPermanent) tells it from an outage.
 //
 // # Pipelining
 //
@@ -91,6 +91,9 @@ type config struct {
 	maxActive  int
 	pooled     bool
 	maxPending int
+	// From FromURL's URL: the bound on dialing, and on a pipelined call
+	// whose context has no deadline (the URL's read timeout).
+	dialTimeout, callTimeout time.Duration
 }
 
 // WithName sets how errors name this server, e.g. its address; FromURL
@@ -140,7 +143,7 @@ func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Serve
 	if c.maxPending < 1 {
 		return nil, fmt.Errorf("%w: max pending calls %d is below 1", keyserver.ErrInvalidArgument, c.maxPending)
 	}
-	return &Server{pipe: newPipeline(dial, c.maxPending), name: c.name, own: true}, nil
+	return &Server{pipe: newPipeline(dial, c), name: c.name, own: true}, nil
 }
 
 // Close waits for the calls in flight, which the redlock client may have

@@ -215,21 +215,18 @@ func TestCloseWaitsForCallsThenRefuses(t *testing.T) {
 	_, err = s.Acquire(bg, "warm", "t", time.Second)
 	require.NoError(t, err)
 	node.Pause()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
-		defer cancel()
 		_, err := s.Acquire(ctx, "k", "t", time.Second)
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // let the call start
+	require.Eventually(t, func() bool { return redis.Pending(s) == 1 }, time.Second, time.Millisecond, "the call is queued")
 	require.NoError(t, s.Close())
-	select {
-	case err := <-done:
-		require.Error(t, err, "the paused call ended before Close returned")
-	default:
-		t.Fatal("Close returned while a call was in flight")
-	}
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "Close returned while a call was in flight")
+	require.ErrorIs(t, <-done, context.DeadlineExceeded, "the paused call ended at its deadline")
 	node.Resume()
 	_, err = s.Acquire(bg, "k", "t", time.Second)
 	require.ErrorIs(t, err, redis.ErrClosed)

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 
 	redigo "github.com/gomodule/redigo/redis"
+
+	"github.com/goredlock/goredlock/internal/redisscript"
 )
 
 // script is one Lua script and the names Redis knows it by. Each operation
@@ -26,31 +28,12 @@ func newScript(src string) *script {
 	return s
 }
 
-// setScript stores KEYS[1]=ARGV[1] for ARGV[2] ms if the key is absent, or
-// resets the TTL if it already holds ARGV[1]. It is both Acquire and
-// Extend: for Redis "store if absent" and "re-create if absent (a restarted
-// server)" are the same rule. GET fails on a key of another type, which
-// aborts the script before it writes anything.
-var setScript = newScript(`
-local v = redis.call('GET', KEYS[1])
-if v == false then
-	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-	return 1
-end
-if v == ARGV[1] then
-	redis.call('PEXPIRE', KEYS[1], ARGV[2])
-	return 1
-end
-return 0
-`)
-
-// delScript deletes KEYS[1] if it holds ARGV[1].
-var delScript = newScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	return redis.call('DEL', KEYS[1])
-end
-return 0
-`)
+// setScript is Acquire and Extend, delScript is Release; their text is
+// shared with every Redis key server (see internal/redisscript).
+var (
+	setScript = newScript(redisscript.Set)
+	delScript = newScript(redisscript.Del)
+)
 
 // scripts are loaded on every new pipelined connection.
 var scripts = []*script{setScript, delScript}

@@ -55,7 +55,7 @@ func FromURL(rawurl string, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := config{name: u.addr, maxActive: defaultActive}
+	c := config{name: u.addr, maxActive: defaultActive, dialTimeout: u.dialTimeout, callTimeout: u.readTimeout}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/goredlock/goredlock/internal/redisscript"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -106,6 +107,18 @@ func notOurs(ctx context.Context, err error) error {
 
 // errorf names the server, the operation and the key, so that one line of a
 // log says which of N servers failed and on what.
+// A Redis error reply that retrying cannot fix (WRONGTYPE, a rejected
+// password) is marked with keyserver.Permanent.
 func (s *Server) errorf(op, key string, err error) error {
+	if permanentReply(err) {
+		err = keyserver.Permanent(err)
+	}
 	return fmt.Errorf("%s: %s %q: %w", s.name, op, key, err)
+}
+
+// permanentReply reports whether err is a Redis error reply that the same
+// call would get again.
+func permanentReply(err error) bool {
+	reply, ok := rueidis.IsRedisErr(err)
+	return ok && redisscript.PermanentReply(reply.Error())
 }

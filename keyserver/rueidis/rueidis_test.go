@@ -59,6 +59,7 @@ func TestWrongTypeKeyIsAnErrorAndLeftAlone(t *testing.T) {
 		assert.False(t, ok, name)
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), "WRONGTYPE", name)
+		assert.ErrorIs(t, err, keyserver.ErrPermanent, "%s: retrying cannot fix a wrong type", name)
 		assert.Contains(t, err.Error(), name+` "jobs"`, "the error names the operation and the key")
 		assert.Contains(t, err.Error(), addr, "the error names the server")
 		var redisErr *rueidis.RedisError

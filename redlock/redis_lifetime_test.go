@@ -1,0 +1,171 @@
+package redlock_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// slowLink delays every call to a key server by a random time of up to
+// max on the way in, whether or not the caller waits that long: the
+// command still lands, late, as on a slow or congested link. Calls made
+// one after another can land in the other order.
+type slowLink struct {
+	keyserver.KeyServer
+	max time.Duration
+}
+
+func (s slowLink) via(ctx context.Context, call func(context.Context) (bool, error)) (bool, error) {
+	time.Sleep(rand.N(s.max))
+	ok, err := call(context.WithoutCancel(ctx))
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	return ok, err
+}
+
+func (s slowLink) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	return s.via(ctx, func(ctx context.Context) (bool, error) { return s.KeyServer.Acquire(ctx, key, token, ttl) })
+}
+
+func (s slowLink) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	return s.via(ctx, func(ctx context.Context) (bool, error) { return s.KeyServer.Extend(ctx, key, token, ttl) })
+}
+
+func (s slowLink) Release(ctx context.Context, key, token string) (bool, error) {
+	return s.via(ctx, func(ctx context.Context) (bool, error) { return s.KeyServer.Release(ctx, key, token) })
+}
+
+// dbsize returns how many keys node holds.
+func dbsize(t *testing.T, node *redistest.Node) int {
+	t.Helper()
+	conn, err := redigo.Dial("tcp", node.Addr())
+	require.NoError(t, err)
+	defer conn.Close()
+	n, err := redigo.Int(conn.Do("DBSIZE"))
+	require.NoError(t, err)
+	return n
+}
+
+// TestRedisNoKeyOutlivesRelease runs rapid cycles on three real nodes, one
+// of them behind a slow link, and then finds no key on any node: every
+// straggling Acquire or Extend was followed by its delete.
+func TestRedisNoKeyOutlivesRelease(t *testing.T) {
+	const cycles = 500
+	for _, tc := range []struct {
+		name   string
+		extend bool
+		slow   time.Duration
+	}{
+		{"acquire-release", false, 0},
+		{"acquire-extend-release", true, 0},
+		{"acquire-release, slow link", false, 20 * time.Millisecond},
+		{"acquire-extend-release, slow link", true, 20 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := redistest.Start(t, 3)
+			var servers []keyserver.KeyServer
+			for i, u := range cluster.URLs("") {
+				s, err := redis.FromURL(u)
+				require.NoError(t, err)
+				t.Cleanup(func() { s.Close() })
+				servers = append(servers, s)
+				if i == 2 && tc.slow > 0 {
+					servers[i] = slowLink{s, tc.slow}
+				}
+			}
+			c, err := redlock.New(servers, redlock.WithRetryCount(-1), redlock.WithRetryDelay(time.Millisecond))
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			for i := 0; i < cycles; i++ {
+				l, err := c.Acquire(ctx, "cycle", 10*time.Second)
+				require.NoError(t, err, "cycle %d", i)
+				if tc.extend {
+					require.NoError(t, l.Extend(ctx, 10*time.Second), "cycle %d", i)
+				}
+				require.NoError(t, l.Release(ctx), "cycle %d", i)
+			}
+			require.NoError(t, c.Close())
+			for i, node := range cluster.Nodes {
+				assert.Equal(t, 0, dbsize(t, node), "keys left on node %d", i)
+			}
+		})
+	}
+}
+
+func TestRedisReleaseWithCancelledContextDeletes(t *testing.T) {
+	c, cluster := redisClient(t, 3)
+	l, err := c.Acquire(context.Background(), "job", time.Minute)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, c.Close())
+	for i, node := range cluster.Nodes {
+		assert.Equal(t, "", get(t, node, "job"), "node %d", i)
+	}
+}
+
+// TestRedisFailedAttemptIsBounded: with two of three nodes paused, each
+// failed attempt costs one server timeout, not two: the clean-up of the
+// paused nodes runs in the background.
+func TestRedisFailedAttemptIsBounded(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	c, cluster := redisClient(t, 3, redlock.WithServerTimeout(timeout),
+		redlock.WithRetryCount(2), redlock.WithRetryDelay(10*time.Millisecond), redlock.WithRetryJitter(time.Millisecond))
+	warm, err := c.Acquire(context.Background(), "warm", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(context.Background()))
+	cluster.Nodes[1].Pause()
+	cluster.Nodes[2].Pause()
+	start := time.Now()
+	_, err = c.Acquire(context.Background(), "job", 10*time.Second)
+	took := time.Since(start)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.Less(t, took, 3*timeout+3*timeout/2, "three attempts took %v", took)
+	cluster.Nodes[1].Resume()
+	cluster.Nodes[2].Resume()
+	require.NoError(t, c.Close())
+	for i, node := range cluster.Nodes {
+		assert.Equal(t, "", get(t, node, "job"), "node %d: the clean-up ran once the node resumed", i)
+	}
+}
+
+// TestRedisUserStyleGoleak is what a user's test looks like: take a lock
+// with a straggling node, release it, close the client and the servers,
+// and find no goroutine left behind.
+func TestRedisUserStyleGoleak(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var servers []keyserver.KeyServer
+	for _, u := range cluster.URLs("") {
+		s, err := redis.FromURL(u)
+		require.NoError(t, err)
+		defer s.Close()
+		servers = append(servers, s)
+	}
+	servers[2] = slowLink{servers[2], 50 * time.Millisecond}
+	client, err := redlock.New(servers)
+	require.NoError(t, err)
+	defer client.Close()
+
+	ctx := context.Background()
+	ran, err := client.DoOrSkip(ctx, "nightly", 5*time.Second, func(ctx context.Context) error { return nil })
+	require.NoError(t, err)
+	require.True(t, ran)
+	l, err := client.TryAcquire(ctx, "report", 5*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+}
