@@ -2,11 +2,17 @@
 // Client asks N independent key servers for a lock at once and holds it when
 // a majority grants it, so the lock survives the loss of a minority of them.
 //
-//	client, err := redlock.New(servers) // e.g. three Redis masters, or memory.New()
+//	client, err := redlock.New(servers) // three Redis masters (keyserver/redis), or memory.New()
+//	defer client.Close()
 //	lock, err := client.Acquire(ctx, "nightly-report", 30*time.Second)
-//	if err != nil { return err }       // errors.Is(err, redlock.ErrNotAcquired)
+//	if err != nil { return err }        // errors.Is(err, redlock.ErrHeldElsewhere), ErrNotAcquired
 //	defer lock.Release(ctx)
-//	// ... exclusive work, before lock.Until() ...
+//
+// Production servers are Redis masters: redis.FromURL("redis://host:6379")
+// in package keyserver/redis, or a go-redis or rueidis client wrapped by
+// the nested modules keyserver/goredis and keyserver/rueidis. Package
+// keyserver/memory serves one process before Redis exists, and
+// keyserver/static scripts replies for unit tests.
 //
 // For work of unknown length, Do holds the lock with a short TTL and extends
 // it in the background while fn runs; fn's context is cancelled the moment
@@ -23,47 +29,100 @@
 // server timeout. It stops waiting as soon as a quorum (N/2+1) has granted
 // or so many have refused or failed that no quorum is possible; slow calls
 // finish in the background. The lock is granted when a quorum agreed and
-// validity = ttl − elapsed − (ttl·driftFactor + 2ms) is positive, and it is
-// valid until start + ttl − drift. A failed attempt releases its token on
-// every server, each right after that server's own answer, then waits
-// delay±jitter and tries again, up to the retry count.
+// validity = ttl − elapsed − (ttl·driftFactor + 2ms) is longer than the
+// loss margin, and it is valid until start + ttl − drift. A failed attempt
+// releases its token on every server, each right after that server's own
+// answer, then waits delay±jitter and tries again, up to the retry count.
+// An attempt takes at most about one server timeout: it waits only for the
+// clean-up of the servers that granted, which answer fast, and leaves the
+// clean-up of servers that did not answer to the background. Failures that
+// retrying cannot fix (keyserver.ErrPermanent: a key of the wrong type, a
+// rejected password) end the retries once they leave too few servers for
+// a quorum.
+//
+// # A lock's lifetime
+//
+// Release leaves nothing. On each server, a lock's calls are sent one after
+// another: the delete goes out only once the lock's earlier Acquire and
+// Extend calls to that server have finished, so a straggling Acquire or a
+// late Extend is deleted as soon as it lands and never re-creates the key
+// after Release. (A call that timed out unanswered may still run on its
+// server later, if the server queued it; the delete follows it there only
+// where the key server keeps one connection's order, as the pipelined
+// keyserver/redis does.) Release ignores its context's cancellation (each server's
+// call is still bounded by the server timeout), so defer lock.Release(ctx)
+// frees the lock even when ctx has ended; it returns as soon as a quorum
+// answered and leaves the rest to the background. Client.Close waits for
+// everything the client left running — stragglers, clean-ups, the rest of
+// releases — and after it every call returns ErrClosed without reaching a
+// server: release locks, then close the client, then the key servers.
+//
+// The holder hears first. A lock that was not extended is declared lost a
+// loss margin before its Until (WithLossMargin, by default two server
+// timeouts): Done closes and Err reports ErrLockLost then, for Acquire'd
+// locks as for Do's, so that its holder can stop before another process
+// can take the lock. Do cancels fn's context before it releases the lock,
+// so nothing holding that context can see the lock as held once another
+// process could take it; LockFromContext gives fn the lock itself.
 //
 // # Long-held locks
 //
 // Lock.KeepAlive extends a lock every third of its TTL (WithKeepAliveInterval)
 // until the lock is released, lost, or its context ends; a failed
-// extension is retried every server timeout while the lock is valid. When
-// no further try could be answered before Until, the lock is declared lost
-// at once: Done closes and Err reports ErrLockLost before the validity
-// ends, so the holder can stop in time. WithMaxExtensions and WithMaxHold
-// cap how long a stuck job can keep a lock. Do runs KeepAlive for fn and
-// cancels fn's context with the cause ErrLockLost when the lock is lost.
+// extension is retried every server timeout, but never when its answer
+// could come after the loss margin begins, and the lock is then declared
+// lost at Until − margin. WithMaxExtensions and WithMaxHold cap how long a
+// stuck job can keep a lock. Do runs KeepAlive for fn and cancels fn's
+// context with the cause ErrLockLost when the lock is lost; it releases the
+// lock when fn returns (fn's context also ends with Do's ctx, and fn should
+// return then).
+//
+// # Scheduled jobs
+//
+// DoOrSkip runs fn on one of the hosts that call it at about the same time.
+// It skips (ran=false, err=nil) at once, without retrying, when a quorum of
+// servers answers that another token holds the lock (N/2+1 refusals, for
+// an even N too; it waits for enough answers to know). A split vote or
+// failing servers are retried as Acquire retries them, and an outage that
+// outlasts the retries is an error, never a skip. WithMinHold keeps the
+// lock for a while after a short job (the keys' TTL is cut to the rest of
+// it instead of being deleted), so that a host whose schedule fires a
+// little later skips instead of running the job again.
+//
+// # Options
+//
+// Options configure a Client in New, or one call in Acquire, TryAcquire, Do
+// and DoOrSkip, where they override the client's for that call only. For
+// every duration option, 0 means the default. A bad option is
+// ErrInvalidArgument, reported before any server is asked. WithLogger
+// applies to a client only.
 //
 // # Choices this package makes
 //
-//   - Calls still in flight when an outcome is decided finish in the
-//     background within their server timeout; a straggler's late "yes" to a
-//     failed attempt is released as soon as it arrives.
-//   - An extension that a quorum refuses because another token holds the key
-//     marks the lock lost at once; one that fails only because servers did
-//     not answer leaves it valid until its Until.
+//   - An extension that a quorum refuses because another token holds the
+//     key marks the lock lost at once; one that fails only because servers
+//     did not answer leaves it held until it would be declared lost anyway.
 //   - Release is final: the lock is no longer used by this process even when
 //     too few servers confirmed; the keys they keep expire with their TTL.
-//     Do releases with a context detached from its parent's cancellation, so
-//     a cancelled job still frees its lock.
-//   - DoOrSkip retries as Acquire does, since contenders that split the vote
-//     must not all skip, and skips only when, at the end, a quorum of servers
-//     answered that another token holds the lock.
+//   - A grant whose validity would not outlast the loss margin is no grant:
+//     its keys are released and the attempt counts as failed.
 //   - A client over one server calls it on the caller's goroutine; over
 //     several it calls each on its own.
+//   - New warns, through the logger, of an even number of servers: it
+//     tolerates no more failures than one server fewer.
 //
 // # Errors
 //
-// ErrNotAcquired: a quorum did not grant the lock in time (errors.As finds
-// each server's *ServerError; errors.Is matches the context's error when it
-// ended first). ErrNotHeld: the lock is not this process's to extend or
-// release any more. ErrLockLost: the lock's validity ran out while it was
-// held. ErrInvalidArgument: bad input, with a message naming it.
+// Every failed fan-out is a *QuorumError (errors.As) with the votes of the
+// last attempt and each server's *ServerError. ErrNotAcquired: a quorum
+// did not grant the lock in time; ErrHeldElsewhere, which also matches
+// ErrNotAcquired, when a quorum answered that another token holds it, as
+// opposed to servers being unavailable (errors.Is also matches the
+// context's error when it ended first). ErrNotHeld: the lock is not this
+// process's to extend or release any more. ErrLockLost: the lock was
+// declared lost before it was released. ErrClosed: the client was closed.
+// ErrInvalidArgument: bad input, with a message naming it. Every error
+// message starts with "redlock: ".
 //
 // # Guarantees and limits
 //
@@ -73,8 +132,8 @@
 // another), and a crashed server stays down longer than the largest TTL
 // (or persists every write with fsync always). A process pause (GC,
 // swapping, a stopped VM) longer than the remaining validity can still
-// overlap another holder: check Until, or Lock.Err, before each step that
-// must be exclusive, and let the storage reject stale writers with fencing
-// tokens where that matters. Deploy an odd number N ≥ 3 of servers; N = 1
-// is plain single-node locking with no fault tolerance.
+// overlap another holder: check Err before each step that must be
+// exclusive, and let the storage reject stale writers with fencing tokens
+// where that matters. Deploy an odd number N ≥ 3 of servers; N = 1 is plain
+// single-node locking with no fault tolerance.
 package redlock

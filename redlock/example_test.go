@@ -24,6 +24,7 @@ func newClient(opts ...redlock.Option) (*redlock.Client, func()) {
 		log.Fatal(err)
 	}
 	return c, func() {
+		c.Close() // first: it waits for what the client left running
 		for _, s := range servers {
 			s.(*memory.Server).Close()
 		}
@@ -42,7 +43,7 @@ func ExampleClient_Acquire() {
 	fmt.Println("held:", lock.Name(), "valid for about", time.Until(lock.Until()).Round(time.Second))
 
 	_, err = client.TryAcquire(ctx, "invoices", 10*time.Second)
-	fmt.Println("second taker:", errors.Is(err, redlock.ErrNotAcquired))
+	fmt.Println("second taker:", errors.Is(err, redlock.ErrHeldElsewhere))
 
 	if err := lock.Release(ctx); err != nil {
 		log.Fatal(err)
@@ -115,4 +116,64 @@ func ExampleLock_KeepAlive() {
 	fmt.Println("keep-alive ended:", <-kept)
 	// Output:
 	// keep-alive ended: <nil>
+}
+
+// A program closes its client before the key servers it was given: Close
+// waits for the calls the client left running, such as the rest of a
+// release on a slow server.
+func ExampleNew() {
+	servers := []keyserver.KeyServer{memory.New(), memory.New(), memory.New()}
+	defer func() {
+		for _, s := range servers {
+			s.(*memory.Server).Close()
+		}
+	}()
+	client, err := redlock.New(servers)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	ctx := context.Background()
+	lock, err := client.Acquire(ctx, "invoices", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lock.Release(ctx) // runs first: release, then close the client
+	fmt.Println("quorum:", client.Quorum())
+	// Output:
+	// quorum: 2
+}
+
+func ExampleLockFromContext() {
+	client, closeServers := newClient()
+	defer closeServers()
+
+	err := client.Do(context.Background(), "export", 10*time.Second, func(ctx context.Context) error {
+		lock, _ := redlock.LockFromContext(ctx)
+		fmt.Println("holding", lock.Name(), "until about", time.Until(lock.Until()).Round(time.Second))
+		return nil
+	})
+	fmt.Println("err:", err)
+	// Output:
+	// holding export until about 10s
+	// err: <nil>
+}
+
+// A job scheduled on every host at about the same time, whose run is
+// quick: the first host keeps the lock for a minute, so that a host whose
+// clock fires a few seconds later skips instead of running it again.
+func ExampleWithMinHold() {
+	client, closeServers := newClient(redlock.WithRetryCount(0))
+	defer closeServers()
+	ctx := context.Background()
+	job := func(context.Context) error { return nil }
+
+	ran, err := client.DoOrSkip(ctx, "hourly-digest", 10*time.Second, job, redlock.WithMinHold(time.Minute))
+	fmt.Println("first host ran:", ran, err)
+	ran, err = client.DoOrSkip(ctx, "hourly-digest", 10*time.Second, job)
+	fmt.Println("a later host ran:", ran, err)
+	// Output:
+	// first host ran: true <nil>
+	// a later host ran: false <nil>
 }

@@ -49,6 +49,7 @@ func run(w io.Writer, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
+	defer client.Close() // before the servers close: waits for what the client left running
 	start := time.Now()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(out, "%5.2fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))

@@ -91,6 +91,7 @@ func run(ctx context.Context, w io.Writer, urls []string, pause bool) error {
 	if err != nil {
 		return err
 	}
+	defer client.Close() // before the servers close: waits for what the client left running
 	fmt.Fprintf(out, "%d servers, quorum %d\n", len(servers), client.Quorum())
 
 	step := func(what string, f func() error) error {

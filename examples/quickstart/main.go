@@ -44,6 +44,7 @@ func run(out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer client.Close() // before the servers close: waits for what the client left running
 
 	start := time.Now()
 	var printMu sync.Mutex
