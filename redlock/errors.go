@@ -99,7 +99,7 @@ func (e *QuorumError) Error() string {
 	switch e.Op {
 	case "acquire":
 		fmt.Fprintf(&b, "lock %q not acquired", e.Name)
-		if e.Attempts != 1 {
+		if e.Attempts > 1 {
 			fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 		}
 	case "extend":

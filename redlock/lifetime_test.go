@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -449,4 +450,42 @@ func TestPerCallOptions(t *testing.T) {
 	_, err = c.TryAcquire(bg, "job", ttl3, WithLossMargin(ttl3))
 	require.ErrorIs(t, err, ErrInvalidArgument, "a margin that leaves no validity")
 	assert.Equal(t, 4, servers[0].Count(static.OpAcquire), "bad options reach no server")
+}
+
+func TestNewRefusesTypedNilAndWarnsOfEvenCounts(t *testing.T) {
+	var typedNil *static.Server
+	_, err := New([]keyserver.KeyServer{static.New(), typedNil})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "redlock: invalid argument: key server 1 is nil")
+
+	for n, warns := range map[int]bool{2: true, 3: false, 4: true, 5: false} {
+		var (
+			mu  sync.Mutex
+			buf strings.Builder
+		)
+		c, err := New(static.NewCluster(n).KeyServers(), WithLogger(newTestLogger(&mu, &buf)))
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		assert.Equal(t, warns, strings.Contains(buf.String(), "level=WARN"), "%d servers: %s", n, buf.String())
+	}
+}
+
+func TestErrorTexts(t *testing.T) {
+	fc := clock.NewFake(t0)
+	c := testClient(t, fc, static.NewCluster(3).KeyServers())
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	_, err := c.Acquire(ctx, "job", ttl3)
+	assert.EqualError(t, err, `redlock: lock "job" not acquired: the context ended before the first attempt; context canceled`)
+
+	_, err = c.Acquire(bg, "job", -time.Second)
+	assert.EqualError(t, err, `redlock: invalid argument: ttl -1s of lock "job" is under the minimum of 1ms`)
+
+	l, err := c.TryAcquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	fc.Advance(ttl3)
+	err = l.Extend(bg, ttl3)
+	require.ErrorIs(t, err, ErrNotHeld)
+	assert.NotContains(t, err.Error(), "m=", "no monotonic clock reading")
+	assert.Contains(t, err.Error(), `redlock: lock not held: lock "job" was lost`)
 }
