@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,6 +21,7 @@ type Client struct {
 	servers []keyserver.KeyServer
 	quorum  int
 	options
+	health health
 
 	mu     sync.Mutex
 	closed bool
@@ -60,6 +62,7 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 		servers: append([]keyserver.KeyServer(nil), servers...),
 		quorum:  quorum(len(servers)),
 		options: o,
+		health:  health{failures: make([]atomic.Int64, len(servers))},
 	}, nil
 }
 
@@ -121,7 +124,9 @@ func (c *Client) exit() { c.bg.Done() }
 // ctx.Err()) when the context ended first. errors.As(err, &serverErr)
 // finds each server's failure. Failures that retrying cannot fix end the
 // retries at once.
-func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Lock, error) {
+func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (l *Lock, err error) {
+	ctx = c.start(ctx, "acquire", name)
+	defer func() { c.end(ctx, "acquire", name, err) }()
 	o, err := c.options.with(opts)
 	if err != nil {
 		return nil, err
@@ -131,7 +136,9 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 
 // TryAcquire makes a single attempt to take the lock: Acquire with no
 // retries.
-func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Lock, error) {
+func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (l *Lock, err error) {
+	ctx = c.start(ctx, "try_acquire", name)
+	defer func() { c.end(ctx, "try_acquire", name, err) }()
 	o, err := c.options.with(opts)
 	if err != nil {
 		return nil, err
@@ -142,16 +149,26 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 // acquire makes attempts until one is granted, the retries run out, or the
 // votes say retrying is pointless: a quorum of refusals under
 // untilKnownHeld (DoOrSkip skips then), or failures that cannot heal.
-func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.Duration, retries int, r rule) (*Lock, error) {
+func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.Duration, retries int, r rule) (l *Lock, err error) {
 	if err := checkLock(o, name, ttl); err != nil {
 		return nil, err
 	}
-	var last tally
-	for attempt := 1; ; attempt++ {
+	var (
+		last    tally
+		attempt int
+	)
+	if c.hooks.Acquired != nil {
+		began := c.clock.Now()
+		defer func() {
+			c.hooks.Acquired(ctx, Acquisition{Name: name, Attempts: attempt, Duration: c.clock.Since(began), Err: err})
+		}()
+	}
+	for attempt = 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, notAcquired(name, attempt-1, last, err)
+			attempt--
+			return nil, notAcquired(name, attempt, last, err)
 		}
-		l, t, err := c.attempt(ctx, o, name, ttl, r)
+		l, t, err := c.attempt(ctx, o, name, ttl, r, attempt)
 		if l != nil || err != nil {
 			return l, err
 		}
@@ -170,7 +187,7 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 // loss margin left; otherwise the token is released everywhere. It returns
 // once the votes are in and the servers that granted have been cleaned up;
 // servers that did not answer are cleaned up in the background.
-func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.Duration, r rule) (*Lock, tally, error) {
+func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.Duration, r rule, number int) (*Lock, tally, error) {
 	if err := c.enter(); err != nil {
 		return nil, tally{}, err
 	}
@@ -189,10 +206,15 @@ func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.
 			return ks.Release(ctx, key, token)
 		},
 	})
-	left := validity(ttl, c.clock.Since(start), o.driftFactor)
+	elapsed := c.clock.Since(start)
+	left := validity(ttl, elapsed, o.driftFactor)
 	granted := t.won() && left > o.marginFor(ttl)
 	settle(!granted)
 	c.logVotes("acquire", name, t)
+	if c.hooks.Attempt != nil {
+		c.hooks.Attempt(ctx, Attempt{Name: name, Number: number, Servers: t.n, Granted: t.granted, Refused: t.refused,
+			Failed: len(t.errs), Duration: elapsed, OK: granted})
+	}
 	if !granted {
 		if t.won() {
 			c.logger.Warn("redlock: quorum came too late to leave validity beyond the loss margin",

@@ -22,7 +22,9 @@ import (
 // Do returns fn's error, joined with ErrLockLost if the lock was lost while
 // fn ran, or the acquisition error if fn never ran. A panic in fn is raised
 // again after the lock is released.
-func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) error {
+func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
+	ctx = c.start(ctx, "do", name)
+	defer func() { c.end(ctx, "do", name, err) }()
 	o, err := c.doOptions(name, ttl, fn, opts)
 	if err != nil {
 		return err
@@ -47,6 +49,8 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // granted even when fn returns sooner, so that hosts whose schedules fire
 // a little later skip instead of running the job again.
 func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (ran bool, err error) {
+	ctx = c.start(ctx, "do_or_skip", name)
+	defer func() { c.end(ctx, "do_or_skip", name, err) }()
 	o, err := c.doOptions(name, ttl, fn, opts)
 	if err != nil {
 		return false, err

@@ -80,7 +80,7 @@ func (c *Client) fanOut(ctx context.Context, f *fan) (t tally, done []<-chan str
 			if pending.Add(-1) == 0 {
 				cancel()
 			}
-			c.logFailure(f.op, f.name, i, err)
+			c.observe(ctx, f.op, f.name, i, err)
 			votes <- vote{server: i, ok: ok, err: err}
 			if f.undo == nil {
 				return
@@ -140,7 +140,7 @@ func (c *Client) fanOutOne(ctx context.Context, f *fan) (t tally, done []<-chan 
 	callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
 	ok, err := f.call(callCtx, ks)
 	cancel()
-	c.logFailure(f.op, f.name, 0, err)
+	c.observe(ctx, f.op, f.name, 0, err)
 	t.add(vote{server: 0, ok: ok, err: err})
 	return t, []<-chan struct{}{closedChan}, func(failed bool) {
 		if failed && f.undo != nil {
@@ -156,12 +156,5 @@ func (c *Client) undo(ctx context.Context, f *fan, i int, ks keyserver.KeyServer
 	uctx, cancel := c.clock.WithTimeout(context.WithoutCancel(ctx), f.timeout)
 	defer cancel()
 	_, err := f.undo(uctx, ks)
-	c.logFailure("release after a failed attempt", f.name, i, err)
-}
-
-// logFailure reports a server's failure, if err is one.
-func (c *Client) logFailure(op, name string, server int, err error) {
-	if err != nil {
-		c.logger.Warn("redlock: key server failed", "op", op, "lock", name, "server", server, "error", err)
-	}
+	c.observe(ctx, "release after a failed attempt", f.name, i, err)
 }

@@ -106,9 +106,12 @@ func (l *Lock) Err() error {
 // satisfying errors.Is(err, ErrNotAcquired), and the lock stays held until
 // it would be declared lost anyway; when a quorum holds another token, the
 // lock is lost at once and the error satisfies errors.Is(err, ErrLockLost).
-func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if err := checkTTL(l.o, l.name, ttl); err != nil {
 		return err
+	}
+	if h := l.c.hooks.Extended; h != nil {
+		defer func() { h(ctx, l.name, err) }()
 	}
 	l.op.Lock()
 	defer l.op.Unlock()
@@ -190,4 +193,7 @@ func (l *Lock) end(err error) {
 	l.err = err
 	l.expiry.Stop()
 	l.cancelLife(err)
+	if h := l.c.hooks.Lost; h != nil && err == ErrLockLost {
+		h(l.name, l.c.clock.Since(l.acquired))
+	}
 }

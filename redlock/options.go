@@ -30,6 +30,7 @@ type options struct {
 	maxExtensions int
 	maxHold       time.Duration
 	minHold       time.Duration
+	hooks         Hooks
 	randInt64N    func(n int64) int64
 	newToken      func() (string, error)
 

@@ -32,7 +32,7 @@ func (l *Lock) Release(ctx context.Context) error {
 // finish ends the lock and sends the servers its last call: the
 // owner-checked delete, or, when keep is at least a millisecond, a TTL cut
 // to keep, so that the keys outlive the holder for that long (WithMinHold).
-func (l *Lock) finish(ctx context.Context, keep time.Duration) error {
+func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 	l.op.Lock()
 	defer l.op.Unlock()
 	l.mu.Lock()
@@ -46,6 +46,10 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) error {
 	l.end(ErrNotHeld)
 	ttl := l.ttl
 	l.mu.Unlock()
+	if h := l.c.hooks.Released; h != nil {
+		held := l.c.clock.Since(l.acquired)
+		defer func() { h(ctx, l.name, held, err) }()
+	}
 
 	c := l.c
 	if err := c.enter(); err != nil {

@@ -1,0 +1,44 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+)
+
+// health counts each server's consecutive failures, so that the log says
+// when a server starts failing and when it recovers, once each, instead of
+// once per call: with one server of three down, a thousand locks write one
+// warning, not two thousand.
+type health struct {
+	failures []atomic.Int64 // per server; 0 while it answers
+}
+
+// observe records a server call's outcome: the first failure after a
+// success is a warning, the first success after failures an info line
+// with their count, and every failure a debug line and a ServerFailed
+// hook. A call cut short by its caller's cancellation says nothing about
+// the server and is only logged at debug level.
+func (c *Client) observe(ctx context.Context, op, name string, server int, err error) {
+	n := &c.health.failures[server]
+	if err == nil {
+		if n.Load() != 0 {
+			if was := n.Swap(0); was > 0 {
+				c.logger.Info("redlock: key server recovered", "server", server, "failures", was)
+			}
+		}
+		return
+	}
+	if h := c.hooks.ServerFailed; h != nil {
+		h(ctx, op, name, server, err)
+	}
+	if errors.Is(err, context.Canceled) {
+		c.logger.Debug("redlock: key server call cancelled", "op", op, "lock", name, "server", server)
+		return
+	}
+	if n.Add(1) == 1 {
+		c.logger.Warn("redlock: key server failing", "op", op, "lock", name, "server", server, "error", err)
+		return
+	}
+	c.logger.Debug("redlock: key server failed", "op", op, "lock", name, "server", server, "error", err)
+}

@@ -1,0 +1,87 @@
+package redlock
+
+import (
+	"context"
+	"time"
+)
+
+// Hooks let a program watch its locks, for metrics and traces, without the
+// library taking a dependency: package redlockotel (a nested module) turns
+// them into OpenTelemetry metrics and spans. Every field is optional. The
+// hooks run on the goroutine of the event they report, so they must be
+// safe for concurrent use and return quickly; they must not call the
+// client.
+type Hooks struct {
+	// Start is called when Acquire, TryAcquire, Do or DoOrSkip begins (op
+	// is "acquire", "try_acquire", "do" or "do_or_skip"), and End when it
+	// returns. The context Start returns is the one the call carries on
+	// with, and the one the other hooks of the call receive: a tracer
+	// starts its span there.
+	Start func(ctx context.Context, op, name string) context.Context
+	End   func(ctx context.Context, op, name string, err error)
+
+	// Attempt reports each attempt's votes when its outcome was decided.
+	Attempt func(ctx context.Context, a Attempt)
+	// Acquired reports how an acquisition ended, granted or not.
+	Acquired func(ctx context.Context, a Acquisition)
+	// Extended reports each Extend, err nil when granted.
+	Extended func(ctx context.Context, name string, err error)
+	// Lost reports a lock declared lost before it was released, and how
+	// long it had been held. It runs on the client's timer, with no call's
+	// context.
+	Lost func(name string, held time.Duration)
+	// Released reports each Release (and the end of Do), with how long the
+	// lock was held; err as Release returns it.
+	Released func(ctx context.Context, name string, held time.Duration, err error)
+	// ServerFailed reports every failed call to a server; server is its
+	// index in the slice given to New.
+	ServerFailed func(ctx context.Context, op, name string, server int, err error)
+}
+
+// Attempt is one acquisition attempt, as the votes stood when its outcome
+// was decided.
+type Attempt struct {
+	Name                              string
+	Number                            int // 1 for the first attempt of a call
+	Servers, Granted, Refused, Failed int
+	Duration                          time.Duration
+	OK                                bool // the attempt was granted the lock
+}
+
+// Acquisition is how an Acquire, TryAcquire, Do or DoOrSkip call's attempt
+// to take its lock ended.
+type Acquisition struct {
+	Name     string
+	Attempts int
+	Duration time.Duration // from the call's start to the grant or the failure
+	// Err is nil when the lock was granted; otherwise errors.Is tells
+	// ErrHeldElsewhere, the context's error, or other failures (servers
+	// unavailable).
+	Err error
+}
+
+// WithHooks has the client report its locks' events to h. It applies to a
+// client only, not to one call.
+func WithHooks(h Hooks) Option {
+	return func(o *options) {
+		if o.perCall {
+			o.invalid("WithHooks applies to a client, not to one call")
+		}
+		o.hooks = h
+	}
+}
+
+// start reports the beginning of a call and returns its context.
+func (c *Client) start(ctx context.Context, op, name string) context.Context {
+	if c.hooks.Start != nil {
+		return c.hooks.Start(ctx, op, name)
+	}
+	return ctx
+}
+
+// end reports the end of a call.
+func (c *Client) end(ctx context.Context, op, name string, err error) {
+	if c.hooks.End != nil {
+		c.hooks.End(ctx, op, name, err)
+	}
+}
