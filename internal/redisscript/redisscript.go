@@ -38,3 +38,32 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 `
+
+// AcquireFenced is Set on KEYS[1] with the token ARGV[1] and the TTL ARGV[2]
+// milliseconds, which also reads the fence counter KEYS[2] (absent is 0),
+// atomically with the vote: it returns counter·2 + 1 when KEYS[1] holds
+// ARGV[1] afterwards, counter·2 when another value holds it. Counters stay
+// far below 2^52, where Lua's numbers are exact.
+const AcquireFenced = `
+local f = tonumber(redis.call('GET', KEYS[2]) or '0')
+local v = redis.call('GET', KEYS[1])
+if v == false then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return f * 2 + 1
+end
+if v == ARGV[1] then
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	return f * 2 + 1
+end
+return f * 2
+`
+
+// RaiseFence sets the fence counter KEYS[1] to ARGV[1] if it holds less
+// (absent is 0), and returns the counter as it was. The counter has no TTL.
+const RaiseFence = `
+local prev = tonumber(redis.call('GET', KEYS[1]) or '0')
+if prev < tonumber(ARGV[1]) then
+	redis.call('SET', KEYS[1], ARGV[1])
+end
+return prev
+`

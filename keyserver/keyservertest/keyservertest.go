@@ -73,6 +73,7 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"ConcurrentTakersOneWins", s.concurrentTakersOneWins},
 		{"InvalidArguments", s.invalidArguments},
 		{"CancelledContext", s.cancelledContext},
+		{"FenceCounters", s.fenceCounters},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,6 +255,49 @@ func (s *suite) cancelledContext(t *testing.T, ks keyserver.KeyServer, key strin
 		expect(t, "Release(b)", true)(ks.Release(bg, key, "b"))
 	}
 	ks.Release(bg, key, "a") //nolint:errcheck // cleanup only
+}
+
+// fenceCounters checks a Fencer's counters (a server that is not one
+// passes): read in the same step as the vote, raised only upwards, kept
+// after the lock key is gone, and separate per key.
+func (s *suite) fenceCounters(t *testing.T, ks keyserver.KeyServer, key string) {
+	fs, ok := ks.(keyserver.Fencer)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	fenced := func(what, token string, wantOK bool, wantFence uint64) {
+		t.Helper()
+		ok, fence, err := fs.AcquireFenced(ctx, key, token, ttl)
+		if err != nil || ok != wantOK || fence != wantFence {
+			t.Fatalf("%s = %v, %d, %v; want %v, %d, nil", what, ok, fence, err, wantOK, wantFence)
+		}
+	}
+	raise := func(what string, fence, wantPrev uint64) {
+		t.Helper()
+		prev, err := fs.RaiseFence(ctx, key, fence)
+		if err != nil || prev != wantPrev {
+			t.Fatalf("%s = %d, %v; want %d, nil", what, prev, err, wantPrev)
+		}
+	}
+	fenced("AcquireFenced(a) with no counter yet", "a", true, 0)
+	raise("RaiseFence(7) from 0", 7, 0)
+	raise("RaiseFence(3) below 7", 3, 7)
+	raise("RaiseFence(7) again", 7, 7)
+	fenced("AcquireFenced(b) while a holds the key", "b", false, 7)
+	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
+	fenced("AcquireFenced(b) after the release: the counter outlives the key", "b", true, 7)
+	raise("RaiseFence(large)", keyserver.MaxFence, 7)
+	fenced("AcquireFenced(b) again by its holder", "b", true, keyserver.MaxFence)
+	expect(t, "Release(b)", true)(ks.Release(ctx, key, "b"))
+	other := key + ":other"
+	if _, fence, err := fs.AcquireFenced(ctx, other, "c", ttl); err != nil || fence != 0 {
+		t.Fatalf("AcquireFenced on another key = %d, %v; want 0: counters are per key", fence, err)
+	}
+	expect(t, "Release(c)", true)(ks.Release(ctx, other, "c"))
+	if _, err := fs.RaiseFence(ctx, "", 1); !errors.Is(err, keyserver.ErrInvalidArgument) {
+		t.Errorf("RaiseFence with an empty key = %v, want ErrInvalidArgument", err)
+	}
 }
 
 // d scales a duration by the suite's time scale.

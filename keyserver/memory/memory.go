@@ -34,6 +34,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	keys   map[string]entry
+	fences map[string]uint64 // fence counters by lock key; they never expire
 	closed bool
 
 	stop chan struct{} // closed by Close; nil when there is no sweep
@@ -45,7 +46,7 @@ type entry struct {
 	expires time.Time
 }
 
-var _ keyserver.KeyServer = (*Server)(nil)
+var _ keyserver.Fencer = (*Server)(nil)
 
 // Option configures a Server.
 type Option func(*config)
@@ -79,7 +80,7 @@ func New(opts ...Option) *Server {
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Server{now: c.now, keys: make(map[string]entry)}
+	s := &Server{now: c.now, keys: make(map[string]entry), fences: make(map[string]uint64)}
 	if c.sweep > 0 {
 		s.stop = make(chan struct{})
 		s.done = make(chan struct{})
@@ -150,10 +151,40 @@ func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	return s.set(ctx, key, token, ttl)
 }
 
+// AcquireFenced is Acquire, and reads key's fence counter in the same step.
+func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
+	var fence uint64
+	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
+		fence = s.fences[key]
+		return s.setLocked(key, token, ttl), nil
+	})
+	return ok, fence, err
+}
+
+// RaiseFence sets key's fence counter to fence if it holds less, and
+// returns the counter as it was.
+func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint64, error) {
+	var prev uint64
+	_, err := s.locked(ctx, key, "-", 0, false, func() (bool, error) {
+		prev = s.fences[key]
+		if prev < fence {
+			s.fences[key] = fence
+		}
+		return true, nil
+	})
+	return prev, err
+}
+
 // set is both Acquire and Extend: on a map that never loses keys behind the
 // client's back, "store if absent" and "re-create if absent" are one rule.
 func (s *Server) set(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
+	return s.locked(ctx, key, token, ttl, true, func() (bool, error) { return s.setLocked(key, token, ttl), nil })
+}
+
+// locked checks a call's arguments and context, and runs f under the
+// server's mutex unless the server is closed.
+func (s *Server) locked(ctx context.Context, key, token string, ttl time.Duration, needTTL bool, f func() (bool, error)) (bool, error) {
+	if err := keyserver.CheckArgs(key, token, ttl, needTTL); err != nil {
 		return false, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -164,38 +195,38 @@ func (s *Server) set(ctx context.Context, key, token string, ttl time.Duration) 
 	if s.closed {
 		return false, ErrClosed
 	}
+	return f()
+}
+
+// setLocked stores key=token unless another token holds it. s.mu must be
+// held.
+func (s *Server) setLocked(key, token string, ttl time.Duration) bool {
 	now := s.now()
 	if e, ok := s.keys[key]; ok && e.token != token && now.Before(e.expires) {
-		return false, nil
+		return false
 	}
 	s.keys[key] = entry{token: token, expires: now.Add(ttl.Truncate(time.Millisecond))}
-	return true, nil
+	return true
 }
 
 // Release deletes key if it holds token.
 func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
-	if err := keyserver.CheckArgs(key, token, 0, false); err != nil {
-		return false, err
-	}
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false, ErrClosed
-	}
+	return s.locked(ctx, key, token, 0, false, func() (bool, error) { return s.releaseLocked(key, token), nil })
+}
+
+// releaseLocked deletes key if it holds token. s.mu must be held.
+func (s *Server) releaseLocked(key, token string) bool {
 	e, ok := s.keys[key]
 	if !ok {
-		return false, nil
+		return false
 	}
 	if !s.now().Before(e.expires) {
 		delete(s.keys, key)
-		return false, nil
+		return false
 	}
 	if e.token != token {
-		return false, nil
+		return false
 	}
 	delete(s.keys, key)
-	return true, nil
+	return true
 }

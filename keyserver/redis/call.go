@@ -15,10 +15,10 @@ import (
 // back: the caller once it has read the reply, or the reader when the caller
 // had already given up (state tells which).
 type call struct {
-	sc    *script // nil for the SCRIPT LOAD a new connection starts with
-	load  *script // the script a SCRIPT LOAD entry loads
-	eval  bool    // send the source (EVAL) rather than the hash (EVALSHA)
-	args  [5]any  // hash or source, 1, key, token[, ttl]
+	sc    *script          // nil for the SCRIPT LOAD a new connection starts with
+	load  *script          // the script a SCRIPT LOAD entry loads
+	eval  bool             // send the source (EVAL) rather than the hash (EVALSHA)
+	args  [2 + maxArgs]any // hash or source, number of keys, keys and arguments
 	nargs int
 	due   time.Time // the caller's deadline: the watchdog measures lateness from it
 
@@ -35,20 +35,17 @@ const (
 	abandoned              // the caller gave up; whoever answers recycles the call
 )
 
-var callPool = sync.Pool{New: func() any {
-	c := &call{done: make(chan struct{}, 1)}
-	c.args[1] = one
-	return c
-}}
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-var one any = 1 // every script takes one key
+// maxArgs is the most keys and arguments a script takes.
+const maxArgs = 4
 
 func getCall() *call { return callPool.Get().(*call) }
 
 // putCall returns c to the pool without the strings it referenced.
 func putCall(c *call) {
 	c.sc, c.load, c.eval = nil, nil, false
-	c.args[0], c.args[2], c.args[3], c.args[4] = nil, nil, nil, nil
+	clear(c.args[:])
 	c.n, c.err = 0, nil
 	c.state.Store(waiting)
 	callPool.Put(c)

@@ -57,13 +57,13 @@ func newPipeline(dial func(context.Context) (redigo.Conn, error), c config) *pip
 	return p
 }
 
-// do runs sc with key, token and, when withTTL, ttl (ms), and reports
-// whether it returned 1. A caller whose context ends first returns at once;
-// its call still runs, and its reply is read and dropped.
-func (p *pipeline) do(ctx context.Context, sc *script, key, token string, ttl int64, withTTL bool) (bool, error) {
+// do runs sc with the first n of args (its keys, then its arguments), and
+// returns its integer reply. A caller whose context ends first returns at
+// once; its call still runs, and its reply is read and dropped.
+func (p *pipeline) do(ctx context.Context, sc *script, args [maxArgs]any, n int) (int64, error) {
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
-		return false, ErrOverloaded
+		return 0, ErrOverloaded
 	}
 	p.start.Do(func() {
 		p.wg.Add(1)
@@ -72,10 +72,9 @@ func (p *pipeline) do(ctx context.Context, sc *script, key, token string, ttl in
 
 	c := getCall()
 	c.sc = sc
-	c.args[2], c.args[3], c.nargs = key, token, 4
-	if withTTL {
-		c.args[4], c.nargs = ttl, 5
-	}
+	c.args[1] = sc.keysArg
+	copy(c.args[2:], args[:n])
+	c.nargs = 2 + n
 	d, ok := ctx.Deadline()
 	if !ok {
 		var cancel context.CancelFunc
@@ -96,13 +95,13 @@ func (p *pipeline) do(ctx context.Context, sc *script, key, token string, ttl in
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(waiting, abandoned) {
-			return false, ctx.Err() // the reader recycles c when its reply comes
+			return 0, ctx.Err() // the reader recycles c when its reply comes
 		}
 		<-c.done // answered as the context ended: take the answer
 	}
-	n, err := c.n, c.err
+	reply, err := c.n, c.err
 	putCall(c)
-	return n == 1, err
+	return reply, err
 }
 
 // settle answers c, a call of a caller, with n or err.

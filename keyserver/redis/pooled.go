@@ -33,28 +33,28 @@ func newPool(dial func(context.Context) (redigo.Conn, error), maxActive int) *re
 // runPooled runs sc on a pooled connection. A connection that turns out to
 // be broken (the server restarted since it was pooled) is replaced once:
 // the scripts are idempotent, so running one twice is harmless.
-func (s *Server) runPooled(ctx context.Context, sc *script, keysAndArgs []any) (bool, error) {
+func (s *Server) runPooled(ctx context.Context, sc *script, keysAndArgs []any) (int64, error) {
 	var err error
 	for try := 0; try < 2; try++ {
-		var n int
+		var n int64
 		n, err = s.runOnce(ctx, sc, keysAndArgs)
 		if err == nil {
-			return n == 1, nil
+			return n, nil
 		}
 		if !retryable(ctx, err) {
 			break
 		}
 	}
-	return false, err
+	return 0, err
 }
 
-func (s *Server) runOnce(ctx context.Context, sc *script, keysAndArgs []any) (int, error) {
+func (s *Server) runOnce(ctx context.Context, sc *script, keysAndArgs []any) (int64, error) {
 	conn, err := s.pool.GetContext(ctx)
 	if err != nil {
 		return 0, connecting(err)
 	}
 	defer conn.Close()
-	return redigo.Int(sc.pool.DoContext(ctx, conn, keysAndArgs...))
+	return redigo.Int64(sc.pool.DoContext(ctx, conn, keysAndArgs...))
 }
 
 // retryable reports whether err came from a connection that broke, rather

@@ -80,7 +80,7 @@ type Server struct {
 	inflight sync.WaitGroup
 }
 
-var _ keyserver.KeyServer = (*Server)(nil)
+var _ keyserver.Fencer = (*Server)(nil)
 
 // Option configures a Server.
 type Option func(*config)
@@ -178,7 +178,8 @@ func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Durati
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
 		return false, err
 	}
-	return s.run(ctx, "acquire", setScript, key, token, ttl.Milliseconds(), true)
+	n, err := s.run(ctx, "acquire", setScript, key, [maxArgs]any{key, token, ttl.Milliseconds()}, 3)
+	return n == 1, err
 }
 
 // Extend renews key if it holds token, and stores it again if it is
@@ -187,7 +188,8 @@ func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
 		return false, err
 	}
-	return s.run(ctx, "extend", setScript, key, token, ttl.Milliseconds(), true)
+	n, err := s.run(ctx, "extend", setScript, key, [maxArgs]any{key, token, ttl.Milliseconds()}, 3)
+	return n == 1, err
 }
 
 // Release deletes key if it holds token.
@@ -195,38 +197,65 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 	if err := keyserver.CheckArgs(key, token, 0, false); err != nil {
 		return false, err
 	}
-	return s.run(ctx, "release", delScript, key, token, 0, false)
+	n, err := s.run(ctx, "release", delScript, key, [maxArgs]any{key, token}, 2)
+	return n == 1, err
 }
 
-// run runs sc in the Server's mode and reports whether it returned 1.
-func (s *Server) run(ctx context.Context, op string, sc *script, key, token string, ttl int64, withTTL bool) (bool, error) {
+// AcquireFenced is Acquire, and reads key's fence counter, kept under
+// keyserver.FenceKey(key) with no TTL, in the same script.
+func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
+	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
+		return false, 0, err
+	}
+	n, err := s.run(ctx, "acquire", fencedScript, key, [maxArgs]any{key, keyserver.FenceKey(key), token, ttl.Milliseconds()}, 4)
+	if err != nil || n < 0 {
+		return false, 0, err
+	}
+	return n&1 == 1, uint64(n >> 1), nil
+}
+
+// RaiseFence sets key's fence counter to fence if it holds less, and
+// returns the counter as it was.
+func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint64, error) {
+	if err := keyserver.CheckArgs(key, "-", 0, false); err != nil {
+		return 0, err
+	}
+	if fence > keyserver.MaxFence {
+		return 0, fmt.Errorf("%w: fence %d of key %q is above %d", keyserver.ErrInvalidArgument, fence, key, uint64(keyserver.MaxFence))
+	}
+	n, err := s.run(ctx, "raise fence", raiseScript, key, [maxArgs]any{keyserver.FenceKey(key), int64(fence)}, 2)
+	if err != nil || n < 0 {
+		return 0, err
+	}
+	return uint64(n), nil
+}
+
+// run runs sc with the first n of args in the Server's mode and returns
+// its integer reply; key names the call in errors.
+func (s *Server) run(ctx context.Context, op string, sc *script, key string, args [maxArgs]any, n int) (int64, error) {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return false, fmt.Errorf("%s: %s %q: %w", s.name, op, key, ErrClosed)
+		return 0, fmt.Errorf("%s: %s %q: %w", s.name, op, key, ErrClosed)
 	}
 	s.inflight.Add(1)
 	s.mu.RUnlock()
 	defer s.inflight.Done()
 
 	if err := ctx.Err(); err != nil { // a call that has already ended reaches no server
-		return false, describe(s.name, op, key, err)
+		return 0, describe(s.name, op, key, err)
 	}
 	var (
-		ok  bool
-		err error
+		reply int64
+		err   error
 	)
 	if s.pipe != nil {
-		ok, err = s.pipe.do(ctx, sc, key, token, ttl, withTTL)
+		reply, err = s.pipe.do(ctx, sc, args, n)
 	} else {
-		keysAndArgs := []any{key, token, ttl}
-		if !withTTL {
-			keysAndArgs = keysAndArgs[:2]
-		}
-		ok, err = s.runPooled(ctx, sc, keysAndArgs)
+		reply, err = s.runPooled(ctx, sc, args[:n])
 	}
 	if err != nil {
-		return false, describe(s.name, op, key, err)
+		return 0, describe(s.name, op, key, err)
 	}
-	return ok, nil
+	return reply, nil
 }

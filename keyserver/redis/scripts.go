@@ -13,27 +13,31 @@ import (
 // is one script, so that the owner check and the write are atomic.
 type script struct {
 	src  string
+	keys int            // how many of its arguments are keys
 	hash string         // hex SHA-1 of src: the name EVALSHA and SCRIPT LOAD use
 	pool *redigo.Script // the pooled mode runs it through redigo
 
-	// The first argument of EVALSHA and EVAL, boxed once so that the
+	// The first two arguments of EVALSHA and EVAL, boxed once so that the
 	// pipelined writer does not box them for every call.
-	hashArg, srcArg any
+	hashArg, srcArg, keysArg any
 }
 
-func newScript(src string) *script {
+func newScript(keys int, src string) *script {
 	sum := sha1.Sum([]byte(src)) //nolint:gosec // see the import
-	s := &script{src: src, hash: hex.EncodeToString(sum[:]), pool: redigo.NewScript(1, src)}
-	s.hashArg, s.srcArg = s.hash, s.src
+	s := &script{src: src, keys: keys, hash: hex.EncodeToString(sum[:]), pool: redigo.NewScript(keys, src)}
+	s.hashArg, s.srcArg, s.keysArg = s.hash, s.src, keys
 	return s
 }
 
-// setScript is Acquire and Extend, delScript is Release; their text is
-// shared with every Redis key server (see internal/redisscript).
+// setScript is Acquire and Extend, delScript is Release, and the fenced
+// ones are the Fencer's; their text is shared with every Redis key server
+// (see internal/redisscript).
 var (
-	setScript = newScript(redisscript.Set)
-	delScript = newScript(redisscript.Del)
+	setScript    = newScript(1, redisscript.Set)
+	delScript    = newScript(1, redisscript.Del)
+	fencedScript = newScript(2, redisscript.AcquireFenced)
+	raiseScript  = newScript(1, redisscript.RaiseFence)
 )
 
 // scripts are loaded on every new pipelined connection.
-var scripts = []*script{setScript, delScript}
+var scripts = []*script{setScript, delScript, fencedScript, raiseScript}

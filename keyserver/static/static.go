@@ -30,9 +30,10 @@ type Op string
 
 // The operations a Server logs and scripts.
 const (
-	OpAcquire Op = "acquire"
-	OpExtend  Op = "extend"
-	OpRelease Op = "release"
+	OpAcquire    Op = "acquire" // also AcquireFenced
+	OpExtend     Op = "extend"
+	OpRelease    Op = "release"
+	OpRaiseFence Op = "raise-fence"
 )
 
 // Reply is one scripted answer.
@@ -48,6 +49,9 @@ type Reply struct {
 	Block bool
 	// Store answers from the server's own key store instead of OK and Err.
 	Store bool
+	// Fence is the fence counter a scripted AcquireFenced reads, or the
+	// previous counter a scripted RaiseFence reports.
+	Fence uint64
 }
 
 // Common replies.
@@ -66,7 +70,8 @@ type Call struct {
 	Op    Op
 	Key   string
 	Token string
-	TTL   time.Duration // zero for OpRelease
+	TTL   time.Duration // zero for OpRelease and OpRaiseFence
+	Fence uint64        // the fence OpRaiseFence was asked to set
 	// OK and Err are the answer given; Done is false while the call is
 	// still waiting (a Delay or Block reply).
 	OK   bool
@@ -85,7 +90,7 @@ type Server struct {
 	calls   []Call
 }
 
-var _ keyserver.KeyServer = (*Server)(nil)
+var _ keyserver.Fencer = (*Server)(nil)
 
 // Option configures a Server.
 type Option func(*Server)
@@ -168,12 +173,36 @@ func (s *Server) Count(op Op) int {
 
 // Acquire answers from the script, or else from the store.
 func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, s.store.Acquire)
+	return s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, s.store.Acquire, nil)
 }
 
 // Extend answers from the script, or else from the store.
 func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return s.call(ctx, Call{Op: OpExtend, Key: key, Token: token, TTL: ttl}, s.store.Extend)
+	return s.call(ctx, Call{Op: OpExtend, Key: key, Token: token, TTL: ttl}, s.store.Extend, nil)
+}
+
+// AcquireFenced answers as Acquire does, with OpAcquire's script, and reads
+// the fence counter from the reply's Fence, or else from the store.
+func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
+	var fence uint64
+	ok, err := s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, func(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+		ok, f, err := s.store.AcquireFenced(ctx, key, token, ttl)
+		fence = f
+		return ok, err
+	}, &fence)
+	return ok, fence, err
+}
+
+// RaiseFence answers from OpRaiseFence's script (the reply's Fence is the
+// previous counter reported), or else from the store.
+func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint64, error) {
+	var prev uint64
+	_, err := s.call(ctx, Call{Op: OpRaiseFence, Key: key, Token: "-", Fence: fence}, func(ctx context.Context, key, _ string, _ time.Duration) (bool, error) {
+		p, err := s.store.RaiseFence(ctx, key, fence)
+		prev = p
+		return err == nil, err
+	}, &prev)
+	return prev, err
 }
 
 // Release answers from the script, or else from the store.
@@ -181,10 +210,12 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 	return s.call(ctx, Call{Op: OpRelease, Key: key, Token: token},
 		func(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
 			return s.store.Release(ctx, key, token)
-		})
+		}, nil)
 }
 
-func (s *Server) call(ctx context.Context, c Call, store func(context.Context, string, string, time.Duration) (bool, error)) (bool, error) {
+// call logs c and answers it from the script or the store; fence, when
+// not nil, receives a scripted reply's Fence.
+func (s *Server) call(ctx context.Context, c Call, store func(context.Context, string, string, time.Duration) (bool, error), fence *uint64) (bool, error) {
 	s.mu.Lock()
 	before := s.before
 	s.mu.Unlock()
@@ -194,7 +225,7 @@ func (s *Server) call(ctx context.Context, c Call, store func(context.Context, s
 
 	s.mu.Lock()
 	r := FromStore
-	if err := keyserver.CheckArgs(c.Key, c.Token, c.TTL, c.Op != OpRelease); err != nil {
+	if err := keyserver.CheckArgs(c.Key, c.Token, c.TTL, c.Op != OpRelease && c.Op != OpRaiseFence); err != nil {
 		// Bad input is refused as a real server would, whatever the script.
 		r = Fail(err)
 	} else if script := s.scripts[c.Op]; len(script) > 0 {
@@ -209,6 +240,9 @@ func (s *Server) call(ctx context.Context, c Call, store func(context.Context, s
 	s.mu.Unlock()
 
 	ok, err := answer(ctx, r, func() (bool, error) { return store(ctx, c.Key, c.Token, c.TTL) })
+	if !r.Store && fence != nil {
+		*fence = r.Fence
+	}
 
 	s.mu.Lock()
 	s.calls[idx].OK, s.calls[idx].Err, s.calls[idx].Done = ok, err, true

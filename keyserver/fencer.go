@@ -1,0 +1,48 @@
+package keyserver
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Fencer is a KeyServer that also keeps the per-name counters fencing
+// tokens are made of: numbers that grow with every grant of a lock, which
+// the storage a lock protects checks so that a holder that lost its lock
+// cannot write after the next one took it. The redlock client asks for it
+// with WithFencing, and then needs every server to implement it.
+//
+// A counter is kept under FenceKey(key), with no TTL: it outlives the lock
+// key and must survive as long as the lock's name is in use. A server that
+// restarts empty loses its counters (see the redlock package doc for what
+// that costs and what persistence avoids it).
+type Fencer interface {
+	KeyServer
+	// AcquireFenced is Acquire, and reads key's fence counter (0 when
+	// there is none) in the same step, whatever the vote.
+	AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (ok bool, fence uint64, err error)
+	// RaiseFence sets key's fence counter to fence if it holds less, and
+	// returns the counter as it was before: a value of fence or more means
+	// the counter was left alone.
+	RaiseFence(ctx context.Context, key string, fence uint64) (prev uint64, err error)
+}
+
+// MaxFence is the largest fence counter a key server must keep: Redis's
+// Lua numbers are exact up to 2^53, and AcquireFenced's reply doubles the
+// counter. A lock granted a million times a second reaches it after 71
+// years.
+const MaxFence = 1<<51 - 1
+
+// FenceKey is the key that holds the fence counter of the lock key key. In
+// a Redis Cluster it hashes to key's slot: a key with a hash tag keeps it,
+// and any other key becomes the tag, so that one script can touch both
+// (a key that contains '}' without a tag of its own cannot, and its fenced
+// calls fail with CROSSSLOT).
+func FenceKey(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key + ":fence" // key's own tag
+		}
+	}
+	return "{" + key + "}:fence"
+}
