@@ -54,6 +54,11 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	if o.fencing {
+		if err := checkFencers(servers); err != nil {
+			return nil, err
+		}
+	}
 	if n := len(servers); n%2 == 0 {
 		o.logger.Warn("redlock: an even number of key servers tolerates no more failures than one fewer",
 			"servers", n, "failures_tolerated", n-quorum(n))
@@ -197,18 +202,34 @@ func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.
 		return nil, tally{}, fmt.Errorf("redlock: generating a token: %w", err)
 	}
 	key := o.keyPrefix + name
+	f := &fan{op: "acquire", name: name, timeout: o.timeoutFor(ttl), rule: r,
+		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
+			ok, err := ks.Acquire(ctx, key, token, ttl)
+			return ok, 0, err
+		},
+		undo: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
+			ok, err := ks.Release(ctx, key, token)
+			return ok, 0, err
+		},
+	}
+	if o.fencing {
+		f.call = fencedAcquire(key, token, ttl)
+	}
 	start := c.clock.Now()
-	t, done, settle := c.fanOut(ctx, &fan{op: "acquire", name: name, timeout: o.timeoutFor(ttl), rule: r,
-		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
-			return ks.Acquire(ctx, key, token, ttl)
-		},
-		undo: func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
-			return ks.Release(ctx, key, token)
-		},
-	})
+	t, done, settle := c.fanOut(ctx, f)
+	margin := o.marginFor(ttl)
+	granted := t.won() && validity(ttl, c.clock.Since(start), o.driftFactor) > margin
+	var fence uint64
+	if granted && o.fencing {
+		// The token is drawn while the keys are held, before the verdict:
+		// a failure undoes the grant like any other.
+		var ft tally
+		if fence, ft = c.fence(ctx, o, name, key, ttl, t.maxN); fence == 0 {
+			granted, t = false, ft
+		}
+		granted = granted && validity(ttl, c.clock.Since(start), o.driftFactor) > margin
+	}
 	elapsed := c.clock.Since(start)
-	left := validity(ttl, elapsed, o.driftFactor)
-	granted := t.won() && left > o.marginFor(ttl)
 	settle(!granted)
 	c.logVotes("acquire", name, t)
 	if c.hooks.Attempt != nil {
@@ -218,11 +239,16 @@ func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.
 	if !granted {
 		if t.won() {
 			c.logger.Warn("redlock: quorum came too late to leave validity beyond the loss margin",
-				"lock", name, "validity", left, "loss_margin", o.marginFor(ttl))
+				"lock", name, "validity", validity(ttl, elapsed, o.driftFactor), "loss_margin", margin)
+		}
+		if o.fencing && t.maxN >= keyserver.MaxFence {
+			return nil, t, fenceErr(name)
 		}
 		return nil, t, nil
 	}
-	return newLock(c, o, name, key, token, ttl, start, done), t, nil
+	l := newLock(c, o, name, key, token, ttl, start, done)
+	l.fence = fence
+	return l, t, nil
 }
 
 // checkLock validates a lock name and TTL for Acquire, TryAcquire and Do.

@@ -89,6 +89,48 @@
 // it instead of being deleted), so that a host whose schedule fires a
 // little later skips instead of running the job again.
 //
+// # Fencing tokens
+//
+// A lease can outlive its holder's belief in it: a holder paused past its
+// validity may write after the next holder took over. With WithFencing
+// every grant carries a token, Lock.Fence (and LockFromContext(ctx).Fence()
+// inside Do), strictly greater than the token of every earlier grant of the
+// same name, and the storage the lock protects rejects a write whose token
+// is not greater than the last it accepted (UPDATE … WHERE fence < $1, or a
+// compare script). Tokens start at 1, may have gaps, and Extend keeps them.
+//
+// How a token is drawn: each server keeps a counter per name
+// (keyserver.Fencer). The acquisition reads the counters of the servers
+// that answer, in the same script as the vote. Once a quorum granted, the
+// client proposes the largest value read plus one and raises the counter to
+// it, if lower, on every server; the token is the proposal once a quorum
+// answers that it held less, and the lock is handed over only then. When a
+// server already held the proposal or more, the client proposes more than
+// every value it saw and tries again. The cost is one round trip per grant
+// (measured on five local Redis nodes: p50 98 µs unfenced, 206 µs fenced).
+//
+// Why the tokens increase: an earlier grant A wrote its token to a quorum
+// before A was handed over, and a later grant B is granted only once A's
+// keys are gone from a server of B's quorum, so after A was handed over.
+// B's write round starts after B's grant and reaches a quorum, which shares
+// a server with A's quorum; that server held A's token or more before B's
+// proposal reached it, and it answered that it held less, so B's token is
+// greater. The counters read with the vote only make the proposal a good
+// guess: they may be stale, which is why the write round checks. (The
+// maximum of the counters of the servers that granted is not enough: two
+// quorums may share only a server that never saw the larger value.)
+//
+// What the counters need: they have no TTL, and a server that restarts
+// empty loses them, which waiting out the TTL (enough for lock keys) does
+// not repair. Run the servers with appendfsync always, or accept this
+// bound: a grant's token is written to every server that answers, and
+// tokens stay increasing as long as fewer servers lost their counters since
+// an earlier grant than that grant wrote to, less N/2 (with all five
+// servers answering, two of five may restart empty). When more are lost, a
+// later token may repeat an earlier one, and the storage rejects that
+// writer's writes as stale: fencing then fails safe for the storage but
+// can block the new holder until the counters pass the old value.
+//
 // # Options
 //
 // Options configure a Client in New, or one call in Acquire, TryAcquire, Do

@@ -177,3 +177,41 @@ func ExampleWithMinHold() {
 	// first host ran: true <nil>
 	// a later host ran: false <nil>
 }
+
+// A store that checks fencing tokens: a holder paused past its lock's
+// validity (a GC pause, a stopped VM) has its late write rejected, because
+// the next holder wrote with a greater token. In SQL the check is
+// UPDATE ... SET ..., fence = $1 WHERE id = $2 AND fence < $1.
+func ExampleWithFencing() {
+	client, closeServers := newClient(redlock.WithFencing())
+	defer closeServers()
+	ctx := context.Background()
+
+	var stored uint64 // the store's last accepted token
+	write := func(fence uint64) string {
+		if fence <= stored {
+			return "rejected"
+		}
+		stored = fence
+		return "accepted"
+	}
+
+	old, err := client.Acquire(ctx, "ledger", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	old.Release(ctx) // stands in for a lock that expired while its holder was paused
+
+	err = client.Do(ctx, "ledger", 10*time.Second, func(ctx context.Context) error {
+		lock, _ := redlock.LockFromContext(ctx)
+		fmt.Println("new holder's write:", write(lock.Fence()))
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("old holder's late write:", write(old.Fence()))
+	// Output:
+	// new holder's write: accepted
+	// old holder's late write: rejected
+}

@@ -8,13 +8,15 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// serverCall is one operation on one key server.
-type serverCall func(ctx context.Context, ks keyserver.KeyServer) (bool, error)
+// serverCall is one operation on one key server: its vote, and a number
+// it read (a fence counter) or 0.
+type serverCall func(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, err error)
 
 // vote is one server's answer.
 type vote struct {
 	server int
 	ok     bool
+	n      uint64
 	err    error
 }
 
@@ -76,12 +78,12 @@ func (c *Client) fanOut(ctx context.Context, f *fan) (t tally, done []<-chan str
 		go func(i int, ks keyserver.KeyServer) {
 			defer c.bg.Done()
 			defer close(chans[i])
-			ok, err := c.callAfter(ctx, callCtx, f, i, ks)
+			ok, n, err := c.callAfter(ctx, callCtx, f, i, ks)
 			if pending.Add(-1) == 0 {
 				cancel()
 			}
 			c.observe(ctx, f.op, f.name, i, err)
-			votes <- vote{server: i, ok: ok, err: err}
+			votes <- vote{server: i, ok: ok, n: n, err: err}
 			if f.undo == nil {
 				return
 			}
@@ -115,7 +117,7 @@ func (c *Client) fanOut(ctx context.Context, f *fan) (t tally, done []<-chan str
 // callAfter makes server i's call once the calls it must follow have
 // finished. A call that had to wait gets a timeout of its own, as the
 // shared one started with the fan-out.
-func (c *Client) callAfter(ctx, callCtx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, error) {
+func (c *Client) callAfter(ctx, callCtx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, error) {
 	if f.after != nil {
 		select {
 		case <-f.after[i]:
@@ -138,10 +140,10 @@ func (c *Client) fanOutOne(ctx context.Context, f *fan) (t tally, done []<-chan 
 	t.n = 1
 	ks := c.servers[0]
 	callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
-	ok, err := f.call(callCtx, ks)
+	ok, n, err := f.call(callCtx, ks)
 	cancel()
 	c.observe(ctx, f.op, f.name, 0, err)
-	t.add(vote{server: 0, ok: ok, err: err})
+	t.add(vote{server: 0, ok: ok, n: n, err: err})
 	return t, []<-chan struct{}{closedChan}, func(failed bool) {
 		if failed && f.undo != nil {
 			c.undo(ctx, f, 0, ks)
@@ -155,6 +157,6 @@ func (c *Client) fanOutOne(ctx context.Context, f *fan) (t tally, done []<-chan 
 func (c *Client) undo(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) {
 	uctx, cancel := c.clock.WithTimeout(context.WithoutCancel(ctx), f.timeout)
 	defer cancel()
-	_, err := f.undo(uctx, ks)
+	_, _, err := f.undo(uctx, ks)
 	c.observe(ctx, "release after a failed attempt", f.name, i, err)
 }

@@ -20,6 +20,7 @@ type Lock struct {
 	name  string
 	key   string
 	token string
+	fence uint64 // 0 without WithFencing; never changes
 
 	acquired time.Time // start of the winning attempt, for WithMaxHold and WithMinHold; never changes
 
@@ -125,8 +126,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	defer c.exit()
 	start := c.clock.Now()
 	t, done, settle := c.fanOut(ctx, &fan{op: "extend", name: l.name, timeout: l.o.timeoutFor(ttl), after: l.tails,
-		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
-			return ks.Extend(ctx, l.key, l.token, ttl)
+		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
+			ok, err := ks.Extend(ctx, l.key, l.token, ttl)
+			return ok, 0, err
 		}})
 	settle(false)
 	l.tails = done

@@ -31,6 +31,7 @@ type options struct {
 	maxHold       time.Duration
 	minHold       time.Duration
 	hooks         Hooks
+	fencing       bool
 	randInt64N    func(n int64) int64
 	newToken      func() (string, error)
 

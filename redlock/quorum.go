@@ -33,10 +33,12 @@ type tally struct {
 	refused   int            // answered false: another token holds the key
 	errs      []*ServerError // in order of arrival
 	permanent int            // errors that trying again cannot fix
+	maxN      uint64         // the largest number the answers read
 }
 
 // add counts one server's answer.
 func (t *tally) add(v vote) {
+	t.maxN = max(t.maxN, v.n)
 	switch {
 	case v.err != nil:
 		t.errs = append(t.errs, &ServerError{Server: v.server, Err: v.err})

@@ -24,6 +24,12 @@ import (
 func redisClient(t *testing.T, n int, opts ...redlock.Option) (*redlock.Client, *redistest.Cluster) {
 	t.Helper()
 	cluster := redistest.Start(t, n)
+	return clientOn(t, cluster, opts...), cluster
+}
+
+// clientOn returns a client over the nodes of cluster, closed when t ends.
+func clientOn(t testing.TB, cluster *redistest.Cluster, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
 	var servers []keyserver.KeyServer
 	for _, u := range cluster.URLs("") {
 		s, err := redis.FromURL(u)
@@ -34,7 +40,7 @@ func redisClient(t *testing.T, n int, opts ...redlock.Option) (*redlock.Client, 
 	c, err := redlock.New(servers, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() }) // before the servers close: it waits for what the client left running
-	return c, cluster
+	return c
 }
 
 func get(t *testing.T, node *redistest.Node, key string) string {

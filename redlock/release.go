@@ -60,13 +60,15 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 	// clocks run slow. The calls are owner-checked, so a new holder's keys
 	// are safe.
 	f := &fan{op: "release", name: l.name, timeout: l.o.timeoutFor(ttl), after: l.tails,
-		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
-			return ks.Release(ctx, l.key, l.token)
+		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
+			ok, err := ks.Release(ctx, l.key, l.token)
+			return ok, 0, err
 		}}
 	if keep >= keyserver.MinTTL {
 		f.op = "release after the minimum hold"
-		f.call = func(ctx context.Context, ks keyserver.KeyServer) (bool, error) {
-			return ks.Extend(ctx, l.key, l.token, keep)
+		f.call = func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
+			ok, err := ks.Extend(ctx, l.key, l.token, keep)
+			return ok, 0, err
 		}
 	}
 	t, done, settle := c.fanOut(context.WithoutCancel(ctx), f)

@@ -1,0 +1,92 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// WithFencing makes every grant carry a fencing token (Lock.Fence): a
+// number that is strictly greater than the token of every earlier grant of
+// the same name, for the storage a lock protects to check. Every server
+// must implement keyserver.Fencer, or New fails with ErrInvalidArgument.
+// It applies to a client only: per call it is ErrInvalidArgument. It costs
+// one extra round trip per grant (see the package doc).
+func WithFencing() Option {
+	return func(o *options) {
+		if o.perCall {
+			o.invalid("WithFencing applies to a client, not to one call")
+		}
+		o.fencing = true
+	}
+}
+
+// Fence returns the lock's fencing token: greater than the token of every
+// earlier grant of the lock's name, and kept by Extend. It is 0 unless the
+// client was made WithFencing.
+func (l *Lock) Fence() uint64 { return l.fence }
+
+// checkFencers refuses fencing over servers that cannot keep counters.
+func checkFencers(servers []keyserver.KeyServer) error {
+	for i, s := range servers {
+		if _, ok := s.(keyserver.Fencer); !ok {
+			return invalidArgument("WithFencing needs every key server to implement keyserver.Fencer; server %d (%T) does not", i, s)
+		}
+	}
+	return nil
+}
+
+// fencedAcquire is the acquisition call of a fenced client: the vote, and
+// the server's fence counter read with it.
+func fencedAcquire(key, token string, ttl time.Duration) serverCall {
+	return func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
+		return ks.(keyserver.Fencer).AcquireFenced(ctx, key, token, ttl)
+	}
+}
+
+// maxFenceRounds bounds the write rounds of one grant. A round fails only
+// when a server already holds the proposed value or more, and the next
+// round proposes more than every value seen, so a second round is rare
+// and a third means servers keep failing.
+const maxFenceRounds = 3
+
+// fence draws the fencing token of a grant whose acquisition read the
+// counters, at most hint, from the servers that answered. It proposes
+// hint+1 and raises the counter to it on every server, and the token is
+// the proposal once a quorum reports having held less. Any earlier grant
+// wrote its token to a quorum before it was handed over, and that grant
+// was over before this one was granted; this round starts after the
+// grant, so its quorum includes a server that already held the earlier
+// token, which must have been below the proposal. It returns the tally of
+// the last round, and 0 when no round reached a quorum.
+func (c *Client) fence(ctx context.Context, o *options, name, key string, ttl time.Duration, hint uint64) (uint64, tally) {
+	proposed := hint + 1
+	var t tally
+	for round := 0; round < maxFenceRounds && proposed <= keyserver.MaxFence; round++ {
+		p := proposed
+		var settle func(bool)
+		t, _, settle = c.fanOut(ctx, &fan{op: "fence", name: name, timeout: o.timeoutFor(ttl), rule: earliest,
+			call: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
+				prev, err := ks.(keyserver.Fencer).RaiseFence(ctx, key, p)
+				return err == nil && prev < p, prev, err
+			}})
+		settle(false) // nothing to undo: a counter raised stays raised
+		if t.won() {
+			return p, t
+		}
+		if t.maxN < p {
+			break // failures, not higher counters: another round would not help
+		}
+		proposed = t.maxN + 1
+	}
+	c.logger.Warn("redlock: fencing token not written to a quorum", "lock", name,
+		"accepted", t.granted, "refused", t.refused, "failed", len(t.errs))
+	return 0, t
+}
+
+// fenceErr describes a counter past MaxFence, which no grant can exceed.
+func fenceErr(name string) error {
+	return fmt.Errorf("redlock: lock %q: fence counter reached its maximum %d", name, uint64(keyserver.MaxFence))
+}
