@@ -44,7 +44,7 @@
 //
 // # Seams
 //
-// The functions of seams.go are where the suite meets redlock API that is
-// still to come (Client.Close, WithLossMargin, LockFromContext,
-// Lock.Fence); each says what it should return once that exists.
+// The functions of seams.go are where the suite meets the redlock API
+// (Client.Close, the loss margin, LockFromContext, WithFencing and
+// Lock.Fence): one place to adapt when that API changes.
 package chaos

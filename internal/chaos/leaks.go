@@ -135,7 +135,8 @@ func checkKeys(nodes []string) []Violation {
 }
 
 // scanKeys returns each key of the node at addr with its remaining TTL;
-// values (tokens) are not read.
+// values (tokens) are not read. Fence counters (keyserver.FenceKey) are
+// left out: they have no TTL by design and outlive every lock.
 func scanKeys(addr string) ([]string, error) {
 	conn, err := dialNode(addr)
 	if err != nil {
@@ -155,6 +156,9 @@ func scanKeys(addr string) ([]string, error) {
 		}
 		for _, k := range page {
 			pttl, _ := redigo.Int64(conn.Do("PTTL", k))
+			if pttl == -1 && strings.HasSuffix(k, ":fence") {
+				continue
+			}
 			keys = append(keys, fmt.Sprintf("%q (pttl %d)", k, pttl))
 		}
 		if cursor, err = redigo.String(reply[0], nil); err != nil || cursor == "0" {

@@ -7,18 +7,24 @@ import (
 	"github.com/goredlock/goredlock/redlock"
 )
 
-// The functions in this file are where the suite meets the redlock API
-// that it adapts to: what it calls, and what it assumes of the defaults.
+// The functions in this file are where the suite meets the redlock API:
+// what it calls, and what it assumes of the defaults.
 
 // closeClient waits for everything the client left running (fan-out
 // stragglers, clean-ups of failed attempts, the rest of releases) before
 // its key servers are closed and the leak checks run.
 func closeClient(c *redlock.Client) error { return c.Close() }
 
-// clientOptions are given to every client of the suite after its retry
-// settings. SEAM(fencing): add redlock.WithFencing() once the Redis key
-// server is a keyserver.Fencer.
-func clientOptions() []redlock.Option { return nil }
+// clientOptions are given to client id of the suite after its retry
+// settings: every other client takes fenced locks, so that fenced and
+// unfenced holders share names and the checker sees the fenced grants'
+// tokens in grant order.
+func clientOptions(id int) []redlock.Option {
+	if id%2 == 1 {
+		return []redlock.Option{redlock.WithFencing()}
+	}
+	return nil
+}
 
 // lossMargin is the loss margin in force for a lock of ttl taken by the
 // suite's clients: its holder must hear of a loss by Until − margin. The
@@ -35,8 +41,4 @@ func lossMargin(ttl time.Duration) time.Duration {
 func lockInDo(ctx context.Context) (*redlock.Lock, bool) { return redlock.LockFromContext(ctx) }
 
 // fenceOf returns the lock's fencing token, 0 when it carries none.
-//
-// SEAM(fencing, Lock.Fence): return l.Fence().
-func fenceOf(*redlock.Lock) uint64 {
-	return 0
-}
+func fenceOf(l *redlock.Lock) uint64 { return l.Fence() }

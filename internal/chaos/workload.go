@@ -68,7 +68,7 @@ func newClient(id int, work Workload, addrs []string, load *Load, h *History, se
 		redlock.WithRetryCount(load.RetryCount),
 		redlock.WithRetryDelay(load.RetryDelay),
 		redlock.WithRetryJitter(load.RetryJitter),
-	}, clientOptions()...)
+	}, clientOptions(id)...)
 	rc, err := redlock.New(ks, opts...)
 	if err != nil {
 		c.close() //nolint:errcheck // reporting the first error
