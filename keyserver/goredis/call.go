@@ -18,7 +18,8 @@ func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Durati
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
 		return false, err
 	}
-	return s.run(ctx, "acquire", setScript, key, token, ttl.Milliseconds())
+	n, err := s.run(ctx, "acquire", setScript, key, []string{key}, token, ttl.Milliseconds())
+	return n == 1, err
 }
 
 // Extend renews key if it holds token, and stores it again if it is
@@ -27,7 +28,8 @@ func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
 		return false, err
 	}
-	return s.run(ctx, "extend", setScript, key, token, ttl.Milliseconds())
+	n, err := s.run(ctx, "extend", setScript, key, []string{key}, token, ttl.Milliseconds())
+	return n == 1, err
 }
 
 // Release deletes key if it holds token.
@@ -35,7 +37,38 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 	if err := keyserver.CheckArgs(key, token, 0, false); err != nil {
 		return false, err
 	}
-	return s.run(ctx, "release", delScript, key, token)
+	n, err := s.run(ctx, "release", delScript, key, []string{key}, token)
+	return n == 1, err
+}
+
+// AcquireFenced is Acquire, and reads key's fence counter, kept under
+// keyserver.FenceKey(key) with no TTL, in the same script. The two keys
+// share a hash slot, so the script runs on a Redis Cluster too.
+func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
+	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
+		return false, 0, err
+	}
+	n, err := s.run(ctx, "acquire", fencedScript, key, []string{key, keyserver.FenceKey(key)}, token, ttl.Milliseconds())
+	if err != nil || n < 0 {
+		return false, 0, err
+	}
+	return n&1 == 1, uint64(n >> 1), nil
+}
+
+// RaiseFence sets key's fence counter to fence if it holds less, and
+// returns the counter as it was.
+func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint64, error) {
+	if err := keyserver.CheckArgs(key, "-", 0, false); err != nil {
+		return 0, err
+	}
+	if fence > keyserver.MaxFence {
+		return 0, fmt.Errorf("%w: fence %d of key %q is above %d", keyserver.ErrInvalidArgument, fence, key, uint64(keyserver.MaxFence))
+	}
+	n, err := s.run(ctx, "raise fence", raiseScript, key, []string{keyserver.FenceKey(key)}, int64(fence))
+	if err != nil || n < 0 {
+		return 0, err
+	}
+	return uint64(n), nil
 }
 
 // reply is the outcome of one script run.
@@ -44,32 +77,33 @@ type reply struct {
 	err error
 }
 
-// run runs script on key and returns when it answers or ctx ends,
-// whichever comes first. The command runs on its own goroutine, which
-// inflight tracks until go-redis returns, so that a paused server costs the
-// caller no more than its context allows (see the package doc).
-func (s *Server) run(ctx context.Context, op string, script *redis.Script, key string, args ...any) (bool, error) {
+// run runs script on keys and returns its integer reply when it answers or
+// ctx ends, whichever comes first; errors name op and the lock key key. The
+// command runs on its own goroutine, which inflight tracks until go-redis
+// returns, so that a paused server costs the caller no more than its
+// context allows (see the package doc).
+func (s *Server) run(ctx context.Context, op string, script *redis.Script, key string, keys []string, args ...any) (int64, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return false, s.errorf(op, key, ErrClosed)
+		return 0, s.errorf(op, key, ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		s.mu.Unlock()
-		return false, s.errorf(op, key, err) // go-redis checks too, but a wrapping client might not
+		return 0, s.errorf(op, key, err) // go-redis checks too, but a wrapping client might not
 	}
 	s.inflight.Add(1)
 	s.mu.Unlock()
 
 	if ctx.Done() == nil { // a context that never ends needs no watching
 		defer s.inflight.Done()
-		n, err := script.Run(ctx, s.client, []string{key}, args...).Int64()
+		n, err := script.Run(ctx, s.client, keys, args...).Int64()
 		return s.result(op, key, n, err)
 	}
 	replies := make(chan reply, 1)
 	go func() {
 		defer s.inflight.Done()
-		n, err := script.Run(ctx, s.client, []string{key}, args...).Int64()
+		n, err := script.Run(ctx, s.client, keys, args...).Int64()
 		replies <- reply{n, err}
 	}()
 	select {
@@ -80,16 +114,16 @@ func (s *Server) run(ctx context.Context, op string, script *redis.Script, key s
 		case r := <-replies: // answered as the context ended: the answer counts
 			return s.result(op, key, r.n, r.err)
 		default:
-			return false, s.errorf(op, key, ctx.Err())
+			return 0, s.errorf(op, key, ctx.Err())
 		}
 	}
 }
 
-func (s *Server) result(op, key string, n int64, err error) (bool, error) {
+func (s *Server) result(op, key string, n int64, err error) (int64, error) {
 	if err != nil {
-		return false, s.errorf(op, key, err)
+		return 0, s.errorf(op, key, err)
 	}
-	return n == 1, nil
+	return n, nil
 }
 
 // errorf names the server, the operation and the key, so that one line of a

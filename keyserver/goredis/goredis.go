@@ -28,6 +28,12 @@
 // are harmless. A key holding another type of value is reported as an error
 // and left untouched.
 //
+// A Server is a keyserver.Fencer, for redlock.WithFencing: the fence
+// counter of a lock key lives under keyserver.FenceKey(key), in the key's
+// hash slot, so the script that reads it with the vote runs on a Cluster
+// too. The counters are the ones the other Redis key servers keep, so
+// servers of different kinds over one Redis share them.
+//
 // Every call returns when its context ends, whatever the client's options.
 // go-redis bounds a socket read by the context's deadline only when the
 // client was made with ContextTimeoutEnabled, and never by cancellation, so
@@ -58,7 +64,7 @@ type Server struct {
 	inflight sync.WaitGroup // commands running, also after their call returned
 }
 
-var _ keyserver.KeyServer = (*Server)(nil)
+var _ keyserver.Fencer = (*Server)(nil)
 
 // Option configures a Server.
 type Option func(*config)
@@ -109,6 +115,8 @@ func (s *Server) Close() error {
 // The scripts are parsed once: redis.Script keeps the SHA-1 that EVALSHA
 // needs.
 var (
-	setScript = redis.NewScript(redisscript.Set)
-	delScript = redis.NewScript(redisscript.Del)
+	setScript    = redis.NewScript(redisscript.Set)
+	delScript    = redis.NewScript(redisscript.Del)
+	fencedScript = redis.NewScript(redisscript.AcquireFenced)
+	raiseScript  = redis.NewScript(redisscript.RaiseFence)
 )

@@ -29,6 +29,12 @@
 // connections by itself. A key holding another type of value is reported as
 // an error and left untouched.
 //
+// A Server is a keyserver.Fencer, for redlock.WithFencing: the fence
+// counter of a lock key lives under keyserver.FenceKey(key), in the key's
+// hash slot, so the script that reads it with the vote runs on a Cluster
+// too. The counters are the ones the other Redis key servers keep, so
+// servers of different kinds over one Redis share them.
+//
 // Every call returns when its context ends. rueidis bounds a command by the
 // context's deadline, but not always by its cancellation: a command that
 // has a connection to itself waits for the deadline, and the commands
@@ -57,7 +63,7 @@ type Server struct {
 	inflight sync.WaitGroup // commands running, also after their call returned
 }
 
-var _ keyserver.KeyServer = (*Server)(nil)
+var _ keyserver.Fencer = (*Server)(nil)
 
 // Option configures a Server.
 type Option func(*config)
@@ -108,6 +114,8 @@ func (s *Server) Close() error {
 // The scripts are parsed once: rueidis.Lua keeps the SHA-1 that EVALSHA
 // needs.
 var (
-	setScript = rueidis.NewLuaScript(redisscript.Set)
-	delScript = rueidis.NewLuaScript(redisscript.Del)
+	setScript    = rueidis.NewLuaScript(redisscript.Set)
+	delScript    = rueidis.NewLuaScript(redisscript.Del)
+	fencedScript = rueidis.NewLuaScript(redisscript.AcquireFenced)
+	raiseScript  = rueidis.NewLuaScript(redisscript.RaiseFence)
 )
