@@ -12,6 +12,7 @@ var permanentCodes = []string{
 	"NOPERM",
 	"NOSCRIPT", // only ever returned to the caller after the EVAL fallback
 	"ERR unknown command",
+	"CROSSSLOT", // a key whose fence key hashes elsewhere in a Cluster
 }
 
 // PermanentReply reports whether msg, an error reply from Redis, is one

@@ -4,8 +4,9 @@
 // names a script by the SHA-1 of its exact text, so a copy that differed by a
 // single space would be loaded and cached separately.
 //
-// Each script takes one key, so it runs on the node that owns the key in a
-// Redis Cluster too. Changing a script's text changes its digest: servers
+// Each script's keys share one hash slot (AcquireFenced's second key is
+// keyserver.FenceKey of its first), so it runs on the node that owns the key
+// in a Redis Cluster too. Changing a script's text changes its digest: servers
 // load the new text on first use (EVALSHA fails with NOSCRIPT, EVAL loads it).
 package redisscript
 
