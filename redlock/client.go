@@ -246,9 +246,7 @@ func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.
 		}
 		return nil, t, nil
 	}
-	l := newLock(c, o, name, key, token, ttl, start, done)
-	l.fence = fence
-	return l, t, nil
+	return newLock(c, o, grant{name: name, key: key, token: token, ttl: ttl, start: start, tails: done, fence: fence, ctx: ctx}), t, nil
 }
 
 // checkLock validates a lock name and TTL for Acquire, TryAcquire and Do.

@@ -158,5 +158,5 @@ func (c *Client) undo(ctx context.Context, f *fan, i int, ks keyserver.KeyServer
 	uctx, cancel := c.clock.WithTimeout(context.WithoutCancel(ctx), f.timeout)
 	defer cancel()
 	_, _, err := f.undo(uctx, ks)
-	c.observe(ctx, "release after a failed attempt", f.name, i, err)
+	c.observe(ctx, "release", f.name, i, err) // the clean-up of a failed attempt
 }

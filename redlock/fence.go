@@ -67,7 +67,7 @@ func (c *Client) fence(ctx context.Context, o *options, name, key string, ttl ti
 	for round := 0; round < maxFenceRounds && proposed <= keyserver.MaxFence; round++ {
 		p := proposed
 		var settle func(bool)
-		t, _, settle = c.fanOut(ctx, &fan{op: "fence", name: name, timeout: o.timeoutFor(ttl), rule: earliest,
+		t, _, settle = c.fanOut(ctx, &fan{op: "raise_fence", name: name, timeout: o.timeoutFor(ttl), rule: earliest,
 			call: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
 				prev, err := ks.(keyserver.Fencer).RaiseFence(ctx, key, p)
 				return err == nil && prev < p, prev, err

@@ -27,14 +27,17 @@ type Hooks struct {
 	// Extended reports each Extend, err nil when granted.
 	Extended func(ctx context.Context, name string, err error)
 	// Lost reports a lock declared lost before it was released, and how
-	// long it had been held. It runs on the client's timer, with no call's
-	// context.
-	Lost func(name string, held time.Duration)
+	// long it had been held. It may run on the client's timer; ctx is the
+	// context of the call that acquired the lock, without its
+	// cancellation.
+	Lost func(ctx context.Context, name string, held time.Duration)
 	// Released reports each Release (and the end of Do), with how long the
-	// lock was held; err as Release returns it.
+	// lock was held; err as Release returns it, which matches ErrLockLost
+	// when the lock had been lost before.
 	Released func(ctx context.Context, name string, held time.Duration, err error)
 	// ServerFailed reports every failed call to a server; server is its
-	// index in the slice given to New.
+	// index in the slice given to New, op the KeyServer method: "acquire",
+	// "extend", "release" or "raise_fence" (clean-ups are releases).
 	ServerFailed func(ctx context.Context, op, name string, server int, err error)
 }
 

@@ -21,6 +21,9 @@ type Lock struct {
 	key   string
 	token string
 	fence uint64 // 0 without WithFencing; never changes
+	// callCtx is the acquiring call's context without its cancellation,
+	// for the Lost hook; nil when there are no hooks.
+	callCtx context.Context
 
 	acquired time.Time // start of the winning attempt, for WithMaxHold and WithMinHold; never changes
 
@@ -48,12 +51,25 @@ type Lock struct {
 	expiry     clock.Timer // fires at lossAt
 }
 
-func newLock(c *Client, o *options, name, key, token string, ttl time.Duration, start time.Time, tails []<-chan struct{}) *Lock {
-	l := &Lock{c: c, o: o, name: name, key: key, token: token, acquired: start, tails: tails}
+// grant is what an attempt that was granted hands to its lock.
+type grant struct {
+	name, key, token string
+	ttl              time.Duration
+	start            time.Time         // of the winning attempt
+	tails            []<-chan struct{} // its calls, per server
+	fence            uint64
+	ctx              context.Context // the acquiring call's
+}
+
+func newLock(c *Client, o *options, g grant) *Lock {
+	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.start, tails: g.tails, fence: g.fence}
+	if c.hooks.Lost != nil {
+		l.callCtx = context.WithoutCancel(g.ctx)
+	}
 	l.life, l.cancelLife = context.WithCancelCause(context.Background())
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setValidity(start, ttl)
+	l.setValidity(g.start, g.ttl)
 	l.expiry = c.clock.AfterFunc(l.lossAt.Sub(c.clock.Now()), l.expire)
 	return l
 }
@@ -196,6 +212,6 @@ func (l *Lock) end(err error) {
 	l.expiry.Stop()
 	l.cancelLife(err)
 	if h := l.c.hooks.Lost; h != nil && err == ErrLockLost {
-		h(l.name, l.c.clock.Since(l.acquired))
+		h(l.callCtx, l.name, l.c.clock.Since(l.acquired))
 	}
 }

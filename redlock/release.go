@@ -65,7 +65,7 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 			return ok, 0, err
 		}}
 	if keep >= keyserver.MinTTL {
-		f.op = "release after the minimum hold"
+		f.op = "extend" // the TTL cut to the rest of the minimum hold
 		f.call = func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
 			ok, err := ks.Extend(ctx, l.key, l.token, keep)
 			return ok, 0, err
@@ -77,7 +77,7 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 	c.logVotes(f.op, l.name, t)
 	switch {
 	case lost:
-		return fmt.Errorf("%w: lock %q had been lost before it was released", ErrNotHeld, l.name)
+		return fmt.Errorf("%w: %w: lock %q had been lost before it was released", ErrNotHeld, ErrLockLost, l.name)
 	case t.won():
 		return nil
 	case t.heldElsewhere():
