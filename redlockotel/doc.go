@@ -31,7 +31,7 @@
 //	redlock.lock.lost                  hold duration: true when the hold ended in a loss
 //	redlock.key_server.index           key server errors: the server's index in the slice given to redlock.New
 //	redlock.key_server.operation.name  key server errors: acquire, extend, release
-//	error.type                         key server errors: context.DeadlineExceeded, context.Canceled, keyserver.ErrPermanent, _OTHER
+//	error.type                         key server errors: context.DeadlineExceeded, context.Canceled, keyserver.ErrPermanent, keyserver.ErrInvalidArgument, _OTHER
 //
 // The outcome of an acquisition is cancelled when its context ended
 // before it could be granted, whatever the votes were; held_elsewhere
@@ -56,20 +56,25 @@
 // redlock.acquire, redlock.try_acquire, redlock.do or redlock.do_or_skip,
 // from the start of the call to its return, with the lock's name as the
 // attribute redlock.lock.name (spans keep it under WithoutLockName: they
-// are not aggregated). Do's function runs inside the span, so the spans it
-// starts are its children. Its events:
+// are not aggregated), and redlock.acquire.outcome and
+// redlock.acquire.attempts once the acquisition ended. Do's function runs
+// inside the span, so the spans it starts are its children. Its events:
 //
-//	redlock.attempt             each attempt, with its votes when its outcome was decided
+//	redlock.attempt             each attempt: redlock.attempt.number, .granted (bool), .duration (s), redlock.key_server.count,
+//	                            and the votes when its outcome was decided, redlock.votes.granted, .refused, .failed
 //	redlock.lock.granted        the lock was granted
 //	redlock.lock.extended       Do's keep-alive extended the lock (redlock.lock.extend_failed when it could not)
 //	redlock.lock.lost           the lock was lost while Do held it
 //	redlock.lock.released       Do released the lock
 //	redlock.key_server.error    a key server failed to answer
 //
-// A call that returns an error records it and sets the span's status to
-// Error; DoOrSkip skipping a lock held elsewhere is not an error. Locks
-// returned by Acquire are extended, released and lost after their span
-// ended: those show in the metrics only.
+// A call that returns an error records it (an exception event), sets the
+// span's status to Error and its error.type to the redlock error it
+// matches (redlock.ErrHeldElsewhere, redlock.ErrNotAcquired,
+// redlock.ErrLockLost, ...; _OTHER for an error of Do's function); DoOrSkip
+// skipping a lock held elsewhere is not an error. Locks returned by Acquire
+// are released or lost after their span ended: their hold and loss show in
+// the metrics only.
 //
 // When Do's lock runs out because no extension was answered in time,
 // the core reports the loss without a context, so its span event is added

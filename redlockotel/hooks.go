@@ -16,9 +16,9 @@ import (
 
 // Hooks returns the hooks that report a client's locks to OpenTelemetry;
 // give them to redlock.New with redlock.WithHooks. One set of hooks may
-// serve several clients. The instruments are created here: a meter that
-// refuses one reports it to OpenTelemetry's error handler (otel.Handle),
-// and the hooks then leave that metric out.
+// serve several clients. The instruments are created here; one that the
+// meter refuses is reported to OpenTelemetry's error handler (otel.Handle)
+// and never keeps a lock from being taken.
 func Hooks(opts ...Option) redlock.Hooks {
 	var c config
 	for _, opt := range opts {
@@ -64,7 +64,10 @@ func (r *reporter) start(ctx context.Context, op, name string) context.Context {
 	return withCall(ctx, &call{op: op, name: name, span: span})
 }
 
-// end ends the call's span, with status Error if the call failed.
+// end ends the call's span, with status Error if the call failed. It
+// checks the operation too: under a Start hook that wraps this one and
+// skips it, a call inside Do's function of the same name would find Do's
+// call in its context.
 func (r *reporter) end(ctx context.Context, op, name string, err error) {
 	c := callFor(ctx, name)
 	if c == nil || c.op != op {

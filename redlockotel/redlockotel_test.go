@@ -3,6 +3,7 @@ package redlockotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"testing"
@@ -229,6 +230,53 @@ func TestServerErrors(t *testing.T) {
 		ea := attrs(e.Attributes...)
 		assert.Equal(t, "acquire", ea[serverOp])
 		assert.Contains(t, []any{"_OTHER", "context.DeadlineExceeded"}, ea[errType])
+	}
+}
+
+// The core's clean-ups are releases, whatever words its logs use for
+// them: the release of a failed attempt's token, and the cut of the keys'
+// TTL that ends a minimum hold.
+func TestServerErrorsOfCleanUps(t *testing.T) {
+	failRelease := static.WithRelease(static.Fail(errRefused))
+	for _, tc := range []struct {
+		name    string
+		servers static.Cluster
+		run     func(*redlock.Client) error
+	}{{
+		name: "failed attempt",
+		servers: static.Cluster{ // one grant, two refusals: cleaned up everywhere
+			static.New(failRelease),
+			static.New(static.WithAcquire(static.Deny), failRelease),
+			static.New(static.WithAcquire(static.Deny), failRelease),
+		},
+		run: func(c *redlock.Client) error {
+			_, err := c.TryAcquire(bg, "report", time.Second)
+			if !errors.Is(err, redlock.ErrHeldElsewhere) {
+				return fmt.Errorf("got %v, want ErrHeldElsewhere", err)
+			}
+			return nil
+		},
+	}, {
+		name:    "minimum hold",
+		servers: static.NewCluster(3, static.WithExtend(static.Fail(errRefused))),
+		run: func(c *redlock.Client) error {
+			_, err := c.DoOrSkip(bg, "report", time.Second, func(context.Context) error { return nil },
+				redlock.WithMinHold(500*time.Millisecond))
+			return err
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tm := newTelemetry(t)
+			client := newClient(t, tc.servers, tm.hooks())
+			require.NoError(t, tc.run(client))
+			require.NoError(t, client.Close())
+
+			want := make(map[string]int64)
+			for i := range tc.servers {
+				want[key(lockName.String("report"), index.Int(i), serverOp.String("release"), errType.String("_OTHER"))] = 1
+			}
+			assert.Equal(t, want, counter(t, tm.metrics(t)["redlock.key_server.errors"]))
+		})
 	}
 }
 
