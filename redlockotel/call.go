@@ -9,9 +9,9 @@ import (
 
 // call is one Acquire, TryAcquire, Do or DoOrSkip in progress, carried by
 // the context that the Start hook returns. The core's other hooks receive
-// that context (or one made from it) but not always the operation, and
-// the Lost hook no context at all: the call tells them which span is the
-// call's, and which operation to put on the acquire metrics.
+// that context, or one made from it, but not the operation: the call tells
+// them which span is the call's and which operation to put on the acquire
+// metrics.
 type call struct {
 	op, name string
 	span     trace.Span

@@ -142,7 +142,7 @@ func (r *reporter) extended(ctx context.Context, name string, err error) {
 // context here: the span event waits for the release (see released).
 func (r *reporter) lost(name string, held time.Duration) {
 	ctx := context.Background()
-	r.instruments.lost.Add(ctx, 1, metric.WithAttributes(r.lockAttrs(name, 0)...))
+	r.lostLocks.Add(ctx, 1, metric.WithAttributes(r.lockAttrs(name, 0)...))
 	r.holdDuration.Record(ctx, held.Seconds(), metric.WithAttributes(append(r.lockAttrs(name, 1), lostKey.Bool(true))...))
 }
 

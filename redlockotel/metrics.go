@@ -32,7 +32,7 @@ type instruments struct {
 	acquireDuration metric.Float64Histogram
 	acquireAttempts metric.Int64Histogram
 	holdDuration    metric.Float64Histogram
-	lost            metric.Int64Counter
+	lostLocks       metric.Int64Counter
 	serverErrors    metric.Int64Counter
 }
 
@@ -60,7 +60,7 @@ func newInstruments(m metric.Meter) instruments {
 		metric.WithDescription("Time from the grant of a lock to its release, or to its loss."),
 		// From a short critical section to a job of hours.
 		metric.WithExplicitBucketBoundaries(0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 10800))
-	in.lost, errs[3] = m.Int64Counter("redlock.lock.lost",
+	in.lostLocks, errs[3] = m.Int64Counter("redlock.lock.lost",
 		metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks declared lost before they were released: not extended in time, or found held by another holder."))
 	in.serverErrors, errs[4] = m.Int64Counter("redlock.key_server.errors",
@@ -78,8 +78,8 @@ func newInstruments(m metric.Meter) instruments {
 	if in.holdDuration == nil {
 		in.holdDuration = noop.Float64Histogram{}
 	}
-	if in.lost == nil {
-		in.lost = noop.Int64Counter{}
+	if in.lostLocks == nil {
+		in.lostLocks = noop.Int64Counter{}
 	}
 	if in.serverErrors == nil {
 		in.serverErrors = noop.Int64Counter{}
