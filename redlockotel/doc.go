@@ -20,7 +20,7 @@
 //	redlock.lock.acquire.duration  histogram  s          from the start of Acquire, TryAcquire, Do or DoOrSkip to the grant or the failure
 //	redlock.lock.acquire.attempts  histogram  {attempt}  attempts made by that acquisition
 //	redlock.lock.hold.duration     histogram  s          from the grant to the release, or to the loss
-//	redlock.lock.lost              counter    {lock}     locks declared lost before they were released
+//	redlock.lock.losses            counter    {loss}     locks declared lost before they were released
 //	redlock.key_server.errors      counter    {error}    failed calls to key servers
 //
 // Their attributes:
@@ -28,7 +28,7 @@
 //	redlock.lock.name                  every metric; the lock's name (see WithoutLockName)
 //	redlock.operation.name             acquire metrics: acquire, try_acquire, do, do_or_skip
 //	redlock.acquire.outcome            acquire metrics: acquired, held_elsewhere, unavailable, cancelled, error
-//	redlock.lock.lost                  hold duration: true when the hold ended in a loss
+//	redlock.lock.hold.lost             hold duration: true when the hold ended in a loss
 //	redlock.key_server.index           key server errors: the server's index in the slice given to redlock.New
 //	redlock.key_server.operation.name  key server errors: acquire, extend, release
 //	error.type                         key server errors: context.DeadlineExceeded, context.Canceled, keyserver.ErrPermanent, keyserver.ErrInvalidArgument, _OTHER

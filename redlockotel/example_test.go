@@ -97,7 +97,7 @@ func ExampleHooks() {
 	//    redlock.acquire.outcome=acquired redlock.lock.name=nightly-report redlock.operation.name=do: 1
 	//    redlock.acquire.outcome=held_elsewhere redlock.lock.name=nightly-report redlock.operation.name=try_acquire: 1
 	// redlock.lock.hold.duration (s)
-	//    redlock.lock.lost=false redlock.lock.name=nightly-report: 1
+	//    redlock.lock.hold.lost=false redlock.lock.name=nightly-report: 1
 }
 
 // points describes the data points of a histogram: their attributes and

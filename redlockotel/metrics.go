@@ -20,7 +20,7 @@ const (
 	operationKey   = attribute.Key("redlock.operation.name")
 	outcomeKey     = attribute.Key("redlock.acquire.outcome")
 	attemptsKey    = attribute.Key("redlock.acquire.attempts")
-	lostKey        = attribute.Key("redlock.lock.lost")
+	lostKey        = attribute.Key("redlock.lock.hold.lost")
 	heldKey        = attribute.Key("redlock.lock.held")
 	serverIndexKey = attribute.Key("redlock.key_server.index")
 	serverOpKey    = attribute.Key("redlock.key_server.operation.name")
@@ -60,8 +60,8 @@ func newInstruments(m metric.Meter) instruments {
 		metric.WithDescription("Time from the grant of a lock to its release, or to its loss."),
 		// From a short critical section to a job of hours.
 		metric.WithExplicitBucketBoundaries(0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 10800))
-	in.lostLocks, errs[3] = m.Int64Counter("redlock.lock.lost",
-		metric.WithUnit("{lock}"),
+	in.lostLocks, errs[3] = m.Int64Counter("redlock.lock.losses",
+		metric.WithUnit("{loss}"),
 		metric.WithDescription("Locks declared lost before they were released: not extended in time, or found held by another holder."))
 	in.serverErrors, errs[4] = m.Int64Counter("redlock.key_server.errors",
 		metric.WithUnit("{error}"),

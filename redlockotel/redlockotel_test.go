@@ -30,7 +30,7 @@ var (
 	lockName = attribute.Key("redlock.lock.name")
 	opName   = attribute.Key("redlock.operation.name")
 	outcome  = attribute.Key("redlock.acquire.outcome")
-	lost     = attribute.Key("redlock.lock.lost")
+	lost     = attribute.Key("redlock.lock.hold.lost")
 	index    = attribute.Key("redlock.key_server.index")
 	serverOp = attribute.Key("redlock.key_server.operation.name")
 	errType  = attribute.Key("error.type")
@@ -329,7 +329,7 @@ func TestDoReleased(t *testing.T) {
 	require.Equal(t, []string{want}, keys(holds))
 	assert.Equal(t, uint64(1), holds[want].Count)
 	assert.InDelta(t, released["redlock.lock.held"], holds[want].Sum, 1e-9)
-	assert.NotContains(t, ms, "redlock.lock.lost")
+	assert.NotContains(t, ms, "redlock.lock.losses")
 	assert.Contains(t, histogram[float64](t, ms["redlock.lock.acquire.duration"]),
 		key(lockName.String("report"), opName.String("do"), outcome.String("acquired")))
 	requireNoTokens(t, tm, servers)
@@ -425,8 +425,8 @@ func TestAcquireLostThenReleased(t *testing.T) {
 func requireLostOnce(t *testing.T, tm *telemetry, name string) float64 {
 	t.Helper()
 	ms := tm.metrics(t)
-	m := ms["redlock.lock.lost"]
-	assert.Equal(t, "{lock}", m.Unit)
+	m := ms["redlock.lock.losses"]
+	assert.Equal(t, "{loss}", m.Unit)
 	assert.Equal(t, map[string]int64{key(lockName.String(name)): 1}, counter(t, m))
 	holds := histogram[float64](t, ms["redlock.lock.hold.duration"])
 	want := key(lockName.String(name), lost.Bool(true))
