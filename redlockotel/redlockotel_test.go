@@ -190,8 +190,8 @@ func TestAcquireOutcomes(t *testing.T) {
 				assert.Equal(t, int64(i+1), ea["redlock.attempt.number"])
 				assert.Equal(t, tc.wantErrs == nil, ea["redlock.attempt.granted"])
 				assert.Equal(t, int64(3), ea["redlock.key_server.count"])
-				for k, min := range tc.wantVotes {
-					assert.GreaterOrEqual(t, ea[k], int64(min), k)
+				for k, least := range tc.wantVotes {
+					assert.GreaterOrEqual(t, ea[k], int64(least), k)
 				}
 			}
 			if !tc.expired {
