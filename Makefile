@@ -5,8 +5,8 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
 # Nested modules: their own go.mod, so the core module's users never
-# download go-redis, rueidis or the peers of the comparison.
-NESTED      := keyserver/goredis keyserver/rueidis bench
+# download go-redis, rueidis, OpenTelemetry or the peers of the comparison.
+NESTED      := keyserver/goredis keyserver/rueidis bench redlockotel
 
 .PHONY: test lint vet demo bench bench-peers chaos redis-up redis-down
 

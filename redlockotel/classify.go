@@ -3,7 +3,6 @@ package redlockotel
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/redlock"
@@ -39,13 +38,8 @@ func acquireOutcome(ctx context.Context, err error) string {
 
 // lostBeforeRelease reports whether a release's error says the lock had
 // been declared lost already, in which case the Lost hook has recorded
-// its hold: ErrNotHeld without a *QuorumError (which a release whose
-// quorum found another holder returns). A lock released twice also
-// returns ErrNotHeld, but the Released hook reports each lock once.
-func lostBeforeRelease(err error) bool {
-	var qe *redlock.QuorumError
-	return errors.Is(err, redlock.ErrNotHeld) && !errors.As(err, &qe)
-}
+// its hold.
+func lostBeforeRelease(err error) bool { return errors.Is(err, redlock.ErrLockLost) }
 
 // errorType classifies a lock operation's error for error.type, by the
 // redlock error it matches first.
@@ -83,14 +77,4 @@ func serverErrorType(err error) string {
 		return "keyserver.ErrInvalidArgument"
 	}
 	return "_OTHER"
-}
-
-// serverOperation names the key server call a ServerFailed hook reports:
-// the core describes its clean-ups in words ("release after a failed
-// attempt", "release after the minimum hold"), which are releases.
-func serverOperation(op string) string {
-	if strings.HasPrefix(op, "release") {
-		return "release"
-	}
-	return op
 }

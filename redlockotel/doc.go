@@ -76,10 +76,5 @@
 // are released or lost after their span ended: their hold and loss show in
 // the metrics only.
 //
-// When Do's lock runs out because no extension was answered in time,
-// the core reports the loss without a context, so its span event is added
-// when Do releases the lock, a moment after the loss; a loss found by an
-// extension is added when the extension's answer comes.
-//
 // Lock tokens never appear in attributes, events or metrics.
 package redlockotel

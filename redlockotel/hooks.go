@@ -138,12 +138,14 @@ func (r *reporter) extended(ctx context.Context, name string, err error) {
 	}
 }
 
-// lost counts a lost lock and records its hold. The core gives no
-// context here: the span event waits for the release (see released).
-func (r *reporter) lost(name string, held time.Duration) {
-	ctx := context.Background()
+// lost counts a lost lock, records its hold, and adds the loss to Do's
+// span when it happens while Do holds the lock.
+func (r *reporter) lost(ctx context.Context, name string, held time.Duration) {
 	r.lostLocks.Add(ctx, 1, metric.WithAttributes(r.lockAttrs(name, 0)...))
 	r.holdDuration.Record(ctx, held.Seconds(), metric.WithAttributes(append(r.lockAttrs(name, 1), lostKey.Bool(true))...))
+	if c := callFor(ctx, name); c != nil && c.markLost() {
+		c.span.AddEvent("redlock.lock.lost")
+	}
 }
 
 // released records a lock's hold, unless it was lost first (lost recorded
@@ -173,7 +175,7 @@ func (r *reporter) released(ctx context.Context, name string, held time.Duration
 // decided may fail after the call returned.
 func (r *reporter) serverFailed(ctx context.Context, op, name string, server int, err error) {
 	index := serverIndexKey.Int(server)
-	sop := serverOpKey.String(serverOperation(op))
+	sop := serverOpKey.String(op)
 	etype := errorTypeKey.String(serverErrorType(err))
 	r.serverErrors.Add(ctx, 1, metric.WithAttributes(append(r.lockAttrs(name, 3), index, sop, etype)...))
 	if c := callFor(ctx, name); c != nil {
