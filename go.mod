@@ -4,7 +4,6 @@ go 1.22
 
 require (
 	github.com/gomodule/redigo v1.9.3
-	github.com/google/uuid v1.6.0
 	github.com/hashicorp/go-multierror v1.1.1
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

@@ -84,3 +84,16 @@ func CheckArgs(key, token string, ttl time.Duration, needTTL bool) error {
 	}
 	return nil
 }
+
+// InProcess is implemented by key servers that answer every call at once,
+// on the caller's goroutine and without I/O, such as the in-process memory
+// server. The client then calls them directly, one after another, with no
+// goroutine, deadline or channel of its own: a lock on such servers costs
+// little more than the map operations. A server that can block, even on a
+// mutex held across I/O, must not implement it, and neither must a wrapper
+// that can block (embed the KeyServer interface, not the server, so that
+// the method is not promoted).
+type InProcess interface {
+	KeyServer
+	InProcess()
+}

@@ -2,14 +2,14 @@ package redlock
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -18,8 +18,9 @@ import (
 // the DistributedLockClient of the Redlock algorithm. It is safe for
 // concurrent use; share one per set of servers, and Close it when done.
 type Client struct {
-	servers []keyserver.KeyServer
-	quorum  int
+	servers   []keyserver.KeyServer
+	quorum    int
+	inProcess bool // every server is a keyserver.InProcess
 	options
 	health health
 
@@ -64,11 +65,23 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 			"servers", n, "failures_tolerated", n-quorum(n))
 	}
 	return &Client{
-		servers: append([]keyserver.KeyServer(nil), servers...),
-		quorum:  quorum(len(servers)),
-		options: o,
-		health:  health{failures: make([]atomic.Int64, len(servers))},
+		servers:   append([]keyserver.KeyServer(nil), servers...),
+		quorum:    quorum(len(servers)),
+		options:   o,
+		inProcess: allInProcess(servers),
+		health:    health{failures: make([]atomic.Int64, len(servers))},
 	}, nil
+}
+
+// allInProcess reports whether every server answers at once, so that the
+// client may call them on its own goroutine.
+func allInProcess(servers []keyserver.KeyServer) bool {
+	for _, s := range servers {
+		if _, ok := s.(keyserver.InProcess); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // isNil reports whether s is nil, also as a typed nil pointer in the
@@ -202,21 +215,13 @@ func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.
 		return nil, tally{}, fmt.Errorf("redlock: generating a token: %w", err)
 	}
 	key := o.keyPrefix + name
-	f := &fan{op: "acquire", name: name, timeout: o.timeoutFor(ttl), rule: r,
-		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
-			ok, err := ks.Acquire(ctx, key, token, ttl)
-			return ok, 0, err
-		},
-		undo: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
-			ok, err := ks.Release(ctx, key, token)
-			return ok, 0, err
-		},
-	}
+	f := fan{op: opAcquire, name: name, key: key, token: token, ttl: ttl, timeout: o.timeoutFor(ttl), rule: r, undo: true}
 	if o.fencing {
-		f.call = fencedAcquire(key, token, ttl)
+		f.op = opAcquireFenced
 	}
 	start := c.clock.Now()
-	t, done, settle := c.fanOut(ctx, f)
+	res := c.fanOut(ctx, f)
+	t := res.tally
 	margin := o.marginFor(ttl)
 	granted := t.won() && validity(ttl, c.clock.Since(start), o.driftFactor) > margin
 	var fence uint64
@@ -230,8 +235,8 @@ func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.
 		granted = granted && validity(ttl, c.clock.Since(start), o.driftFactor) > margin
 	}
 	elapsed := c.clock.Since(start)
-	settle(!granted)
-	c.logVotes("acquire", name, t)
+	c.settle(ctx, &f, &res, !granted)
+	c.logVotes(opAcquire, name, t)
 	if c.hooks.Attempt != nil {
 		c.hooks.Attempt(ctx, Attempt{Name: name, Number: number, Servers: t.n, Granted: t.granted, Refused: t.refused,
 			Failed: len(t.errs), Duration: elapsed, OK: granted})
@@ -246,7 +251,7 @@ func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.
 		}
 		return nil, t, nil
 	}
-	return newLock(c, o, grant{name: name, key: key, token: token, ttl: ttl, start: start, tails: done, fence: fence, ctx: ctx}), t, nil
+	return newLock(c, o, grant{name: name, key: key, token: token, ttl: ttl, start: start, tails: res.done, fence: fence, ctx: ctx}), t, nil
 }
 
 // checkLock validates a lock name and TTL for Acquire, TryAcquire and Do.
@@ -299,17 +304,32 @@ func notAcquired(name string, attempts int, t tally, ctxErr error) error {
 
 // logVotes reports a lost vote at debug level; fanOut has already logged
 // each server failure.
-func (c *Client) logVotes(op, name string, t tally) {
+func (c *Client) logVotes(op opKind, name string, t tally) {
 	if !t.won() {
 		c.logger.Debug("redlock: quorum not reached", "op", op, "lock", name,
 			"granted", t.granted, "refused", t.refused, "servers", t.n)
 	}
 }
 
+// newToken draws a random UUID (version 4) as a lock's token. Its 122
+// random bits come from the runtime's ChaCha8 generator (math/rand/v2),
+// seeded from the operating system: tokens must not collide, and this
+// needs no system call and one allocation.
 func newToken() (string, error) {
-	u, err := uuid.NewRandom()
-	if err != nil {
-		return "", err
-	}
-	return u.String(), nil
+	var u [16]byte
+	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], u[10:])
+	return string(s[:]), nil
 }

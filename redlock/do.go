@@ -99,7 +99,7 @@ func LockFromContext(ctx context.Context) (*Lock, bool) {
 // releases l, or cuts its TTL to what is left of the minimum hold.
 func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) error) (err error) {
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
-	stopWatch := context.AfterFunc(l.life, func() { cancel(ErrLockLost) })
+	stopWatch := context.AfterFunc(l.watch(), func() { cancel(ErrLockLost) })
 
 	// The keep-alive outlives ctx: fn may take a moment to notice that
 	// ctx ended, and the lock must stay valid until it has returned.

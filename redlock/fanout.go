@@ -8,9 +8,68 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// serverCall is one operation on one key server: its vote, and a number
-// it read (a fence counter) or 0.
-type serverCall func(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, err error)
+// opKind names the KeyServer method a fan-out calls; its String is the
+// name logs, errors and hooks use.
+type opKind uint8
+
+const (
+	opAcquire opKind = iota
+	opAcquireFenced
+	opExtend
+	opRelease
+	opRaiseFence
+)
+
+func (k opKind) String() string {
+	switch k {
+	case opAcquire, opAcquireFenced:
+		return "acquire"
+	case opExtend:
+		return "extend"
+	case opRelease:
+		return "release"
+	}
+	return "raise_fence"
+}
+
+// fan is one operation to send to every server: data rather than
+// closures, so that a fan-out on in-process servers allocates nothing.
+type fan struct {
+	op         opKind
+	name       string // the lock's name, for logs
+	key, token string
+	ttl        time.Duration // acquire and extend
+	fence      uint64        // raise_fence
+	timeout    time.Duration // bound on each server's call
+	rule       rule          // when the votes settle the outcome
+	// undo, if set, releases the token on every server after that
+	// server's call when the caller settles the fan-out as failed: a late
+	// "yes" is undone too, and an undo never overtakes the call it undoes.
+	undo bool
+	// after, if set, holds per server a channel closed once the earlier
+	// calls of the same lock to that server have finished; this call is
+	// sent only then, so that it lands after them.
+	after []<-chan struct{}
+}
+
+// call makes f's call to ks: its vote, and the number it read (a fence
+// counter) or 0.
+func (f *fan) call(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, err error) {
+	switch f.op {
+	case opAcquire:
+		ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
+	case opAcquireFenced:
+		ok, n, err = ks.(keyserver.Fencer).AcquireFenced(ctx, f.key, f.token, f.ttl)
+	case opExtend:
+		ok, err = ks.Extend(ctx, f.key, f.token, f.ttl)
+	case opRelease:
+		ok, err = ks.Release(ctx, f.key, f.token)
+	case opRaiseFence:
+		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, f.fence)
+		ok = err == nil && n < f.fence
+	}
+	return ok, n, err
+}
 
 // vote is one server's answer.
 type vote struct {
@@ -20,96 +79,136 @@ type vote struct {
 	err    error
 }
 
-// fan is one operation to send to every server.
-type fan struct {
-	op      string        // "acquire", "extend", "release", for logs and errors
-	name    string        // the lock's name, for logs
-	timeout time.Duration // bound on each server's call
-	rule    rule          // when the votes settle the outcome
-	call    serverCall
-	// undo, if set, runs on every server after that server's call when the
-	// caller settles the fan-out as failed: a late "yes" is undone too, and
-	// an undo never overtakes the call it undoes.
-	undo serverCall
-	// after, if set, holds per server a channel closed once the earlier
-	// calls of the same lock to that server have finished; this call is
-	// sent only then, so that it lands after them.
-	after []<-chan struct{}
+// fanned is the result of a fan-out: the votes when the outcome was
+// decided, and what the caller still has to do with the calls.
+type fanned struct {
+	tally
+	// done holds per server a channel closed once that server's call,
+	// and its undo if any, have finished: the "after" of the lock's next
+	// call. nil when every call has finished already.
+	done []<-chan struct{}
+	bg   *background // the calls still running; nil when there are none
 }
 
-// closedChan is a done channel with nothing to wait for.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+// background is the state a fan-out shares with its calls still running.
+type background struct {
+	failed  bool          // written before decided is closed
+	decided chan struct{} // closed by settle
+	granted []int         // the servers that granted before the verdict
+	chans   []chan struct{}
+}
 
-// fanOut sends f.call to every server concurrently and returns as soon as
-// the votes settle the outcome under f.rule. Calls still running then
-// finish in the background within their timeout, counted by the client's
-// background group so that Close waits for them.
+// fanOut sends f's call to every server and returns as soon as the votes
+// settle the outcome under f.rule. In-process servers are called one after
+// another on the caller's goroutine; the others concurrently, each bounded
+// by f.timeout, and the calls still running when the outcome is decided
+// finish in the background, counted by the client's background group so
+// that Close waits for them.
 //
-// done holds per server a channel that is closed once that server's call,
-// and its undo if any, have finished: the "after" of the lock's next call.
 // The caller must call settle exactly once with the final verdict (an
-// acquire can win the vote and still fail on validity). settle(true) undoes
-// the servers' calls as f.undo says, and waits for the undos of the servers
-// that granted before the verdict, which answer fast; the others are
-// undone in the background.
-//
-// Every server failure is logged with the operation and the lock's name
-// when it happens, also after the outcome was decided.
-func (c *Client) fanOut(ctx context.Context, f *fan) (t tally, done []<-chan struct{}, settle func(failed bool)) {
-	n := len(c.servers)
-	t.n = n
-	if n == 1 {
-		return c.fanOutOne(ctx, f)
+// acquire can win the vote and still fail on validity). Every server
+// failure is reported when it happens, also after the outcome was decided.
+func (c *Client) fanOut(ctx context.Context, f fan) fanned {
+	switch {
+	case c.inProcess:
+		return c.fanOutInline(ctx, &f)
+	case len(c.servers) == 1:
+		return c.fanOutOne(ctx, &f)
 	}
+	return c.fanOutConcurrent(ctx, f)
+}
+
+// fanOutInline calls servers that answer at once, one after another, with
+// no deadline of its own. Each answer is final, so every server is asked
+// and every vote counted.
+func (c *Client) fanOutInline(ctx context.Context, f *fan) (r fanned) {
+	r.n = len(c.servers)
+	for i, ks := range c.servers {
+		ok, n, err := f.call(ctx, ks)
+		c.observe(ctx, f.op, f.name, i, err)
+		r.add(vote{server: i, ok: ok, n: n, err: err})
+	}
+	return r
+}
+
+// oneServer marks the fan-out of a client with a single server, whose
+// call was made on the caller's goroutine.
+var oneServer = &background{}
+
+// fanOutOne calls a single server on the caller's goroutine: its answer
+// decides anyway. The lock's earlier calls to it were made the same way,
+// so they have finished.
+func (c *Client) fanOutOne(ctx context.Context, f *fan) (r fanned) {
+	callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
+	ok, n, err := f.call(callCtx, c.servers[0])
+	cancel()
+	c.observe(ctx, f.op, f.name, 0, err)
+	r.n = 1
+	r.add(vote{server: 0, ok: ok, n: n, err: err})
+	r.bg = oneServer
+	return r
+}
+
+// fanOutConcurrent calls every server on its own goroutine.
+func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
+	n := len(c.servers)
 	callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
 	votes := make(chan vote, n)
-	var (
-		pending atomic.Int32
-		failed  bool // written before decided is closed
-		decided = make(chan struct{})
-		chans   = make([]chan struct{}, n)
-	)
-	done = make([]<-chan struct{}, n)
+	bg := &background{decided: make(chan struct{}), chans: make([]chan struct{}, n)}
+	r := fanned{tally: tally{n: n}, done: make([]<-chan struct{}, n), bg: bg}
+	var pending atomic.Int32
 	pending.Store(int32(n))
 	c.bg.Add(n)
 	for i, ks := range c.servers {
-		chans[i] = make(chan struct{})
-		done[i] = chans[i]
+		bg.chans[i] = make(chan struct{})
+		r.done[i] = bg.chans[i]
 		go func(i int, ks keyserver.KeyServer) {
 			defer c.bg.Done()
-			defer close(chans[i])
-			ok, n, err := c.callAfter(ctx, callCtx, f, i, ks)
+			defer close(bg.chans[i])
+			ok, v, err := c.callAfter(ctx, callCtx, &f, i, ks)
 			if pending.Add(-1) == 0 {
 				cancel()
 			}
 			c.observe(ctx, f.op, f.name, i, err)
-			votes <- vote{server: i, ok: ok, n: n, err: err}
-			if f.undo == nil {
+			votes <- vote{server: i, ok: ok, n: v, err: err}
+			if !f.undo {
 				return
 			}
-			<-decided
-			if failed {
-				c.undo(ctx, f, i, ks)
+			<-bg.decided
+			if bg.failed {
+				c.undo(ctx, &f, i, ks)
 			}
 		}(i, ks)
 	}
-
-	var granted []int
-	for !t.decided(f.rule) {
+	for !r.decided(f.rule) {
 		v := <-votes
 		if v.ok {
-			granted = append(granted, v.server)
+			bg.granted = append(bg.granted, v.server)
 		}
-		t.add(v)
+		r.add(v)
 	}
-	return t, done, func(fail bool) {
-		failed = fail
-		close(decided)
-		if f.undo == nil || !fail {
-			return
+	return r
+}
+
+// settle gives a fan-out its final verdict. When failed and the fan-out
+// undoes, the servers' calls are undone: those that granted before the
+// verdict, which answer fast, before settle returns; the others in the
+// background, each right after its own call.
+func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
+	bg := r.bg
+	if bg == nil || bg == oneServer { // every call has finished
+		if failed && f.undo {
+			for i, ks := range c.servers {
+				c.undo(ctx, f, i, ks)
+			}
 		}
-		for _, i := range granted {
-			<-chans[i]
+		return
+	}
+	bg.failed = failed
+	close(bg.decided)
+	if f.undo && failed {
+		for _, i := range bg.granted {
+			<-bg.chans[i]
 		}
 	}
 }
@@ -131,32 +230,26 @@ func (c *Client) callAfter(ctx, callCtx context.Context, f *fan, i int, ks keyse
 	return f.call(callCtx, ks)
 }
 
-// fanOutOne is fanOut for a single server, whose answer decides anyway:
-// the call is made on the caller's goroutine, which makes the single-node
-// setups (one Redis, the in-memory server) several times cheaper. Calls of
-// one lock on a single server are sequential already, so there is no
-// earlier call to wait for.
-func (c *Client) fanOutOne(ctx context.Context, f *fan) (t tally, done []<-chan struct{}, settle func(failed bool)) {
-	t.n = 1
-	ks := c.servers[0]
-	callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
-	ok, n, err := f.call(callCtx, ks)
-	cancel()
-	c.observe(ctx, f.op, f.name, 0, err)
-	t.add(vote{server: 0, ok: ok, n: n, err: err})
-	return t, []<-chan struct{}{closedChan}, func(failed bool) {
-		if failed && f.undo != nil {
-			c.undo(ctx, f, 0, ks)
-		}
-	}
-}
-
 // undo cleans up after a failed attempt on server i. It runs even when the
 // caller's context has ended, as leaving the key behind would block
 // everyone until its TTL ran out.
 func (c *Client) undo(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) {
-	uctx, cancel := c.clock.WithTimeout(context.WithoutCancel(ctx), f.timeout)
+	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
-	_, _, err := f.undo(uctx, ks)
-	c.observe(ctx, "release", f.name, i, err) // the clean-up of a failed attempt
+	u := fan{op: opRelease, key: f.key, token: f.token}
+	_, _, err := u.call(uctx, ks)
+	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt
+}
+
+// detach returns ctx without its cancellation, bounded by timeout, for a
+// call that must be made whatever happened to its caller. In-process
+// servers answer at once and need no bound.
+func (c *Client) detach(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	if c.inProcess {
+		return ctx, func() {}
+	}
+	return c.clock.WithTimeout(ctx, timeout)
 }

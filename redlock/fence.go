@@ -38,14 +38,6 @@ func checkFencers(servers []keyserver.KeyServer) error {
 	return nil
 }
 
-// fencedAcquire is the acquisition call of a fenced client: the vote, and
-// the server's fence counter read with it.
-func fencedAcquire(key, token string, ttl time.Duration) serverCall {
-	return func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
-		return ks.(keyserver.Fencer).AcquireFenced(ctx, key, token, ttl)
-	}
-}
-
 // maxFenceRounds bounds the write rounds of one grant. A round fails only
 // when a server already holds the proposed value or more, and the next
 // round proposes more than every value seen, so a second round is rare
@@ -66,14 +58,10 @@ func (c *Client) fence(ctx context.Context, o *options, name, key string, ttl ti
 	var t tally
 	for round := 0; round < maxFenceRounds && proposed <= keyserver.MaxFence; round++ {
 		p := proposed
-		var settle func(bool)
-		t, _, settle = c.fanOut(ctx, &fan{op: "raise_fence", name: name, timeout: o.timeoutFor(ttl), rule: earliest,
-			call: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
-				prev, err := ks.(keyserver.Fencer).RaiseFence(ctx, key, p)
-				return err == nil && prev < p, prev, err
-			}})
-		settle(false) // nothing to undo: a counter raised stays raised
-		if t.won() {
+		f := fan{op: opRaiseFence, name: name, key: key, fence: p, timeout: o.timeoutFor(ttl), rule: earliest}
+		res := c.fanOut(ctx, f)
+		c.settle(ctx, &f, &res, false) // nothing to undo: a counter raised stays raised
+		if t = res.tally; t.won() {
 			return p, t
 		}
 		if t.maxN < p {

@@ -175,9 +175,9 @@ func TestAPausedHoldersLateWriteIsRejected(t *testing.T) {
 }
 
 // hookedFencer runs hook before each call to a memory server; the hook
-// may block the call or fail it.
+// may block the call or fail it, so the wrapper is no keyserver.InProcess.
 type hookedFencer struct {
-	*memory.Server
+	keyserver.Fencer
 	hook func(op, token string) error
 }
 
@@ -185,14 +185,14 @@ func (h hookedFencer) AcquireFenced(ctx context.Context, key, token string, ttl 
 	if err := h.hook("acquire", token); err != nil {
 		return false, 0, err
 	}
-	return h.Server.AcquireFenced(ctx, key, token, ttl)
+	return h.Fencer.AcquireFenced(ctx, key, token, ttl)
 }
 
 func (h hookedFencer) RaiseFence(ctx context.Context, key string, fence uint64) (uint64, error) {
 	if err := h.hook("fence", ""); err != nil {
 		return 0, err
 	}
-	return h.Server.RaiseFence(ctx, key, fence)
+	return h.Fencer.RaiseFence(ctx, key, fence)
 }
 
 func withToken(token string) Option {

@@ -19,7 +19,7 @@ type health struct {
 // with their count, and every failure a debug line and a ServerFailed
 // hook. A call cut short by its caller's cancellation says nothing about
 // the server and is only logged at debug level.
-func (c *Client) observe(ctx context.Context, op, name string, server int, err error) {
+func (c *Client) observe(ctx context.Context, op opKind, name string, server int, err error) {
 	n := &c.health.failures[server]
 	if err == nil {
 		if n.Load() != 0 {
@@ -30,7 +30,7 @@ func (c *Client) observe(ctx context.Context, op, name string, server int, err e
 		return
 	}
 	if h := c.hooks.ServerFailed; h != nil {
-		h(ctx, op, name, server, err)
+		h(ctx, op.String(), name, server, err)
 	}
 	if errors.Is(err, context.Canceled) {
 		c.logger.Debug("redlock: key server call cancelled", "op", op, "lock", name, "server", server)

@@ -489,3 +489,14 @@ func TestErrorTexts(t *testing.T) {
 	assert.NotContains(t, err.Error(), "m=", "no monotonic clock reading")
 	assert.Contains(t, err.Error(), `redlock: lock not held: lock "job" was lost`)
 }
+
+func TestTokensAreRandomUUIDs(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 10000; i++ {
+		tok, err := newToken()
+		require.NoError(t, err)
+		require.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, tok)
+		require.False(t, seen[tok], "token %q drawn twice", tok)
+		seen[tok] = true
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/internal/clock"
-	"github.com/goredlock/goredlock/keyserver"
 )
 
 // Lock is a lock held on a quorum of key servers until Until. It is a lease:
@@ -34,13 +33,14 @@ type Lock struct {
 	op    sync.Mutex
 	tails []<-chan struct{} // per server, closed once the lock's last call to it finished
 
+	mu sync.Mutex
 	// life ends with the lock; its cause is the final Err. Done is its
 	// Done, so that Do and KeepAlive can hang work off it without a
-	// goroutine.
+	// goroutine. It and the expiry timer that ends it at lossAt are made
+	// when first needed: a lock that nobody watches (Acquire, then
+	// Release) costs no context and no timer, and Err reads the clock.
 	life       context.Context
 	cancelLife context.CancelCauseFunc
-
-	mu         sync.Mutex
 	ttl        time.Duration // of the last grant or extension; sets the keep-alive cadence
 	granted    time.Time     // start of the last grant or extension
 	until      time.Time     // end of validity
@@ -48,7 +48,7 @@ type Lock struct {
 	err        error         // nil while held
 	released   bool
 	extensions int
-	expiry     clock.Timer // fires at lossAt
+	expiry     clock.Timer // fires at lossAt; nil until life is made
 }
 
 // grant is what an attempt that was granted hands to its lock.
@@ -66,12 +66,34 @@ func newLock(c *Client, o *options, g grant) *Lock {
 	if c.hooks.Lost != nil {
 		l.callCtx = context.WithoutCancel(g.ctx)
 	}
-	l.life, l.cancelLife = context.WithCancelCause(context.Background())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.setValidity(g.start, g.ttl)
-	l.expiry = c.clock.AfterFunc(l.lossAt.Sub(c.clock.Now()), l.expire)
+	if c.hooks.Lost != nil {
+		l.watchLocked() // the hook must hear of a loss when it happens
+	}
 	return l
+}
+
+// watch returns the lock's life, making it and its expiry timer on first
+// use.
+func (l *Lock) watch() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.watchLocked()
+}
+
+// watchLocked is watch with l.mu held.
+func (l *Lock) watchLocked() context.Context {
+	if l.life == nil {
+		l.life, l.cancelLife = context.WithCancelCause(context.Background())
+		if l.err != nil {
+			l.cancelLife(l.err)
+		} else {
+			l.expiry = l.c.clock.AfterFunc(l.lossAt.Sub(l.c.clock.Now()), l.expire)
+		}
+	}
+	return l.life
 }
 
 // setValidity records a grant or extension of ttl whose call started at
@@ -101,7 +123,7 @@ func (l *Lock) Until() time.Time {
 
 // Done returns a channel that is closed when the lock is released or
 // declared lost (a loss margin before Until), whichever comes first.
-func (l *Lock) Done() <-chan struct{} { return l.life.Done() }
+func (l *Lock) Done() <-chan struct{} { return l.watch().Done() }
 
 // Err returns nil while the lock is held, ErrNotHeld once it was released,
 // and ErrLockLost once it was declared lost before it was released: not
@@ -141,14 +163,12 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	}
 	defer c.exit()
 	start := c.clock.Now()
-	t, done, settle := c.fanOut(ctx, &fan{op: "extend", name: l.name, timeout: l.o.timeoutFor(ttl), after: l.tails,
-		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
-			ok, err := ks.Extend(ctx, l.key, l.token, ttl)
-			return ok, 0, err
-		}})
-	settle(false)
-	l.tails = done
-	c.logVotes("extend", l.name, t)
+	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: ttl, timeout: l.o.timeoutFor(ttl), after: l.tails}
+	res := c.fanOut(ctx, f)
+	c.settle(ctx, &f, &res, false)
+	l.tails = res.done
+	t := res.tally
+	c.logVotes(opExtend, l.name, t)
 	left := validity(ttl, c.clock.Since(start), l.o.driftFactor)
 
 	l.mu.Lock()
@@ -160,7 +180,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if t.won() && left > l.o.marginFor(ttl) {
 		l.setValidity(start, ttl)
 		l.extensions++
-		l.expiry.Reset(l.lossAt.Sub(c.clock.Now()))
+		if l.expiry != nil {
+			l.expiry.Reset(l.lossAt.Sub(c.clock.Now()))
+		}
 		return nil
 	}
 	if t.heldElsewhere() {
@@ -209,8 +231,10 @@ func (l *Lock) end(err error) {
 		return
 	}
 	l.err = err
-	l.expiry.Stop()
-	l.cancelLife(err)
+	if l.life != nil {
+		l.expiry.Stop()
+		l.cancelLife(err)
+	}
 	if h := l.c.hooks.Lost; h != nil && err == ErrLockLost {
 		h(l.callCtx, l.name, l.c.clock.Since(l.acquired))
 	}

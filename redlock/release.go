@@ -59,21 +59,17 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 	// Sent even for a lost lock: our keys may still sit on servers whose
 	// clocks run slow. The calls are owner-checked, so a new holder's keys
 	// are safe.
-	f := &fan{op: "release", name: l.name, timeout: l.o.timeoutFor(ttl), after: l.tails,
-		call: func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
-			ok, err := ks.Release(ctx, l.key, l.token)
-			return ok, 0, err
-		}}
+	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: l.o.timeoutFor(ttl), after: l.tails}
 	if keep >= keyserver.MinTTL {
-		f.op = "extend" // the TTL cut to the rest of the minimum hold
-		f.call = func(ctx context.Context, ks keyserver.KeyServer) (bool, uint64, error) {
-			ok, err := ks.Extend(ctx, l.key, l.token, keep)
-			return ok, 0, err
-		}
+		f.op, f.ttl = opExtend, keep // the TTL cut to the rest of the minimum hold
 	}
-	t, done, settle := c.fanOut(context.WithoutCancel(ctx), f)
-	settle(false)
-	l.tails = done
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	res := c.fanOut(ctx, f)
+	c.settle(ctx, &f, &res, false)
+	l.tails = res.done
+	t := res.tally
 	c.logVotes(f.op, l.name, t)
 	switch {
 	case lost:
