@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 func main() {
@@ -21,7 +22,8 @@ type tool struct {
 	getenv         func(string) string
 	environ        func() []string
 
-	mu sync.Mutex // serialises lines on stderr: the client logs from its goroutines
+	mu      sync.Mutex  // serialises lines on stderr: the client logs from its goroutines
+	holding atomic.Bool // the lock is held: the client's warnings are worth printing
 }
 
 // main runs the subcommand args name and returns the exit status.

@@ -77,10 +77,12 @@ func lookCommand(name string) (string, error) {
 	switch {
 	case err == nil:
 		return path, nil
-	case errors.Is(err, fs.ErrPermission):
-		return "", failf(exitCannotExec, "cannot execute COMMAND: %v", err)
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+		return "", failf(exitNotFound, "COMMAND not found: %v", err)
 	}
-	return "", failf(exitNotFound, "COMMAND not found: %v", err)
+	// Not executable, a directory, or found only relative to the current
+	// directory through $PATH, which exec refuses.
+	return "", failf(exitCannotExec, "cannot execute COMMAND: %v", err)
 }
 
 // acquire takes the lock, trying again while it is held elsewhere until

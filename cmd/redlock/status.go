@@ -118,6 +118,7 @@ func read(ctx context.Context, rawurl, addr, key string) holding {
 	h := holding{addr: addr}
 	opts := []redigo.DialOption{
 		redigo.DialConnectTimeout(statusTimeout),
+		redigo.DialTLSHandshakeTimeout(statusTimeout), // redigo's own bound is 10s, and ctx does not end it
 		redigo.DialReadTimeout(statusTimeout),
 		redigo.DialWriteTimeout(statusTimeout),
 	}
