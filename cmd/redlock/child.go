@@ -17,8 +17,6 @@ import (
 // hold runs COMMAND while keeping the lock alive, then releases the lock,
 // and returns the exit status: COMMAND's, or 70 if the lock was lost.
 func (t *tool) hold(cfg *runConfig, lock *redlock.Lock, path string, sigs <-chan os.Signal) error {
-	t.holding.Store(true)
-	defer t.holding.Store(false)
 	kctx, stopKeepAlive := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -83,7 +82,7 @@ func (p *proc) wait(t *testing.T) result {
 	select {
 	case <-p.done:
 	case <-time.After(procTimeout):
-		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		_ = p.cmd.Process.Kill()
 		<-p.done
 		t.Fatalf("redlock %q still running after %v; stderr:\n%s", p.cmd.Args[1:], procTimeout, p.stderr.String())
 	}
@@ -214,8 +213,9 @@ func script(body string) []string { return []string{"/bin/sh", "-c", body} }
 
 // waiting is a script body that marks that it started, then waits for the
 // test to create $D/go: a COMMAND that holds the lock as long as the test
-// wants.
-const waiting = `touch "$D/started"; while [ ! -e "$D/go" ]; do sleep 0.02; done`
+// wants. It gives up after about 30 s, so that a failed test leaves no
+// process behind for long.
+const waiting = `touch "$D/started"; i=0; while [ ! -e "$D/go" ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done`
 
 var bg = context.Background()
 

@@ -7,12 +7,12 @@ import (
 	"strings"
 )
 
-// lineHandler prints the redlock client's warnings while the lock is held
-// (a server failing, an extension failing, the lock lost) as the tool's
-// other messages are printed: one line on stderr each, without
+// lineHandler prints the redlock client's warnings (an even number of
+// servers, a server failing, an extension failing, the lock lost) as the
+// tool's other messages are printed: one line on stderr each, without
 // timestamps, which whatever collects stderr adds. The client never logs
-// a token. Until the lock is held it prints nothing: the error that ends
-// a failed acquisition names every server's failure already.
+// a token. While the lock is being acquired it prints nothing: the error
+// that ends a failed acquisition names every server's failure already.
 type lineHandler struct {
 	t     *tool
 	attrs []slog.Attr
@@ -21,7 +21,7 @@ type lineHandler struct {
 func (t *tool) logger() *slog.Logger { return slog.New(&lineHandler{t: t}) }
 
 func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn && h.t.holding.Load()
+	return l >= slog.LevelWarn && !h.t.quiet.Load()
 }
 
 func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {

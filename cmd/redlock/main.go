@@ -22,8 +22,8 @@ type tool struct {
 	getenv         func(string) string
 	environ        func() []string
 
-	mu      sync.Mutex  // serialises lines on stderr: the client logs from its goroutines
-	holding atomic.Bool // the lock is held: the client's warnings are worth printing
+	mu    sync.Mutex  // serialises lines on stderr: the client logs from its goroutines
+	quiet atomic.Bool // the client's warnings would repeat what the tool says
 }
 
 // main runs the subcommand args name and returns the exit status.

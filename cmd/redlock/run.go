@@ -101,9 +101,13 @@ func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Si
 		case <-ctx.Done():
 		}
 	}()
+	// Quiet until the lock is held: the attempts' stragglers, which report
+	// in the background, would repeat what the error says.
+	t.quiet.Store(true)
 	lock, err := tryFor(ctx, client, cfg)
 	cancel()
 	<-watched
+	t.quiet.Store(err != nil || caught != nil)
 
 	if caught != nil {
 		if lock != nil {

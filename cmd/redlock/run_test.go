@@ -325,7 +325,7 @@ func TestLostLockKillsAfterGrace(t *testing.T) {
 	c, environ := cluster(t, 3)
 	dir := t.TempDir()
 	p := start(t, append(environ, "D="+dir), append([]string{"run", "--ttl", "1s", "--grace", "400ms", "job", "--"},
-		script(`trap '' TERM; touch "$D/started"; while :; do sleep 0.02; done`)...)...)
+		script(`trap '' TERM; touch "$D/started"; i=0; while [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done`)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
 	c.Nodes[1].Pause()
 	c.Nodes[2].Pause()
