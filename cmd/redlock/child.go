@@ -36,8 +36,10 @@ func (t *tool) hold(cfg *runConfig, lock *redlock.Lock, path string, sigs <-chan
 	case lost:
 		return &exitError{code: exitLost}
 	case errors.Is(err, redlock.ErrNotHeld) && errors.As(err, &qe):
-		// A quorum holds another token: someone took the lock while
-		// COMMAND ran, though it was never declared lost here.
+		// A quorum no longer held this token when COMMAND ended: another
+		// holder took the lock, or restarted servers lost the key. Either
+		// way COMMAND may not have run alone, though the lock was never
+		// declared lost here.
 		t.say(err.Error())
 		return &exitError{code: exitLost}
 	case err != nil && !errors.Is(err, redlock.ErrNotHeld):

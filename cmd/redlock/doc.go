@@ -104,7 +104,8 @@
 //	69       too few servers answered: run could not take the lock (never a skip);
 //	         status could not tell, as the servers that did not answer could
 //	         complete a quorum
-//	70       run: the lock was lost while COMMAND ran
+//	70       run: the lock was lost while COMMAND ran, or a quorum of servers no
+//	         longer held it when COMMAND ended
 //	75       run: the lock is held elsewhere (after --wait); the message names it
 //	126, 127 run: COMMAND cannot be executed, or was not found; the lock is not
 //	         taken, or released at once
