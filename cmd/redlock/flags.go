@@ -1,0 +1,226 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"time"
+)
+
+// synopsis is the one line of help each usage error ends with.
+var synopsis = map[string]string{
+	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] NAME",
+	"run":    "redlock run [--servers URL,...] [--ttl D] [--wait D] [--skip] [--fence] [--grace D] NAME -- COMMAND [ARGS...]",
+	"status": "redlock status [--servers URL,...] NAME",
+}
+
+// help is what -h prints, on stdout.
+var help = map[string]string{
+	"": `usage:
+  redlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
+  redlock status [--servers URL,...] NAME          show which servers hold the lock NAME
+
+redlock run -h and redlock status -h list the flags; go doc
+github.com/goredlock/goredlock/cmd/redlock is the manual.
+`,
+	"run": `usage: ` + synopsis["run"] + `
+
+Runs COMMAND (directly, not through a shell) while holding the lock NAME on a
+majority of the Redis servers, and releases it when COMMAND exits.
+
+  --servers URL,...  redis:// or rediss:// URLs of independent Redis masters
+                     (default: $REDLOCK_SERVERS)
+  --ttl D            the lock's time to live, renewed in the background (default 30s)
+  --wait D           how long to keep trying while the lock is held elsewhere
+                     (default 0: one attempt)
+  --skip             when the lock is still held elsewhere, exit 0 without
+                     running COMMAND instead of exiting 75
+  --fence            pass a fencing token to COMMAND as $REDLOCK_FENCE
+  --grace D          after the lock is lost, time between SIGTERM and SIGKILL
+                     to COMMAND (default 10s)
+
+COMMAND gets $REDLOCK_NAME and $REDLOCK_TOKEN. Exit status: COMMAND's (128+N
+for signal N), 64 usage, 69 servers unavailable, 70 lock lost, 75 held
+elsewhere, 126/127 COMMAND not executable / not found.
+`,
+	"status": `usage: ` + synopsis["status"] + `
+
+Prints one line per server, in the given order: host:port, then "held" with
+the time the key has left, "free", or "error" and why.
+
+  --servers URL,...  redis:// or rediss:// URLs (default: $REDLOCK_SERVERS)
+
+Exit status: 0 when no quorum holds NAME, 1 when a quorum holds it, 64 usage,
+69 when too few servers answered to tell.
+`,
+}
+
+// errHelp asks for the help of a subcommand, printed on stdout, exit 0.
+type errHelp string
+
+func (e errHelp) Error() string { return "help for " + string(e) }
+
+// minTTL is the shortest --ttl: each server has 5% of the TTL to answer,
+// and under 5 ms is too little for anything but a server on the same host.
+const minTTL = 100 * time.Millisecond
+
+// runConfig is a parsed command line of redlock run.
+type runConfig struct {
+	servers []string // URLs, as given
+	name    string
+	command []string // COMMAND and its ARGS
+	ttl     time.Duration
+	wait    time.Duration
+	grace   time.Duration
+	skip    bool
+	fence   bool
+}
+
+// statusConfig is a parsed command line of redlock status.
+type statusConfig struct {
+	servers []string
+	name    string
+}
+
+// newFlagSet returns a flag set that reports errors to its caller only:
+// the tool prints them, one line each.
+func newFlagSet(sub string) *flag.FlagSet {
+	fs := flag.NewFlagSet("redlock "+sub, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parseRun reads redlock run's arguments: flags, NAME, "--", COMMAND.
+func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
+	c := &runConfig{}
+	fs := newFlagSet("run")
+	servers := fs.String("servers", "", "")
+	c.ttl, c.grace = 30*time.Second, 10*time.Second
+	fs.Var(duration{&c.ttl}, "ttl", "")
+	fs.Var(duration{&c.wait}, "wait", "")
+	fs.Var(duration{&c.grace}, "grace", "")
+	fs.BoolVar(&c.skip, "skip", false, "")
+	fs.BoolVar(&c.fence, "fence", false, "")
+
+	// COMMAND starts after the first "--"; the flag package would take
+	// that "--" for the end of the flags and lose it.
+	before, command, sep := splitAtDashes(args)
+	if err := parseFlags(fs, "run", before); err != nil {
+		return nil, err
+	}
+	rest := fs.Args()
+	switch {
+	case !sep:
+		return nil, usagef("run", `missing "--" between NAME and COMMAND`)
+	case len(rest) == 0:
+		return nil, usagef("run", "missing NAME")
+	case len(rest) > 1:
+		return nil, usagef("run", `unexpected %q after NAME: flags go before NAME, COMMAND after "--"`, rest[1])
+	case rest[0] == "":
+		return nil, usagef("run", "empty NAME")
+	case len(command) == 0:
+		return nil, usagef("run", `missing COMMAND after "--"`)
+	case command[0] == "":
+		return nil, usagef("run", "empty COMMAND")
+	case c.ttl < minTTL:
+		return nil, badf("--ttl %v is under the minimum of %v", c.ttl, minTTL)
+	case c.wait < 0:
+		return nil, badf("--wait %v is negative", c.wait)
+	case c.grace < 0:
+		return nil, badf("--grace %v is negative", c.grace)
+	}
+	c.name, c.command = rest[0], command
+	var err error
+	if c.servers, err = serverList("run", *servers, getenv); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseStatus reads redlock status's arguments: flags, then NAME.
+func parseStatus(args []string, getenv func(string) string) (*statusConfig, error) {
+	fs := newFlagSet("status")
+	servers := fs.String("servers", "", "")
+	if err := parseFlags(fs, "status", args); err != nil {
+		return nil, err
+	}
+	rest := fs.Args()
+	switch {
+	case len(rest) == 0:
+		return nil, usagef("status", "missing NAME")
+	case len(rest) > 1:
+		return nil, usagef("status", "unexpected %q after NAME: flags go before NAME", rest[1])
+	case rest[0] == "":
+		return nil, usagef("status", "empty NAME")
+	}
+	urls, err := serverList("status", *servers, getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &statusConfig{servers: urls, name: rest[0]}, nil
+}
+
+// parseFlags parses args into fs, turning -h into errHelp and any other
+// failure into a usage error.
+func parseFlags(fs *flag.FlagSet, sub string, args []string) error {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return errHelp(sub)
+	case err != nil:
+		return usagef(sub, "%v", err)
+	}
+	return nil
+}
+
+// duration is a flag.Value for a time.Duration whose error says what a
+// duration looks like; the flag package's own says "parse error".
+type duration struct{ d *time.Duration }
+
+func (f duration) String() string {
+	if f.d == nil {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f duration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("not a duration such as 500ms, 30s or 1h30m")
+	}
+	*f.d = d
+	return nil
+}
+
+// splitAtDashes splits args at the first "--", reporting whether there
+// was one.
+func splitAtDashes(args []string) (before, after []string, found bool) {
+	for i, a := range args {
+		if a == "--" {
+			return args[:i], args[i+1:], true
+		}
+	}
+	return args, nil, false
+}
+
+// serverList returns the URLs of --servers, or else of $REDLOCK_SERVERS:
+// comma-separated, blanks around them and empty entries ignored.
+func serverList(sub, flagValue string, getenv func(string) string) ([]string, error) {
+	raw := flagValue
+	if raw == "" {
+		raw = getenv("REDLOCK_SERVERS")
+	}
+	var urls []string
+	for _, u := range strings.Split(raw, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) == 0 {
+		return nil, usagef(sub, "no servers: give --servers URL,... or set REDLOCK_SERVERS")
+	}
+	return urls, nil
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// While --wait lasts, attempts are spaced from firstPoll doubling up to
+// maxPoll, each wait drawn from half to one and a half times that, so
+// that a waiter notices a release within about a second without a crowd
+// of waiters hammering the servers in step.
+const (
+	firstPoll = 100 * time.Millisecond
+	maxPoll   = time.Second
+)
+
+// run is redlock run: take the lock, run COMMAND under it, release it.
+func (t *tool) run(args []string) error {
+	cfg, err := parseRun(args, t.getenv)
+	if err != nil {
+		return err
+	}
+	// A host that cannot run COMMAND must not take the lock: it would
+	// make the hosts that can skip their turn.
+	path, err := lookCommand(cfg.command[0])
+	if err != nil {
+		return err
+	}
+	opts := []redlock.Option{redlock.WithLogger(t.logger())}
+	if cfg.fence {
+		o, err := fenceOption()
+		if err != nil {
+			return badf("--fence: %v", err)
+		}
+		opts = append(opts, o)
+	}
+	srv, err := openServers(cfg.servers)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+
+	// Caught from here to the end, so that no signal ends redlock between
+	// taking the lock and its release reaching the servers.
+	sigs := make(chan os.Signal, len(forwarded))
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	client, err := redlock.New(srv.keyServers(), opts...)
+	if err != nil {
+		return badf("%v", err)
+	}
+	// Close waits until the release reached every server, answered or
+	// timed out, so that no key outlives the tool but by its TTL.
+	defer client.Close()
+
+	lock, err := t.acquire(cfg, client, sigs)
+	if err != nil {
+		return err
+	}
+	return t.hold(cfg, lock, path, sigs)
+}
+
+// lookCommand finds COMMAND as the shell would, and fails as the shell
+// does: 127 when it is not found, 126 when it cannot be executed.
+func lookCommand(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	switch {
+	case err == nil:
+		return path, nil
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+		return "", failf(exitNotFound, "COMMAND not found: %v", err)
+	}
+	// Not executable, a directory, or found only relative to the current
+	// directory through $PATH, which exec refuses.
+	return "", failf(exitCannotExec, "cannot execute COMMAND: %v", err)
+}
+
+// acquire takes the lock, trying again while it is held elsewhere until
+// --wait has passed. A forwarded signal ends the wait: redlock exits with
+// 128+N and COMMAND never runs.
+func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Signal) (*redlock.Lock, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var caught os.Signal
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case caught = <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	// Quiet until the lock is held: the attempts' stragglers, which report
+	// in the background, would repeat what the error says.
+	t.quiet.Store(true)
+	lock, err := tryFor(ctx, client, cfg)
+	cancel()
+	<-watched
+	t.quiet.Store(err != nil || caught != nil)
+
+	if caught != nil {
+		if lock != nil {
+			_ = lock.Release(context.Background())
+		}
+		return nil, failf(exitSignal+signalNumber(caught), "%v while waiting for lock %q; COMMAND not run", caught, cfg.name)
+	}
+	switch {
+	case err == nil:
+		return lock, nil
+	case errors.Is(err, redlock.ErrHeldElsewhere) && cfg.skip:
+		return nil, failf(exitOK, "lock %q is held elsewhere; COMMAND skipped", cfg.name)
+	case errors.Is(err, redlock.ErrHeldElsewhere) && cfg.wait > 0:
+		return nil, failf(exitTempFail, "lock %q is still held elsewhere after waiting %v", cfg.name, cfg.wait)
+	case errors.Is(err, redlock.ErrHeldElsewhere):
+		return nil, failf(exitTempFail, "lock %q is held elsewhere", cfg.name)
+	case errors.Is(err, redlock.ErrInvalidArgument):
+		return nil, badf("%v", err)
+	}
+	// Too few servers answered: never a skip.
+	return nil, &exitError{code: exitUnavailable, msg: err.Error()}
+}
+
+// tryFor makes one attempt, and more while the lock is not granted and
+// --wait has not passed, or until ctx ends. Outages are retried as
+// contention is: the last attempt's votes decide what the error says.
+func tryFor(ctx context.Context, client *redlock.Client, cfg *runConfig) (*redlock.Lock, error) {
+	deadline := time.Now().Add(cfg.wait)
+	for poll := firstPoll; ; poll = min(2*poll, maxPoll) {
+		lock, err := client.TryAcquire(ctx, cfg.name, cfg.ttl)
+		if err == nil || !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
+			return lock, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, err
+		}
+		timer := time.NewTimer(min(poll/2+rand.N(poll), left))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, err
+		case <-timer.C:
+		}
+	}
+}
+
+// signalNumber is sig's number, for the exit status 128+N.
+func signalNumber(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return 0
+}

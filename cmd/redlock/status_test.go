@@ -1,0 +1,152 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+)
+
+// set stores key=value on node, with a TTL unless ttl is 0.
+func set(t *testing.T, node *redistest.Node, key, value string, ttl time.Duration) {
+	t.Helper()
+	conn, err := redigo.Dial("tcp", node.Addr())
+	require.NoError(t, err)
+	defer conn.Close()
+	args := []any{key, value}
+	if ttl > 0 {
+		args = append(args, "PX", ttl.Milliseconds())
+	}
+	_, err = conn.Do("SET", args...)
+	require.NoError(t, err)
+}
+
+// del deletes key on node.
+func del(t *testing.T, node *redistest.Node, key string) {
+	t.Helper()
+	conn, err := redigo.Dial("tcp", node.Addr())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Do("DEL", key)
+	require.NoError(t, err)
+}
+
+// statusLines matches status's output against patterns, one per line.
+func statusLines(t *testing.T, r result, patterns ...string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.Len(t, lines, len(patterns), r.stdout)
+	for i, p := range patterns {
+		assert.Regexp(t, regexp.MustCompile("^"+p+"$"), lines[i])
+	}
+}
+
+// TestStatus reads each server's view of the lock, in the order given,
+// and exits 1 only when a quorum holds it with one token.
+func TestStatus(t *testing.T) {
+	t.Parallel()
+	c, environ := cluster(t, 3)
+	a, b, d := regexp.QuoteMeta(c.Nodes[0].Addr()), regexp.QuoteMeta(c.Nodes[1].Addr()), regexp.QuoteMeta(c.Nodes[2].Addr())
+	const held = `held \d+(\.\d+)?m?s`
+
+	r := run(t, environ, "status", "job")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Empty(t, r.stderr)
+	statusLines(t, r, a+" free", b+" free", d+" free")
+
+	// Held by a run: every server, a TTL under --ttl, and exit 1.
+	dir := t.TempDir()
+	p := start(t, append(environ, "D="+dir), append([]string{"run", "--ttl", "20s", "job", "--"}, script(waiting)...)...)
+	waitFile(t, filepath.Join(dir, "started"), p)
+	r = run(t, environ, "status", "job")
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	statusLines(t, r, a+" held 1\\d\\.\\d+s", b+" held 1\\d\\.\\d+s", d+" held 1\\d\\.\\d+s")
+	assert.NotContains(t, r.stdout, get(t, c.Nodes[0], "job"), "a token is never printed")
+	// The order of the lines is the order of --servers.
+	urls := c.URLs("")
+	r = run(t, environ, "status", "--servers", urls[2]+","+urls[0]+","+urls[1], "job")
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	statusLines(t, r, d+" "+held, a+" "+held, b+" "+held)
+	touch(t, filepath.Join(dir, "go"))
+	require.Equal(t, exitOK, p.wait(t).code)
+
+	// Different tokens on two servers: no quorum, and the output tells
+	// the holders apart. A key without a TTL says so.
+	set(t, c.Nodes[0], "job", "token-a", 10*time.Second)
+	set(t, c.Nodes[1], "job", "token-b", 0)
+	r = run(t, environ, "status", "job")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	statusLines(t, r, a+" "+held+" by holder 1", b+` held \(no expiry\) by holder 2`, d+" free")
+	assert.NotContains(t, r.stdout, "token-")
+
+	// One server down: the two that answer are free, so no quorum can
+	// hold the lock...
+	del(t, c.Nodes[0], "job")
+	c.Nodes[1].Kill()
+	r = run(t, environ, "status", "job")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	statusLines(t, r, a+" free", b+" error: connecting: .*connection refused", d+" free")
+
+	// ...but one holding and one down could be a quorum: too few to tell.
+	set(t, c.Nodes[2], "job", "y", 10*time.Second)
+	r = run(t, environ, "status", "job")
+	assert.Equal(t, exitUnavailable, r.code, r.stderr)
+	assert.Equal(t, []string{`redlock: 1 of 3 servers did not answer: too few answered to tell whether a quorum (2) holds lock "job"`}, r.lines())
+	statusLines(t, r, a+" free", b+" error: .*", d+" "+held)
+
+	// Two down: fewer than a quorum answered.
+	c.Nodes[2].Kill()
+	r = run(t, environ, "status", "job")
+	assert.Equal(t, exitUnavailable, r.code, r.stderr)
+	statusLines(t, r, a+" free", b+" error: .*", d+" error: .*")
+}
+
+// TestStatusHeldDespiteAFailure: a quorum holding the lock is exit 1 even
+// when a server does not answer, and a server that does not answer costs
+// the status timeout at most: paused, or silent in the TLS handshake.
+func TestStatusHeldDespiteAFailure(t *testing.T) {
+	t.Parallel()
+	c, _ := cluster(t, 5)
+	for _, i := range []int{0, 1, 4} {
+		set(t, c.Nodes[i], "job", "tok", 10*time.Second)
+	}
+	c.Nodes[2].Pause()
+	defer c.Nodes[2].Resume()
+	urls := c.URLs("")
+	// A plain Redis waits for the end of a line that a TLS hello never sends.
+	urls[3] = "rediss://" + c.Nodes[3].Addr()
+	r := run(t, env(), "status", "--servers", strings.Join(urls, ","), "job")
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	assert.Less(t, r.took, statusTimeout+time.Second)
+	lines := strings.Split(r.stdout, "\n")
+	require.Len(t, lines, 6, r.stdout)
+	assert.Contains(t, lines[2], c.Nodes[2].Addr()+" error: ")
+	assert.Contains(t, lines[3], c.Nodes[3].Addr()+" error: ")
+}
+
+// TestStatusReadsTheURLsDatabase looks for the key in the database the URL
+// names, by path or by ?db=, as run stores it there.
+func TestStatusReadsTheURLsDatabase(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 1)
+	dir := t.TempDir()
+	for _, u := range []string{c.Nodes[0].URL("") + "/3", c.Nodes[0].URL("") + "?db=3"} {
+		environ := env("REDLOCK_SERVERS="+u, "D="+dir)
+		p := start(t, environ, append([]string{"run", "job", "--"}, script(waiting)...)...)
+		waitFile(t, filepath.Join(dir, "started"), p)
+		r := run(t, environ, "status", "job")
+		assert.Equal(t, exitHeld, r.code, "%s: %s %s", u, r.stdout, r.stderr)
+		r = run(t, env("REDLOCK_SERVERS="+c.Nodes[0].URL("")), "status", "job")
+		assert.Equal(t, exitOK, r.code, "database 0 is free: %s", r.stdout)
+		touch(t, filepath.Join(dir, "go"))
+		require.Equal(t, exitOK, p.wait(t).code)
+		require.NoError(t, removeAll(dir))
+	}
+}
