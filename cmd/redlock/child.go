@@ -131,7 +131,7 @@ func childEnv(env []string, lock *redlock.Lock, fence bool) []string {
 	}
 	out = append(out, "REDLOCK_NAME="+lock.Name(), "REDLOCK_TOKEN="+lock.Token())
 	if fence {
-		out = append(out, "REDLOCK_FENCE="+strconv.FormatUint(fenceOf(lock), 10))
+		out = append(out, "REDLOCK_FENCE="+strconv.FormatUint(lock.Fence(), 10))
 	}
 	return out
 }

@@ -37,11 +37,7 @@ func (t *tool) run(args []string) error {
 	}
 	opts := []redlock.Option{redlock.WithLogger(t.logger())}
 	if cfg.fence {
-		o, err := fenceOption()
-		if err != nil {
-			return badf("--fence: %v", err)
-		}
-		opts = append(opts, o)
+		opts = append(opts, redlock.WithFencing())
 	}
 	srv, err := openServers(cfg.servers)
 	if err != nil {

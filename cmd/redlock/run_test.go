@@ -343,14 +343,6 @@ func TestLostLockKillsAfterGrace(t *testing.T) {
 func TestFence(t *testing.T) {
 	t.Parallel()
 	_, environ := cluster(t, 3)
-	if _, err := fenceOption(); err != nil {
-		ln := listen(t)
-		r := run(t, env("REDLOCK_SERVERS="+ln.url()), "run", "--fence", "job", "--", "true")
-		assert.Equal(t, exitUsage, r.code)
-		assert.Equal(t, []string{"redlock: --fence: " + err.Error()}, r.lines())
-		assert.Zero(t, ln.conns.Load(), "a server was contacted")
-		return
-	}
 	var last uint64
 	for range 3 {
 		r := run(t, environ, append([]string{"run", "--fence", "job", "--"}, script(`echo "$REDLOCK_FENCE"`)...)...)

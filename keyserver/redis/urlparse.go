@@ -34,6 +34,7 @@ type urlSettings struct {
 func (u urlSettings) dialOptions() []redigo.DialOption {
 	opts := []redigo.DialOption{
 		redigo.DialConnectTimeout(u.dialTimeout),
+		redigo.DialTLSHandshakeTimeout(u.dialTimeout), // a server that accepts but never finishes TLS
 		redigo.DialReadTimeout(u.readTimeout),
 		redigo.DialWriteTimeout(u.writeTimeout),
 	}
