@@ -2,7 +2,10 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,4 +171,73 @@ func TestRedisUserStyleGoleak(t *testing.T) {
 	l, err := client.TryAcquire(ctx, "report", 5*time.Second)
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
+}
+
+// TestRedisScheduledJobRunsOnce starts a 500 ms job on three hosts at once,
+// with default options, round after round: one host runs it, the others
+// skip. (Before DoOrSkip skipped at once, the others retried until the
+// first released, and ran it again.)
+func TestRedisScheduledJobRunsOnce(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	hosts := make([]*redlock.Client, 3)
+	for i := range hosts {
+		hosts[i] = clientOn(t, cluster)
+	}
+	for round := 0; round < 4; round++ {
+		var runs atomic.Int32
+		var wg sync.WaitGroup
+		for _, h := range hosts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := h.DoOrSkip(context.Background(), fmt.Sprint("report-", round), 10*time.Second, func(context.Context) error {
+					runs.Add(1)
+					time.Sleep(500 * time.Millisecond)
+					return nil
+				})
+				assert.NoError(t, err)
+			}()
+		}
+		wg.Wait()
+		assert.Equal(t, int32(1), runs.Load(), "round %d", round)
+	}
+}
+
+// TestRedisSplitVoteIsNoSkip starts one job on five hosts over five nodes
+// with no retries, round after round: hosts that split the vote report an
+// error; none skips unless another host ran the job.
+func TestRedisSplitVoteIsNoSkip(t *testing.T) {
+	cluster := redistest.Start(t, 5)
+	hosts := make([]*redlock.Client, 5)
+	for i := range hosts {
+		hosts[i] = clientOn(t, cluster, redlock.WithRetryCount(0))
+	}
+	for round := 0; round < 20; round++ {
+		var ran, skipped, failed atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for _, h := range hosts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				did, err := h.DoOrSkip(context.Background(), fmt.Sprint("cron-", round), 10*time.Second,
+					func(context.Context) error { time.Sleep(200 * time.Millisecond); return nil })
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case did:
+					ran.Add(1)
+				default:
+					skipped.Add(1)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		assert.LessOrEqual(t, ran.Load(), int32(1), "round %d", round)
+		if ran.Load() == 0 {
+			assert.Zero(t, skipped.Load(), "round %d: skipped though nobody ran (%d failed)", round, failed.Load())
+		}
+	}
 }
