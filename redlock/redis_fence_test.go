@@ -2,8 +2,10 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,4 +76,30 @@ func BenchmarkRedisFencedAcquire(b *testing.B) {
 			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
 		})
 	}
+}
+
+// BenchmarkRedisParallel takes and releases locks on distinct names from
+// 64 goroutines on five local nodes: the client's cost under load.
+func BenchmarkRedisParallel(b *testing.B) {
+	cluster := redistest.Start(b, 5)
+	c := clientOn(b, cluster)
+	var next atomic.Int64
+	b.SetParallelism(32) // × GOMAXPROCS 2 = 64 goroutines
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		name := fmt.Sprint("bench-", next.Add(1))
+		ctx := context.Background()
+		for pb.Next() {
+			l, err := c.Acquire(ctx, name, 10*time.Second)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
