@@ -3,7 +3,9 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -241,3 +243,45 @@ func TestRedisSplitVoteIsNoSkip(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisOneServerDownLogsQuietly: with one node of three down, a
+// thousand locks write one warning, then one line when the node is back.
+func TestRedisOneServerDownLogsQuietly(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		buf strings.Builder
+	)
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	c, cluster := redisClient(t, 3, redlock.WithLogger(logger), redlock.WithServerTimeout(100*time.Millisecond))
+	ctx := context.Background()
+	cluster.Nodes[1].Kill()
+	for i := 0; i < 1000; i++ {
+		l, err := c.Acquire(ctx, "report", 10*time.Second)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+	}
+	cluster.Nodes[1].Restart()
+	require.Eventually(t, func() bool {
+		l, err := c.Acquire(ctx, "report", 10*time.Second)
+		if err != nil {
+			return false
+		}
+		require.NoError(t, l.Release(ctx))
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(buf.String(), "key server recovered")
+	}, 10*time.Second, 50*time.Millisecond)
+	require.NoError(t, c.Close())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.LessOrEqual(t, strings.Count(buf.String(), "level=WARN"), 2, buf.String())
+	assert.Equal(t, 1, strings.Count(buf.String(), "level=INFO"), buf.String())
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
