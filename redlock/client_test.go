@@ -45,17 +45,19 @@ func TestDecisionTable(t *testing.T) {
 		{3, 2, 0, 0, true, true, true, false},
 		{3, 1, 1, 0, false, false, false, false},
 		{3, 0, 1, 1, true, false, false, false}, // the third may still refuse
-		{3, 0, 2, 0, true, true, false, true},
+		{3, 0, 2, 0, true, false, false, true}, // held: but did we get the third?
 		{3, 1, 1, 1, true, true, false, false},
 		{4, 2, 1, 0, false, false, false, false},
 		{4, 2, 2, 0, true, true, false, false}, // even N: 2 refusals are no quorum
 		{4, 0, 2, 1, true, false, false, false},
-		{4, 0, 3, 0, true, true, false, true},
+		{4, 0, 3, 0, true, false, false, true},
+		{4, 0, 4, 0, true, true, false, true},
+		{3, 1, 2, 0, true, true, false, true}, // a split, or held: one retry tells
 		{5, 3, 0, 0, true, true, true, false},
 		{5, 2, 2, 0, false, false, false, false},
 		{5, 2, 1, 2, true, true, false, false},
 		{5, 0, 2, 2, true, false, false, false},
-		{5, 0, 3, 1, true, true, false, true},
+		{5, 0, 3, 1, true, false, false, true},
 		{9, 5, 0, 0, true, true, true, false},
 		{9, 4, 4, 0, false, false, false, false},
 		{9, 4, 0, 5, true, true, false, false},

@@ -40,10 +40,14 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // skip, such as a scheduled job started on every host. It skips, returning
 // ran=false and err=nil without calling fn, as soon as an attempt finds a
 // quorum of servers answering that another token holds the lock (for an
-// even number of servers too): it does not retry then. A split vote or
-// servers failing are retried as Acquire retries them, and when the
-// retries run out that is an error, never a skip; so is ctx ending, and
-// anything fn returns, ErrNotAcquired included.
+// even number of servers too), without retrying; it waits for every
+// server's answer (bounded by the server timeout) to know. An attempt that
+// was itself granted some servers may have been a split among several
+// contenders, each refused by the others' servers with nobody holding a
+// quorum, so it is retried once before such refusals count as a skip. A
+// split vote or servers failing are retried as Acquire retries them, and
+// when the retries run out that is an error, never a skip; so is ctx
+// ending, and anything fn returns, ErrNotAcquired included.
 //
 // With WithMinHold, the lock is kept for at least that long after it was
 // granted even when fn returns sooner, so that hosts whose schedules fire
@@ -57,7 +61,8 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 	}
 	l, err := c.acquire(ctx, o, name, ttl, o.retryCount, untilKnownHeld)
 	if err != nil {
-		if errors.Is(err, ErrHeldElsewhere) {
+		var qe *QuorumError
+		if errors.As(err, &qe) && qe.ctxErr == nil && qe.tally().skip(qe.Attempts) {
 			return false, nil
 		}
 		return false, err

@@ -68,15 +68,33 @@ func TestNestedDoOrSkipIsSkipped(t *testing.T) {
 }
 
 func TestDoOrSkipSkipsAtOnceWhenAQuorumRefuses(t *testing.T) {
-	fc := clock.NewFake(t0)
-	servers := static.Table([][]bool{{false, false}, {false, false}, {true, true}})
-	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(5))
-	ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
-	require.NoError(t, err)
-	assert.False(t, ran)
-	c.bg.Wait()
-	for i, s := range servers {
-		assert.Equal(t, 1, s.Count(static.OpAcquire), "server %d: one attempt, no retries", i)
+	for _, tc := range []struct {
+		name     string
+		rows     [][]bool
+		attempts int
+	}{
+		{"every server refuses: one attempt", [][]bool{{false, false}, {false, false}, {false, false}}, 1},
+		// Two refusals and a grant: held by another token, or a split of
+		// three contenders; one retry tells.
+		{"a quorum refuses, one server grants: one retry", [][]bool{{false, false}, {false, false}, {true, true}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			servers := static.Table(tc.rows)
+			c := testClient(t, fc, servers.KeyServers(), WithRetryCount(5))
+			res := async(t, func() result {
+				ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
+				return result{ran, err}
+			})
+			sleeps(t, fc, tc.attempts-1)
+			r := res()
+			require.NoError(t, r.err)
+			assert.False(t, r.ran)
+			c.bg.Wait()
+			for i, s := range servers {
+				assert.Equal(t, tc.attempts, s.Count(static.OpAcquire), "server %d", i)
+			}
+		})
 	}
 }
 

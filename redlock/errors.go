@@ -92,6 +92,11 @@ func newQuorumError(op, name string, attempts int, t tally, ctxErr error, sentin
 		sentinels: sentinels, ctxErr: ctxErr}
 }
 
+// tally returns the votes e carries.
+func (e *QuorumError) tally() *tally {
+	return &tally{n: e.Servers, granted: e.Granted, refused: e.Refused, errs: e.Failed}
+}
+
 // Error says what failed and how the servers voted, on one line.
 func (e *QuorumError) Error() string {
 	var b strings.Builder

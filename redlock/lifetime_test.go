@@ -193,7 +193,8 @@ func TestDoOrSkipWithAnEvenNumberOfServers(t *testing.T) {
 		attempts int
 	}{
 		{"half refuse: retried, then an error", 2, false, 3},
-		{"a quorum refuses: skipped at once", 3, true, 1},
+		{"a quorum refuses, one grants: skipped after one retry", 3, true, 2},
+		{"all refuse: skipped at once", 4, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := clock.NewFake(t0)

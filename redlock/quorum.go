@@ -61,23 +61,31 @@ const (
 	// earliest: a quorum for, or so many against (refusals and failures
 	// alike) that a quorum is out of reach.
 	earliest rule = iota
-	// untilKnownHeld also waits, while it is still possible, for a quorum
-	// of refusals: DoOrSkip skips only on that, so it must not stop at the
-	// first mix of refusals and failures that rules out a grant.
+	// untilKnownHeld waits for every answer, unless a quorum granted or
+	// neither a quorum of grants nor one of refusals is possible any more:
+	// DoOrSkip skips on a quorum of refusals, and must know whether it was
+	// itself granted any server (then the refusals may come from several
+	// contenders that split the vote).
 	untilKnownHeld
 )
 
 // decided reports whether the votes so far settle the outcome under r.
 func (t *tally) decided(r rule) bool {
 	q := quorum(t.n)
-	if t.granted >= q || t.refused >= q {
-		return true
-	}
 	if r == earliest {
-		return t.against() > t.n-q
+		return t.granted >= q || t.refused >= q || t.against() > t.n-q
 	}
 	rest := t.n - t.granted - t.against()
-	return t.granted+rest < q && t.refused+rest < q
+	return t.granted >= q || rest == 0 || (t.granted+rest < q && t.refused+rest < q)
+}
+
+// skip reports whether DoOrSkip should skip after attempt number attempt:
+// a quorum refused it because another token holds the lock. One attempt
+// that was itself granted some servers may have been a split among several
+// contenders, each refused by the others' servers, with nobody holding a
+// quorum; it is retried once, and skipped the next time it happens.
+func (t *tally) skip(attempt int) bool {
+	return t.heldElsewhere() && (t.granted == 0 || attempt > 1)
 }
 
 // won reports whether a quorum voted for.
