@@ -52,6 +52,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -71,16 +72,20 @@ type Pool interface {
 // use.
 type Server struct {
 	name string
-	pool Pool      // pooled mode: one connection per call
-	pipe *pipeline // pipelined mode (FromURL): every call on one connection
-	own  bool      // FromURL made the pool or the pipeline: Close closes it
+	pool Pool        // pooled mode: one connection per call
+	pipe *pipeline   // pipelined mode (FromURL): every call on one connection
+	own  bool        // FromURL made the pool or the pipeline: Close closes it
+	sub  *subscriber // Watch's Pub/Sub connection, opened by the first Watch
 
 	mu       sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
 }
 
-var _ keyserver.Fencer = (*Server)(nil)
+var (
+	_ keyserver.Fencer   = (*Server)(nil)
+	_ keyserver.Notifier = (*Server)(nil)
+)
 
 // Option configures a Server.
 type Option func(*config)
@@ -122,20 +127,24 @@ func WithMaxConnections(n int) Option { return func(c *config) { c.maxActive = n
 // it, calls fail at once with ErrOverloaded. Default 4096.
 func WithMaxPending(n int) Option { return func(c *config) { c.maxPending = n } }
 
-// New returns a Server over pool. The caller keeps ownership of pool.
+// New returns a Server over pool. The caller keeps ownership of pool. The
+// first Watch takes one more connection from pool for the Server's
+// subscriber and keeps it until it breaks or Close is called (see the
+// package doc).
 func New(pool Pool, opts ...Option) *Server {
 	c := config{name: "redis"}
 	for _, o := range opts {
 		o(&c)
 	}
-	return &Server{pool: pool, name: c.name}
+	return &Server{pool: pool, name: c.name, sub: newSubscriber(pool.GetContext, connectTimeout)}
 }
 
 // newOwned returns the Server FromURL makes, over connections that dial
 // makes: pipelined, or pooled with WithPooledConnections.
 func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Server, error) {
+	sub := newSubscriber(dial, cmp.Or(c.dialTimeout, connectTimeout))
 	if c.pooled {
-		return &Server{pool: newPool(dial, c.maxActive), name: c.name, own: true}, nil
+		return &Server{pool: newPool(dial, c.maxActive), name: c.name, own: true, sub: sub}, nil
 	}
 	if c.maxPending == 0 {
 		c.maxPending = defaultMaxPending
@@ -143,14 +152,16 @@ func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Serve
 	if c.maxPending < 1 {
 		return nil, fmt.Errorf("%w: max pending calls %d is below 1", keyserver.ErrInvalidArgument, c.maxPending)
 	}
-	return &Server{pipe: newPipeline(dial, c), name: c.name, own: true}, nil
+	return &Server{pipe: newPipeline(dial, c), name: c.name, own: true, sub: sub}, nil
 }
 
 // Close waits for the calls in flight, which the redlock client may have
 // left running in the background, and then closes the connections if
 // FromURL made them: a call queued behind them fails with ErrClosed, and
-// so does every later call. A pool given to New stays open and usable. It
-// is safe to call more than once.
+// so does every later call. A pool given to New stays open and usable. In
+// either mode Close also closes the subscriber connection, waking every
+// Watch, and waits for its reader; later Watch calls fail with ErrClosed.
+// It is safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	already := s.closed
@@ -158,6 +169,7 @@ func (s *Server) Close() error {
 		s.closed = true
 	}
 	s.mu.Unlock()
+	s.sub.close()
 	s.inflight.Wait()
 	if !s.own || already {
 		return nil
