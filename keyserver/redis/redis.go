@@ -49,6 +49,37 @@
 //
 // New runs each call on a connection of its own taken from the caller's
 // Pool, as FromURL does with WithPooledConnections.
+//
+// # Waiting for a release
+//
+// A Server is a keyserver.Notifier. Release publishes, from the script that
+// deleted the key, on the channel redisscript.ReleaseChannel names: the
+// key's Cluster hash tag followed by ":released" ("{job}:released" for the
+// key "job"), with the key as the message; every Redis key server of this
+// module runs the same script, so releases by any of them wake waiters of
+// all of them. AcquireOrTTL is Acquire that also reads the holder's PTTL
+// when it refuses, in the same script, so that a waiter never sleeps past
+// an expiry: keys of crashed holders and of other libraries publish
+// nothing.
+//
+// Watch runs on one Pub/Sub connection per Server, shared by every waiter
+// of the process: a key's channel is subscribed by its first waiter, at the
+// cost of one round trip, and unsubscribed when its last waiter stops;
+// later waiters of a subscribed key share the subscription at no cost. One
+// reader goroutine serves the connection; waiters cost no goroutine. The
+// connection is opened by the first Watch and dialed as FromURL's others
+// are (password, TLS, client name); New's Server takes it from the caller's
+// Pool instead, and holds it until it breaks or Close is called, so a Pool
+// with MaxActive n leaves n-1 connections for the calls. When the
+// connection breaks (a restart, a network failure, no reply for 5 s past a
+// request's deadline) every waiter on it is woken to look at its key
+// again, and the next Watch opens a new one. Close closes it and waits for
+// its reader; later Watch calls fail with ErrClosed, in either mode.
+//
+// In a Redis Cluster, PUBLISH reaches the subscribers of every node, at the
+// price of one message on the cluster bus per node and release. A user
+// whose ACL denies the channels still releases (its waiters wake by TTL),
+// and its Watch fails with an error marked keyserver.ErrPermanent.
 package redis
 
 import (
