@@ -53,11 +53,11 @@
 // # Waiting for a release
 //
 // A Server is a keyserver.Notifier. Release publishes, from the script that
-// deleted the key, on the channel redisscript.ReleaseChannel names: the
-// key's Cluster hash tag followed by ":released" ("{job}:released" for the
-// key "job"), with the key as the message; every Redis key server of this
-// module runs the same script, so releases by any of them wake waiters of
-// all of them. AcquireOrTTL is Acquire that also reads the holder's PTTL
+// deleted the key, with the key as the message, on a channel in the key's
+// Cluster slot: a key with a hash tag of its own followed by ":released",
+// any other in braces ("{job}:7" on "{job}:7:released", "job" on
+// "{job}:released"). Every Redis key server of this module runs the same
+// script, so releases by any of them wake the waiters of all of them. AcquireOrTTL is Acquire that also reads the holder's PTTL
 // when it refuses, in the same script, so that a waiter never sleeps past
 // an expiry: keys of crashed holders and of other libraries publish
 // nothing.
@@ -71,10 +71,13 @@
 // are (password, TLS, client name); New's Server takes it from the caller's
 // Pool instead, and holds it until it breaks or Close is called, so a Pool
 // with MaxActive n leaves n-1 connections for the calls. When the
-// connection breaks (a restart, a network failure, no reply for 5 s past a
-// request's deadline) every waiter on it is woken to look at its key
-// again, and the next Watch opens a new one. Close closes it and waits for
-// its reader; later Watch calls fail with ErrClosed, in either mode.
+// connection breaks (a restart, a network failure) every waiter on it is
+// woken to look at its key again, and the next Watch opens a new one. A
+// connection that goes silent is found by a later Watch: one that finds a
+// request unanswered 5 s past its deadline closes the connection, and one
+// that finds it silent for 5 s sends a PING for the next to check. Close
+// closes it and waits for its reader; later Watch calls fail with
+// ErrClosed, in either mode.
 //
 // In a Redis Cluster, PUBLISH reaches the subscribers of every node, at the
 // price of one message on the cluster bus per node and release. A user
