@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -523,4 +524,52 @@ func TestWatchOverTLSWithPassword(t *testing.T) {
 		awaitClosed(t, released, 5*time.Second, "waiter over TLS")
 		stop()
 	}
+}
+
+// TestStuckWriteHoldsUpOnlyItsWriter floods a paused server with long
+// subscriptions until the socket buffers are full and a write blocks: the
+// other Watch calls still end at their deadline (they queue behind the
+// writer without waiting for it), and Close unblocks the writer at once.
+func TestStuckWriteHoldsUpOnlyItsWriter(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	s, err := redis.FromURL(node.URL("") + "?write_timeout=60s")
+	require.NoError(t, err)
+	defer s.Close()
+	_, stop, err := s.Watch(bg, "warm") // the subscriber connection is open
+	require.NoError(t, err)
+	stop()
+	node.Pause()
+	defer node.Resume()
+
+	// 2,000 subscriptions of 8 kB each, and as many unsubscriptions: far
+	// more than the few MB a loopback socket buffers.
+	const callers = 2000
+	long := strings.Repeat("k", 8<<10)
+	var (
+		wg       sync.WaitGroup
+		returned atomic.Int32
+	)
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func(key string) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+			defer cancel()
+			_, _, err := s.Watch(ctx, key)
+			assert.Error(t, err, "the server is paused")
+			returned.Add(1)
+		}(long + strconv.Itoa(i))
+	}
+	// Every caller but the writer blocked on the full socket returns at its
+	// deadline.
+	for end := time.Now().Add(5 * time.Second); returned.Load() < callers-1 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // and the writer stays blocked
+	require.Equal(t, int32(callers-1), returned.Load(), "callers returned while the server is paused: all but one writer blocked on the full socket")
+
+	closeStart := time.Now()
+	require.NoError(t, s.Close())
+	assert.Less(t, time.Since(closeStart), time.Second, "Close waited for the blocked write")
+	wg.Wait()
 }

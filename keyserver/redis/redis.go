@@ -170,13 +170,13 @@ func New(pool Pool, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&c)
 	}
-	return &Server{pool: pool, name: c.name, sub: newSubscriber(pool.GetContext, connectTimeout)}
+	return &Server{pool: pool, name: c.name, sub: newSubscriber(pool.GetContext, true, connectTimeout)}
 }
 
 // newOwned returns the Server FromURL makes, over connections that dial
 // makes: pipelined, or pooled with WithPooledConnections.
 func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Server, error) {
-	sub := newSubscriber(dial, cmp.Or(c.dialTimeout, connectTimeout))
+	sub := newSubscriber(dial, false, cmp.Or(c.dialTimeout, connectTimeout))
 	if c.pooled {
 		return &Server{pool: newPool(dial, c.maxActive), name: c.name, own: true, sub: sub}, nil
 	}

@@ -36,6 +36,7 @@ const pingAfter = 5 * time.Second
 // subscriber is the Pub/Sub side of a Server.
 type subscriber struct {
 	get         func(context.Context) (redigo.Conn, error) // dials, or takes a connection from the caller's Pool
+	borrowed    bool                                       // get takes from the caller's Pool (see abort)
 	dialTimeout time.Duration
 	overdue     time.Duration // as the pipeline's: how long past its due a request may go unanswered
 	pingAfter   time.Duration
@@ -51,14 +52,19 @@ type subscriber struct {
 }
 
 // subConn is one subscriber connection. Its fields are guarded by the
-// subscriber's mu, but for rc's Receive, which only its reader calls.
+// subscriber's mu, which is never held across I/O: rc's Receive is called
+// by the reader alone, and its Send and Flush by one writer at a time.
 type subConn struct {
 	rc       redigo.Conn
 	topics   map[string]*topic // by channel: subscribed, or being subscribed
-	sent     []*request        // written and not yet answered, oldest first
+	sent     []*request        // queued or written, not yet answered, oldest first
+	outbox   []*request        // queued, not yet written
+	writing  bool              // a caller is writing the outbox (see write)
 	lastRead time.Time
-	dead     bool  // closed or broken: nothing more is written to it
+	dead     bool  // closed or broken: nothing more is queued on it
 	reason   error // why it was closed, when this side closed it
+	aborted  bool  // abort has been called
+	read     bool  // the reader has returned
 }
 
 // topic is one subscribed channel and its waiters. A channel that is
@@ -92,8 +98,10 @@ type request struct {
 	due     time.Time // the watchdog measures lateness from it
 }
 
-func newSubscriber(get func(context.Context) (redigo.Conn, error), dialTimeout time.Duration) *subscriber {
-	return &subscriber{get: get, dialTimeout: dialTimeout, overdue: overdueLimit, pingAfter: pingAfter}
+// newSubscriber returns the subscriber of a Server whose connections get
+// dials, or takes from the caller's Pool when borrowed.
+func newSubscriber(get func(context.Context) (redigo.Conn, error), borrowed bool, dialTimeout time.Duration) *subscriber {
+	return &subscriber{get: get, borrowed: borrowed, dialTimeout: dialTimeout, overdue: overdueLimit, pingAfter: pingAfter}
 }
 
 // watch starts watching key. It returns once Redis has confirmed the
@@ -108,7 +116,7 @@ func (s *subscriber) watch(ctx context.Context, key string) (<-chan struct{}, fu
 			return nil, nil, err
 		}
 		s.mu.Lock()
-		s.checkLocked(cn, time.Now())
+		writer := s.checkLocked(cn, time.Now())
 		if cn.dead { // closed since conn returned it, or just now as overdue
 			s.mu.Unlock()
 			continue
@@ -117,11 +125,14 @@ func (s *subscriber) watch(ctx context.Context, key string) (<-chan struct{}, fu
 		if t == nil {
 			t = &topic{channel: channel, waiters: make(map[*watch]struct{}), ready: make(chan struct{})}
 			cn.topics[channel] = t
-			s.sendLocked(cn, &request{cmd: "SUBSCRIBE", channel: channel, topic: t, due: due(ctx)})
+			writer = cn.queueLocked(&request{cmd: "SUBSCRIBE", channel: channel, topic: t, due: due(ctx)}) || writer
 		}
 		w := &watch{key: key, topic: t, cn: cn, released: make(chan struct{})}
 		t.waiters[w] = struct{}{}
 		s.mu.Unlock()
+		if writer {
+			s.write(cn)
+		}
 
 		select {
 		case <-t.ready:
@@ -142,18 +153,23 @@ func (s *subscriber) watch(ctx context.Context, key string) (<-chan struct{}, fu
 // stop ends w, and unsubscribes its channel when w was its last waiter.
 func (s *subscriber) stop(w *watch) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if w.stopped {
+		s.mu.Unlock()
 		return
 	}
 	w.stopped = true
-	t := w.topic
+	t, cn := w.topic, w.cn
 	delete(t.waiters, w)
-	if len(t.waiters) > 0 || w.cn.dead || w.cn.topics[t.channel] != t {
+	if len(t.waiters) > 0 || cn.dead || cn.topics[t.channel] != t {
+		s.mu.Unlock()
 		return
 	}
-	delete(w.cn.topics, t.channel)
-	s.sendLocked(w.cn, &request{cmd: "UNSUBSCRIBE", channel: t.channel, due: time.Now()})
+	delete(cn.topics, t.channel)
+	writer := cn.queueLocked(&request{cmd: "UNSUBSCRIBE", channel: t.channel, due: time.Now()})
+	s.mu.Unlock()
+	if writer {
+		s.write(cn)
+	}
 }
 
 // conn returns the open connection, or opens one. One caller dials at a
@@ -213,10 +229,10 @@ func (s *subscriber) conn(ctx context.Context) (*subConn, error) {
 }
 
 // checkLocked closes cn when its oldest unanswered request is overdue (a
-// black-holed link, a server paused for seconds), and sends it a PING when
-// it has been silent for a while, so that a later call can tell. s.mu must
-// be held.
-func (s *subscriber) checkLocked(cn *subConn, now time.Time) {
+// black-holed link, a server paused for seconds), and queues a PING when it
+// has been silent for a while, so that a later call can tell. It reports
+// whether the caller must write (see queueLocked). s.mu must be held.
+func (s *subscriber) checkLocked(cn *subConn, now time.Time) bool {
 	switch {
 	case cn.dead:
 	case len(cn.sent) > 0:
@@ -224,32 +240,80 @@ func (s *subscriber) checkLocked(cn *subConn, now time.Time) {
 			s.closeLocked(cn, fmt.Errorf("%w: no reply from the subscriber connection for %v past a request's deadline, so it was closed", ErrConnectionLost, s.overdue))
 		}
 	case len(cn.topics) > 0 && now.Sub(cn.lastRead) > s.pingAfter:
-		s.sendLocked(cn, &request{cmd: "PING", due: now})
+		return cn.queueLocked(&request{cmd: "PING", due: now})
 	}
+	return false
 }
 
-// sendLocked writes req to cn and queues it for its reply. A failed write
-// closes the connection; its reader then fails what was queued. s.mu must
-// be held.
-func (s *subscriber) sendLocked(cn *subConn, req *request) {
+// queueLocked queues req to be written, and for its reply. It reports
+// whether the caller is now cn's writer, and must call write once it has
+// released s.mu: requests are written in the order they were queued, by one
+// caller at a time, so that the replies come back in the order of sent.
+// s.mu must be held, and cn must not be dead.
+func (cn *subConn) queueLocked(req *request) bool {
 	cn.sent = append(cn.sent, req)
-	var err error
-	if req.channel != "" {
-		err = cn.rc.Send(req.cmd, req.channel)
-	} else {
-		err = cn.rc.Send(req.cmd)
+	cn.outbox = append(cn.outbox, req)
+	if cn.writing {
+		return false // the writer takes it with its next batch
 	}
-	if err == nil {
-		err = cn.rc.Flush()
-	}
-	if err != nil {
-		s.closeLocked(cn, fmt.Errorf("%w: %w", ErrConnectionLost, err))
+	cn.writing = true
+	return true
+}
+
+// write writes what is queued on cn, in batches of one flush, until nothing
+// is left; only the caller queueLocked named calls it. Others queue behind
+// it without waiting, so only the writer can be held up by a server that
+// stopped reading (up to the connection's write timeout). A failed write
+// closes the connection; its reader then fails what was queued. The writer
+// also finishes what closeLocked and broke had to leave to it: they do not
+// touch a connection from the caller's Pool while it is being written.
+func (s *subscriber) write(cn *subConn) {
+	var batch []*request
+	for {
+		s.mu.Lock()
+		batch, cn.outbox = cn.outbox, batch[:0]
+		if cn.dead || len(batch) == 0 {
+			cn.writing = false
+			cn.outbox = nil
+			if cn.dead && !cn.aborted {
+				cn.aborted = true
+				abort(cn.rc)
+			}
+			giveBack := cn.dead && cn.read
+			s.mu.Unlock()
+			if giveBack {
+				cn.rc.Close() //nolint:errcheck // broken already; this gives a pooled connection back
+			}
+			return
+		}
+		s.mu.Unlock()
+		var err error
+		for _, req := range batch {
+			if req.channel != "" {
+				err = cn.rc.Send(req.cmd, req.channel)
+			} else {
+				err = cn.rc.Send(req.cmd)
+			}
+			if err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = cn.rc.Flush()
+		}
+		clear(batch)
+		if err != nil {
+			s.mu.Lock()
+			s.closeLocked(cn, fmt.Errorf("%w: %w", ErrConnectionLost, err))
+			s.mu.Unlock()
+		}
 	}
 }
 
 // closeLocked marks cn dead and closes its network connection, so that its
 // reader returns and wakes every waiter; reason is what the Watch calls
-// still setting up on it are told. s.mu must be held.
+// still setting up on it are told. A connection from the caller's Pool that
+// is being written is left for its writer to close. s.mu must be held.
 func (s *subscriber) closeLocked(cn *subConn, reason error) {
 	if cn.reason == nil {
 		cn.reason = reason
@@ -258,7 +322,10 @@ func (s *subscriber) closeLocked(cn *subConn, reason error) {
 	if s.cn == cn {
 		s.cn = nil
 	}
-	abort(cn.rc)
+	if !cn.aborted && (!s.borrowed || !cn.writing) {
+		cn.aborted = true
+		abort(cn.rc)
+	}
 }
 
 // read hands each message to the waiters of its key, and each
@@ -377,8 +444,12 @@ func (s *subscriber) broke(cn *subConn, err error) {
 		}
 	}
 	cn.sent, cn.topics = nil, nil
+	cn.read = true
+	giveBack := !cn.writing // else the writer does, once it has finished
 	s.mu.Unlock()
-	cn.rc.Close() //nolint:errcheck // broken already; this gives a pooled connection back
+	if giveBack {
+		cn.rc.Close() //nolint:errcheck // broken already; this gives a pooled connection back
+	}
 }
 
 // close ends the dial in progress and the open connection, and waits for
@@ -426,13 +497,15 @@ func receive(rc redigo.Conn) (any, error) {
 }
 
 // abort closes rc's network connection at once, so that its reader's
-// Receive returns, without a write or a read of its own. Close would do for
-// a connection redigo dialed, but a connection from a redigo.Pool answers
-// Close by unsubscribing and reading the replies itself, racing the reader
-// (and waiting forever for a server that does not answer). A DoContext
-// whose deadline has passed closes the network connection of either kind,
-// before it writes anything; Close then follows once the reader has
-// returned, to give the connection back.
+// Receive (and a write blocked on a server that stopped reading) returns,
+// without a write or a read of its own. Close would do for a connection
+// redigo dialed, but a connection from a redigo.Pool answers Close by
+// unsubscribing and reading the replies itself, racing the reader (and
+// waiting forever for a server that does not answer). A DoContext whose
+// deadline has passed closes the network connection of either kind before
+// it writes anything; Close then follows once the reader and the writer
+// are done, to give the connection back. On a Pool's connection that
+// DoContext must not run beside a Send, which closeLocked sees to.
 func abort(rc redigo.Conn) {
 	cc, ok := rc.(redigo.ConnWithContext)
 	if !ok {
