@@ -75,9 +75,13 @@
 // woken to look at its key again, and the next Watch opens a new one. A
 // connection that goes silent is found by a later Watch: one that finds a
 // request unanswered 5 s past its deadline closes the connection, and one
-// that finds it silent for 5 s sends a PING for the next to check. Close
-// closes it and waits for its reader; later Watch calls fail with
-// ErrClosed, in either mode.
+// that finds it silent for 5 s sends a PING for the next to check. One
+// caller at a time writes the subscriptions queued by all, so a server that
+// stops reading holds up that caller only, up to the connection's write
+// timeout. Close closes the connection and waits for its reader; later
+// Watch calls fail with ErrClosed, in either mode. (A connection from the
+// caller's Pool cannot be closed under a write in progress: Close then
+// waits for that write, up to the Pool's write timeout.)
 //
 // In a Redis Cluster, PUBLISH reaches the subscribers of every node, at the
 // price of one message on the cluster bus per node and release. A user
