@@ -33,11 +33,48 @@ return 0
 // Del deletes KEYS[1] if it holds ARGV[1], and returns the number of keys
 // deleted: 1, or 0 when the key is absent or holds another value. Like Set,
 // it fails without writing on a key of another type.
+//
+// A delete is published, so that waiters wake at once instead of polling:
+// PUBLISH on ReleaseChannel(KEYS[1]), computed here by the same rule, with
+// the key as the message. A user whom an ACL denies PUBLISH still releases
+// (pcall keeps the error from failing the script after the DEL); its
+// waiters then wake by the holder's TTL, as for a key that expires.
 const Del = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	return redis.call('DEL', KEYS[1])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	return 0
 end
-return 0
+redis.call('DEL', KEYS[1])
+local c = KEYS[1]
+local open = string.find(c, '{', 1, true)
+local close = open and string.find(c, '}', open + 1, true)
+if not close or close == open + 1 then
+	c = '{' .. c .. '}'
+end
+pcall(redis.call, 'PUBLISH', c .. ':released', KEYS[1])
+return 1
+`
+
+// AcquireOrTTL is Set that, when another value holds KEYS[1], reports how
+// long that value has left: it returns 1 when KEYS[1] holds ARGV[1]
+// afterwards, and otherwise the holder's PTTL·2 in milliseconds (an even
+// number; at least 2, as a key under a millisecond from its expiry still
+// exists; 0 when the key has no TTL). Odd means granted, as for
+// AcquireFenced.
+const AcquireOrTTL = `
+local v = redis.call('GET', KEYS[1])
+if v == false then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return 1
+end
+if v == ARGV[1] then
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	return 1
+end
+local left = redis.call('PTTL', KEYS[1])
+if left < 0 then
+	return 0
+end
+return math.max(left, 1) * 2
 `
 
 // AcquireFenced is Set on KEYS[1] with the token ARGV[1] and the TTL ARGV[2]

@@ -12,8 +12,10 @@
 //
 // The suite checks set-if-absent, idempotent re-acquire with the same token,
 // owner-checked extend and release, extend re-creating a missing key, expiry,
-// concurrent takers and invalid input. Keys carry a random prefix, so a
-// shared server (one Redis for the whole test run) does no harm.
+// concurrent takers and invalid input, and the optional interfaces a server
+// implements: keyserver.Fencer's counters, keyserver.Notifier's remaining
+// TTL and release notifications. Keys carry a random prefix, so a shared
+// server (one Redis for the whole test run) does no harm.
 package keyservertest
 
 import (
@@ -74,6 +76,9 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"InvalidArguments", s.invalidArguments},
 		{"CancelledContext", s.cancelledContext},
 		{"FenceCounters", s.fenceCounters},
+		{"AcquireOrTTL", s.acquireOrTTL},
+		{"WatchWakesOnRelease", s.watchWakesOnRelease},
+		{"WatchArguments", s.watchArguments},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -297,6 +302,141 @@ func (s *suite) fenceCounters(t *testing.T, ks keyserver.KeyServer, key string) 
 	expect(t, "Release(c)", true)(ks.Release(ctx, other, "c"))
 	if _, err := fs.RaiseFence(ctx, "", 1); !errors.Is(err, keyserver.ErrInvalidArgument) {
 		t.Errorf("RaiseFence with an empty key = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// acquireOrTTL checks a Notifier's AcquireOrTTL (a server that is not one
+// passes): Acquire's votes, and with a refusal the holder's remaining TTL,
+// measured on the server's clock.
+func (s *suite) acquireOrTTL(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := ks.(keyserver.Notifier)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	acquire := func(what, token string, want bool) time.Duration {
+		t.Helper()
+		ok, left, err := ns.AcquireOrTTL(ctx, key, token, ttl)
+		if err != nil || ok != want {
+			t.Fatalf("%s = %v, %v, %v; want %v, nil", what, ok, left, err, want)
+		}
+		return left
+	}
+	acquire("AcquireOrTTL(a) on an absent key", "a", true)
+	acquire("AcquireOrTTL(a) again by its holder", "a", true)
+	waited := s.d(300 * time.Millisecond)
+	s.wait(waited)
+	left := acquire("AcquireOrTTL(b) on a key held by a", "b", false)
+	// The server counts whole milliseconds; on real time the holder's TTL
+	// started before the wait did, and the refusal came after it.
+	slack := time.Millisecond
+	if s.advance == nil {
+		slack = s.d(2 * time.Second)
+	}
+	if left > ttl-waited+time.Millisecond || left < ttl-waited-slack {
+		t.Errorf("AcquireOrTTL(b) reported %v left of a's TTL of %v, %v after it was set; want about %v", left, ttl, waited, ttl-waited)
+	}
+	expect(t, "Acquire(b) after AcquireOrTTL refused it", false)(ks.Acquire(ctx, key, "b", ttl))
+	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
+	acquire("AcquireOrTTL(b) after a's release", "b", true)
+	expect(t, "Release(b)", true)(ks.Release(ctx, key, "b"))
+}
+
+// wakeWithin bounds how long a Notifier may take to wake a waiter.
+const wakeWithin = 5 * time.Second
+
+// watchWakesOnRelease checks a Notifier's Watch: every waiter of a key is
+// woken by its release, and none by a refused release or by another key's.
+func (s *suite) watchWakesOnRelease(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := ks.(keyserver.Notifier)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	other := key + ":other"
+	watch := func(key string) <-chan struct{} {
+		t.Helper()
+		released, stop, err := ns.Watch(ctx, key)
+		if err != nil {
+			t.Fatalf("Watch(%q): %v", key, err)
+		}
+		t.Cleanup(stop)
+		return released
+	}
+	woken := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	}
+	awaitWake := func(what string, c <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(wakeWithin):
+			t.Fatalf("%s: no wake within %v", what, wakeWithin)
+		}
+	}
+
+	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, "a", ttl))
+	first, second, otherKey := watch(key), watch(key), watch(other)
+	expect(t, "Release(b) of a key held by a", false)(ks.Release(ctx, key, "b"))
+	expect(t, "Acquire(c) of another key", true)(ks.Acquire(ctx, other, "c", ttl))
+	expect(t, "Release(c) of another key", true)(ks.Release(ctx, other, "c"))
+	awaitWake("the waiter of the other key, after its release", otherKey)
+	time.Sleep(20 * time.Millisecond) // a stray wake would have come before the other key's
+	if woken(first) || woken(second) {
+		t.Fatal("a waiter was woken by a refused release or by another key's release")
+	}
+
+	_, stop, err := ns.Watch(ctx, key)
+	if err != nil {
+		t.Fatalf("Watch(%q): %v", key, err)
+	}
+	stop() // before the release: nothing must break
+
+	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
+	awaitWake("the first waiter, after the release", first)
+	awaitWake("the second waiter, after the release", second)
+
+	// A new watch after a wake works the same way.
+	expect(t, "Acquire(b) after the release", true)(ks.Acquire(ctx, key, "b", ttl))
+	again := watch(key)
+	expect(t, "Release(b)", true)(ks.Release(ctx, key, "b"))
+	awaitWake("a waiter watching again, after the next release", again)
+}
+
+// watchArguments checks that a Notifier refuses what the other calls
+// refuse: an empty key, an ended context, bad AcquireOrTTL arguments.
+func (s *suite) watchArguments(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := ks.(keyserver.Notifier)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	if _, _, err := ns.Watch(ctx, ""); !errors.Is(err, keyserver.ErrInvalidArgument) {
+		t.Errorf("Watch with an empty key = %v, want ErrInvalidArgument", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if c, stop, err := ns.Watch(cancelled, key); err == nil {
+		stop()
+		t.Errorf("Watch with a cancelled context = %v, nil; want an error", c)
+	}
+	for _, c := range []struct {
+		what       string
+		key, token string
+		ttl        time.Duration
+	}{
+		{"an empty key", "", "a", ttl},
+		{"an empty token", key, "", ttl},
+		{"a sub-millisecond TTL", key, "a", time.Millisecond - 1},
+	} {
+		if ok, _, err := ns.AcquireOrTTL(ctx, c.key, c.token, c.ttl); ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
+			t.Errorf("AcquireOrTTL with %s = %v, %v; want false and ErrInvalidArgument", c.what, ok, err)
+		}
 	}
 }
 

@@ -41,3 +41,31 @@ func ExampleNew() {
 	// done: <nil>
 	// free again: true
 }
+
+// A waiter that was refused watches the key and sleeps until the holder
+// releases it, or until the holder's TTL has run out, whichever comes
+// first.
+func ExampleServer_Watch() {
+	srv := memory.New()
+	defer srv.Close()
+	ctx := context.Background()
+	srv.Acquire(ctx, "report", "holder", time.Minute)
+
+	// Watch before trying, so that a release in between is not missed.
+	released, stop, _ := srv.Watch(ctx, "report")
+	defer stop()
+	ok, left, _ := srv.AcquireOrTTL(ctx, "report", "waiter", time.Minute)
+	fmt.Println("granted:", ok, "holder's TTL under a minute:", left > 0 && left <= time.Minute)
+
+	srv.Release(ctx, "report", "holder") // the holder, elsewhere, is done
+	select {
+	case <-released:
+		ok, _, _ = srv.AcquireOrTTL(ctx, "report", "waiter", time.Minute)
+		fmt.Println("woken; granted:", ok)
+	case <-time.After(left):
+		fmt.Println("the holder's key expired")
+	}
+	// Output:
+	// granted: false holder's TTL under a minute: true
+	// woken; granted: true
+}

@@ -7,3 +7,10 @@ func Stored(s *Server) int {
 	defer s.mu.Unlock()
 	return len(s.keys)
 }
+
+// Watchers counts the watches of key that were neither woken nor stopped.
+func Watchers(s *Server, key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watchers[key])
+}

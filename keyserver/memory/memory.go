@@ -11,6 +11,10 @@
 // Expired keys are dropped when they are next touched, and a background
 // sweep removes the ones nobody touches again, so abandoned locks do not pile
 // up. Close stops the sweep.
+//
+// A Server is a keyserver.Notifier: a Release wakes the goroutines waiting
+// on that key at once, and a refusal of AcquireOrTTL says how long the
+// holder's key has left.
 package memory
 
 import (
@@ -35,7 +39,10 @@ type Server struct {
 	mu     sync.Mutex
 	keys   map[string]entry
 	fences map[string]uint64 // fence counters by lock key; they never expire
-	closed bool
+	// watchers are the channels of Watch by key, closed by the key's
+	// Release (notify.go).
+	watchers map[string][]chan struct{}
+	closed   bool
 
 	stop chan struct{} // closed by Close; nil when there is no sweep
 	done chan struct{} // closed when the sweep goroutine has returned
@@ -86,7 +93,8 @@ func New(opts ...Option) *Server {
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Server{now: c.now, keys: make(map[string]entry), fences: make(map[string]uint64)}
+	s := &Server{now: c.now, keys: make(map[string]entry), fences: make(map[string]uint64),
+		watchers: make(map[string][]chan struct{})}
 	if c.sweep > 0 {
 		s.stop = make(chan struct{})
 		s.done = make(chan struct{})
@@ -95,13 +103,16 @@ func New(opts ...Option) *Server {
 	return s
 }
 
-// Close stops the sweep and makes every later call fail with ErrClosed.
-// It is safe to call more than once.
+// Close stops the sweep, wakes every Watch, and makes every later call fail
+// with ErrClosed. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	already := s.closed
 	s.closed = true
 	s.keys = nil
+	for key := range s.watchers {
+		s.notifyLocked(key)
+	}
 	s.mu.Unlock()
 	if !already && s.stop != nil {
 		close(s.stop)
@@ -234,5 +245,6 @@ func (s *Server) releaseLocked(key, token string) bool {
 		return false
 	}
 	delete(s.keys, key)
+	s.notifyLocked(key)
 	return true
 }

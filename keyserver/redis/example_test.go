@@ -65,3 +65,36 @@ func ExampleNew() {
 	}
 	defer lock.Release(context.Background())
 }
+
+// A waiter that was refused watches the key, and sleeps until the release
+// or, when the holder crashed or publishes nothing, until the holder's key
+// has expired. Watching before the attempt misses no release in between.
+func ExampleServer_Watch() {
+	srv, err := redis.FromURL("redis://10.0.0.1:6379")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	for {
+		released, stop, err := srv.Watch(ctx, "invoices")
+		if err != nil {
+			log.Fatal(err)
+		}
+		ok, left, err := srv.AcquireOrTTL(ctx, "invoices", "my-token", 10*time.Second)
+		if err != nil || ok {
+			stop()
+			return // granted (or failed)
+		}
+		if left == 0 {
+			left = 200 * time.Millisecond // a key without a TTL: poll
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-released: // released, or the connection broke: try again
+		case <-t.C: // expired without a release
+		}
+		t.Stop()
+		stop()
+	}
+}

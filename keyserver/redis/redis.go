@@ -49,9 +49,48 @@
 //
 // New runs each call on a connection of its own taken from the caller's
 // Pool, as FromURL does with WithPooledConnections.
+//
+// # Waiting for a release
+//
+// A Server is a keyserver.Notifier. Release publishes, from the script that
+// deleted the key, with the key as the message, on a channel in the key's
+// Cluster slot: a key with a hash tag of its own followed by ":released",
+// any other in braces ("{job}:7" on "{job}:7:released", "job" on
+// "{job}:released"). Every Redis key server of this module runs the same
+// script, so releases by any of them wake the waiters of all of them. AcquireOrTTL is Acquire that also reads the holder's PTTL
+// when it refuses, in the same script, so that a waiter never sleeps past
+// an expiry: keys of crashed holders and of other libraries publish
+// nothing.
+//
+// Watch runs on one Pub/Sub connection per Server, shared by every waiter
+// of the process: a key's channel is subscribed by its first waiter, at the
+// cost of one round trip, and unsubscribed when its last waiter stops;
+// later waiters of a subscribed key share the subscription at no cost. One
+// reader goroutine serves the connection; waiters cost no goroutine. The
+// connection is opened by the first Watch and dialed as FromURL's others
+// are (password, TLS, client name); New's Server takes it from the caller's
+// Pool instead, and holds it until it breaks or Close is called, so a Pool
+// with MaxActive n leaves n-1 connections for the calls. When the
+// connection breaks (a restart, a network failure) every waiter on it is
+// woken to look at its key again, and the next Watch opens a new one. A
+// connection that goes silent is found by a later Watch: one that finds a
+// request unanswered 5 s past its deadline closes the connection, and one
+// that finds it silent for 5 s sends a PING for the next to check. One
+// caller at a time writes the subscriptions queued by all, so a server that
+// stops reading holds up that caller only, up to the connection's write
+// timeout. Close closes the connection and waits for its reader; later
+// Watch calls fail with ErrClosed, in either mode. (A connection from the
+// caller's Pool cannot be closed under a write in progress: Close then
+// waits for that write, up to the Pool's write timeout.)
+//
+// In a Redis Cluster, PUBLISH reaches the subscribers of every node, at the
+// price of one message on the cluster bus per node and release. A user
+// whose ACL denies the channels still releases (its waiters wake by TTL),
+// and its Watch fails with an error marked keyserver.ErrPermanent.
 package redis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -71,16 +110,20 @@ type Pool interface {
 // use.
 type Server struct {
 	name string
-	pool Pool      // pooled mode: one connection per call
-	pipe *pipeline // pipelined mode (FromURL): every call on one connection
-	own  bool      // FromURL made the pool or the pipeline: Close closes it
+	pool Pool        // pooled mode: one connection per call
+	pipe *pipeline   // pipelined mode (FromURL): every call on one connection
+	own  bool        // FromURL made the pool or the pipeline: Close closes it
+	sub  *subscriber // Watch's Pub/Sub connection, opened by the first Watch
 
 	mu       sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
 }
 
-var _ keyserver.Fencer = (*Server)(nil)
+var (
+	_ keyserver.Fencer   = (*Server)(nil)
+	_ keyserver.Notifier = (*Server)(nil)
+)
 
 // Option configures a Server.
 type Option func(*config)
@@ -122,20 +165,24 @@ func WithMaxConnections(n int) Option { return func(c *config) { c.maxActive = n
 // it, calls fail at once with ErrOverloaded. Default 4096.
 func WithMaxPending(n int) Option { return func(c *config) { c.maxPending = n } }
 
-// New returns a Server over pool. The caller keeps ownership of pool.
+// New returns a Server over pool. The caller keeps ownership of pool. The
+// first Watch takes one more connection from pool for the Server's
+// subscriber and keeps it until it breaks or Close is called (see the
+// package doc).
 func New(pool Pool, opts ...Option) *Server {
 	c := config{name: "redis"}
 	for _, o := range opts {
 		o(&c)
 	}
-	return &Server{pool: pool, name: c.name}
+	return &Server{pool: pool, name: c.name, sub: newSubscriber(pool.GetContext, true, connectTimeout)}
 }
 
 // newOwned returns the Server FromURL makes, over connections that dial
 // makes: pipelined, or pooled with WithPooledConnections.
 func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Server, error) {
+	sub := newSubscriber(dial, false, cmp.Or(c.dialTimeout, connectTimeout))
 	if c.pooled {
-		return &Server{pool: newPool(dial, c.maxActive), name: c.name, own: true}, nil
+		return &Server{pool: newPool(dial, c.maxActive), name: c.name, own: true, sub: sub}, nil
 	}
 	if c.maxPending == 0 {
 		c.maxPending = defaultMaxPending
@@ -143,14 +190,16 @@ func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Serve
 	if c.maxPending < 1 {
 		return nil, fmt.Errorf("%w: max pending calls %d is below 1", keyserver.ErrInvalidArgument, c.maxPending)
 	}
-	return &Server{pipe: newPipeline(dial, c), name: c.name, own: true}, nil
+	return &Server{pipe: newPipeline(dial, c), name: c.name, own: true, sub: sub}, nil
 }
 
 // Close waits for the calls in flight, which the redlock client may have
 // left running in the background, and then closes the connections if
 // FromURL made them: a call queued behind them fails with ErrClosed, and
-// so does every later call. A pool given to New stays open and usable. It
-// is safe to call more than once.
+// so does every later call. A pool given to New stays open and usable. In
+// either mode Close also closes the subscriber connection, waking every
+// Watch, and waits for its reader; later Watch calls fail with ErrClosed.
+// It is safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	already := s.closed
@@ -158,6 +207,7 @@ func (s *Server) Close() error {
 		s.closed = true
 	}
 	s.mu.Unlock()
+	s.sub.close()
 	s.inflight.Wait()
 	if !s.own || already {
 		return nil

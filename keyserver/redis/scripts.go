@@ -29,15 +29,17 @@ func newScript(keys int, src string) *script {
 	return s
 }
 
-// setScript is Acquire and Extend, delScript is Release, and the fenced
-// ones are the Fencer's; their text is shared with every Redis key server
-// (see internal/redisscript).
+// setScript is Acquire and Extend, delScript is Release (and publishes it),
+// the fenced ones are the Fencer's and ttlScript is the Notifier's
+// AcquireOrTTL; their text is shared with every Redis key server (see
+// internal/redisscript).
 var (
 	setScript    = newScript(1, redisscript.Set)
 	delScript    = newScript(1, redisscript.Del)
 	fencedScript = newScript(2, redisscript.AcquireFenced)
 	raiseScript  = newScript(1, redisscript.RaiseFence)
+	ttlScript    = newScript(1, redisscript.AcquireOrTTL)
 )
 
 // scripts are loaded on every new pipelined connection.
-var scripts = []*script{setScript, delScript, fencedScript, raiseScript}
+var scripts = []*script{setScript, delScript, fencedScript, raiseScript, ttlScript}

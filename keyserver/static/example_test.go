@@ -42,3 +42,22 @@ func Example() {
 	// servers down: ran false not acquired true
 	// free: ran true err <nil>
 }
+
+// A unit test of code that waits for a lock drives the wake-up by hand:
+// Wake plays a release by another process, Break a lost connection.
+func ExampleServer_Wake() {
+	srv := static.New(static.WithAcquire(static.Reply{Left: 30 * time.Second}))
+	ctx := context.Background()
+	ok, left, _ := srv.AcquireOrTTL(ctx, "nightly", "me", time.Minute)
+	fmt.Println("granted:", ok, "holder's TTL:", left)
+
+	released, stop, _ := srv.Watch(ctx, "nightly")
+	defer stop()
+	fmt.Println("woken:", srv.Wake("nightly"))
+	<-released
+	fmt.Println("still watching:", srv.Watching("nightly"))
+	// Output:
+	// granted: false holder's TTL: 30s
+	// woken: 1
+	// still watching: 1
+}

@@ -14,6 +14,12 @@
 // Failures are scripted the same way: static.Fail(err) answers with an
 // error, static.Hang blocks until the caller's context ends, Reply.Delay adds
 // latency that honours the context.
+//
+// A Server is a keyserver.Notifier. AcquireOrTTL follows OpAcquire's script
+// (Reply.Left is the holder's remaining TTL it reports), and Watch follows
+// OpWatch's; a watch is woken by a Release that answers true, scripted or
+// not, by Wake, or by Break, which ends every watch as a lost connection
+// would.
 package static
 
 import (
@@ -34,6 +40,7 @@ const (
 	OpExtend     Op = "extend"
 	OpRelease    Op = "release"
 	OpRaiseFence Op = "raise-fence"
+	OpWatch      Op = "watch" // only Err, Delay and Block of its replies count
 )
 
 // Reply is one scripted answer.
@@ -52,6 +59,9 @@ type Reply struct {
 	// Fence is the fence counter a scripted AcquireFenced reads, or the
 	// previous counter a scripted RaiseFence reports.
 	Fence uint64
+	// Left is the holder's remaining TTL a scripted AcquireOrTTL reports
+	// with a refusal.
+	Left time.Duration
 }
 
 // Common replies.
@@ -88,9 +98,13 @@ type Server struct {
 	next    map[Op]int
 	before  func(context.Context, Call)
 	calls   []Call
+	watches map[string]map[*watch]struct{} // by key, until stopped (notify.go)
 }
 
-var _ keyserver.Fencer = (*Server)(nil)
+var (
+	_ keyserver.Fencer   = (*Server)(nil)
+	_ keyserver.Notifier = (*Server)(nil)
+)
 
 // Option configures a Server.
 type Option func(*Server)
@@ -124,6 +138,7 @@ func New(opts ...Option) *Server {
 		store:   memory.New(memory.WithSweepInterval(0)),
 		scripts: make(map[Op][]Reply),
 		next:    make(map[Op]int),
+		watches: make(map[string]map[*watch]struct{}),
 	}
 	for _, o := range opts {
 		o(s)
@@ -173,23 +188,28 @@ func (s *Server) Count(op Op) int {
 
 // Acquire answers from the script, or else from the store.
 func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, s.store.Acquire, nil)
+	_, ok, err := s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, s.store.Acquire)
+	return ok, err
 }
 
 // Extend answers from the script, or else from the store.
 func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return s.call(ctx, Call{Op: OpExtend, Key: key, Token: token, TTL: ttl}, s.store.Extend, nil)
+	_, ok, err := s.call(ctx, Call{Op: OpExtend, Key: key, Token: token, TTL: ttl}, s.store.Extend)
+	return ok, err
 }
 
 // AcquireFenced answers as Acquire does, with OpAcquire's script, and reads
 // the fence counter from the reply's Fence, or else from the store.
 func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
 	var fence uint64
-	ok, err := s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, func(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	r, ok, err := s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, func(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 		ok, f, err := s.store.AcquireFenced(ctx, key, token, ttl)
 		fence = f
 		return ok, err
-	}, &fence)
+	})
+	if !r.Store {
+		fence = r.Fence
+	}
 	return ok, fence, err
 }
 
@@ -197,25 +217,33 @@ func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.
 // previous counter reported), or else from the store.
 func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint64, error) {
 	var prev uint64
-	_, err := s.call(ctx, Call{Op: OpRaiseFence, Key: key, Token: "-", Fence: fence}, func(ctx context.Context, key, _ string, _ time.Duration) (bool, error) {
+	r, _, err := s.call(ctx, Call{Op: OpRaiseFence, Key: key, Token: "-", Fence: fence}, func(ctx context.Context, key, _ string, _ time.Duration) (bool, error) {
 		p, err := s.store.RaiseFence(ctx, key, fence)
 		prev = p
 		return err == nil, err
-	}, &prev)
+	})
+	if !r.Store {
+		prev = r.Fence
+	}
 	return prev, err
 }
 
-// Release answers from the script, or else from the store.
+// Release answers from the script, or else from the store. A Release that
+// answers true wakes key's watches.
 func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
-	return s.call(ctx, Call{Op: OpRelease, Key: key, Token: token},
+	_, ok, err := s.call(ctx, Call{Op: OpRelease, Key: key, Token: token},
 		func(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
 			return s.store.Release(ctx, key, token)
-		}, nil)
+		})
+	if ok && err == nil {
+		s.Wake(key)
+	}
+	return ok, err
 }
 
-// call logs c and answers it from the script or the store; fence, when
-// not nil, receives a scripted reply's Fence.
-func (s *Server) call(ctx context.Context, c Call, store func(context.Context, string, string, time.Duration) (bool, error), fence *uint64) (bool, error) {
+// call logs c and answers it from the script or the store, and returns the
+// reply it followed (FromStore when it answered from the store).
+func (s *Server) call(ctx context.Context, c Call, store func(context.Context, string, string, time.Duration) (bool, error)) (Reply, bool, error) {
 	s.mu.Lock()
 	before := s.before
 	s.mu.Unlock()
@@ -225,7 +253,7 @@ func (s *Server) call(ctx context.Context, c Call, store func(context.Context, s
 
 	s.mu.Lock()
 	r := FromStore
-	if err := keyserver.CheckArgs(c.Key, c.Token, c.TTL, c.Op != OpRelease && c.Op != OpRaiseFence); err != nil {
+	if err := keyserver.CheckArgs(c.Key, c.Token, c.TTL, c.Op == OpAcquire || c.Op == OpExtend); err != nil {
 		// Bad input is refused as a real server would, whatever the script.
 		r = Fail(err)
 	} else if script := s.scripts[c.Op]; len(script) > 0 {
@@ -240,14 +268,11 @@ func (s *Server) call(ctx context.Context, c Call, store func(context.Context, s
 	s.mu.Unlock()
 
 	ok, err := answer(ctx, r, func() (bool, error) { return store(ctx, c.Key, c.Token, c.TTL) })
-	if !r.Store && fence != nil {
-		*fence = r.Fence
-	}
 
 	s.mu.Lock()
 	s.calls[idx].OK, s.calls[idx].Err, s.calls[idx].Done = ok, err, true
 	s.mu.Unlock()
-	return ok, err
+	return r, ok, err
 }
 
 // answer waits as r says, then gives r's result or the store's.

@@ -1,0 +1,116 @@
+package static_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver/static"
+)
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestAcquireOrTTLFollowsAcquiresScript(t *testing.T) {
+	boom := errors.New("boom")
+	s := static.New(static.WithAcquire(static.Reply{Left: 3 * time.Second}, static.Reply{OK: true, Left: time.Hour}, static.Fail(boom), static.FromStore))
+	ctx := context.Background()
+	for i, want := range []struct {
+		ok   bool
+		left time.Duration
+		err  error
+	}{
+		{false, 3 * time.Second, nil},
+		{true, 0, nil}, // no TTL with a grant
+		{false, 0, boom},
+		{true, 0, nil}, // the store: free
+	} {
+		ok, left, err := s.AcquireOrTTL(ctx, "k", "t", time.Minute)
+		if ok != want.ok || left != want.left || !errors.Is(err, want.err) || (want.err == nil && err != nil) {
+			t.Errorf("call %d = %v, %v, %v; want %v, %v, %v", i, ok, left, err, want.ok, want.left, want.err)
+		}
+	}
+	ok, left, err := s.AcquireOrTTL(ctx, "k", "other", time.Minute)
+	if ok || left <= 59*time.Second || left > time.Minute || err != nil {
+		t.Errorf("store refusal = %v, %v, %v; want false and about a minute", ok, left, err)
+	}
+	if got := s.Count(static.OpAcquire); got != 5 {
+		t.Errorf("Count(acquire) = %d, want 5: AcquireOrTTL is logged as an acquire", got)
+	}
+}
+
+func TestWatchIsScriptedAndWoken(t *testing.T) {
+	refused := errors.New("connection refused")
+	s := static.New(static.WithAcquire(static.Grant), static.WithRelease(static.Grant))
+	ctx := context.Background()
+
+	s.Script(static.OpWatch, static.Fail(refused), static.FromStore)
+	if _, _, err := s.Watch(ctx, "k"); !errors.Is(err, refused) {
+		t.Fatalf("scripted Watch failure = %v, want %v", err, refused)
+	}
+	a, stopA, err := s.Watch(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, stopB, err := s.Watch(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Watching("k"); n != 1 {
+		t.Fatalf("Watching(k) = %d, want 1", n)
+	}
+
+	if n := s.Wake("k"); n != 1 || !closed(a) || closed(b) {
+		t.Fatalf("Wake(k) woke %d; k woken %v, other woken %v", n, closed(a), closed(b))
+	}
+	if n := s.Wake("k"); n != 0 {
+		t.Fatalf("a second Wake(k) woke %d", n)
+	}
+	stopA()
+	stopA()
+	if n := s.Watching("k"); n != 0 {
+		t.Fatalf("Watching(k) = %d after stop, want 0", n)
+	}
+
+	// A scripted Release that answers true wakes, as a store release does.
+	c, stopC, _ := s.Watch(ctx, "k")
+	defer stopC()
+	if ok, _ := s.Release(ctx, "k", "t"); !ok || !closed(c) || closed(b) {
+		t.Fatalf("Release(k) = %v; k woken %v, other woken %v", ok, closed(c), closed(b))
+	}
+	s.Script(static.OpRelease, static.Deny)
+	d, stopD, _ := s.Watch(ctx, "k")
+	defer stopD()
+	if ok, _ := s.Release(ctx, "k", "t"); ok || closed(d) {
+		t.Fatalf("refused Release(k) = %v, woke the waiter %v", ok, closed(d))
+	}
+
+	if n := s.Break(); n != 2 || !closed(b) || !closed(d) {
+		t.Fatalf("Break woke %d, want 2 (other and the last k)", n)
+	}
+	stopB()
+}
+
+func TestWatchHangHonoursContext(t *testing.T) {
+	s := static.New()
+	s.Script(static.OpWatch, static.Hang)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if c, _, err := s.Watch(ctx, "k"); c != nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hung Watch = %v, %v; want nil, DeadlineExceeded", c, err)
+	}
+	if n := s.Watching("k"); n != 0 {
+		t.Fatalf("a failed Watch left %d watches", n)
+	}
+	calls := s.Calls()
+	if len(calls) != 1 || calls[0].Op != static.OpWatch || calls[0].Key != "k" || !calls[0].Done {
+		t.Fatalf("call log = %+v", calls)
+	}
+}
