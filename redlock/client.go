@@ -191,7 +191,8 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 			return l, err
 		}
 		last = t
-		if (r == untilKnownHeld && t.skip(attempt)) || t.hopeless() || (retries >= 0 && attempt > retries) {
+		final := retries >= 0 && attempt > retries
+		if (r == untilKnownHeld && t.skip(attempt, final)) || t.hopeless() || final {
 			return nil, notAcquired(name, attempt, last, ctx.Err())
 		}
 		if err := c.clock.Sleep(ctx, o.retryWait()); err != nil {

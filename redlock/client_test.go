@@ -45,7 +45,7 @@ func TestDecisionTable(t *testing.T) {
 		{3, 2, 0, 0, true, true, true, false},
 		{3, 1, 1, 0, false, false, false, false},
 		{3, 0, 1, 1, true, false, false, false}, // the third may still refuse
-		{3, 0, 2, 0, true, false, false, true}, // held: but did we get the third?
+		{3, 0, 2, 0, true, false, false, true},  // held: but did we get the third?
 		{3, 1, 1, 1, true, true, false, false},
 		{4, 2, 1, 0, false, false, false, false},
 		{4, 2, 2, 0, true, true, false, false}, // even N: 2 refusals are no quorum

@@ -44,7 +44,8 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // server's answer (bounded by the server timeout) to know. An attempt that
 // was itself granted some servers may have been a split among several
 // contenders, each refused by the others' servers with nobody holding a
-// quorum, so it is retried once before such refusals count as a skip. A
+// quorum, so it is retried once, if retries are left, before such refusals
+// count as a skip. A
 // split vote or servers failing are retried as Acquire retries them, and
 // when the retries run out that is an error, never a skip; so is ctx
 // ending, and anything fn returns, ErrNotAcquired included.
@@ -62,7 +63,8 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 	l, err := c.acquire(ctx, o, name, ttl, o.retryCount, untilKnownHeld)
 	if err != nil {
 		var qe *QuorumError
-		if errors.As(err, &qe) && qe.ctxErr == nil && qe.tally().skip(qe.Attempts) {
+		if errors.As(err, &qe) && qe.ctxErr == nil &&
+			qe.tally().skip(qe.Attempts, o.retryCount >= 0 && qe.Attempts > o.retryCount) {
 			return false, nil
 		}
 		return false, err

@@ -71,17 +71,19 @@ func TestDoOrSkipSkipsAtOnceWhenAQuorumRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		rows     [][]bool
+		retries  int
 		attempts int
 	}{
-		{"every server refuses: one attempt", [][]bool{{false, false}, {false, false}, {false, false}}, 1},
+		{"every server refuses: one attempt", [][]bool{{false, false}, {false, false}, {false, false}}, 5, 1},
 		// Two refusals and a grant: held by another token, or a split of
-		// three contenders; one retry tells.
-		{"a quorum refuses, one server grants: one retry", [][]bool{{false, false}, {false, false}, {true, true}}, 2},
+		// three contenders; one retry tells, when there is one.
+		{"a quorum refuses, one server grants: one retry", [][]bool{{false, false}, {false, false}, {true, true}}, 5, 2},
+		{"a quorum refuses, one server grants, no retries", [][]bool{{false, false}, {false, false}, {true, true}}, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := clock.NewFake(t0)
 			servers := static.Table(tc.rows)
-			c := testClient(t, fc, servers.KeyServers(), WithRetryCount(5))
+			c := testClient(t, fc, servers.KeyServers(), WithRetryCount(tc.retries))
 			res := async(t, func() result {
 				ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
 				return result{ran, err}

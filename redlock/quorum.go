@@ -79,13 +79,15 @@ func (t *tally) decided(r rule) bool {
 	return t.granted >= q || rest == 0 || (t.granted+rest < q && t.refused+rest < q)
 }
 
-// skip reports whether DoOrSkip should skip after attempt number attempt:
-// a quorum refused it because another token holds the lock. One attempt
-// that was itself granted some servers may have been a split among several
-// contenders, each refused by the others' servers, with nobody holding a
-// quorum; it is retried once, and skipped the next time it happens.
-func (t *tally) skip(attempt int) bool {
-	return t.heldElsewhere() && (t.granted == 0 || attempt > 1)
+// skip reports whether DoOrSkip should skip after attempt number attempt,
+// last when no retry is left: a quorum refused it because another token
+// holds the lock. An attempt that was itself granted some servers may have
+// been a split among several contenders, each refused by the others'
+// servers, with nobody holding a quorum; the first such attempt is retried
+// when retries are left, and such refusals count as a skip after that.
+// (Servers report no holder, so the two cannot be told apart at once.)
+func (t *tally) skip(attempt int, last bool) bool {
+	return t.heldElsewhere() && (t.granted == 0 || attempt > 1 || last)
 }
 
 // won reports whether a quorum voted for.

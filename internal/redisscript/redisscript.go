@@ -61,12 +61,10 @@ return 1
 // exists; 0 when the key has no TTL). Odd means granted, as for
 // AcquireFenced.
 const AcquireOrTTL = `
-local v = redis.call('GET', KEYS[1])
-if v == false then
-	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 	return 1
 end
-if v == ARGV[1] then
+if redis.call('GET', KEYS[1]) == ARGV[1] then
 	redis.call('PEXPIRE', KEYS[1], ARGV[2])
 	return 1
 end
