@@ -441,7 +441,7 @@ func requireLostOnce(t *testing.T, tm *telemetry, name string) float64 {
 // A skip is no error: the span's status stays unset.
 func TestDoOrSkipSkips(t *testing.T) {
 	tm := newTelemetry(t)
-	servers := static.Table([][]bool{{false}, {false}, {true}})
+	servers := static.Table([][]bool{{false}, {false}, {false}}) // held elsewhere: skipped at the first attempt
 	client := newClient(t, servers, tm.hooks())
 
 	ran, err := client.DoOrSkip(bg, "report", time.Second, func(context.Context) error { return nil })
