@@ -107,6 +107,7 @@ func TestFencesIncreaseAcrossClientsUnderContention(t *testing.T) {
 		mu     sync.Mutex
 		fences []uint64
 		wg     sync.WaitGroup
+		store  = &ledger{}
 	)
 	for w := 0; w < 8; w++ {
 		c, err := New(servers, WithFencing(), WithRetryCount(-1), WithRetryDelay(time.Millisecond))
@@ -121,6 +122,7 @@ func TestFencesIncreaseAcrossClientsUnderContention(t *testing.T) {
 					mu.Lock()
 					fences = append(fences, l.Fence()) // in grant order: the lock excludes the others
 					mu.Unlock()
+					assert.True(t, store.write(l.Fence()), "the store rejected a holder's write")
 					return nil
 				})
 				assert.NoError(t, err)
@@ -132,6 +134,7 @@ func TestFencesIncreaseAcrossClientsUnderContention(t *testing.T) {
 	for i := 1; i < len(fences); i++ {
 		require.Greater(t, fences[i], fences[i-1], "grant %d", i)
 	}
+	assert.Len(t, store.accepted, len(fences), "every holder's write was accepted, in increasing order")
 }
 
 // ledger is a store that checks fencing tokens: it accepts a write only
