@@ -11,7 +11,6 @@ require (
 
 require (
 	github.com/gomodule/redigo v1.9.3 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
