@@ -362,3 +362,20 @@ func TestWatchWithEndedContextSubscribesNothing(t *testing.T) {
 	require.Eventually(t, func() bool { return len(channels(t, node.Addr())) == 0 }, 5*time.Second, 5*time.Millisecond,
 		"channels left: %v", channels(t, node.Addr()))
 }
+
+// TestCloseDoesNotWaitForAPausedServer: Close wakes the waiters and
+// returns promptly while the server answers nothing (rueidis gives a
+// closing connection one second to answer a PING).
+func TestCloseDoesNotWaitForAPausedServer(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	s := newServer(t, newClient(t, node.Addr()))
+	released, stop, err := s.Watch(bg, "paused-close")
+	require.NoError(t, err)
+	defer stop()
+	node.Pause()
+	defer node.Resume()
+	start := time.Now()
+	require.NoError(t, s.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close waited on the server")
+	assert.True(t, isClosed(released), "Close wakes the waiters")
+}
