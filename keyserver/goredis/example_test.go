@@ -47,3 +47,36 @@ func ExampleNew_sentinel() {
 	defer s.Close()
 	_ = s // one of the servers given to redlock.New
 }
+
+// A waiter that was refused watches the key, and sleeps until the release
+// or, when the holder crashed or publishes nothing, until the holder's key
+// has expired. Watching before the attempt misses no release in between.
+// redlock does this itself for a Notifier; this is the one-server view.
+func ExampleServer_Watch() {
+	rdb := redis.NewClient(&redis.Options{Addr: "10.0.0.1:6379"})
+	defer rdb.Close()
+	srv := goredis.New(rdb)
+	defer srv.Close()
+	ctx := context.Background()
+	for {
+		released, stop, err := srv.Watch(ctx, "invoices")
+		if err != nil {
+			log.Fatal(err)
+		}
+		ok, left, err := srv.AcquireOrTTL(ctx, "invoices", "my-token", 10*time.Second)
+		if err != nil || ok {
+			stop()
+			return // granted (or failed)
+		}
+		if left == 0 {
+			left = 200 * time.Millisecond // a key without a TTL: poll
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-released: // released, or the connection broke: try again
+		case <-t.C: // expired without a release
+		}
+		t.Stop()
+		stop()
+	}
+}

@@ -34,6 +34,11 @@
 // too. The counters are the ones the other Redis key servers keep, so
 // servers of different kinds over one Redis share them.
 //
+// A Server is also a keyserver.Notifier: AcquireOrTTL reports with a
+// refusal how long the holder has left, and Watch tells a waiter when the
+// key is released, over one go-redis PubSub per Server whatever the number
+// of waiters (see Watch).
+//
 // Every call returns when its context ends, whatever the client's options.
 // go-redis bounds a socket read by the context's deadline only when the
 // client was made with ContextTimeoutEnabled, and never by cancellation, so
@@ -62,6 +67,8 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup // commands running, also after their call returned
+
+	sub *subscriber // Watch's
 }
 
 var _ keyserver.Fencer = (*Server)(nil)
@@ -89,17 +96,22 @@ func New(client redis.UniversalClient, opts ...Option) *Server {
 	if c.name == "" {
 		c.name = defaultName(client)
 	}
-	return &Server{client: client, name: c.name}
+	return &Server{client: client, name: c.name, sub: newSubscriber(client)}
 }
 
 // ErrClosed is returned by calls on a Server whose Close has been called.
 var ErrClosed = errors.New("goredis: server closed")
 
+// ErrConnectionLost is returned by a Watch whose subscriber connection
+// broke before Redis confirmed the subscription, twice in a row.
+var ErrConnectionLost = errors.New("goredis: subscriber connection lost")
+
 // String returns the server's name.
 func (s *Server) String() string { return s.name }
 
 // Close waits for the commands still running, including those whose call
-// already returned because its context ended, and makes later calls fail
+// already returned because its context ended, wakes every waiter of Watch
+// and waits for the subscriber's goroutines, and makes later calls fail
 // with ErrClosed. It does not close the go-redis client, which belongs to
 // the caller. Close the redlock client first (it waits for the calls it left
 // running), then the Server, then the go-redis client. It is safe to call
@@ -109,6 +121,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.inflight.Wait()
+	s.sub.close()
 	return nil
 }
 
@@ -119,4 +132,5 @@ var (
 	delScript    = redis.NewScript(redisscript.Del)
 	fencedScript = redis.NewScript(redisscript.AcquireFenced)
 	raiseScript  = redis.NewScript(redisscript.RaiseFence)
+	ttlScript    = redis.NewScript(redisscript.AcquireOrTTL)
 )

@@ -53,3 +53,39 @@ func ExampleNew_sentinel() {
 	defer s.Close()
 	_ = s // one of the servers given to redlock.New
 }
+
+// A waiter that was refused watches the key, and sleeps until the release
+// or, when the holder crashed or publishes nothing, until the holder's key
+// has expired. Watching before the attempt misses no release in between.
+// redlock does this itself for a Notifier; this is the one-server view.
+func ExampleServer_Watch() {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"10.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	srv := rueidisks.New(c)
+	defer srv.Close()
+	ctx := context.Background()
+	for {
+		released, stop, err := srv.Watch(ctx, "invoices")
+		if err != nil {
+			log.Fatal(err)
+		}
+		ok, left, err := srv.AcquireOrTTL(ctx, "invoices", "my-token", 10*time.Second)
+		if err != nil || ok {
+			stop()
+			return // granted (or failed)
+		}
+		if left == 0 {
+			left = 200 * time.Millisecond // a key without a TTL: poll
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-released: // released, or the connection broke: try again
+		case <-t.C: // expired without a release
+		}
+		t.Stop()
+		stop()
+	}
+}

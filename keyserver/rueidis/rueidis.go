@@ -35,6 +35,11 @@
 // too. The counters are the ones the other Redis key servers keep, so
 // servers of different kinds over one Redis share them.
 //
+// A Server is also a keyserver.Notifier: AcquireOrTTL reports with a
+// refusal how long the holder has left, and Watch tells a waiter when the
+// key is released, over one dedicated connection per Server whatever the
+// number of waiters (see Watch).
+//
 // Every call returns when its context ends. rueidis bounds a command by the
 // context's deadline, but not always by its cancellation: a command that
 // has a connection to itself waits for the deadline, and the commands
@@ -61,6 +66,8 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup // commands running, also after their call returned
+
+	sub *subscriber // Watch's
 }
 
 var _ keyserver.Fencer = (*Server)(nil)
@@ -88,17 +95,22 @@ func New(client rueidis.Client, opts ...Option) *Server {
 	if c.name == "" {
 		c.name = defaultName(client)
 	}
-	return &Server{client: client, name: c.name}
+	return &Server{client: client, name: c.name, sub: newSubscriber(client)}
 }
 
 // ErrClosed is returned by calls on a Server whose Close has been called.
 var ErrClosed = errors.New("rueidis key server: closed")
 
+// ErrConnectionLost is returned by a Watch whose subscriber connection
+// broke before Redis confirmed the subscription, twice in a row.
+var ErrConnectionLost = errors.New("rueidis key server: subscriber connection lost")
+
 // String returns the server's name.
 func (s *Server) String() string { return s.name }
 
 // Close waits for the commands still running, including those whose call
-// already returned because its context ended, and makes later calls fail
+// already returned because its context ended, wakes every waiter of Watch
+// and waits for the subscriber's goroutine, and makes later calls fail
 // with ErrClosed. It does not close the rueidis client, which belongs to
 // the caller. Close the redlock client first (it waits for the calls it left
 // running), then the Server, then the rueidis client. It is safe to call
@@ -108,6 +120,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.inflight.Wait()
+	s.sub.close()
 	return nil
 }
 
@@ -118,4 +131,5 @@ var (
 	delScript    = rueidis.NewLuaScript(redisscript.Del)
 	fencedScript = rueidis.NewLuaScript(redisscript.AcquireFenced)
 	raiseScript  = rueidis.NewLuaScript(redisscript.RaiseFence)
+	ttlScript    = rueidis.NewLuaScript(redisscript.AcquireOrTTL)
 )
