@@ -39,9 +39,9 @@ func TestChaos(t *testing.T) {
 		t.Run(sc.Name, func(t *testing.T) {
 			r := Run(t, sc, settings, s+uint64(i))
 			results = append(results, r)
-			t.Logf("%d grants, %d lost, %d violations, %d overlaps (longest %v), failures %v, skips %d; faults: %s",
+			t.Logf("%d grants, %d lost, %d violations, %d overlaps (longest %v), failures %v, skips %d, fence order broken by counters lost in empty restarts %d; faults: %s",
 				r.Grants, r.Lost, len(r.Violations), r.Overlaps, r.MaxOverlap.Round(time.Millisecond),
-				r.ByKind, r.Skips, r.Faults)
+				r.ByKind, r.Skips, r.FenceResets, r.Faults)
 			for i, v := range r.Violations {
 				if i == maxListed {
 					t.Logf("... and %d more", len(r.Violations)-maxListed)
