@@ -19,7 +19,13 @@ package redisscript
 // most calls find the key absent: one command inside the script instead of
 // two. On a key of another type SET NX does nothing and GET fails, which
 // aborts the script before it writes anything.
-const Set = `
+const Set = take + `return 0
+`
+
+// take is the head of Set and AcquireOrTTL: store the token if the key is
+// absent, renew it if the key holds it, returning 1 either way; what follows
+// runs only when another value holds the key.
+const take = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 	return 1
 end
@@ -27,7 +33,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 	redis.call('PEXPIRE', KEYS[1], ARGV[2])
 	return 1
 end
-return 0
 `
 
 // Del deletes KEYS[1] if it holds ARGV[1], and returns the number of keys
@@ -60,15 +65,7 @@ return 1
 // number; at least 2, as a key under a millisecond from its expiry still
 // exists; 0 when the key has no TTL). Odd means granted, as for
 // AcquireFenced.
-const AcquireOrTTL = `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	return 1
-end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	redis.call('PEXPIRE', KEYS[1], ARGV[2])
-	return 1
-end
-local left = redis.call('PTTL', KEYS[1])
+const AcquireOrTTL = take + `local left = redis.call('PTTL', KEYS[1])
 if left < 0 then
 	return 0
 end
