@@ -7,15 +7,16 @@ import (
 
 // Notifier is a KeyServer that can tell a waiting client when a key is
 // released, so that the client waits for the release instead of polling,
-// and that reports, with a refusal, how long the holder's key has left, so
-// that a waiter never sleeps past an expiry (holders that crash, and
-// clients of other libraries, publish nothing).
+// and that describes, with a refusal, the key's holder: how long its key
+// has left, so that a waiter never sleeps past an expiry (holders that
+// crash, and clients of other libraries, publish nothing), and the
+// holder's rank, so that contenders who split the servers between them
+// agree on which of them gives way.
 type Notifier interface {
 	KeyServer
-	// AcquireOrTTL is Acquire that, when another token holds key, also
-	// returns how long that key has left to live on this server (0 when
-	// unknown, such as a key with no TTL).
-	AcquireOrTTL(ctx context.Context, key, token string, ttl time.Duration) (ok bool, left time.Duration, err error)
+	// AcquireOrHolder is Acquire that, when another token holds key, also
+	// describes that token's key on this server.
+	AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (ok bool, h Holder, err error)
 	// Watch starts watching key for its release on this server. The
 	// returned channel is closed once a Release deleted key after Watch
 	// returned, or once the watch broke (a lost connection): either way the
@@ -25,4 +26,38 @@ type Notifier interface {
 	// connection among all keys. ctx bounds only the setting up of the
 	// watch.
 	Watch(ctx context.Context, key string) (released <-chan struct{}, stop func(), err error)
+}
+
+// Holder describes the token that holds a key, as a refused
+// AcquireOrHolder reports it.
+type Holder struct {
+	// Left is how long the holder's key has left to live on this server;
+	// 0 when unknown, such as for a key with no TTL.
+	Left time.Duration
+	// Rank is RankOf the holder's token: "" for a token that carries none,
+	// such as another library's.
+	Rank string
+}
+
+// RankLen is the length of a rank; TokenLen that of a token carrying one.
+const (
+	RankLen  = 25
+	TokenLen = 49
+)
+
+// RankOf returns the rank that token carries, or "" if it carries none.
+//
+// The redlock client's tokens are 16 hexadecimal digits of the time its
+// Acquire call began (Unix milliseconds), a dot, and 32 random hexadecimal
+// digits. Their rank is the first 25 characters: the time and 8 random
+// digits, so that ranks compare as strings, earliest first, and two calls
+// in the same millisecond still differ. The remaining 96 random bits stay
+// secret, so that a rank lets nobody release or extend another's lock. A
+// token is taken to carry a rank when it is TokenLen long with a dot at
+// index 16; Redis key servers apply the same rule in Lua.
+func RankOf(token string) string {
+	if len(token) != TokenLen || token[16] != '.' {
+		return ""
+	}
+	return token[:RankLen]
 }

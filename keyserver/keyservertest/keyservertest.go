@@ -76,7 +76,7 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"InvalidArguments", s.invalidArguments},
 		{"CancelledContext", s.cancelledContext},
 		{"FenceCounters", s.fenceCounters},
-		{"AcquireOrTTL", s.acquireOrTTL},
+		{"AcquireOrHolder", s.acquireOrHolder},
 		{"WatchWakesOnRelease", s.watchWakesOnRelease},
 		{"WatchArguments", s.watchArguments},
 	}
@@ -305,41 +305,53 @@ func (s *suite) fenceCounters(t *testing.T, ks keyserver.KeyServer, key string) 
 	}
 }
 
-// acquireOrTTL checks a Notifier's AcquireOrTTL (a server that is not one
-// passes): Acquire's votes, and with a refusal the holder's remaining TTL,
-// measured on the server's clock.
-func (s *suite) acquireOrTTL(t *testing.T, ks keyserver.KeyServer, key string) {
+// acquireOrHolder checks a Notifier's AcquireOrHolder (a server that is not
+// one passes): Acquire's votes, and with a refusal the holder's remaining
+// TTL, measured on the server's clock, and its rank.
+func (s *suite) acquireOrHolder(t *testing.T, ks keyserver.KeyServer, key string) {
 	ns, ok := ks.(keyserver.Notifier)
 	if !ok {
 		return
 	}
 	ctx := context.Background()
-	acquire := func(what, token string, want bool) time.Duration {
+	acquire := func(what, token string, want bool) keyserver.Holder {
 		t.Helper()
-		ok, left, err := ns.AcquireOrTTL(ctx, key, token, ttl)
+		ok, h, err := ns.AcquireOrHolder(ctx, key, token, ttl)
 		if err != nil || ok != want {
-			t.Fatalf("%s = %v, %v, %v; want %v, nil", what, ok, left, err, want)
+			t.Fatalf("%s = %v, %+v, %v; want %v, nil", what, ok, h, err, want)
 		}
-		return left
+		return h
 	}
-	acquire("AcquireOrTTL(a) on an absent key", "a", true)
-	acquire("AcquireOrTTL(a) again by its holder", "a", true)
+	acquire("AcquireOrHolder(a) on an absent key", "a", true)
+	acquire("AcquireOrHolder(a) again by its holder", "a", true)
 	waited := s.d(300 * time.Millisecond)
 	s.wait(waited)
-	left := acquire("AcquireOrTTL(b) on a key held by a", "b", false)
+	h := acquire("AcquireOrHolder(b) on a key held by a", "b", false)
 	// The server counts whole milliseconds; on real time the holder's TTL
 	// started before the wait did, and the refusal came after it.
 	slack := time.Millisecond
 	if s.advance == nil {
 		slack = s.d(2 * time.Second)
 	}
-	if left > ttl-waited+time.Millisecond || left < ttl-waited-slack {
-		t.Errorf("AcquireOrTTL(b) reported %v left of a's TTL of %v, %v after it was set; want about %v", left, ttl, waited, ttl-waited)
+	if h.Left > ttl-waited+time.Millisecond || h.Left < ttl-waited-slack {
+		t.Errorf("AcquireOrHolder(b) reported %v left of a's TTL of %v, %v after it was set; want about %v", h.Left, ttl, waited, ttl-waited)
 	}
-	expect(t, "Acquire(b) after AcquireOrTTL refused it", false)(ks.Acquire(ctx, key, "b", ttl))
+	if h.Rank != "" {
+		t.Errorf("AcquireOrHolder(b) reported rank %q for token \"a\", which carries none", h.Rank)
+	}
+	expect(t, "Acquire(b) after AcquireOrHolder refused it", false)(ks.Acquire(ctx, key, "b", ttl))
 	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
-	acquire("AcquireOrTTL(b) after a's release", "b", true)
+	acquire("AcquireOrHolder(b) after a's release", "b", true)
 	expect(t, "Release(b)", true)(ks.Release(ctx, key, "b"))
+
+	// A token that carries a rank is reported by it, and only by it.
+	ranked := "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef"
+	acquire("AcquireOrHolder(ranked) on an absent key", ranked, true)
+	h = acquire("AcquireOrHolder(b) on a key held by a ranked token", "b", false)
+	if want := keyserver.RankOf(ranked); h.Rank != want {
+		t.Errorf("AcquireOrHolder(b) reported rank %q of the holder, want %q", h.Rank, want)
+	}
+	expect(t, "Release(ranked)", true)(ks.Release(ctx, key, ranked))
 }
 
 // wakeWithin bounds how long a Notifier may take to wake a waiter.
@@ -409,7 +421,7 @@ func (s *suite) watchWakesOnRelease(t *testing.T, ks keyserver.KeyServer, key st
 }
 
 // watchArguments checks that a Notifier refuses what the other calls
-// refuse: an empty key, an ended context, bad AcquireOrTTL arguments.
+// refuse: an empty key, an ended context, bad AcquireOrHolder arguments.
 func (s *suite) watchArguments(t *testing.T, ks keyserver.KeyServer, key string) {
 	ns, ok := ks.(keyserver.Notifier)
 	if !ok {
@@ -434,8 +446,8 @@ func (s *suite) watchArguments(t *testing.T, ks keyserver.KeyServer, key string)
 		{"an empty token", key, "", ttl},
 		{"a sub-millisecond TTL", key, "a", time.Millisecond - 1},
 	} {
-		if ok, _, err := ns.AcquireOrTTL(ctx, c.key, c.token, c.ttl); ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
-			t.Errorf("AcquireOrTTL with %s = %v, %v; want false and ErrInvalidArgument", c.what, ok, err)
+		if ok, _, err := ns.AcquireOrHolder(ctx, c.key, c.token, c.ttl); ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
+			t.Errorf("AcquireOrHolder with %s = %v, %v; want false and ErrInvalidArgument", c.what, ok, err)
 		}
 	}
 }

@@ -54,15 +54,15 @@ func ExampleServer_Watch() {
 	// Watch before trying, so that a release in between is not missed.
 	released, stop, _ := srv.Watch(ctx, "report")
 	defer stop()
-	ok, left, _ := srv.AcquireOrTTL(ctx, "report", "waiter", time.Minute)
-	fmt.Println("granted:", ok, "holder's TTL under a minute:", left > 0 && left <= time.Minute)
+	ok, holder, _ := srv.AcquireOrHolder(ctx, "report", "waiter", time.Minute)
+	fmt.Println("granted:", ok, "holder's TTL under a minute:", holder.Left > 0 && holder.Left <= time.Minute)
 
 	srv.Release(ctx, "report", "holder") // the holder, elsewhere, is done
 	select {
 	case <-released:
-		ok, _, _ = srv.AcquireOrTTL(ctx, "report", "waiter", time.Minute)
+		ok, _, _ = srv.AcquireOrHolder(ctx, "report", "waiter", time.Minute)
 		fmt.Println("woken; granted:", ok)
-	case <-time.After(left):
+	case <-time.After(holder.Left):
 		fmt.Println("the holder's key expired")
 	}
 	// Output:

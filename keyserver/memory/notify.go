@@ -9,18 +9,19 @@ import (
 
 var _ keyserver.Notifier = (*Server)(nil)
 
-// AcquireOrTTL is Acquire that, when another token holds key, also returns
-// how long that key has left.
-func (s *Server) AcquireOrTTL(ctx context.Context, key, token string, ttl time.Duration) (bool, time.Duration, error) {
-	var left time.Duration
+// AcquireOrHolder is Acquire that, when another token holds key, also
+// returns how long that key has left and its holder's rank.
+func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	var h keyserver.Holder
 	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
 		if s.setLocked(key, token, ttl) {
 			return true, nil
 		}
-		left = s.keys[key].expires.Sub(s.now())
+		k := s.keys[key]
+		h = keyserver.Holder{Left: k.expires.Sub(s.now()), Rank: keyserver.RankOf(k.token)}
 		return false, nil
 	})
-	return ok, left, err
+	return ok, h, err
 }
 
 // Watch returns a channel that is closed when a Release deletes key, or

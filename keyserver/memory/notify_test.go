@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/memory"
 )
 
@@ -33,16 +34,16 @@ func TestWatchWakesOnReleaseNotOnExpiry(t *testing.T) {
 	}
 	defer stop()
 	fc.Advance(time.Second)
-	ok, left, err := s.AcquireOrTTL(ctx, "k", "b", time.Second)
-	if !ok || left != 0 || err != nil {
-		t.Fatalf("AcquireOrTTL(b) after a's expiry = %v, %v, %v; want true, 0, nil", ok, left, err)
+	ok, h, err := s.AcquireOrHolder(ctx, "k", "b", time.Second)
+	if !ok || h != (keyserver.Holder{}) || err != nil {
+		t.Fatalf("AcquireOrHolder(b) after a's expiry = %v, %+v, %v; want true, no holder, nil", ok, h, err)
 	}
 	if closed(released) {
 		t.Fatal("an expiry woke the waiter")
 	}
 	fc.Advance(300 * time.Millisecond)
-	if ok, left, _ := s.AcquireOrTTL(ctx, "k", "c", time.Second); ok || left != 700*time.Millisecond {
-		t.Fatalf("AcquireOrTTL(c) = %v, %v; want false, 700ms exactly on the fake clock", ok, left)
+	if ok, h, _ := s.AcquireOrHolder(ctx, "k", "c", time.Second); ok || h.Left != 700*time.Millisecond {
+		t.Fatalf("AcquireOrHolder(c) = %v, %+v; want false, 700ms exactly on the fake clock", ok, h)
 	}
 	if ok, _ := s.Release(ctx, "k", "b"); !ok {
 		t.Fatal("Release(b) failed")
@@ -94,7 +95,7 @@ func TestCloseWakesWatchers(t *testing.T) {
 	if _, _, err := s.Watch(context.Background(), "k"); !errors.Is(err, memory.ErrClosed) {
 		t.Fatalf("Watch after Close: %v, want ErrClosed", err)
 	}
-	if _, _, err := s.AcquireOrTTL(context.Background(), "k", "t", time.Second); !errors.Is(err, memory.ErrClosed) {
-		t.Fatalf("AcquireOrTTL after Close: %v, want ErrClosed", err)
+	if _, _, err := s.AcquireOrHolder(context.Background(), "k", "t", time.Second); !errors.Is(err, memory.ErrClosed) {
+		t.Fatalf("AcquireOrHolder after Close: %v, want ErrClosed", err)
 	}
 }

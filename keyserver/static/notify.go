@@ -3,6 +3,8 @@ package static
 import (
 	"context"
 	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
 )
 
 // watch is one Watch until it is stopped: fired once its channel is
@@ -12,22 +14,22 @@ type watch struct {
 	fired    bool
 }
 
-// AcquireOrTTL answers as Acquire does, with OpAcquire's script, and
-// reports the reply's Left with a refusal, or else asks the store.
-func (s *Server) AcquireOrTTL(ctx context.Context, key, token string, ttl time.Duration) (bool, time.Duration, error) {
-	var left time.Duration
+// AcquireOrHolder answers as Acquire does, with OpAcquire's script, and
+// reports the reply's Left and Rank with a refusal, or else asks the store.
+func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	var h keyserver.Holder
 	r, ok, err := s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, func(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-		ok, l, err := s.store.AcquireOrTTL(ctx, key, token, ttl)
-		left = l
+		ok, sh, err := s.store.AcquireOrHolder(ctx, key, token, ttl)
+		h = sh
 		return ok, err
 	})
 	if !r.Store {
-		left = 0
+		h = keyserver.Holder{}
 		if !ok && err == nil {
-			left = r.Left
+			h = keyserver.Holder{Left: r.Left, Rank: r.Rank}
 		}
 	}
-	return ok, left, err
+	return ok, h, err
 }
 
 // Watch answers from OpWatch's script: a reply's Err fails the call, and

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/static"
 )
 
@@ -18,31 +19,31 @@ func closed(c <-chan struct{}) bool {
 	}
 }
 
-func TestAcquireOrTTLFollowsAcquiresScript(t *testing.T) {
+func TestAcquireOrHolderFollowsAcquiresScript(t *testing.T) {
 	boom := errors.New("boom")
-	s := static.New(static.WithAcquire(static.Reply{Left: 3 * time.Second}, static.Reply{OK: true, Left: time.Hour}, static.Fail(boom), static.FromStore))
+	s := static.New(static.WithAcquire(static.Reply{Left: 3 * time.Second, Rank: "r"}, static.Reply{OK: true, Rank: "r", Left: time.Hour}, static.Fail(boom), static.FromStore))
 	ctx := context.Background()
 	for i, want := range []struct {
-		ok   bool
-		left time.Duration
-		err  error
+		ok  bool
+		h   keyserver.Holder
+		err error
 	}{
-		{false, 3 * time.Second, nil},
-		{true, 0, nil}, // no TTL with a grant
-		{false, 0, boom},
-		{true, 0, nil}, // the store: free
+		{false, keyserver.Holder{Left: 3 * time.Second, Rank: "r"}, nil},
+		{true, keyserver.Holder{}, nil}, // no holder with a grant
+		{false, keyserver.Holder{}, boom},
+		{true, keyserver.Holder{}, nil}, // the store: free
 	} {
-		ok, left, err := s.AcquireOrTTL(ctx, "k", "t", time.Minute)
-		if ok != want.ok || left != want.left || !errors.Is(err, want.err) || (want.err == nil && err != nil) {
-			t.Errorf("call %d = %v, %v, %v; want %v, %v, %v", i, ok, left, err, want.ok, want.left, want.err)
+		ok, h, err := s.AcquireOrHolder(ctx, "k", "t", time.Minute)
+		if ok != want.ok || h != want.h || !errors.Is(err, want.err) || (want.err == nil && err != nil) {
+			t.Errorf("call %d = %v, %+v, %v; want %v, %+v, %v", i, ok, h, err, want.ok, want.h, want.err)
 		}
 	}
-	ok, left, err := s.AcquireOrTTL(ctx, "k", "other", time.Minute)
-	if ok || left <= 59*time.Second || left > time.Minute || err != nil {
-		t.Errorf("store refusal = %v, %v, %v; want false and about a minute", ok, left, err)
+	ok, h, err := s.AcquireOrHolder(ctx, "k", "other", time.Minute)
+	if ok || h.Left <= 59*time.Second || h.Left > time.Minute || h.Rank != "" || err != nil {
+		t.Errorf("store refusal = %v, %+v, %v; want false and about a minute", ok, h, err)
 	}
 	if got := s.Count(static.OpAcquire); got != 5 {
-		t.Errorf("Count(acquire) = %d, want 5: AcquireOrTTL is logged as an acquire", got)
+		t.Errorf("Count(acquire) = %d, want 5: AcquireOrHolder is logged as an acquire", got)
 	}
 }
 

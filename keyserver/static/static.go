@@ -15,8 +15,8 @@
 // error, static.Hang blocks until the caller's context ends, Reply.Delay adds
 // latency that honours the context.
 //
-// A Server is a keyserver.Notifier. AcquireOrTTL follows OpAcquire's script
-// (Reply.Left is the holder's remaining TTL it reports), and Watch follows
+// A Server is a keyserver.Notifier. AcquireOrHolder follows OpAcquire's script
+// (Reply.Left and Reply.Rank describe the holder it reports), and Watch follows
 // OpWatch's; a watch is woken by a Release that answers true, scripted or
 // not, by Wake, or by Break, which ends every watch as a lost connection
 // would.
@@ -59,9 +59,11 @@ type Reply struct {
 	// Fence is the fence counter a scripted AcquireFenced reads, or the
 	// previous counter a scripted RaiseFence reports.
 	Fence uint64
-	// Left is the holder's remaining TTL a scripted AcquireOrTTL reports
-	// with a refusal.
+	// Left and Rank describe the holder a scripted AcquireOrHolder reports
+	// with a refusal: its key's remaining TTL, and its rank (see
+	// keyserver.RankOf).
 	Left time.Duration
+	Rank string
 }
 
 // Common replies.
