@@ -28,3 +28,24 @@ func TestRankOf(t *testing.T) {
 		}
 	}
 }
+
+func TestCompare(t *testing.T) {
+	const (
+		early = "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef"
+		late  = "0000019a2b3c4d5f.0000000089abcdef0123456789abcdef"
+	)
+	for _, c := range []struct {
+		holder, caller string
+		want           Order
+	}{
+		{early, late, HolderFirst},
+		{late, early, CallerFirst},
+		{early, early, Unranked},
+		{early, "b", Unranked},
+		{"a", late, Unranked},
+	} {
+		if got := Compare(c.holder, c.caller); got != c.want {
+			t.Errorf("Compare(%q, %q) = %d, want %d", c.holder, c.caller, got, c.want)
+		}
+	}
+}

@@ -34,9 +34,36 @@ type Holder struct {
 	// Left is how long the holder's key has left to live on this server;
 	// 0 when unknown, such as for a key with no TTL.
 	Left time.Duration
-	// Rank is RankOf the holder's token: "" for a token that carries none,
-	// such as another library's.
-	Rank string
+	// Rank tells whose Acquire began first, the holder's or the caller's,
+	// by the ranks their tokens carry (see RankOf): what contenders who
+	// split the servers between them need to agree on which of them gives
+	// way, without learning anything of each other's tokens.
+	Rank Order
+}
+
+// Order is how a holder's token ranks against a caller's.
+type Order int8
+
+const (
+	// Unranked: either token carries no rank, or both carry the same.
+	Unranked Order = iota
+	// HolderFirst: the holder's rank is lower, its Acquire began first.
+	HolderFirst
+	// CallerFirst: the caller's rank is lower.
+	CallerFirst
+)
+
+// Compare ranks the token holding a key against a caller's token, by the
+// rule every Notifier applies.
+func Compare(holder, caller string) Order {
+	h, c := RankOf(holder), RankOf(caller)
+	switch {
+	case h == "" || c == "" || h == c:
+		return Unranked
+	case h < c:
+		return HolderFirst
+	}
+	return CallerFirst
 }
 
 // RankLen is the length of a rank; TokenLen that of a token carrying one.
@@ -51,10 +78,10 @@ const (
 // Acquire call began (Unix milliseconds), a dot, and 32 random hexadecimal
 // digits. Their rank is the first 25 characters: the time and 8 random
 // digits, so that ranks compare as strings, earliest first, and two calls
-// in the same millisecond still differ. The remaining 96 random bits stay
-// secret, so that a rank lets nobody release or extend another's lock. A
-// token is taken to carry a rank when it is TokenLen long with a dot at
-// index 16; Redis key servers apply the same rule in Lua.
+// in the same millisecond still differ. A token is taken to carry a rank
+// when it is TokenLen long with a dot at index 16; Redis key servers apply
+// the same rule in Lua. Servers compare ranks and report only the order
+// (see Compare): a refusal tells nothing of the holder's token.
 func RankOf(token string) string {
 	if len(token) != TokenLen || token[16] != '.' {
 		return ""

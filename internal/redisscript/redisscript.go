@@ -10,6 +10,12 @@
 // load the new text on first use (EVALSHA fails with NOSCRIPT, EVAL loads it).
 package redisscript
 
+import (
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
 // Set stores KEYS[1]=ARGV[1] for ARGV[2] milliseconds if the key is absent,
 // or resets the TTL if it already holds ARGV[1]; it returns 1 when the key
 // holds ARGV[1] afterwards and 0 when another value holds it.
@@ -22,14 +28,15 @@ package redisscript
 const Set = take + `return 0
 `
 
-// take is the head of Set and AcquireOrTTL: store the token if the key is
-// absent, renew it if the key holds it, returning 1 either way; what follows
-// runs only when another value holds the key.
+// take is the head of Set and AcquireOrHolder: store the token if the key
+// is absent, renew it if the key holds it, returning 1 either way; what
+// follows runs only when another value, the local v, holds the key.
 const take = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 	return 1
 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
 	redis.call('PEXPIRE', KEYS[1], ARGV[2])
 	return 1
 end
@@ -59,18 +66,43 @@ pcall(redis.call, 'PUBLISH', c .. ':released', KEYS[1])
 return 1
 `
 
-// AcquireOrTTL is Set that, when another value holds KEYS[1], reports how
-// long that value has left: it returns 1 when KEYS[1] holds ARGV[1]
-// afterwards, and otherwise the holder's PTTL·2 in milliseconds (an even
-// number; at least 2, as a key under a millisecond from its expiry still
-// exists; 0 when the key has no TTL). Odd means granted, as for
+// AcquireOrHolder is Set that, when another value holds KEYS[1], describes
+// the holder (see Holder): it returns 1 when KEYS[1] holds ARGV[1]
+// afterwards, and otherwise left·8 + order·2, where left is the holder's
+// PTTL in milliseconds (at least 1, as a key under a millisecond from its
+// expiry still exists; 0 when the key has no TTL) and order compares the
+// holder's rank with the caller's by keyserver.Compare's rule (0 unranked,
+// 1 the holder's first, 2 the caller's). Odd means granted, as for
 // AcquireFenced.
-const AcquireOrTTL = take + `local left = redis.call('PTTL', KEYS[1])
-if left < 0 then
-	return 0
+const AcquireOrHolder = take + `local function rank(t)
+	if #t == 49 and string.byte(t, 17) == 46 then
+		return string.sub(t, 1, 25)
+	end
 end
-return math.max(left, 1) * 2
+local h, c = rank(v), rank(ARGV[1])
+local order = 0
+if h and c and h < c then
+	order = 1
+elseif h and c and c < h then
+	order = 2
+end
+local left = redis.call('PTTL', KEYS[1])
+if left < 0 then
+	left = 0
+else
+	left = math.max(left, 1)
+end
+return left * 8 + order * 2
 `
+
+// Holder decodes AcquireOrHolder's reply: whether the caller holds the
+// key, and otherwise its holder.
+func Holder(n int64) (bool, keyserver.Holder) {
+	if n&1 == 1 {
+		return true, keyserver.Holder{}
+	}
+	return false, keyserver.Holder{Left: time.Duration(n>>3) * time.Millisecond, Rank: keyserver.Order(n >> 1 & 3)}
+}
 
 // AcquireFenced is Set on KEYS[1] with the token ARGV[1] and the TTL ARGV[2]
 // milliseconds, which also reads the fence counter KEYS[2] (absent is 0),

@@ -63,11 +63,12 @@ func ExampleServer_Watch() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		ok, left, err := srv.AcquireOrTTL(ctx, "invoices", "my-token", 10*time.Second)
+		ok, holder, err := srv.AcquireOrHolder(ctx, "invoices", "my-token", 10*time.Second)
 		if err != nil || ok {
 			stop()
 			return // granted (or failed)
 		}
+		left := holder.Left
 		if left == 0 {
 			left = 200 * time.Millisecond // a key without a TTL: poll
 		}

@@ -34,8 +34,8 @@
 // too. The counters are the ones the other Redis key servers keep, so
 // servers of different kinds over one Redis share them.
 //
-// A Server is also a keyserver.Notifier: AcquireOrTTL reports with a
-// refusal how long the holder has left, and Watch tells a waiter when the
+// A Server is also a keyserver.Notifier: AcquireOrHolder reports with a
+// refusal how long the holder has left and how it ranks, and Watch tells a waiter when the
 // key is released, over one go-redis PubSub per Server whatever the number
 // of waiters (see Watch).
 //
@@ -132,5 +132,5 @@ var (
 	delScript    = redis.NewScript(redisscript.Del)
 	fencedScript = redis.NewScript(redisscript.AcquireFenced)
 	raiseScript  = redis.NewScript(redisscript.RaiseFence)
-	ttlScript    = redis.NewScript(redisscript.AcquireOrTTL)
+	holderScript = redis.NewScript(redisscript.AcquireOrHolder)
 )

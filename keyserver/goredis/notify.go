@@ -4,25 +4,25 @@ import (
 	"context"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/redisscript"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
 var _ keyserver.Notifier = (*Server)(nil)
 
-// AcquireOrTTL is Acquire that, when another token holds key, also returns
-// the holder's PTTL (0 for a key without one), read by the same script.
-func (s *Server) AcquireOrTTL(ctx context.Context, key, token string, ttl time.Duration) (bool, time.Duration, error) {
+// AcquireOrHolder is Acquire that, when another token holds key, also
+// describes the holder: its PTTL (0 for a key without one) and how it
+// ranks, read by the same script.
+func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
-		return false, 0, err
+		return false, keyserver.Holder{}, err
 	}
-	n, err := s.run(ctx, "acquire", ttlScript, key, []string{key}, token, ttl.Milliseconds())
+	n, err := s.run(ctx, "acquire", holderScript, key, []string{key}, token, ttl.Milliseconds())
 	if err != nil || n < 0 {
-		return false, 0, err
+		return false, keyserver.Holder{}, err
 	}
-	if n&1 == 1 {
-		return true, 0, nil
-	}
-	return false, time.Duration(n>>1) * time.Millisecond, nil
+	ok, h := redisscript.Holder(n)
+	return ok, h, nil
 }
 
 // Watch subscribes to key's release channel on the Server's one go-redis

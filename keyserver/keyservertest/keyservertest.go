@@ -336,22 +336,40 @@ func (s *suite) acquireOrHolder(t *testing.T, ks keyserver.KeyServer, key string
 	if h.Left > ttl-waited+time.Millisecond || h.Left < ttl-waited-slack {
 		t.Errorf("AcquireOrHolder(b) reported %v left of a's TTL of %v, %v after it was set; want about %v", h.Left, ttl, waited, ttl-waited)
 	}
-	if h.Rank != "" {
-		t.Errorf("AcquireOrHolder(b) reported rank %q for token \"a\", which carries none", h.Rank)
+	if h.Rank != keyserver.Unranked {
+		t.Errorf("AcquireOrHolder(b) ranked %d against token \"a\", which carries no rank; want Unranked", h.Rank)
 	}
 	expect(t, "Acquire(b) after AcquireOrHolder refused it", false)(ks.Acquire(ctx, key, "b", ttl))
 	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
 	acquire("AcquireOrHolder(b) after a's release", "b", true)
 	expect(t, "Release(b)", true)(ks.Release(ctx, key, "b"))
 
-	// A token that carries a rank is reported by it, and only by it.
-	ranked := "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef"
-	acquire("AcquireOrHolder(ranked) on an absent key", ranked, true)
-	h = acquire("AcquireOrHolder(b) on a key held by a ranked token", "b", false)
-	if want := keyserver.RankOf(ranked); h.Rank != want {
-		t.Errorf("AcquireOrHolder(b) reported rank %q of the holder, want %q", h.Rank, want)
+	// Ranked tokens are compared by the rank they carry, by RankOf's rule.
+	const (
+		early = "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef"
+		late  = "0000019a2b3c4d5f.0000000089abcdef0123456789abcdef"
+		twin  = "0000019a2b3c4d5e.0123456799999999999999999999999f" // early's rank
+	)
+	acquire("AcquireOrHolder(late) on an absent key", late, true)
+	for _, c := range []struct {
+		caller string
+		want   keyserver.Order
+	}{{early, keyserver.CallerFirst}, {"b", keyserver.Unranked}, {late[:48], keyserver.Unranked}} {
+		if h := acquire("AcquireOrHolder("+c.caller+") on a key held by late", c.caller, false); h.Rank != c.want {
+			t.Errorf("AcquireOrHolder(%s) against late = %d, want %d", c.caller, h.Rank, c.want)
+		}
 	}
-	expect(t, "Release(ranked)", true)(ks.Release(ctx, key, ranked))
+	expect(t, "Release(late)", true)(ks.Release(ctx, key, late))
+	acquire("AcquireOrHolder(early) on an absent key", early, true)
+	for _, c := range []struct {
+		caller string
+		want   keyserver.Order
+	}{{late, keyserver.HolderFirst}, {twin, keyserver.Unranked}} {
+		if h := acquire("AcquireOrHolder("+c.caller+") on a key held by early", c.caller, false); h.Rank != c.want {
+			t.Errorf("AcquireOrHolder(%s) against early = %d, want %d", c.caller, h.Rank, c.want)
+		}
+	}
+	expect(t, "Release(early)", true)(ks.Release(ctx, key, early))
 }
 
 // wakeWithin bounds how long a Notifier may take to wake a waiter.

@@ -13,8 +13,8 @@
 // up. Close stops the sweep.
 //
 // A Server is a keyserver.Notifier: a Release wakes the goroutines waiting
-// on that key at once, and a refusal of AcquireOrTTL says how long the
-// holder's key has left.
+// on that key at once, and a refusal of AcquireOrHolder says how long the
+// holder's key has left and how it ranks.
 package memory
 
 import (

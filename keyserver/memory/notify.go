@@ -10,7 +10,7 @@ import (
 var _ keyserver.Notifier = (*Server)(nil)
 
 // AcquireOrHolder is Acquire that, when another token holds key, also
-// returns how long that key has left and its holder's rank.
+// returns how long that key has left and how the holder ranks.
 func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
 	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
@@ -18,7 +18,7 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 			return true, nil
 		}
 		k := s.keys[key]
-		h = keyserver.Holder{Left: k.expires.Sub(s.now()), Rank: keyserver.RankOf(k.token)}
+		h = keyserver.Holder{Left: k.expires.Sub(s.now()), Rank: keyserver.Compare(k.token, token)}
 		return false, nil
 	})
 	return ok, h, err

@@ -57,10 +57,11 @@
 // Cluster slot: a key with a hash tag of its own followed by ":released",
 // any other in braces ("{job}:7" on "{job}:7:released", "job" on
 // "{job}:released"). Every Redis key server of this module runs the same
-// script, so releases by any of them wake the waiters of all of them. AcquireOrTTL is Acquire that also reads the holder's PTTL
-// when it refuses, in the same script, so that a waiter never sleeps past
-// an expiry: keys of crashed holders and of other libraries publish
-// nothing.
+// script, so releases by any of them wake the waiters of all of them.
+// AcquireOrHolder is Acquire that, when it refuses, also reads the
+// holder's PTTL, so that a waiter never sleeps past an expiry (keys of
+// crashed holders and of other libraries publish nothing), and compares
+// the holder's rank with the caller's, in the same script.
 //
 // Watch runs on one Pub/Sub connection per Server, shared by every waiter
 // of the process: a key's channel is subscribed by its first waiter, at the

@@ -30,16 +30,16 @@ func newScript(keys int, src string) *script {
 }
 
 // setScript is Acquire and Extend, delScript is Release (and publishes it),
-// the fenced ones are the Fencer's and ttlScript is the Notifier's
-// AcquireOrTTL; their text is shared with every Redis key server (see
+// the fenced ones are the Fencer's and holderScript is the Notifier's
+// AcquireOrHolder; their text is shared with every Redis key server (see
 // internal/redisscript).
 var (
 	setScript    = newScript(1, redisscript.Set)
 	delScript    = newScript(1, redisscript.Del)
 	fencedScript = newScript(2, redisscript.AcquireFenced)
 	raiseScript  = newScript(1, redisscript.RaiseFence)
-	ttlScript    = newScript(1, redisscript.AcquireOrTTL)
+	holderScript = newScript(1, redisscript.AcquireOrHolder)
 )
 
 // scripts are loaded on every new pipelined connection.
-var scripts = []*script{setScript, delScript, fencedScript, raiseScript, ttlScript}
+var scripts = []*script{setScript, delScript, fencedScript, raiseScript, holderScript}

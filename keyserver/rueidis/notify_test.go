@@ -95,7 +95,7 @@ func TestReleaseWakesWaiterWithinMilliseconds(t *testing.T) {
 		ok, err := holder.Acquire(bg, key, "h", time.Minute)
 		require.NoError(t, err)
 		require.True(t, ok)
-		ok, left, err := waiter.AcquireOrTTL(bg, key, "w", time.Minute)
+		ok, left, err := leftOf(waiter.AcquireOrHolder(bg, key, "w", time.Minute))
 		require.NoError(t, err)
 		require.False(t, ok)
 		require.Greater(t, left, 50*time.Second)
@@ -149,31 +149,31 @@ func TestWatchIsPerKey(t *testing.T) {
 	}
 }
 
-// TestAcquireOrTTLReportsTheHoldersTTL: the holder's PTTL, whoever wrote
+// TestAcquireOrHolderReportsTheHoldersTTL: the holder's PTTL, whoever wrote
 // the key, and 0 for a key without a TTL.
-func TestAcquireOrTTLReportsTheHoldersTTL(t *testing.T) {
+func TestAcquireOrHolderReportsTheHoldersTTL(t *testing.T) {
 	addr := redistest.Start(t, 1).Nodes[0].Addr()
 	s := newServer(t, newClient(t, addr))
 	do(t, addr, "SET", "other-library", "their-token", "PX", "7000", "NX")
-	ok, left, err := s.AcquireOrTTL(bg, "other-library", "ours", time.Minute)
+	ok, left, err := leftOf(s.AcquireOrHolder(bg, "other-library", "ours", time.Minute))
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.InDelta(t, 7000, left.Milliseconds(), 500, "left %v", left)
 
 	do(t, addr, "SET", "forever", "x")
-	ok, left, err = s.AcquireOrTTL(bg, "forever", "ours", time.Minute)
+	ok, left, err = leftOf(s.AcquireOrHolder(bg, "forever", "ours", time.Minute))
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Zero(t, left, "a key without a TTL")
 
-	ok, left, err = s.AcquireOrTTL(bg, "free", "ours", 90*time.Second)
+	ok, left, err = leftOf(s.AcquireOrHolder(bg, "free", "ours", 90*time.Second))
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Zero(t, left)
 	assert.InDelta(t, 90_000, do(t, addr, "PTTL", "free"), 1000, "the TTL is set as Acquire sets it")
 
 	do(t, addr, "RPUSH", "jobs", "x")
-	_, _, err = s.AcquireOrTTL(bg, "jobs", "ours", time.Minute)
+	_, _, err = leftOf(s.AcquireOrHolder(bg, "jobs", "ours", time.Minute))
 	require.ErrorIs(t, err, keyserver.ErrPermanent, "a key of another type")
 }
 
@@ -381,4 +381,9 @@ func TestCloseDoesNotWaitForAPausedServer(t *testing.T) {
 	require.NoError(t, s.Close())
 	assert.Less(t, time.Since(start), 2*time.Second, "Close waited on the server")
 	assert.True(t, isClosed(released), "Close wakes the waiters")
+}
+
+// leftOf keeps of AcquireOrHolder's holder only its TTL.
+func leftOf(ok bool, h keyserver.Holder, err error) (bool, time.Duration, error) {
+	return ok, h.Left, err
 }

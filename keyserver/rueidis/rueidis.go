@@ -35,8 +35,8 @@
 // too. The counters are the ones the other Redis key servers keep, so
 // servers of different kinds over one Redis share them.
 //
-// A Server is also a keyserver.Notifier: AcquireOrTTL reports with a
-// refusal how long the holder has left, and Watch tells a waiter when the
+// A Server is also a keyserver.Notifier: AcquireOrHolder reports with a
+// refusal how long the holder has left and how it ranks, and Watch tells a waiter when the
 // key is released, over one dedicated connection per Server whatever the
 // number of waiters (see Watch).
 //
@@ -131,5 +131,5 @@ var (
 	delScript    = rueidis.NewLuaScript(redisscript.Del)
 	fencedScript = rueidis.NewLuaScript(redisscript.AcquireFenced)
 	raiseScript  = rueidis.NewLuaScript(redisscript.RaiseFence)
-	ttlScript    = rueidis.NewLuaScript(redisscript.AcquireOrTTL)
+	holderScript = rueidis.NewLuaScript(redisscript.AcquireOrHolder)
 )

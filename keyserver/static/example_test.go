@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/static"
 	"github.com/goredlock/goredlock/redlock"
 )
@@ -46,10 +47,10 @@ func Example() {
 // A unit test of code that waits for a lock drives the wake-up by hand:
 // Wake plays a release by another process, Break a lost connection.
 func ExampleServer_Wake() {
-	srv := static.New(static.WithAcquire(static.Reply{Left: 30 * time.Second, Rank: "0000019a2b3c4d5e.01234567"}))
+	srv := static.New(static.WithAcquire(static.Reply{Left: 30 * time.Second, Rank: keyserver.HolderFirst}))
 	ctx := context.Background()
 	ok, holder, _ := srv.AcquireOrHolder(ctx, "nightly", "me", time.Minute)
-	fmt.Println("granted:", ok, "holder's TTL:", holder.Left, "rank:", holder.Rank)
+	fmt.Println("granted:", ok, "holder's TTL:", holder.Left, "first:", holder.Rank == keyserver.HolderFirst)
 
 	released, stop, _ := srv.Watch(ctx, "nightly")
 	defer stop()
@@ -57,7 +58,7 @@ func ExampleServer_Wake() {
 	<-released
 	fmt.Println("still watching:", srv.Watching("nightly"))
 	// Output:
-	// granted: false holder's TTL: 30s rank: 0000019a2b3c4d5e.01234567
+	// granted: false holder's TTL: 30s first: true
 	// woken: 1
 	// still watching: 1
 }

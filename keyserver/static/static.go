@@ -60,10 +60,10 @@ type Reply struct {
 	// previous counter a scripted RaiseFence reports.
 	Fence uint64
 	// Left and Rank describe the holder a scripted AcquireOrHolder reports
-	// with a refusal: its key's remaining TTL, and its rank (see
-	// keyserver.RankOf).
+	// with a refusal: its key's remaining TTL, and how it ranks against the caller (see
+	// keyserver.Order).
 	Left time.Duration
-	Rank string
+	Rank keyserver.Order
 }
 
 // Common replies.
