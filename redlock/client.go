@@ -23,6 +23,11 @@ type Client struct {
 	inProcess bool // every server is a keyserver.InProcess
 	options
 	health health
+	// notifiers are the indexes of the servers that are Notifiers.
+	notifiers []int
+	// lines holds, per key, the line of this client's Acquire calls
+	// waiting for it (*line).
+	lines sync.Map
 
 	mu     sync.Mutex
 	closed bool
@@ -64,13 +69,19 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 		o.logger.Warn("redlock: an even number of key servers tolerates no more failures than one fewer",
 			"servers", n, "failures_tolerated", n-quorum(n))
 	}
-	return &Client{
+	c := &Client{
 		servers:   append([]keyserver.KeyServer(nil), servers...),
 		quorum:    quorum(len(servers)),
 		options:   o,
 		inProcess: allInProcess(servers),
 		health:    health{failures: make([]atomic.Int64, len(servers))},
-	}, nil
+	}
+	for i, s := range servers {
+		if _, ok := s.(keyserver.Notifier); ok {
+			c.notifiers = append(c.notifiers, i)
+		}
+	}
+	return c, nil
 }
 
 // allInProcess reports whether every server answers at once, so that the
@@ -167,13 +178,20 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 // acquire makes attempts until one is granted, the retries run out, or the
 // votes say retrying is pointless: a quorum of refusals under
 // untilKnownHeld (DoOrSkip skips then), or failures that cannot heal.
+// Acquire and Do (retries under earliest) wait in the key's line of this
+// client once refused, or at once when others wait there already (see
+// line); between attempts, they wait for a release (see await).
 func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.Duration, retries int, r rule) (l *Lock, err error) {
 	if err := checkLock(o, name, ttl); err != nil {
 		return nil, err
 	}
 	var (
+		key     = o.keyPrefix + name
+		s       = series{began: c.clock.Now()}
 		last    tally
 		attempt int
+		q       *line
+		w       *waiter
 	)
 	if c.hooks.Acquired != nil {
 		began := c.clock.Now()
@@ -181,42 +199,137 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 			c.hooks.Acquired(ctx, Acquisition{Name: name, Attempts: attempt, Duration: c.clock.Since(began), Err: err})
 		}()
 	}
-	for attempt = 1; ; attempt++ {
+	defer func() {
+		if l == nil {
+			c.abandon(ctx, o, name, key, ttl, &s)
+		}
+		if q != nil {
+			c.leave(q, w, l != nil)
+		}
+	}()
+	queued := r == earliest && retries != 0
+	if queued && c.lineFor(key) != nil { // others wait: no overtaking them
+		var front bool
+		q, w, front = c.join(key, retries)
+		if attempt, err = c.takeTurn(ctx, o, name, q, w, front); err != nil {
+			return nil, err
+		}
+	}
+	for attempt++; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			attempt--
 			return nil, notAcquired(name, attempt, last, err)
 		}
-		l, t, err := c.attempt(ctx, o, name, ttl, r, attempt)
+		final := retries >= 0 && attempt > retries
+		if q != nil {
+			c.arm(ctx, &q.watch, key, o.timeoutFor(ttl), last)
+		}
+		l, t, err := c.attempt(ctx, o, name, key, ttl, r, attempt, &s, !final)
 		if l != nil || err != nil {
 			return l, err
 		}
 		last = t
-		final := retries >= 0 && attempt > retries
-		if (r == untilKnownHeld && t.skip(attempt, final)) || t.hopeless() || final {
+		if q != nil {
+			q.refused(t)
+		}
+		if r == untilKnownHeld && t.skip(attempt, final) {
+			err := notAcquired(name, attempt, last, nil)
+			err.skip = true
+			return nil, err
+		}
+		if t.hopeless() || final {
 			return nil, notAcquired(name, attempt, last, ctx.Err())
 		}
-		if err := c.clock.Sleep(ctx, o.retryWait()); err != nil {
+		if queued && q == nil {
+			var front bool
+			if q, w, front = c.join(key, retries); !front {
+				spent, err := c.takeTurn(ctx, o, name, q, w, false)
+				if err != nil {
+					return nil, err
+				}
+				attempt += spent
+				continue
+			}
+			c.arm(ctx, &q.watch, key, o.timeoutFor(ttl), last) // then wait: a release now is heard
+		}
+		if err := c.await(ctx, o, q, t); err != nil {
 			return nil, notAcquired(name, attempt, last, err)
 		}
 	}
 }
 
-// attempt is one round of the algorithm: a fresh token, Acquire on every
-// server, and the lock if a quorum granted it with validity beyond the
-// loss margin left; otherwise the token is released everywhere. It returns
-// once the votes are in and the servers that granted have been cleaned up;
-// servers that did not answer are cleaned up in the background.
-func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.Duration, r rule, number int) (*Lock, tally, error) {
+// takeTurn waits until w is the front of q, unless it is already, then,
+// while the front before it holds the lock, for that lock's release. It
+// returns how many refused attempts were made while w waited.
+func (c *Client) takeTurn(ctx context.Context, o *options, name string, q *line, w *waiter, front bool) (int, error) {
+	spent := 0
+	if !front {
+		var err error
+		if spent, err = c.awaitTurn(ctx, name, q, w); err != nil {
+			return spent, err
+		}
+	}
+	if held, _ := q.heldHere(); !held {
+		return spent, nil
+	}
+	if err := c.await(ctx, o, q, tally{}); err != nil {
+		return spent, notAcquired(name, spent, tally{}, err)
+	}
+	return spent, nil
+}
+
+// series is what the attempts of one call share. Each attempt draws a
+// fresh token, so that it never waits for the calls of the one before,
+// which may hang on a server that stopped answering; every token carries
+// the time the call began (its rank). An attempt that kept the servers
+// that granted it (see tally.keep) passes its token on instead, and the
+// next attempt's calls follow its calls, server by server, as the calls of
+// one token must.
+type series struct {
+	began time.Time
+	token string
+	tails []<-chan struct{} // per server, closed once the last attempt's call there finished; nil when all have
+	kept  bool              // the last attempt kept the servers that granted it
+}
+
+// abandon gives back the servers that the last attempt of a call kept,
+// when the call ends without the lock.
+func (c *Client) abandon(ctx context.Context, o *options, name, key string, ttl time.Duration, s *series) {
+	if !s.kept {
+		return
+	}
+	s.kept = false
+	if c.enter() != nil {
+		return // closed: the keys run out with their TTL
+	}
+	defer c.exit()
+	rctx, cancel := c.detach(ctx, o.timeoutFor(ttl))
+	defer cancel()
+	f := fan{op: opRelease, name: name, key: key, token: s.token, timeout: o.timeoutFor(ttl), after: s.tails}
+	res := c.fanOut(rctx, f)
+	c.settle(rctx, &f, &res, false)
+}
+
+// attempt is one round of the algorithm: Acquire on every server, and the
+// lock if a quorum granted it with validity beyond the loss margin left.
+// Otherwise the token is released everywhere, unless mayKeep and the
+// refusals say the others will give way (tally.keep). It returns once the
+// votes are in and the servers that granted have been cleaned up; servers
+// that did not answer are cleaned up in the background.
+func (c *Client) attempt(ctx context.Context, o *options, name, key string, ttl time.Duration, r rule, number int, s *series, mayKeep bool) (*Lock, tally, error) {
 	if err := c.enter(); err != nil {
 		return nil, tally{}, err
 	}
 	defer c.exit()
-	token, err := o.newToken()
-	if err != nil {
-		return nil, tally{}, fmt.Errorf("redlock: generating a token: %w", err)
+	if !s.kept { // a fresh token: no earlier call of it to wait for
+		token, err := o.newToken(s.began)
+		if err != nil {
+			return nil, tally{}, fmt.Errorf("redlock: generating a token: %w", err)
+		}
+		s.token, s.tails = token, nil
 	}
-	key := o.keyPrefix + name
-	f := fan{op: opAcquire, name: name, key: key, token: token, ttl: ttl, timeout: o.timeoutFor(ttl), rule: r, undo: true}
+	f := fan{op: opAcquire, name: name, key: key, token: s.token, ttl: ttl, timeout: o.timeoutFor(ttl), rule: r, undo: true,
+		after: s.tails, holders: true}
 	if o.fencing {
 		f.op = opAcquireFenced
 	}
@@ -236,7 +349,9 @@ func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.
 		granted = granted && validity(ttl, c.clock.Since(start), o.driftFactor) > margin
 	}
 	elapsed := c.clock.Since(start)
-	c.settle(ctx, &f, &res, !granted)
+	kept := !granted && mayKeep && !t.won() && t.keep()
+	c.settle(ctx, &f, &res, !granted && !kept)
+	s.tails, s.kept = res.done, kept
 	c.logVotes(opAcquire, name, t)
 	if c.hooks.Attempt != nil {
 		c.hooks.Attempt(ctx, Attempt{Name: name, Number: number, Servers: t.n, Granted: t.granted, Refused: t.refused,
@@ -252,7 +367,7 @@ func (c *Client) attempt(ctx context.Context, o *options, name string, ttl time.
 		}
 		return nil, t, nil
 	}
-	return newLock(c, o, grant{name: name, key: key, token: token, ttl: ttl, start: start, tails: res.done, fence: fence, ctx: ctx}), t, nil
+	return newLock(c, o, grant{name: name, key: key, token: s.token, ttl: ttl, start: start, tails: res.done, fence: fence, ctx: ctx}), t, nil
 }
 
 // checkLock validates a lock name and TTL for Acquire, TryAcquire and Do.
@@ -295,7 +410,7 @@ func (o *options) retryWait() time.Duration {
 
 // notAcquired is Acquire's error after attempts, the last of which ended
 // with the votes t.
-func notAcquired(name string, attempts int, t tally, ctxErr error) error {
+func notAcquired(name string, attempts int, t tally, ctxErr error) *QuorumError {
 	sentinel := ErrNotAcquired
 	if t.heldElsewhere() {
 		sentinel = ErrHeldElsewhere
@@ -312,25 +427,21 @@ func (c *Client) logVotes(op opKind, name string, t tally) {
 	}
 }
 
-// newToken draws a random UUID (version 4) as a lock's token. Its 122
-// random bits come from the runtime's ChaCha8 generator (math/rand/v2),
-// seeded from the operating system: tokens must not collide, and this
-// needs no system call and one allocation.
-func newToken() (string, error) {
-	var u [16]byte
-	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
-	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
-	u[6] = u[6]&0x0f | 0x40 // version 4
-	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
-	var s [36]byte
-	hex.Encode(s[0:8], u[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], u[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], u[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], u[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], u[10:])
+// newToken draws a lock's token for an Acquire call that began at start:
+// 16 hexadecimal digits of start in Unix milliseconds, a dot, and 32
+// random hexadecimal digits, so that it carries a rank (keyserver.RankOf)
+// by which contenders who split the servers agree on who gives way, the
+// earliest call first. The 128 random bits come from the runtime's ChaCha8
+// generator (math/rand/v2), seeded from the operating system: tokens must
+// not collide, and this needs no system call and one allocation.
+func newToken(start time.Time) (string, error) {
+	var s [keyserver.TokenLen]byte
+	var u [24]byte
+	binary.BigEndian.PutUint64(u[0:8], uint64(start.UnixMilli()))
+	binary.LittleEndian.PutUint64(u[8:16], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[16:24], rand.Uint64())
+	hex.Encode(s[0:16], u[0:8])
+	s[16] = '.'
+	hex.Encode(s[17:], u[8:])
 	return string(s[:]), nil
 }

@@ -63,8 +63,7 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 	l, err := c.acquire(ctx, o, name, ttl, o.retryCount, untilKnownHeld)
 	if err != nil {
 		var qe *QuorumError
-		if errors.As(err, &qe) && qe.ctxErr == nil &&
-			qe.tally().skip(qe.Attempts, o.retryCount >= 0 && qe.Attempts > o.retryCount) {
+		if errors.As(err, &qe) && qe.skip {
 			return false, nil
 		}
 		return false, err

@@ -84,17 +84,13 @@ type QuorumError struct {
 
 	sentinels []error // what the failure means: ErrNotAcquired, ErrHeldElsewhere, ErrNotHeld, ErrLockLost
 	ctxErr    error
+	skip      bool // the votes said DoOrSkip should skip (see tally.skip)
 }
 
 func newQuorumError(op, name string, attempts int, t tally, ctxErr error, sentinels ...error) *QuorumError {
 	return &QuorumError{Op: op, Name: name, Attempts: attempts,
 		Servers: t.n, Granted: t.granted, Refused: t.refused, Failed: t.errs,
 		sentinels: sentinels, ctxErr: ctxErr}
-}
-
-// tally returns the votes e carries.
-func (e *QuorumError) tally() *tally {
-	return &tally{n: e.Servers, granted: e.Granted, refused: e.Refused, errs: e.Failed}
 }
 
 // Error says what failed and how the servers voted, on one line.

@@ -50,13 +50,20 @@ type fan struct {
 	// calls of the same lock to that server have finished; this call is
 	// sent only then, so that it lands after them.
 	after []<-chan struct{}
+	// holders makes an acquire ask Notifiers with AcquireOrHolder, so that
+	// a refusal says how long the holder has left and how it ranks.
+	holders bool
 }
 
-// call makes f's call to ks: its vote, and the number it read (a fence
-// counter) or 0.
-func (f *fan) call(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, err error) {
+// call makes f's call to ks: its vote, with the number it read (a fence
+// counter) or 0, and the holder a refusal described, if any.
+func (f *fan) call(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
 	switch f.op {
 	case opAcquire:
+		if ns, is := ks.(keyserver.Notifier); is && f.holders {
+			ok, h, err = ns.AcquireOrHolder(ctx, f.key, f.token, f.ttl)
+			break
+		}
 		ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
 	case opAcquireFenced:
 		ok, n, err = ks.(keyserver.Fencer).AcquireFenced(ctx, f.key, f.token, f.ttl)
@@ -68,7 +75,7 @@ func (f *fan) call(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint
 		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, f.fence)
 		ok = err == nil && n < f.fence
 	}
-	return ok, n, err
+	return ok, n, h, err
 }
 
 // vote is one server's answer.
@@ -76,6 +83,7 @@ type vote struct {
 	server int
 	ok     bool
 	n      uint64
+	holder keyserver.Holder
 	err    error
 }
 
@@ -124,9 +132,9 @@ func (c *Client) fanOut(ctx context.Context, f fan) fanned {
 func (c *Client) fanOutInline(ctx context.Context, f *fan) (r fanned) {
 	r.n = len(c.servers)
 	for i, ks := range c.servers {
-		ok, n, err := f.call(ctx, ks)
+		ok, n, h, err := f.call(ctx, ks)
 		c.observe(ctx, f.op, f.name, i, err)
-		r.add(vote{server: i, ok: ok, n: n, err: err})
+		r.add(vote{server: i, ok: ok, n: n, holder: h, err: err})
 	}
 	return r
 }
@@ -140,11 +148,11 @@ var oneServer = &background{}
 // so they have finished.
 func (c *Client) fanOutOne(ctx context.Context, f *fan) (r fanned) {
 	callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
-	ok, n, err := f.call(callCtx, c.servers[0])
+	ok, n, h, err := f.call(callCtx, c.servers[0])
 	cancel()
 	c.observe(ctx, f.op, f.name, 0, err)
 	r.n = 1
-	r.add(vote{server: 0, ok: ok, n: n, err: err})
+	r.add(vote{server: 0, ok: ok, n: n, holder: h, err: err})
 	r.bg = oneServer
 	return r
 }
@@ -165,12 +173,12 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 		go func(i int, ks keyserver.KeyServer) {
 			defer c.bg.Done()
 			defer close(bg.chans[i])
-			ok, v, err := c.callAfter(ctx, callCtx, &f, i, ks)
+			ok, v, h, err := c.callAfter(ctx, callCtx, &f, i, ks)
 			if pending.Add(-1) == 0 {
 				cancel()
 			}
 			c.observe(ctx, f.op, f.name, i, err)
-			votes <- vote{server: i, ok: ok, n: v, err: err}
+			votes <- vote{server: i, ok: ok, n: v, holder: h, err: err}
 			if !f.undo {
 				return
 			}
@@ -216,7 +224,7 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 // callAfter makes server i's call once the calls it must follow have
 // finished. A call that had to wait gets a timeout of its own, as the
 // shared one started with the fan-out.
-func (c *Client) callAfter(ctx, callCtx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, error) {
+func (c *Client) callAfter(ctx, callCtx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	if f.after != nil {
 		select {
 		case <-f.after[i]:
@@ -237,7 +245,7 @@ func (c *Client) undo(ctx context.Context, f *fan, i int, ks keyserver.KeyServer
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
 	u := fan{op: opRelease, key: f.key, token: f.token}
-	_, _, err := u.call(uctx, ks)
+	_, _, _, err := u.call(uctx, ks)
 	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt
 }
 

@@ -85,15 +85,6 @@ type lockResult struct {
 	err  error
 }
 
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 var bg = context.Background()
 
 // newTestLogger returns a text logger that writes into buf under mu.

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -491,13 +492,22 @@ func TestErrorTexts(t *testing.T) {
 	assert.Contains(t, err.Error(), `redlock: lock not held: lock "job" was lost`)
 }
 
-func TestTokensAreRandomUUIDs(t *testing.T) {
+func TestTokensCarryTheCallsRank(t *testing.T) {
 	seen := map[string]bool{}
+	began := time.UnixMilli(1_763_000_000_123)
 	for i := 0; i < 10000; i++ {
-		tok, err := newToken()
+		tok, err := newToken(began)
 		require.NoError(t, err)
-		require.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, tok)
+		require.Regexp(t, `^[0-9a-f]{16}\.[0-9a-f]{32}$`, tok)
+		require.True(t, strings.HasPrefix(tok, fmt.Sprintf("%016x.", began.UnixMilli())), tok)
+		require.NotEmpty(t, keyserver.RankOf(tok))
 		require.False(t, seen[tok], "token %q drawn twice", tok)
 		seen[tok] = true
+	}
+	later, err := newToken(began.Add(time.Millisecond))
+	require.NoError(t, err)
+	for tok := range seen {
+		require.Equal(t, keyserver.CallerFirst, keyserver.Compare(later, tok), "a later call ranks behind")
+		break
 	}
 }

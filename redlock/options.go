@@ -33,7 +33,7 @@ type options struct {
 	hooks         Hooks
 	fencing       bool
 	randInt64N    func(n int64) int64
-	newToken      func() (string, error)
+	newToken      func(start time.Time) (string, error)
 
 	perCall        bool // the options of one call: client-only options are refused
 	invalidOptions []error

@@ -34,6 +34,11 @@ type tally struct {
 	errs      []*ServerError // in order of arrival
 	permanent int            // errors that trying again cannot fix
 	maxN      uint64         // the largest number the answers read
+	// Of the refusals, those whose holder's Acquire began before the
+	// caller's (first) and after it (behind), by the ranks Notifiers
+	// compare; the rest came from servers or holders without ranks.
+	first, behind int
+	left          time.Duration // the shortest holder TTL a refusal reported; 0 if none
 }
 
 // add counts one server's answer.
@@ -49,6 +54,15 @@ func (t *tally) add(v vote) {
 		t.granted++
 	default:
 		t.refused++
+		switch v.holder.Rank {
+		case keyserver.HolderFirst:
+			t.first++
+		case keyserver.CallerFirst:
+			t.behind++
+		}
+		if l := v.holder.Left; l > 0 && (t.left == 0 || l < t.left) {
+			t.left = l
+		}
 	}
 }
 
@@ -83,11 +97,26 @@ func (t *tally) decided(r rule) bool {
 // last when no retry is left: a quorum refused it because another token
 // holds the lock. An attempt that was itself granted some servers may have
 // been a split among several contenders, each refused by the others'
-// servers, with nobody holding a quorum; the first such attempt is retried
-// when retries are left, and such refusals count as a skip after that.
-// (Servers report no holder, so the two cannot be told apart at once.)
+// servers, with nobody holding a quorum, or one younger holder may hold a
+// quorum; servers cannot tell. So the first such attempt is retried when
+// retries are left, and such refusals count as a skip after that: by then
+// contenders that split the vote have given way to the earliest of them
+// (see keep), and a holder with a quorum still refuses. When a refusal
+// ranks its holder first, that holder wins either way: skip at once.
 func (t *tally) skip(attempt int, last bool) bool {
-	return t.heldElsewhere() && (t.granted == 0 || attempt > 1 || last)
+	return t.heldElsewhere() && (t.granted == 0 || attempt > 1 || last || t.first > 0)
+}
+
+// keep reports whether a failed attempt should keep the servers it was
+// granted instead of giving them back: it was granted some and refused by
+// others, and every refusal came from a holder whose Acquire began after
+// the caller's. Contenders who split the servers all compute the same
+// order, so the others give way (each sees a holder ranked first) and the
+// caller completes its quorum in the next attempt, instead of every
+// contender letting go and splitting the vote again. It only decides who
+// gives way: a grant still needs a quorum and validity.
+func (t *tally) keep() bool {
+	return t.granted > 0 && t.refused > 0 && t.behind == t.refused
 }
 
 // won reports whether a quorum voted for.

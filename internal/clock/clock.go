@@ -5,6 +5,7 @@ package clock
 
 import (
 	"context"
+	"reflect"
 	"time"
 )
 
@@ -20,6 +21,9 @@ type Clock interface {
 	// Sleep waits for d or until ctx ends, whichever is first, and returns
 	// ctx's error in the second case.
 	Sleep(ctx context.Context, d time.Duration) error
+	// SleepOrWake is Sleep that also returns, with a nil error, as soon as
+	// one of wake is closed.
+	SleepOrWake(ctx context.Context, d time.Duration, wake []<-chan struct{}) error
 	// AfterFunc calls f in its own goroutine once d has elapsed.
 	AfterFunc(d time.Duration, f func()) Timer
 	// WithTimeout is context.WithTimeout measured on this clock.
@@ -60,6 +64,47 @@ func (Real) Sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// SleepOrWake waits on a time.Timer, ctx and the wake channels at once.
+func (Real) SleepOrWake(ctx context.Context, d time.Duration, wake []<-chan struct{}) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	return selectWake(ctx, t.C, wake)
+}
+
+// selectWake waits until ctx ends (its error), timeUp delivers or one of
+// wake is closed (nil). The first few wake channels are selected on
+// directly; more, which a client of over three notifying servers has, go
+// through reflect.Select.
+func selectWake[T any](ctx context.Context, timeUp <-chan T, wake []<-chan struct{}) error {
+	var w [3]<-chan struct{} // nil channels never fire
+	if len(wake) <= len(w) {
+		copy(w[:], wake)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeUp:
+		case <-w[0]:
+		case <-w[1]:
+		case <-w[2]:
+		}
+		return nil
+	}
+	cases := make([]reflect.SelectCase, 0, 2+len(wake))
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timeUp)})
+	for _, ch := range wake {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	if chosen, _, _ := reflect.Select(cases); chosen == 0 {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // AfterFunc returns time.AfterFunc(d, f).

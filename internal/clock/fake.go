@@ -62,6 +62,19 @@ func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// SleepOrWake is Sleep that also returns when one of wake is closed; it
+// counts as a sleeper for BlockUntilSleepers.
+func (f *Fake) SleepOrWake(ctx context.Context, d time.Duration, wake []<-chan struct{}) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	w := &waiter{f: f, wake: make(chan struct{})}
+	f.add(w, d)
+	err := selectWake(ctx, w.wake, wake)
+	w.Stop()
+	return err
+}
+
 // AfterFunc calls fn in its own goroutine once Advance has moved the clock
 // by d.
 func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {

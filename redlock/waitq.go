@@ -1,0 +1,199 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+)
+
+// line is the queue of one client's Acquire calls waiting for one key.
+// Only its front makes attempts; the others wait their turn here, at no
+// cost to the servers. Without it, every waiter of a process would try at
+// every release: each try costs a call per server, and waiters that try at
+// once split the vote among themselves so that none gets a quorum. With
+// it, a process has one contender per key, its waiters get the lock in the
+// order they came, and a release by this process hands the lock on at
+// once, without waiting for the servers to announce it.
+//
+// A line exists while it has waiters: the first refused attempt makes one,
+// and the last waiter to leave removes it. Calls that find a line join its
+// back instead of trying first, so that a holder that releases and asks
+// again does not overtake the waiters.
+type line struct {
+	key string
+	mu  sync.Mutex
+	// waiters in the order they came; one of them, the first that has
+	// not given up, is the front, which makes the attempts.
+	waiters []*waiter
+	// gone is set when the line left the client's map; a call that joins
+	// a gone line makes a new one.
+	gone bool
+	// held is set when a front of this line was granted the lock and has
+	// not released it yet: the next front waits for that release instead
+	// of trying at once.
+	held bool
+	// released is closed, and replaced, by each release of key by this
+	// client.
+	released chan struct{}
+	// watch is the front's watch of key on the servers that notify; the
+	// front in turn owns it, and the last waiter stops it.
+	watch watch
+}
+
+// waiter is one call waiting in a line.
+type waiter struct {
+	turn    chan struct{} // closed when the waiter becomes the front or must give up
+	front   bool          // set before turn is closed to make it the front
+	retries int           // its retry count; -1 for no limit
+	// spent counts the attempts made by the fronts ahead of it that were
+	// refused: each counts against its own retries, so that a call waits
+	// no longer in a line than it would have retried alone. Attempts that
+	// were granted are progress and count nothing. last is the tally of
+	// the last of them; giveUp is set, before turn is closed, when spent
+	// exceeds retries.
+	spent  int
+	last   tally
+	giveUp bool
+}
+
+// lineFor returns key's line if there is one.
+func (c *Client) lineFor(key string) *line {
+	if q, ok := c.lines.Load(key); ok {
+		return q.(*line)
+	}
+	return nil
+}
+
+// join puts a waiter at the back of key's line, making the line if there
+// is none, and reports whether the waiter is the front: nobody else is.
+func (c *Client) join(key string, retries int) (*line, *waiter, bool) {
+	w := &waiter{turn: make(chan struct{}), retries: retries}
+	for {
+		v, _ := c.lines.LoadOrStore(key, &line{key: key, released: make(chan struct{})})
+		q := v.(*line)
+		q.mu.Lock()
+		if q.gone {
+			q.mu.Unlock()
+			continue
+		}
+		q.waiters = append(q.waiters, w)
+		w.front = q.front() == nil
+		front := w.front
+		q.mu.Unlock()
+		return q, w, front
+	}
+}
+
+// awaitTurn waits until w is the front of q, and returns how many refused
+// attempts were made while it waited. It fails when the context ends, or
+// when those attempts used up w's retries; the caller must still leave the
+// line.
+func (c *Client) awaitTurn(ctx context.Context, name string, q *line, w *waiter) (int, error) {
+	var ctxErr error
+	select {
+	case <-w.turn:
+	case <-ctx.Done():
+		ctxErr = ctx.Err()
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if ctxErr != nil || w.giveUp {
+		return w.spent, notAcquired(name, w.spent, w.last, ctxErr)
+	}
+	return w.spent, nil
+}
+
+// refused records an attempt of the front of q that was refused: it counts
+// against the retries of every waiter behind, and those whose retries it
+// used up are told to give up.
+func (q *line) refused(t tally) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, w := range q.waiters {
+		if w.giveUp || w.front {
+			continue
+		}
+		w.spent++
+		w.last = t
+		if w.retries >= 0 && w.spent > w.retries {
+			w.giveUp = true
+			close(w.turn)
+		}
+	}
+}
+
+// leave takes w out of q: granted tells whether it leaves holding the
+// lock. When w was the front, the first waiter that has not given up
+// becomes it; when w was the last, the line is removed and its watch
+// stopped.
+func (c *Client) leave(q *line, w *waiter, granted bool) {
+	q.mu.Lock()
+	at := -1
+	for i, x := range q.waiters {
+		if x == w {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		q.mu.Unlock()
+		return
+	}
+	q.waiters = append(q.waiters[:at], q.waiters[at+1:]...)
+	if w.front {
+		q.held = q.held || granted
+		for _, x := range q.waiters {
+			if !x.giveUp {
+				x.front = true
+				close(x.turn)
+				break
+			}
+		}
+	}
+	var stop watch
+	if len(q.waiters) == 0 {
+		q.gone = true
+		c.lines.Delete(q.key)
+		stop, q.watch = q.watch, watch{}
+	}
+	q.mu.Unlock()
+	stop.stop()
+}
+
+// front returns the waiter that makes the attempts, if any. q.mu must be
+// held.
+func (q *line) front() *waiter {
+	for _, w := range q.waiters {
+		if w.front {
+			return w
+		}
+	}
+	return nil
+}
+
+// releasedLocally tells key's line, if any, that this client's holder of
+// key let it go; its front tries at once when the keys were deleted
+// (deleted), and otherwise (a minimum hold) by the holder's TTL.
+func (c *Client) releasedLocally(key string, deleted bool) {
+	q := c.lineFor(key)
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	q.held = false
+	if deleted {
+		close(q.released)
+		q.released = make(chan struct{})
+	}
+	q.mu.Unlock()
+}
+
+// heldHere reports whether a front of q holds the lock, and the channel
+// its release closes. A nil q is no line: nothing is held.
+func (q *line) heldHere() (bool, <-chan struct{}) {
+	if q == nil {
+		return false, nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.held, q.released
+}
