@@ -15,14 +15,15 @@ type watch struct {
 	stops []func()
 }
 
-// arm makes sure a watch is armed on every Notifier that answered the
-// last attempt, so that a release after the next attempt is not missed:
-// watches that fired, or broke, are replaced. A server whose Watch fails
-// is polled instead, by the retry delay. Watches are cheap: a Notifier
-// shares one subscription per key among the waiters of a process.
-func (c *Client) arm(ctx context.Context, w *watch, key string, timeout time.Duration, last tally) {
-	if len(c.notifiers) == 0 {
-		return
+// arm arms a watch on every Notifier that answered the last attempt, or,
+// when rearm, replaces the watches of an armed w that fired or broke, so
+// that a release after the next attempt is not missed. It reports whether
+// any watch is armed. A server whose Watch fails is polled instead, by the
+// retry delay. Watches are cheap: a Notifier shares one subscription per
+// key among the waiters of a process.
+func (c *Client) arm(ctx context.Context, w *watch, key string, timeout time.Duration, last tally, rearm bool) bool {
+	if len(c.notifiers) == 0 || (rearm && w.chans == nil) {
+		return false
 	}
 	if w.chans == nil {
 		w.chans = make([]<-chan struct{}, len(c.notifiers))
@@ -46,15 +47,22 @@ func (c *Client) arm(ctx context.Context, w *watch, key string, timeout time.Dur
 			w.chans[j], w.stops[j] = ch, stop
 		}
 	}
+	for _, ch := range w.chans {
+		if ch != nil {
+			return true
+		}
+	}
+	return false
 }
 
-// stop ends every watch.
+// stop ends every watch; w is then unarmed.
 func (w *watch) stop() {
 	for _, stop := range w.stops {
 		if stop != nil {
 			stop()
 		}
 	}
+	w.chans, w.stops = nil, nil
 }
 
 // await waits, after a refused attempt, until the lock may be free: a

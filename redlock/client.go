@@ -222,7 +222,7 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		}
 		final := retries >= 0 && attempt > retries
 		if q != nil {
-			c.arm(ctx, &q.watch, key, o.timeoutFor(ttl), last)
+			c.arm(ctx, &q.watch, key, o.timeoutFor(ttl), last, true)
 		}
 		l, t, err := c.attempt(ctx, o, name, key, ttl, r, attempt, &s, !final)
 		if l != nil || err != nil {
@@ -250,7 +250,11 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 				attempt += spent
 				continue
 			}
-			c.arm(ctx, &q.watch, key, o.timeoutFor(ttl), last) // then wait: a release now is heard
+		}
+		if q != nil && q.watch.chans == nil {
+			// A release between the refusal and the watch goes unheard:
+			// the wait then ends by the holder's TTL or the retry delay.
+			c.arm(ctx, &q.watch, key, o.timeoutFor(ttl), t, false)
 		}
 		if err := c.await(ctx, o, q, t); err != nil {
 			return nil, notAcquired(name, attempt, last, err)

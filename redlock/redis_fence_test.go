@@ -103,3 +103,27 @@ func BenchmarkRedisParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRedisOneKey is 64 goroutines taking turns on one lock on five
+// local Redis nodes: the contended path (the line, the hand-over).
+func BenchmarkRedisOneKey(b *testing.B) {
+	cluster := redistest.Start(b, 5)
+	c := clientOn(b, cluster)
+	b.SetParallelism(32) // × GOMAXPROCS 2 = 64 goroutines
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			l, err := c.Acquire(ctx, "bench-one", 10*time.Second, redlock.WithRetryCount(-1))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

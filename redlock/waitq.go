@@ -35,7 +35,9 @@ type line struct {
 	// client.
 	released chan struct{}
 	// watch is the front's watch of key on the servers that notify; the
-	// front in turn owns it, and the last waiter stops it.
+	// front in turn owns it. It is armed after a refusal and stopped when
+	// a front is granted the lock: while this client holds it, its own
+	// release is the news, and every release would only fire the watch.
 	watch watch
 }
 
@@ -153,6 +155,8 @@ func (c *Client) leave(q *line, w *waiter, granted bool) {
 	if len(q.waiters) == 0 {
 		q.gone = true
 		c.lines.Delete(q.key)
+	}
+	if q.gone || (w.front && granted) {
 		stop, q.watch = q.watch, watch{}
 	}
 	q.mu.Unlock()
