@@ -39,6 +39,7 @@ type tally struct {
 	// compare; the rest came from servers or holders without ranks.
 	first, behind int
 	left          time.Duration // the shortest holder TTL a refusal reported; 0 if none
+	refusers      uint64        // bit i set when server i refused; all set past 64 servers
 }
 
 // add counts one server's answer.
@@ -54,6 +55,11 @@ func (t *tally) add(v vote) {
 		t.granted++
 	default:
 		t.refused++
+		if v.server < 64 {
+			t.refusers |= 1 << v.server
+		} else {
+			t.refusers = ^uint64(0)
+		}
 		switch v.holder.Rank {
 		case keyserver.HolderFirst:
 			t.first++
