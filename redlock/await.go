@@ -69,8 +69,8 @@ func (w *watch) stop() {
 // release announced by a server or made by this client, the holder's key
 // running out (the shortest TTL the refusals reported), or the retry delay,
 // whichever comes first; the retry delay bounds every wait, so that
-// WithRetryCount keeps its meaning. Only the releases on servers that
-// refused t's attempt count. While a front of this client's line
+// WithRetryCount keeps its meaning. Releases on the servers that granted
+// t's attempt do not count. While a front of this client's line
 // holds the lock, only its release is waited for: the servers' news would
 // only repeat it. A call outside any line (q nil, DoOrSkip) waits for
 // the holder's TTL or the retry delay.
@@ -86,9 +86,10 @@ func (c *Client) await(ctx context.Context, o *options, q *line, t tally) error 
 	}
 	if q != nil && !held {
 		for j, ch := range q.watch.chans {
-			// Only the servers that refused: the others are free, and
-			// the clean-up of what they granted would wake the caller.
-			if i := c.notifiers[j]; ch != nil && (i >= 64 || t.refusers&(1<<i) != 0) {
+			// Not the servers that granted t's attempt: they are free,
+			// and the clean-up of what they granted would wake the
+			// caller.
+			if i := c.notifiers[j]; ch != nil && (i >= 64 || t.granters&(1<<i) == 0) {
 				wake = append(wake, ch)
 			}
 		}

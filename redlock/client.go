@@ -224,6 +224,9 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		if q != nil {
 			c.arm(ctx, &q.watch, key, o.timeoutFor(ttl), last, true)
 		}
+		if !s.kept {
+			s.tails = q.handOver()
+		}
 		l, t, err := c.attempt(ctx, o, name, key, ttl, r, attempt, &s, !final)
 		if l != nil || err != nil {
 			return l, err
@@ -292,8 +295,12 @@ func (c *Client) takeTurn(ctx context.Context, o *options, name string, q *line,
 type series struct {
 	began time.Time
 	token string
-	tails []<-chan struct{} // per server, closed once the last attempt's call there finished; nil when all have
-	kept  bool              // the last attempt kept the servers that granted it
+	// tails holds per server a channel closed once the call the next
+	// attempt's call there must follow has finished: the last attempt's
+	// when it kept its servers, or the release of the lock this client
+	// held before (see line.after). nil when there are none.
+	tails []<-chan struct{}
+	kept  bool // the last attempt kept the servers that granted it
 }
 
 // abandon gives back the servers that the last attempt of a call kept,
@@ -330,7 +337,7 @@ func (c *Client) attempt(ctx context.Context, o *options, name, key string, ttl 
 		if err != nil {
 			return nil, tally{}, fmt.Errorf("redlock: generating a token: %w", err)
 		}
-		s.token, s.tails = token, nil
+		s.token = token
 	}
 	f := fan{op: opAcquire, name: name, key: key, token: s.token, ttl: ttl, timeout: o.timeoutFor(ttl), rule: r, undo: true,
 		after: s.tails, holders: true}

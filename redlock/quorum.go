@@ -39,7 +39,7 @@ type tally struct {
 	// compare; the rest came from servers or holders without ranks.
 	first, behind int
 	left          time.Duration // the shortest holder TTL a refusal reported; 0 if none
-	refusers      uint64        // bit i set when server i refused; all set past 64 servers
+	granters      uint64        // bit i set when server i (under 64) granted
 }
 
 // add counts one server's answer.
@@ -53,13 +53,11 @@ func (t *tally) add(v vote) {
 		}
 	case v.ok:
 		t.granted++
+		if v.server < 64 {
+			t.granters |= 1 << v.server
+		}
 	default:
 		t.refused++
-		if v.server < 64 {
-			t.refusers |= 1 << v.server
-		} else {
-			t.refusers = ^uint64(0)
-		}
 		switch v.holder.Rank {
 		case keyserver.HolderFirst:
 			t.first++

@@ -32,8 +32,12 @@ type line struct {
 	// of trying at once.
 	held bool
 	// released is closed, and replaced, by each release of key by this
-	// client.
+	// client; after holds per server a channel closed once that release's
+	// call there finished, nil when all had: the next attempt's calls
+	// follow them, so that they are not refused by a release still on its
+	// way (it returned at a quorum).
 	released chan struct{}
+	after    []<-chan struct{}
 	// watch is the front's watch of key on the servers that notify; the
 	// front in turn owns it. It is armed after a refusal and stopped when
 	// a front is granted the lock: while this client holds it, its own
@@ -176,8 +180,9 @@ func (q *line) front() *waiter {
 
 // releasedLocally tells key's line, if any, that this client's holder of
 // key let it go; its front tries at once when the keys were deleted
-// (deleted), and otherwise (a minimum hold) by the holder's TTL.
-func (c *Client) releasedLocally(key string, deleted bool) {
+// (deleted), and otherwise (a minimum hold) by the holder's TTL. tails
+// are the release's calls, per server (see line.after).
+func (c *Client) releasedLocally(key string, deleted bool, tails []<-chan struct{}) {
 	q := c.lineFor(key)
 	if q == nil {
 		return
@@ -187,8 +192,22 @@ func (c *Client) releasedLocally(key string, deleted bool) {
 	if deleted {
 		close(q.released)
 		q.released = make(chan struct{})
+		q.after = tails
 	}
 	q.mu.Unlock()
+}
+
+// handOver returns, once, the calls of the last release that the next
+// attempt must follow (see line.after). A nil q has none.
+func (q *line) handOver() []<-chan struct{} {
+	if q == nil {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	after := q.after
+	q.after = nil
+	return after
 }
 
 // heldHere reports whether a front of q holds the lock, and the channel
