@@ -76,7 +76,7 @@ func (w *watch) stop() {
 // the holder's TTL or the retry delay.
 func (c *Client) await(ctx context.Context, o *options, q *line, t tally) error {
 	d := o.retryWait()
-	held, released := q.heldHere()
+	held, released := q.heldHere(c.clock.Now())
 	if !held && t.left > 0 && t.left < d {
 		d = t.left
 	}

@@ -204,14 +204,14 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 			c.abandon(ctx, o, name, key, ttl, &s)
 		}
 		if q != nil {
-			c.leave(q, w, l != nil)
+			c.leave(q, w, l)
 		}
 	}()
 	queued := r == earliest && retries != 0
 	if queued && c.lineFor(key) != nil { // others wait: no overtaking them
 		var front bool
 		q, w, front = c.join(key, retries)
-		if attempt, err = c.takeTurn(ctx, o, name, q, w, front); err != nil {
+		if attempt, err = c.takeTurn(ctx, name, q, w, front); err != nil {
 			return nil, err
 		}
 	}
@@ -221,6 +221,24 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 			return nil, notAcquired(name, attempt, last, err)
 		}
 		final := retries >= 0 && attempt > retries
+		if held, _ := q.heldHere(c.clock.Now()); held {
+			// A call of this client holds the lock: every server would
+			// refuse. Wait for its release; a wait that the retry delay
+			// ends counts as a refused attempt, of the front's only, as
+			// the lock is moving along the line.
+			if err := c.await(ctx, o, q, tally{}); err != nil {
+				return nil, notAcquired(name, attempt-1, last, err)
+			}
+			if held, _ := q.heldHere(c.clock.Now()); !held {
+				attempt--
+				continue
+			}
+			last = tally{n: len(c.servers), refused: len(c.servers)}
+			if final {
+				return nil, notAcquired(name, attempt, last, nil)
+			}
+			continue
+		}
 		if q != nil {
 			c.arm(ctx, &q.watch, key, o.timeoutFor(ttl), last, true)
 		}
@@ -246,7 +264,7 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		if queued && q == nil {
 			var front bool
 			if q, w, front = c.join(key, retries); !front {
-				spent, err := c.takeTurn(ctx, o, name, q, w, false)
+				spent, err := c.takeTurn(ctx, name, q, w, false)
 				if err != nil {
 					return nil, err
 				}
@@ -265,24 +283,13 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 	}
 }
 
-// takeTurn waits until w is the front of q, unless it is already, then,
-// while the front before it holds the lock, for that lock's release. It
+// takeTurn waits until w is the front of q, unless it is already, and
 // returns how many refused attempts were made while w waited.
-func (c *Client) takeTurn(ctx context.Context, o *options, name string, q *line, w *waiter, front bool) (int, error) {
-	spent := 0
-	if !front {
-		var err error
-		if spent, err = c.awaitTurn(ctx, name, q, w); err != nil {
-			return spent, err
-		}
+func (c *Client) takeTurn(ctx context.Context, name string, q *line, w *waiter, front bool) (int, error) {
+	if front {
+		return 0, nil
 	}
-	if held, _ := q.heldHere(); !held {
-		return spent, nil
-	}
-	if err := c.await(ctx, o, q, tally{}); err != nil {
-		return spent, notAcquired(name, spent, tally{}, err)
-	}
-	return spent, nil
+	return c.awaitTurn(ctx, name, q, w)
 }
 
 // series is what the attempts of one call share. Each attempt draws a

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // line is the queue of one client's Acquire calls waiting for one key.
@@ -27,10 +28,13 @@ type line struct {
 	// gone is set when the line left the client's map; a call that joins
 	// a gone line makes a new one.
 	gone bool
-	// held is set when a front of this line was granted the lock and has
-	// not released it yet: the next front waits for that release instead
-	// of trying at once.
-	held bool
+	// heldUntil is set when a front of this line was granted the lock,
+	// to the lock's Until, and cleared by its release: until then, the
+	// next front waits for that release instead of asking the servers,
+	// which would refuse it. A lock that ends without a release (lost,
+	// or extended past it) is left to the servers to judge once the time
+	// has passed.
+	heldUntil time.Time
 	// released is closed, and replaced, by each release of key by this
 	// client; after holds per server a channel closed once that release's
 	// call there finished, nil when all had: the next attempt's calls
@@ -127,11 +131,11 @@ func (q *line) refused(t tally) {
 	}
 }
 
-// leave takes w out of q: granted tells whether it leaves holding the
-// lock. When w was the front, the first waiter that has not given up
+// leave takes w out of q: l is the lock it leaves holding, if any. When w was the front, the first waiter that has not given up
 // becomes it; when w was the last, the line is removed and its watch
 // stopped.
-func (c *Client) leave(q *line, w *waiter, granted bool) {
+func (c *Client) leave(q *line, w *waiter, l *Lock) {
+	granted := l != nil
 	q.mu.Lock()
 	at := -1
 	for i, x := range q.waiters {
@@ -145,8 +149,10 @@ func (c *Client) leave(q *line, w *waiter, granted bool) {
 		return
 	}
 	q.waiters = append(q.waiters[:at], q.waiters[at+1:]...)
+	if w.front && granted {
+		q.heldUntil = l.Until()
+	}
 	if w.front {
-		q.held = q.held || granted
 		for _, x := range q.waiters {
 			if !x.giveUp {
 				x.front = true
@@ -188,7 +194,7 @@ func (c *Client) releasedLocally(key string, deleted bool, tails []<-chan struct
 		return
 	}
 	q.mu.Lock()
-	q.held = false
+	q.heldUntil = time.Time{}
 	if deleted {
 		close(q.released)
 		q.released = make(chan struct{})
@@ -210,13 +216,13 @@ func (q *line) handOver() []<-chan struct{} {
 	return after
 }
 
-// heldHere reports whether a front of q holds the lock, and the channel
-// its release closes. A nil q is no line: nothing is held.
-func (q *line) heldHere() (bool, <-chan struct{}) {
+// heldHere reports whether a front of q holds the lock at now, and the
+// channel its release closes. A nil q is no line: nothing is held.
+func (q *line) heldHere(now time.Time) (bool, <-chan struct{}) {
 	if q == nil {
 		return false, nil
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.held, q.released
+	return now.Before(q.heldUntil), q.released
 }
