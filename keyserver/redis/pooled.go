@@ -56,7 +56,9 @@ func (s *Server) setNXPooled(ctx context.Context, key, token string, ms int64) (
 
 // retryPooled runs cmd on a pooled connection. A connection that turns out
 // to be broken (the server restarted since it was pooled) is replaced once:
-// the lock operations are idempotent, so running one twice is harmless.
+// running a lock operation twice is harmless (the scripts are idempotent,
+// and a SET NX that had run answers nil the second time, so that Acquire
+// runs its script, which finds its own token).
 func (s *Server) retryPooled(ctx context.Context, cmd func(redigo.Conn) (int64, error)) (int64, error) {
 	var err error
 	for try := 0; try < 2; try++ {

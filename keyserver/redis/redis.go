@@ -16,7 +16,8 @@
 // are atomic; scripts run by EVALSHA, falling back to EVAL when the
 // server's script cache is empty (after SCRIPT FLUSH). Acquire first sends
 // a plain SET NX, which costs Redis a fraction of a script, and runs its
-// script only when the key exists. Every call honours
+// script only when the key exists (so a refused Acquire takes two round
+// trips). Every call honours
 // the context's deadline, which the redlock client sets to its per-server
 // timeout: a paused or unreachable server costs at most that long. A key
 // holding another type of value is reported as an error and left
