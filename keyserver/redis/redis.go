@@ -17,12 +17,12 @@
 // server's script cache is empty (after SCRIPT FLUSH). Acquire first sends
 // a plain SET NX, which costs Redis a fraction of a script, and runs its
 // script only when the key exists (so a refused Acquire takes two round
-// trips). Every call honours
-// the context's deadline, which the redlock client sets to its per-server
-// timeout: a paused or unreachable server costs at most that long. A key
-// holding another type of value is reported as an error and left
-// untouched, and marked with keyserver.ErrPermanent, as retrying cannot fix
-// it: errors.Is(err, keyserver.ErrPermanent) tells it from an outage.
+// trips). Every call honours the context's deadline, which the redlock
+// client sets to its per-server timeout: a paused or unreachable server
+// costs at most that long. A key holding another type of value is
+// reported as an error and left untouched, and marked with
+// keyserver.ErrPermanent, as retrying cannot fix it: errors.Is(err,
+// keyserver.ErrPermanent) tells it from an outage.
 //
 // # Pipelining
 //
