@@ -15,8 +15,9 @@ import (
 // back: the caller once it has read the reply, or the reader when the caller
 // had already given up (state tells which).
 type call struct {
-	sc    *script          // nil for the SCRIPT LOAD a new connection starts with
+	sc    *script          // the script to run; nil for a SET NX or a SCRIPT LOAD
 	load  *script          // the script a SCRIPT LOAD entry loads
+	set   bool             // a SET key token NX PX ttl, in args[:5], answered 1 if it stored
 	eval  bool             // send the source (EVAL) rather than the hash (EVALSHA)
 	args  [2 + maxArgs]any // hash or source, number of keys, keys and arguments
 	nargs int
@@ -44,7 +45,7 @@ func getCall() *call { return callPool.Get().(*call) }
 
 // putCall returns c to the pool without the strings it referenced.
 func putCall(c *call) {
-	c.sc, c.load, c.eval = nil, nil, false
+	c.sc, c.load, c.set, c.eval = nil, nil, false, false
 	clear(c.args[:])
 	c.n, c.err = 0, nil
 	c.state.Store(waiting)
@@ -55,6 +56,9 @@ func putCall(c *call) {
 func (c *call) command() (string, []any) {
 	if c.load != nil {
 		return "SCRIPT", c.args[:2] // LOAD, source
+	}
+	if c.set {
+		return "SET", c.args[:5]
 	}
 	if c.eval {
 		c.args[0] = c.sc.srcArg

@@ -123,14 +123,28 @@ func (p *pipeline) answer(c *call, reply any, err error) {
 		// costs each call the EVAL fallback.
 		return
 	}
-	if err != nil && !c.eval && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+	if err != nil && c.sc != nil && !c.eval && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		c.eval = true
 		p.requeue([]*call{c})
 		return
 	}
-	n, ok := reply.(int64)
-	if err == nil && !ok {
-		err = fmt.Errorf("unexpected reply %T to a lock script", reply)
+	var n int64
+	switch {
+	case err != nil:
+	case c.set:
+		// SET NX answers OK when it stored the value and nil when the key
+		// exists.
+		if reply != nil {
+			n = 1
+			if s, ok := reply.(string); !ok || s != "OK" {
+				err = fmt.Errorf("unexpected reply %v to SET NX", reply)
+			}
+		}
+	default:
+		var ok bool
+		if n, ok = reply.(int64); !ok {
+			err = fmt.Errorf("unexpected reply %T to a lock script", reply)
+		}
 	}
 	p.settle(c, n, err)
 }

@@ -58,23 +58,41 @@ func newPipeline(dial func(context.Context) (redigo.Conn, error), c config) *pip
 }
 
 // do runs sc with the first n of args (its keys, then its arguments), and
-// returns its integer reply. A caller whose context ends first returns at
-// once; its call still runs, and its reply is read and dropped.
+// returns its integer reply.
 func (p *pipeline) do(ctx context.Context, sc *script, args [maxArgs]any, n int) (int64, error) {
+	c := getCall()
+	c.sc = sc
+	c.args[1] = sc.keysArg
+	copy(c.args[2:], args[:n])
+	c.nargs = 2 + n
+	return p.run(ctx, c)
+}
+
+// setNX runs SET key token NX PX ms, and reports whether it stored token.
+func (p *pipeline) setNX(ctx context.Context, key, token string, ms int64) (bool, error) {
+	c := getCall()
+	c.set = true
+	c.args[0], c.args[1], c.args[2], c.args[3], c.args[4] = key, token, argNX, argPX, ms
+	n, err := p.run(ctx, c)
+	return n == 1, err
+}
+
+// The constant arguments of SET NX, boxed once.
+var argNX, argPX any = "NX", "PX"
+
+// run queues c, a call from getCall, waits for its reply and recycles it.
+// A caller whose context ends first returns at once; its call still runs,
+// and its reply is read and dropped.
+func (p *pipeline) run(ctx context.Context, c *call) (int64, error) {
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
+		putCall(c)
 		return 0, ErrOverloaded
 	}
 	p.start.Do(func() {
 		p.wg.Add(1)
 		go p.write()
 	})
-
-	c := getCall()
-	c.sc = sc
-	c.args[1] = sc.keysArg
-	copy(c.args[2:], args[:n])
-	c.nargs = 2 + n
 	d, ok := ctx.Deadline()
 	if !ok {
 		var cancel context.CancelFunc

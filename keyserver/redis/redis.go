@@ -14,12 +14,15 @@
 //
 // Each operation is one Lua script, so that the owner check and the write
 // are atomic; scripts run by EVALSHA, falling back to EVAL when the
-// server's script cache is empty (after SCRIPT FLUSH). Every call honours
-// the context's deadline, which the redlock client sets to its per-server
-// timeout: a paused or unreachable server costs at most that long. A key
-// holding another type of value is reported as an error and left
-// untouched, and marked with keyserver.ErrPermanent, as retrying cannot fix
-// it: errors.Is(err, keyserver.ErrPermanent) tells it from an outage.
+// server's script cache is empty (after SCRIPT FLUSH). Acquire first sends
+// a plain SET NX, which costs Redis a fraction of a script, and runs its
+// script only when the key exists (so a refused Acquire takes two round
+// trips). Every call honours the context's deadline, which the redlock
+// client sets to its per-server timeout: a paused or unreachable server
+// costs at most that long. A key holding another type of value is
+// reported as an error and left untouched, and marked with
+// keyserver.ErrPermanent, as retrying cannot fix it: errors.Is(err,
+// keyserver.ErrPermanent) tells it from an outage.
 //
 // # Pipelining
 //
@@ -229,6 +232,13 @@ func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Durati
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
 		return false, err
 	}
+	// Most calls find the key absent, and a plain SET NX costs Redis a
+	// fraction of a script. Only a key that exists needs the script: it may
+	// hold our token (a retried call), whose TTL the script resets.
+	set, err := s.setNX(ctx, key, token, ttl)
+	if err != nil || set {
+		return set, err
+	}
 	n, err := s.run(ctx, "acquire", setScript, key, [maxArgs]any{key, token, ttl.Milliseconds()}, 3)
 	return n == 1, err
 }
@@ -284,18 +294,10 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 // run runs sc with the first n of args in the Server's mode and returns
 // its integer reply; key names the call in errors.
 func (s *Server) run(ctx context.Context, op string, sc *script, key string, args [maxArgs]any, n int) (int64, error) {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return 0, fmt.Errorf("%s: %s %q: %w", s.name, op, key, ErrClosed)
+	if err := s.enter(ctx, op, key); err != nil {
+		return 0, err
 	}
-	s.inflight.Add(1)
-	s.mu.RUnlock()
 	defer s.inflight.Done()
-
-	if err := ctx.Err(); err != nil { // a call that has already ended reaches no server
-		return 0, describe(s.name, op, key, err)
-	}
 	var (
 		reply int64
 		err   error
@@ -309,4 +311,44 @@ func (s *Server) run(ctx context.Context, op string, sc *script, key string, arg
 		return 0, describe(s.name, op, key, err)
 	}
 	return reply, nil
+}
+
+// setNX runs SET key token NX PX ttl in the Server's mode, and reports
+// whether it stored token.
+func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if err := s.enter(ctx, "acquire", key); err != nil {
+		return false, err
+	}
+	defer s.inflight.Done()
+	var (
+		set bool
+		err error
+	)
+	if s.pipe != nil {
+		set, err = s.pipe.setNX(ctx, key, token, ttl.Milliseconds())
+	} else {
+		set, err = s.setNXPooled(ctx, key, token, ttl.Milliseconds())
+	}
+	if err != nil {
+		return false, describe(s.name, "acquire", key, err)
+	}
+	return set, nil
+}
+
+// enter counts a call in flight, for Close to wait for, unless the Server
+// is closed or the call has already ended (it then reaches no server).
+// The caller calls s.inflight.Done when it returns nil.
+func (s *Server) enter(ctx context.Context, op, key string) error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return fmt.Errorf("%s: %s %q: %w", s.name, op, key, ErrClosed)
+	}
+	s.inflight.Add(1)
+	s.mu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		s.inflight.Done()
+		return describe(s.name, op, key, err)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,60 @@ func TestWrongTypeKeyIsAnErrorAndLeftAlone(t *testing.T) {
 	assert.Equal(t, "list", do(t, node, "TYPE", "jobs"))
 	assert.Equal(t, int64(1), do(t, node, "LLEN", "jobs"))
 	assert.Equal(t, int64(-1), do(t, node, "PTTL", "jobs"), "no TTL was set on it")
+}
+
+// TestAcquireRunsAScriptOnlyOnAKeyThatExists: an Acquire of an absent key
+// is one SET NX, cheaper for Redis than a script; a key that exists gets
+// the script, which renews the caller's own token and refuses another.
+func TestAcquireRunsAScriptOnlyOnAKeyThatExists(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	for name, s := range map[string]*redis.Server{
+		"pipelined": fromURL(t, node.URL("")),
+		"pooled":    fromURL(t, node.URL(""), redis.WithPooledConnections()),
+	} {
+		key := "k/" + name
+		_, err := s.Acquire(bg, "warm/"+name, "t", time.Second) // opens the connection
+		require.NoError(t, err)
+		do(t, node, "CONFIG", "RESETSTAT")
+		ok, err := s.Acquire(bg, key, "t", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, map[string]int{"set": 1}, lockCalls(t, node), name+": a free key")
+
+		do(t, node, "CONFIG", "RESETSTAT")
+		ok, err = s.Acquire(bg, key, "t", 90*time.Second)
+		require.NoError(t, err)
+		assert.True(t, ok, name+": renewed")
+		assert.InDelta(t, 90_000, do(t, node, "PTTL", key).(int64), 1000, name+": renewed")
+		assert.Equal(t, map[string]int{"set": 2, "evalsha": 1, "get": 1, "pexpire": 1}, lockCalls(t, node), name+": a key of ours")
+
+		ok, err = s.Acquire(bg, key, "u", time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok, name+": held by another token")
+		assert.Equal(t, []byte("t"), do(t, node, "GET", key))
+	}
+}
+
+// lockCalls returns how many times node ran each of the commands the lock
+// operations use since its statistics were reset, scripts' commands
+// included.
+func lockCalls(t *testing.T, node *redistest.Node) map[string]int {
+	t.Helper()
+	stats, err := redigo.String(do(t, node, "INFO", "commandstats"), nil)
+	require.NoError(t, err)
+	calls := map[string]int{}
+	for _, line := range strings.Split(stats, "\r\n") {
+		var cmd string
+		var n int
+		if _, err := fmt.Sscanf(strings.Replace(line, ":", " ", 1), "cmdstat_%s calls=%d,", &cmd, &n); err != nil {
+			continue
+		}
+		switch cmd {
+		case "set", "get", "pexpire", "del", "evalsha", "eval":
+			calls[cmd] = n
+		}
+	}
+	return calls
 }
 
 func TestScriptFlushIsSurvived(t *testing.T) {
