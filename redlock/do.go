@@ -45,8 +45,10 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // was itself granted some servers may have been a split among several
 // contenders, each refused by the others' servers with nobody holding a
 // quorum, so it is retried once, if retries are left, before such refusals
-// count as a skip. A
-// split vote or servers failing are retried as Acquire retries them, and
+// count as a skip; it skips at once if a refusal came from a contender
+// whose call began before its own, which the others give way to (see
+// "Waiting for a lock" in the package doc). A split vote or servers
+// failing are retried as Acquire retries them, and
 // when the retries run out that is an error, never a skip; so is ctx
 // ending, and anything fn returns, ErrNotAcquired included.
 //

@@ -24,7 +24,7 @@
 //
 // # The algorithm
 //
-// One attempt reads the monotonic clock, draws a fresh random token and
+// One attempt reads the monotonic clock, draws a fresh token and
 // calls Acquire on every server concurrently, each call bounded by the
 // server timeout. It stops waiting as soon as a quorum (N/2+1) has granted
 // or so many have refused or failed that no quorum is possible; slow calls
@@ -32,13 +32,48 @@
 // validity = ttl − elapsed − (ttl·driftFactor + 2ms) is longer than the
 // loss margin, and it is valid until start + ttl − drift. A failed attempt
 // releases its token on every server, each right after that server's own
-// answer, then waits delay±jitter and tries again, up to the retry count.
+// answer, then waits and tries again, up to the retry count (see Waiting
+// for a lock).
 // An attempt takes at most about one server timeout: it waits only for the
 // clean-up of the servers that granted, which answer fast, and leaves the
 // clean-up of servers that did not answer to the background. Failures that
 // retrying cannot fix (keyserver.ErrPermanent: a key of the wrong type, a
 // rejected password) end the retries once they leave too few servers for
 // a quorum.
+//
+// # Waiting for a lock
+//
+// A refused Acquire (and Do) waits for the lock to be released rather than
+// polling. Every wait ends at the first of: a release announced by a key
+// server that is a keyserver.Notifier (keyserver/redis, goredis, rueidis,
+// memory and static all are: the release script publishes, and one
+// subscriber connection per server serves every waiter of the process); a
+// release by this client; the holder's key running out, by the remaining
+// TTL the refusals reported (holders that crash, and other libraries'
+// keys, announce nothing); and delay±jitter, which bounds every wait so
+// that WithRetryCount and WithRetryDelay keep their meaning. Servers that
+// do not notify are asked again when a notifying one wakes the waiter, or
+// by the delay.
+//
+// The order promised: within one Client, calls that wait for the same lock
+// get it in the order they came, first in first out. Once a call has been
+// refused, later calls of the same Client join a line behind it instead of
+// asking the servers; only the front of the line makes attempts, and when
+// the Client's own holder releases, the front tries at once (its calls to
+// each server follow that release there). While a call of the Client holds
+// the lock, the front waits for its release without asking the servers. A
+// waiter behind the front counts each of the front's refused attempts
+// against its own retries, so that it gives up no later than it would
+// have alone; attempts that were granted move the line and count nothing.
+// Between Clients (processes) no order is promised beyond this: contenders
+// who split the servers so that none has a quorum do not all let go and
+// split the vote again. A token carries the time its Acquire call began,
+// refusals compare it with the holder's (keyserver.Compare, without either
+// token leaving its server), and the earliest call keeps the servers it was
+// granted while the others give theirs back at once, so it completes its
+// quorum in its next attempt. Keeping only decides who gives way: a grant
+// still needs a quorum and validity. TryAcquire and DoOrSkip do not wait in
+// a line.
 //
 // # A lock's lifetime
 //

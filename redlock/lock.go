@@ -107,8 +107,10 @@ func (l *Lock) setValidity(start time.Time, ttl time.Duration) {
 // Name returns the lock's name, without the client's key prefix.
 func (l *Lock) Name() string { return l.name }
 
-// Token returns the random value that marks this holder's keys on the
-// servers; a new one is drawn for every attempt.
+// Token returns the value that marks this holder's keys on the servers:
+// the time its Acquire call began and 128 random bits (see
+// keyserver.RankOf). A new one is drawn for every attempt, except after an
+// attempt that kept the servers it was granted (see the package doc).
 func (l *Lock) Token() string { return l.token }
 
 // Until returns the end of the lock's validity on this process's monotonic
