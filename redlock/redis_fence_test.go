@@ -81,41 +81,29 @@ func BenchmarkRedisFencedAcquire(b *testing.B) {
 // BenchmarkRedisParallel takes and releases locks on distinct names from
 // 64 goroutines on five local nodes: the client's cost under load.
 func BenchmarkRedisParallel(b *testing.B) {
-	cluster := redistest.Start(b, 5)
-	c := clientOn(b, cluster)
 	var next atomic.Int64
-	b.SetParallelism(32) // × GOMAXPROCS 2 = 64 goroutines
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		name := fmt.Sprint("bench-", next.Add(1))
-		ctx := context.Background()
-		for pb.Next() {
-			l, err := c.Acquire(ctx, name, 10*time.Second)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if err := l.Release(ctx); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	benchmarkRedis(b, func() string { return fmt.Sprint("bench-", next.Add(1)) })
 }
 
 // BenchmarkRedisOneKey is 64 goroutines taking turns on one lock on five
 // local Redis nodes: the contended path (the line, the hand-over).
 func BenchmarkRedisOneKey(b *testing.B) {
+	benchmarkRedis(b, func() string { return "bench-one" }, redlock.WithRetryCount(-1))
+}
+
+// benchmarkRedis runs lock+unlock on 64 goroutines over five local Redis
+// nodes, each goroutine on the lock named by name().
+func benchmarkRedis(b *testing.B, name func() string, opts ...redlock.Option) {
 	cluster := redistest.Start(b, 5)
 	c := clientOn(b, cluster)
 	b.SetParallelism(32) // × GOMAXPROCS 2 = 64 goroutines
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
+		name := name()
 		ctx := context.Background()
 		for pb.Next() {
-			l, err := c.Acquire(ctx, "bench-one", 10*time.Second, redlock.WithRetryCount(-1))
+			l, err := c.Acquire(ctx, name, 10*time.Second, opts...)
 			if err != nil {
 				b.Error(err)
 				return
