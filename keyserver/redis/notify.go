@@ -11,10 +11,16 @@ import (
 
 // AcquireOrHolder is Acquire that, when another token holds key, also
 // describes the holder: its PTTL (0 for a key without one) and how it
-// ranks, read by the same script.
+// ranks, read by the script that refuses.
 func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
 		return false, keyserver.Holder{}, err
+	}
+	// As Acquire: a plain SET NX first, the script only for a key that
+	// exists, which a refusal then describes.
+	set, err := s.setNX(ctx, key, token, ttl)
+	if err != nil || set {
+		return set, keyserver.Holder{}, err
 	}
 	n, err := s.run(ctx, "acquire", holderScript, key, [maxArgs]any{key, token, ttl.Milliseconds()}, 3)
 	if err != nil || n < 0 {

@@ -116,6 +116,12 @@ func TestAcquireRunsAScriptOnlyOnAKeyThatExists(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, name+": held by another token")
 		assert.Equal(t, []byte("t"), do(t, node, "GET", key))
+
+		do(t, node, "CONFIG", "RESETSTAT")
+		ok, _, err = s.AcquireOrHolder(bg, key+"/w", "t", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, map[string]int{"set": 1}, lockCalls(t, node), name+": AcquireOrHolder on a free key")
 	}
 }
 
