@@ -223,7 +223,7 @@ func TestEnvironmentReachesCommand(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Empty(t, r.stderr)
 
-	m := regexp.MustCompile(`^nightly ([0-9a-f-]{36}) kept unset\n$`).FindStringSubmatch(r.stdout)
+	m := regexp.MustCompile(`^nightly ([0-9a-f]{16}\.[0-9a-f]{32}) kept unset\n$`).FindStringSubmatch(r.stdout)
 	require.NotNil(t, m, "stdout: %q", r.stdout)
 	assert.Equal(t, map[any]bool{m[1]: true}, values, "the key holds the token on every server")
 	requireNoKey(t, c, "nightly")
