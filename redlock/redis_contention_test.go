@@ -41,8 +41,9 @@ func TestRedisWaiterWakesAtRelease(t *testing.T) {
 				granted <- time.Time{}
 				return
 			}
-			granted <- time.Now()
+			at := time.Now()
 			assert.NoError(t, w.Release(ctx))
+			granted <- at
 		}()
 		time.Sleep(5 * time.Millisecond) // the waiter is refused and waits
 		released := time.Now()
