@@ -43,9 +43,10 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 	queued := r == earliest && retries != 0
 	if queued && c.lineFor(key) != nil { // others wait: no overtaking them
 		var front bool
-		q, w, front = c.join(key, retries)
-		if attempt, err = c.takeTurn(ctx, name, q, w, front); err != nil {
-			return nil, err
+		if q, w, front = c.join(key, retries); !front {
+			if attempt, err = c.awaitTurn(ctx, name, q, w); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for attempt++; ; attempt++ {
@@ -97,7 +98,7 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		if queued && q == nil {
 			var front bool
 			if q, w, front = c.join(key, retries); !front {
-				spent, err := c.takeTurn(ctx, name, q, w, false)
+				spent, err := c.awaitTurn(ctx, name, q, w)
 				if err != nil {
 					return nil, err
 				}
@@ -114,15 +115,6 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 			return nil, notAcquired(name, attempt, last, err)
 		}
 	}
-}
-
-// takeTurn waits until w is the front of q, unless it is already, and
-// returns how many refused attempts were made while w waited.
-func (c *Client) takeTurn(ctx context.Context, name string, q *line, w *waiter, front bool) (int, error) {
-	if front {
-		return 0, nil
-	}
-	return c.awaitTurn(ctx, name, q, w)
 }
 
 // series is what the attempts of one call share. Each attempt draws a

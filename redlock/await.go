@@ -17,13 +17,12 @@ type watch struct {
 
 // arm arms a watch on every Notifier that answered the last attempt, or,
 // when rearm, replaces the watches of an armed w that fired or broke, so
-// that a release after the next attempt is not missed. It reports whether
-// any watch is armed. A server whose Watch fails is polled instead, by the
-// retry delay. Watches are cheap: a Notifier shares one subscription per
+// that a release after the next attempt is not missed. A server whose
+// Watch fails is polled instead, by the retry delay. Watches are cheap: a Notifier shares one subscription per
 // key among the waiters of a process.
-func (c *Client) arm(ctx context.Context, w *watch, key string, timeout time.Duration, last tally, rearm bool) bool {
+func (c *Client) arm(ctx context.Context, w *watch, key string, timeout time.Duration, last tally, rearm bool) {
 	if len(c.notifiers) == 0 || (rearm && w.chans == nil) {
-		return false
+		return
 	}
 	if w.chans == nil {
 		w.chans = make([]<-chan struct{}, len(c.notifiers))
@@ -47,12 +46,6 @@ func (c *Client) arm(ctx context.Context, w *watch, key string, timeout time.Dur
 			w.chans[j], w.stops[j] = ch, stop
 		}
 	}
-	for _, ch := range w.chans {
-		if ch != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // stop ends every watch; w is then unarmed.
