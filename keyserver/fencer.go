@@ -38,11 +38,18 @@ const MaxFence = 1<<51 - 1
 // and any other key becomes the tag, so that one script can touch both
 // (a key that contains '}' without a tag of its own cannot, and its fenced
 // calls fail with CROSSSLOT).
-func FenceKey(key string) string {
+func FenceKey(key string) string { return beside(key, ":fence") }
+
+// LineKey is the key that holds the line of waiters of the lock key key on
+// a Redis key server (see Notifier), in key's Cluster slot as FenceKey is.
+func LineKey(key string) string { return beside(key, ":line") }
+
+// beside names a key that belongs to key, in key's Cluster slot.
+func beside(key, suffix string) string {
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key + ":fence" // key's own tag
+			return key + suffix // key's own tag
 		}
 	}
-	return "{" + key + "}:fence"
+	return "{" + key + "}" + suffix
 }

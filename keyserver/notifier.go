@@ -2,42 +2,97 @@ package keyserver
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
-// Notifier is a KeyServer that can tell a waiting client when a key is
-// released, so that the client waits for the release instead of polling,
-// and that describes, with a refusal, the key's holder: how long its key
-// has left, so that a waiter never sleeps past an expiry (holders that
-// crash, and clients of other libraries, publish nothing), and the
-// holder's rank, so that contenders who split the servers between them
-// agree on which of them gives way.
+// Notifier is a KeyServer that keeps, per key, a line of the calls waiting
+// for it, so that waiters in every process that shares the server are
+// served first come, first served and a release wakes only the next of
+// them, instead of every waiter trying at once and splitting the vote.
+//
+// A waiting call is known by the rank its tokens carry (see RankOf): the
+// time the call began and random digits, the same for all of its attempts,
+// so that the attempts of one call, each with a fresh token, share one
+// place in line, and every server orders the waiters alike. The life of a
+// wait on one server:
+//
+//   - AcquireInLine is refused because another token holds the key: the
+//     caller is put in the key's line (or keeps its place).
+//   - WatchTurn then watches for its turn; it looks once more after it
+//     started listening, so that a turn that came in between is not missed.
+//   - A Release of the key, when waiters are in line, does not free the
+//     key: it promises it, for ClaimTTL, to the earliest of them, takes that
+//     waiter out of line and tells it (its turn). While promised, the key
+//     refuses every other token, so that nobody overtakes the line.
+//   - The waiter's next AcquireInLine claims the promise: the key then
+//     holds its token, with its own TTL.
+//   - A waiter that stops waiting leaves with LeaveLine; a promise made to
+//     it passes to the next waiter.
+//
+// Order is advisory, exclusion is not: a server that restarts empty loses
+// its line, which costs order, never safety; a key is free while others
+// wait in line only when its holder, or the waiter it was promised to,
+// stopped answering, and a free key goes to the first caller, as with
+// Acquire. The line itself lives LineTTL after the last AcquireInLine, so
+// that the places of waiters that died do not outlive them for long.
+//
+// A key promised to a rank is held by that rank's call: Acquire,
+// AcquireOrHolder, AcquireInLine and Extend with a token of that rank store
+// the token, and Release with one passes the promise on, as the holder of
+// a lock owns the promises its own release made to it on servers that
+// answered late.
 type Notifier interface {
 	KeyServer
-	// AcquireOrHolder is Acquire that, when another token holds key, also
-	// describes that token's key on this server.
+	// AcquireOrHolder is Acquire that, when another token holds key (or
+	// it is promised to another rank), also describes that holder on this
+	// server. It never puts the caller in line: TryAcquire and DoOrSkip,
+	// which do not wait, call it.
 	AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (ok bool, h Holder, err error)
-	// Watch starts watching key for its release on this server. The
-	// returned channel is closed once a Release deleted key after Watch
-	// returned, or once the watch broke (a lost connection): either way the
-	// waiter should try again. stop ends the watch and must be called
-	// exactly once; it is cheap, and so is Watch: a server shares one
-	// subscription per key among the waiters of a process, and one
-	// connection among all keys. ctx bounds only the setting up of the
-	// watch.
-	Watch(ctx context.Context, key string) (released <-chan struct{}, stop func(), err error)
+	// AcquireInLine is AcquireOrHolder for a call that waits its turn: a
+	// refused caller is put in key's line under its token's rank, or keeps
+	// its place there; a granted one leaves it. A token that carries no
+	// rank is not put in line.
+	AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (ok bool, h Holder, err error)
+	// WatchTurn watches key's line on this server for the waiter ranked
+	// as token. turn is closed once key is promised to that waiter, or
+	// found free, also when that happened after the waiter's last refusal
+	// and before WatchTurn returned; or once the watch broke (a lost
+	// connection): either way the waiter should try again. moved, if not
+	// nil, is called each time key is promised to another waiter (the
+	// line moved), from a goroutine of the server's: it must not block.
+	// stop ends the watch and must be called exactly once. ctx bounds
+	// only the setting up of the watch. Watches are cheap: a server
+	// shares one subscription per key among the waiters of a process, and
+	// one connection among all keys.
+	WatchTurn(ctx context.Context, key, token string, moved func()) (turn <-chan struct{}, stop func(), err error)
+	// LeaveLine takes the waiter ranked as token out of key's line. If key
+	// was promised to it, the promise passes to the next waiter, or key is
+	// freed when there is none.
+	LeaveLine(ctx context.Context, key, token string) error
 }
 
+// ClaimTTL is how long a key that a release promised to the next waiter
+// stays promised: the waiter claims it within a round trip, and one that
+// died blocks the others no longer than this.
+const ClaimTTL = 500 * time.Millisecond
+
+// LineTTL is how long a key's line outlives the last AcquireInLine of the
+// key: waiters renew their places by trying again at least every
+// LineTTL/3.
+const LineTTL = 3 * time.Second
+
 // Holder describes the token that holds a key, as a refused
-// AcquireOrHolder reports it.
+// AcquireOrHolder or AcquireInLine reports it.
 type Holder struct {
-	// Left is how long the holder's key has left to live on this server;
-	// 0 when unknown, such as for a key with no TTL.
+	// Left is how long the holder's key (or the promise) has left to live
+	// on this server; 0 when unknown, such as for a key with no TTL.
 	Left time.Duration
 	// Rank tells whose Acquire began first, the holder's or the caller's,
 	// by the ranks their tokens carry (see RankOf): what contenders who
 	// split the servers between them need to agree on which of them gives
-	// way, without learning anything of each other's tokens.
+	// way, without learning anything of each other's tokens. A promised
+	// key ranks as the waiter it is promised to.
 	Rank Order
 }
 
@@ -76,15 +131,31 @@ const (
 //
 // The redlock client's tokens are 16 hexadecimal digits of the time its
 // Acquire call began (Unix milliseconds), a dot, and 32 random hexadecimal
-// digits. Their rank is the first 25 characters: the time and 8 random
-// digits, so that ranks compare as strings, earliest first, and two calls
-// in the same millisecond still differ. A token is taken to carry a rank
-// when it is TokenLen long with a dot at index 16; Redis key servers apply
-// the same rule in Lua. Servers compare ranks and report only the order
-// (see Compare): a refusal tells nothing of the holder's token.
+// digits, of which the first 8 are drawn once per call and the rest once
+// per attempt. Their rank is the first 25 characters: the time and the
+// call's 8 random digits, so that ranks compare as strings, earliest
+// first, two calls in the same millisecond still differ, and the attempts
+// of one call share a rank. A token is taken to carry a rank when it is
+// TokenLen long with a dot at index 16; Redis key servers apply the same
+// rule in Lua. Servers compare ranks and report only the order (see
+// Compare): a refusal tells nothing of the holder's token.
 func RankOf(token string) string {
 	if len(token) != TokenLen || token[16] != '.' {
 		return ""
 	}
 	return token[:RankLen]
+}
+
+// PromiseOf is the value a Notifier stores in a key promised to the call
+// that token belongs to: its rank padded with '~' to a token's length, so
+// that it compares (RankOf, Compare) as that call and can never equal a
+// token, whose digits are hexadecimal. It is "" for a token that carries no
+// rank. It is also the member that stands for the call in a Redis key
+// server's line, where members sort by rank.
+func PromiseOf(token string) string {
+	r := RankOf(token)
+	if r == "" {
+		return ""
+	}
+	return r + strings.Repeat("~", TokenLen-RankLen)
 }

@@ -14,7 +14,8 @@
 // owner-checked extend and release, extend re-creating a missing key, expiry,
 // concurrent takers and invalid input, and the optional interfaces a server
 // implements: keyserver.Fencer's counters, keyserver.Notifier's remaining
-// TTL and release notifications. Keys carry a random prefix, so a shared
+// TTL, and its line of waiters: served in rank order, one wake per
+// release, no turn missed, promises that pass on and lapse. Keys carry a random prefix, so a shared
 // server (one Redis for the whole test run) does no harm.
 package keyservertest
 
@@ -25,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,8 +79,13 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"CancelledContext", s.cancelledContext},
 		{"FenceCounters", s.fenceCounters},
 		{"AcquireOrHolder", s.acquireOrHolder},
-		{"WatchWakesOnRelease", s.watchWakesOnRelease},
-		{"WatchArguments", s.watchArguments},
+		{"LineServesInRankOrder", s.lineServesInRankOrder},
+		{"TurnIsNotMissed", s.turnIsNotMissed},
+		{"LeaveLinePassesThePromise", s.leaveLinePassesThePromise},
+		{"PromiseLapses", s.promiseLapses},
+		{"PromiseIsTheCallers", s.promiseIsTheCallers},
+		{"OnlyAcquireInLineJoins", s.onlyAcquireInLineJoins},
+		{"LineArguments", s.lineArguments},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -375,85 +382,288 @@ func (s *suite) acquireOrHolder(t *testing.T, ks keyserver.KeyServer, key string
 // wakeWithin bounds how long a Notifier may take to wake a waiter.
 const wakeWithin = 5 * time.Second
 
-// watchWakesOnRelease checks a Notifier's Watch: every waiter of a key is
-// woken by its release, and none by a refused release or by another key's.
-func (s *suite) watchWakesOnRelease(t *testing.T, ks keyserver.KeyServer, key string) {
-	ns, ok := ks.(keyserver.Notifier)
-	if !ok {
-		return
-	}
-	ctx := context.Background()
-	other := key + ":other"
-	watch := func(key string) <-chan struct{} {
-		t.Helper()
-		released, stop, err := ns.Watch(ctx, key)
-		if err != nil {
-			t.Fatalf("Watch(%q): %v", key, err)
-		}
-		t.Cleanup(stop)
-		return released
-	}
-	woken := func(c <-chan struct{}) bool {
-		select {
-		case <-c:
-			return true
-		default:
-			return false
-		}
-	}
-	awaitWake := func(what string, c <-chan struct{}) {
-		t.Helper()
-		select {
-		case <-c:
-		case <-time.After(wakeWithin):
-			t.Fatalf("%s: no wake within %v", what, wakeWithin)
-		}
-	}
-
-	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, "a", ttl))
-	first, second, otherKey := watch(key), watch(key), watch(other)
-	expect(t, "Release(b) of a key held by a", false)(ks.Release(ctx, key, "b"))
-	expect(t, "Acquire(c) of another key", true)(ks.Acquire(ctx, other, "c", ttl))
-	expect(t, "Release(c) of another key", true)(ks.Release(ctx, other, "c"))
-	awaitWake("the waiter of the other key, after its release", otherKey)
-	time.Sleep(20 * time.Millisecond) // a stray wake would have come before the other key's
-	if woken(first) || woken(second) {
-		t.Fatal("a waiter was woken by a refused release or by another key's release")
-	}
-
-	_, stop, err := ns.Watch(ctx, key)
-	if err != nil {
-		t.Fatalf("Watch(%q): %v", key, err)
-	}
-	stop() // before the release: nothing must break
-
-	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
-	awaitWake("the first waiter, after the release", first)
-	awaitWake("the second waiter, after the release", second)
-
-	// A new watch after a wake works the same way.
-	expect(t, "Acquire(b) after the release", true)(ks.Acquire(ctx, key, "b", ttl))
-	again := watch(key)
-	expect(t, "Release(b)", true)(ks.Release(ctx, key, "b"))
-	awaitWake("a waiter watching again, after the next release", again)
+// ranked returns a token that carries a rank, as the redlock client's do:
+// call orders the calls (lower is earlier), and attempt tells the tokens of
+// one call apart.
+func ranked(call, attempt uint32) string {
+	return fmt.Sprintf("%016x.%08x%024x", 0x19a2b3c4d00+uint64(call), call, attempt)
 }
 
-// watchArguments checks that a Notifier refuses what the other calls
-// refuse: an empty key, an ended context, bad AcquireOrHolder arguments.
-func (s *suite) watchArguments(t *testing.T, ks keyserver.KeyServer, key string) {
+// awaitClosed fails t unless c is closed within wakeWithin.
+func awaitClosed(t *testing.T, what string, c <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(wakeWithin):
+		t.Fatalf("%s: no wake within %v", what, wakeWithin)
+	}
+}
+
+// isClosed reports whether c is closed, without waiting.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// line is a Notifier under test with the helpers of the line checks.
+type line struct {
+	t   *testing.T
+	ns  keyserver.Notifier
+	key string
+}
+
+func (l line) inLine(what, token string, want bool) keyserver.Holder {
+	l.t.Helper()
+	ok, h, err := l.ns.AcquireInLine(context.Background(), l.key, token, ttl)
+	if err != nil || ok != want {
+		l.t.Fatalf("%s = %v, %+v, %v; want %v, nil", what, ok, h, err, want)
+	}
+	return h
+}
+
+// watch starts a WatchTurn for token, stopped when the test ends, and
+// counts the moves it hears of.
+func (l line) watch(token string) (<-chan struct{}, *atomic.Int64) {
+	l.t.Helper()
+	var moves atomic.Int64
+	turn, stop, err := l.ns.WatchTurn(context.Background(), l.key, token, func() { moves.Add(1) })
+	if err != nil {
+		l.t.Fatalf("WatchTurn(%s): %v", token, err)
+	}
+	l.t.Cleanup(stop)
+	return turn, &moves
+}
+
+// quiet checks that none of the channels is closed a little while after
+// what happened: a stray wake would come about as soon as a due one does.
+func quiet(t *testing.T, what string, cs ...<-chan struct{}) {
+	t.Helper()
+	time.Sleep(20 * time.Millisecond)
+	for i, c := range cs {
+		if isClosed(c) {
+			t.Fatalf("%s: watch %d woke, and should not have", what, i)
+		}
+	}
+}
+
+func notifier(ks keyserver.KeyServer) (keyserver.Notifier, bool) {
 	ns, ok := ks.(keyserver.Notifier)
+	return ns, ok
+}
+
+// lineServesInRankOrder checks a Notifier's line: waiters are served in
+// the order of their ranks, whatever the order they came in; a release
+// promises the key to the next waiter only, wakes that one and tells the
+// others that the line moved; a promised key refuses everyone else and is
+// claimed by any token of the waiter's call.
+func (s *suite) lineServesInRankOrder(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
 	if !ok {
 		return
 	}
 	ctx := context.Background()
-	if _, _, err := ns.Watch(ctx, ""); !errors.Is(err, keyserver.ErrInvalidArgument) {
-		t.Errorf("Watch with an empty key = %v, want ErrInvalidArgument", err)
+	l := line{t, ns, key}
+	holder, early, late := ranked(1, 1), ranked(2, 1), ranked(3, 1)
+	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
+	if h := l.inLine("AcquireInLine(late) on a held key", late, false); h.Rank != keyserver.HolderFirst || h.Left <= 0 {
+		t.Errorf("AcquireInLine(late) reported %+v; want the holder first and its TTL left", h)
+	}
+	l.inLine("AcquireInLine(early), which came second", early, false)
+	l.inLine("AcquireInLine(late) again, keeping its place", ranked(3, 2), false)
+	earlyTurn, earlyMoves := l.watch(early)
+	lateTurn, lateMoves := l.watch(late)
+	quiet(t, "WatchTurn on a held key", earlyTurn, lateTurn)
+
+	expect(t, "Release(holder) with two waiters", true)(ks.Release(ctx, key, holder))
+	awaitClosed(t, "early's turn, after the release", earlyTurn)
+	awaitMoves(t, "late, the line moved", lateMoves, 1)
+	if isClosed(lateTurn) {
+		t.Fatal("late's turn came with early's: a release wakes the next waiter only")
+	}
+	if earlyMoves.Load() != 0 {
+		t.Errorf("early heard %d moves of the line, for its own turn; want 0", earlyMoves.Load())
+	}
+	expect(t, "Acquire(x) of a key promised to early", false)(ks.Acquire(ctx, key, "x", ttl))
+	ok, h, err := ns.AcquireOrHolder(ctx, key, late, ttl)
+	if ok || err != nil || h.Rank != keyserver.HolderFirst || h.Left <= 0 || h.Left > keyserver.ClaimTTL {
+		t.Errorf("AcquireOrHolder(late) of a key promised to early = %v, %+v, %v; want false, early first, at most %v left",
+			ok, h, err, keyserver.ClaimTTL)
+	}
+	l.inLine("AcquireInLine(late) of a key promised to early", late, false)
+
+	claim := ranked(2, 2) // another attempt of early's call
+	l.inLine("AcquireInLine by early's call, claiming its promise", claim, true)
+	l.inLine("AcquireInLine by early's call again, renewing", claim, true)
+	expect(t, "Release(early's claim)", true)(ks.Release(ctx, key, claim))
+	awaitClosed(t, "late's turn, after early's release", lateTurn)
+	l.inLine("AcquireInLine by late's call, claiming", ranked(3, 3), true)
+	expect(t, "Release(late's claim), nobody waiting", true)(ks.Release(ctx, key, ranked(3, 3)))
+	expect(t, "Acquire(x) after the line emptied", true)(ks.Acquire(ctx, key, "x", ttl))
+	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+}
+
+// awaitMoves fails t unless moves reaches want within wakeWithin.
+func awaitMoves(t *testing.T, what string, moves *atomic.Int64, want int64) {
+	t.Helper()
+	for deadline := time.Now().Add(wakeWithin); moves.Load() < want; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d moves heard within %v, want %d", what, moves.Load(), wakeWithin, want)
+		}
+	}
+}
+
+// turnIsNotMissed checks that a WatchTurn started after the turn came (the
+// release landed between the waiter's refusal and its watch) fires at
+// once, and so does one on a free key.
+func (s *suite) turnIsNotMissed(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	l := line{t, ns, key}
+	holder, waiter := ranked(1, 1), ranked(2, 1)
+	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
+	l.inLine("AcquireInLine(waiter)", waiter, false)
+	expect(t, "Release(holder), before the waiter watches", true)(ks.Release(ctx, key, holder))
+	turn, _ := l.watch(waiter)
+	awaitClosed(t, "a turn that came before WatchTurn", turn)
+	l.inLine("AcquireInLine(waiter), claiming", waiter, true)
+	expect(t, "Release(waiter)", true)(ks.Release(ctx, key, waiter))
+	free, _ := l.watch(ranked(3, 1))
+	awaitClosed(t, "WatchTurn on a free key", free)
+}
+
+// leaveLinePassesThePromise checks LeaveLine: a waiter that leaves is
+// skipped, and a promise made to it passes to the next waiter.
+func (s *suite) leaveLinePassesThePromise(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	l := line{t, ns, key}
+	holder, first, second, third := ranked(1, 1), ranked(2, 1), ranked(3, 1), ranked(4, 1)
+	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
+	for _, w := range []string{first, second, third} {
+		l.inLine("AcquireInLine(waiter)", w, false)
+	}
+	if err := ns.LeaveLine(ctx, key, ranked(2, 9)); err != nil { // first's call, another token
+		t.Fatalf("LeaveLine(first): %v", err)
+	}
+	if err := ns.LeaveLine(ctx, key, ranked(9, 1)); err != nil {
+		t.Fatalf("LeaveLine of a call that is not in line: %v", err)
+	}
+	secondTurn, _ := l.watch(second)
+	thirdTurn, _ := l.watch(third)
+	expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
+	awaitClosed(t, "second's turn, the first having left", secondTurn)
+	if err := ns.LeaveLine(ctx, key, second); err != nil {
+		t.Fatalf("LeaveLine(second) while the key is promised to it: %v", err)
+	}
+	awaitClosed(t, "third's turn, second having left with the promise", thirdTurn)
+	l.inLine("AcquireInLine(third), claiming", third, true)
+	expect(t, "Release(third)", true)(ks.Release(ctx, key, third))
+	expect(t, "Acquire(x) after the line emptied", true)(ks.Acquire(ctx, key, "x", ttl))
+	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+}
+
+// promiseLapses checks that a key promised to a waiter that never claims
+// it is free again after ClaimTTL.
+func (s *suite) promiseLapses(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	l := line{t, ns, key}
+	holder, gone := ranked(1, 1), ranked(2, 1)
+	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
+	l.inLine("AcquireInLine(gone)", gone, false)
+	expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
+	expect(t, "Acquire(x) of a key promised to gone", false)(ks.Acquire(ctx, key, "x", ttl))
+	s.wait(keyserver.ClaimTTL + s.d(100*time.Millisecond))
+	expect(t, "Acquire(x) after the promise lapsed", true)(ks.Acquire(ctx, key, "x", ttl))
+	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+}
+
+// promiseIsTheCallers checks that a key promised to a call is that call's
+// for every operation: a lock whose release reached a server late owns the
+// promise that server made to it.
+func (s *suite) promiseIsTheCallers(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	l := line{t, ns, key}
+	holder, waiter := ranked(1, 1), ranked(2, 1)
+	promise := func() {
+		t.Helper()
+		expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
+		l.inLine("AcquireInLine(waiter)", waiter, false)
+		expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
+	}
+	promise()
+	expect(t, "Extend by the waiter's call of its promise", true)(ks.Extend(ctx, key, ranked(2, 2), ttl))
+	expect(t, "Release by the waiter's call", true)(ks.Release(ctx, key, ranked(2, 2)))
+	promise()
+	expect(t, "Release by the waiter's call of its promise", true)(ks.Release(ctx, key, ranked(2, 3)))
+	expect(t, "Acquire(x) after the promise was released", true)(ks.Acquire(ctx, key, "x", ttl))
+	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+	promise()
+	expect(t, "Acquire by the waiter's call of its promise", true)(ks.Acquire(ctx, key, ranked(2, 4), ttl))
+	expect(t, "Release by the waiter's call", true)(ks.Release(ctx, key, ranked(2, 4)))
+}
+
+// onlyAcquireInLineJoins checks that AcquireOrHolder and tokens without a
+// rank never join the line: their refusals leave nobody to promise the key
+// to.
+func (s *suite) onlyAcquireInLineJoins(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	l := line{t, ns, key}
+	holder := ranked(1, 1)
+	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
+	if ok, _, err := ns.AcquireOrHolder(ctx, key, ranked(2, 1), ttl); ok || err != nil {
+		t.Fatalf("AcquireOrHolder of a held key = %v, %v; want false, nil", ok, err)
+	}
+	l.inLine("AcquireInLine with a token without rank", "u", false)
+	expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
+	expect(t, "Acquire(x): nobody was in line", true)(ks.Acquire(ctx, key, "x", ttl))
+	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+}
+
+// lineArguments checks that a Notifier refuses what the other calls
+// refuse: an empty key or token, an ended context, bad AcquireOrHolder and
+// AcquireInLine arguments.
+func (s *suite) lineArguments(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	token := ranked(1, 1)
+	for _, c := range []struct{ what, key, token string }{{"an empty key", "", token}, {"an empty token", key, ""}} {
+		if _, _, err := ns.WatchTurn(ctx, c.key, c.token, nil); !errors.Is(err, keyserver.ErrInvalidArgument) {
+			t.Errorf("WatchTurn with %s = %v, want ErrInvalidArgument", c.what, err)
+		}
+		if err := ns.LeaveLine(ctx, c.key, c.token); !errors.Is(err, keyserver.ErrInvalidArgument) {
+			t.Errorf("LeaveLine with %s = %v, want ErrInvalidArgument", c.what, err)
+		}
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if c, stop, err := ns.Watch(cancelled, key); err == nil {
+	if c, stop, err := ns.WatchTurn(cancelled, key, token, nil); err == nil {
 		stop()
-		t.Errorf("Watch with a cancelled context = %v, nil; want an error", c)
+		t.Errorf("WatchTurn with a cancelled context = %v, nil; want an error", c)
 	}
 	for _, c := range []struct {
 		what       string
@@ -466,6 +676,9 @@ func (s *suite) watchArguments(t *testing.T, ks keyserver.KeyServer, key string)
 	} {
 		if ok, _, err := ns.AcquireOrHolder(ctx, c.key, c.token, c.ttl); ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
 			t.Errorf("AcquireOrHolder with %s = %v, %v; want false and ErrInvalidArgument", c.what, ok, err)
+		}
+		if ok, _, err := ns.AcquireInLine(ctx, c.key, c.token, c.ttl); ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
+			t.Errorf("AcquireInLine with %s = %v, %v; want false and ErrInvalidArgument", c.what, ok, err)
 		}
 	}
 }

@@ -12,9 +12,10 @@
 // sweep removes the ones nobody touches again, so abandoned locks do not pile
 // up. Close stops the sweep.
 //
-// A Server is a keyserver.Notifier: a Release wakes the goroutines waiting
-// on that key at once, and a refusal of AcquireOrHolder says how long the
-// holder's key has left and how it ranks.
+// A Server is a keyserver.Notifier: waiters for a key line up in the order
+// their calls began, a Release promises the key to the next of them and
+// wakes only that one, and a refusal says how long the holder's key has
+// left and how it ranks.
 package memory
 
 import (
@@ -39,10 +40,11 @@ type Server struct {
 	mu     sync.Mutex
 	keys   map[string]entry
 	fences map[string]uint64 // fence counters by lock key; they never expire
-	// watchers are the channels of Watch by key, closed by the key's
-	// Release (notify.go).
-	watchers map[string][]chan struct{}
-	closed   bool
+	// lines are the keys' lines of waiters, and turns the waiters'
+	// watches of them by key, until stopped (notify.go).
+	lines  map[string]*line
+	turns  map[string]map[*turnWatch]struct{}
+	closed bool
 
 	stop chan struct{} // closed by Close; nil when there is no sweep
 	done chan struct{} // closed when the sweep goroutine has returned
@@ -94,7 +96,7 @@ func New(opts ...Option) *Server {
 		o(&c)
 	}
 	s := &Server{now: c.now, keys: make(map[string]entry), fences: make(map[string]uint64),
-		watchers: make(map[string][]chan struct{})}
+		lines: make(map[string]*line), turns: make(map[string]map[*turnWatch]struct{})}
 	if c.sweep > 0 {
 		s.stop = make(chan struct{})
 		s.done = make(chan struct{})
@@ -103,15 +105,17 @@ func New(opts ...Option) *Server {
 	return s
 }
 
-// Close stops the sweep, wakes every Watch, and makes every later call fail
-// with ErrClosed. It is safe to call more than once.
+// Close stops the sweep, wakes every WatchTurn, and makes every later call
+// fail with ErrClosed. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	already := s.closed
 	s.closed = true
-	s.keys = nil
-	for key := range s.watchers {
-		s.notifyLocked(key)
+	s.keys, s.lines = nil, nil
+	for _, ws := range s.turns {
+		for w := range ws {
+			w.fire()
+		}
 	}
 	s.mu.Unlock()
 	if !already && s.stop != nil {
@@ -135,6 +139,11 @@ func (s *Server) sweep(every time.Duration) {
 			for k, e := range s.keys {
 				if !now.Before(e.expires) {
 					delete(s.keys, k)
+				}
+			}
+			for k, q := range s.lines {
+				if !now.Before(q.expires) {
+					delete(s.lines, k)
 				}
 			}
 			s.mu.Unlock()
@@ -215,11 +224,12 @@ func (s *Server) locked(ctx context.Context, key, token string, ttl time.Duratio
 	return f()
 }
 
-// setLocked stores key=token unless another token holds it. s.mu must be
-// held.
+// setLocked stores key=token unless another token holds it: a key
+// promised to token's call is its own (see keyserver.Notifier). s.mu must
+// be held.
 func (s *Server) setLocked(key, token string, ttl time.Duration) bool {
 	now := s.now()
-	if e, ok := s.keys[key]; ok && e.token != token && now.Before(e.expires) {
+	if e, ok := s.keys[key]; ok && !owns(e.token, token) && now.Before(e.expires) {
 		return false
 	}
 	s.keys[key] = entry{token: token, expires: now.Add(ttl.Truncate(time.Millisecond))}
@@ -231,7 +241,8 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 	return s.locked(ctx, key, token, 0, false, func() (bool, error) { return s.releaseLocked(key, token), nil })
 }
 
-// releaseLocked deletes key if it holds token. s.mu must be held.
+// releaseLocked lets go of key if it holds token: key passes to the next
+// waiter in line, or is deleted. s.mu must be held.
 func (s *Server) releaseLocked(key, token string) bool {
 	e, ok := s.keys[key]
 	if !ok {
@@ -241,10 +252,15 @@ func (s *Server) releaseLocked(key, token string) bool {
 		delete(s.keys, key)
 		return false
 	}
-	if e.token != token {
+	if !owns(e.token, token) {
 		return false
 	}
-	delete(s.keys, key)
-	s.notifyLocked(key)
+	s.handOverLocked(key)
 	return true
+}
+
+// owns reports whether a key that holds value is token's: it holds token,
+// or is promised to token's call.
+func owns(value, token string) bool {
+	return value == token || value == keyserver.PromiseOf(token)
 }

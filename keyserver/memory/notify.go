@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -9,28 +10,98 @@ import (
 
 var _ keyserver.Notifier = (*Server)(nil)
 
+// line is one key's line of waiters: the promises (keyserver.PromiseOf)
+// of the calls waiting for it, earliest rank first.
+type line struct {
+	waiters []string
+	expires time.Time
+}
+
+// turnWatch is one WatchTurn until it is stopped.
+type turnWatch struct {
+	promise string // the waiter's, keyserver.PromiseOf its token
+	turn    chan struct{}
+	moved   func()
+	fired   bool
+}
+
+// fire closes w's channel once. s.mu must be held.
+func (w *turnWatch) fire() {
+	if !w.fired {
+		w.fired = true
+		close(w.turn)
+	}
+}
+
 // AcquireOrHolder is Acquire that, when another token holds key, also
 // returns how long that key has left and how the holder ranks.
 func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
 	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
-		if s.setLocked(key, token, ttl) {
+		var ok bool
+		ok, h = s.acquireLocked(key, token, ttl)
+		return ok, nil
+	})
+	return ok, h, err
+}
+
+// AcquireInLine is AcquireOrHolder for a call that waits its turn: a
+// refused caller takes or keeps its place in key's line, a granted one
+// leaves it.
+func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	var h keyserver.Holder
+	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
+		var ok bool
+		ok, h = s.acquireLocked(key, token, ttl)
+		p := keyserver.PromiseOf(token)
+		if p == "" {
+			return ok, nil
+		}
+		if ok {
+			s.leaveLocked(key, p)
 			return true, nil
 		}
-		k := s.keys[key]
-		h = keyserver.Holder{Left: k.expires.Sub(s.now()), Rank: keyserver.Compare(k.token, token)}
+		q := s.lines[key]
+		if q == nil {
+			q = &line{}
+			s.lines[key] = q
+		}
+		if i, found := slices.BinarySearch(q.waiters, p); !found {
+			q.waiters = slices.Insert(q.waiters, i, p)
+		}
+		q.expires = s.now().Add(keyserver.LineTTL)
 		return false, nil
 	})
 	return ok, h, err
 }
 
-// Watch returns a channel that is closed when a Release deletes key, or
-// when the Server is closed; an expiry closes nothing. The watch costs a
-// channel and a place in key's list of waiters, which stop gives back.
-func (s *Server) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	released := make(chan struct{})
-	_, err := s.locked(ctx, key, "-", 0, false, func() (bool, error) {
-		s.watchers[key] = append(s.watchers[key], released)
+// acquireLocked stores key=token unless another token holds it, and
+// describes the holder that refused. s.mu must be held.
+func (s *Server) acquireLocked(key, token string, ttl time.Duration) (bool, keyserver.Holder) {
+	if s.setLocked(key, token, ttl) {
+		return true, keyserver.Holder{}
+	}
+	k := s.keys[key]
+	return false, keyserver.Holder{Left: k.expires.Sub(s.now()), Rank: keyserver.Compare(k.token, token)}
+}
+
+// WatchTurn watches key's line for the waiter ranked as token: its channel
+// is closed when key is promised to that waiter, or is found free now; by
+// Close too. moved is called, with the server's mutex held, each time key
+// is promised to another waiter.
+func (s *Server) WatchTurn(ctx context.Context, key, token string, moved func()) (<-chan struct{}, func(), error) {
+	w := &turnWatch{promise: keyserver.PromiseOf(token), turn: make(chan struct{}), moved: moved}
+	_, err := s.locked(ctx, key, token, 0, false, func() (bool, error) {
+		ws := s.turns[key]
+		if ws == nil {
+			ws = make(map[*turnWatch]struct{})
+			s.turns[key] = ws
+		}
+		ws[w] = struct{}{}
+		// Look again, now that the watch is in place.
+		if e, held := s.keys[key]; !held || !s.now().Before(e.expires) || (w.promise != "" && e.token == w.promise) {
+			w.fire()
+		}
 		return true, nil
 	})
 	if err != nil {
@@ -44,29 +115,76 @@ func (s *Server) Watch(ctx context.Context, key string) (<-chan struct{}, func()
 			return
 		}
 		stopped = true
-		ws := s.watchers[key]
-		for i, w := range ws {
-			if w == released {
-				ws[i] = ws[len(ws)-1]
-				ws[len(ws)-1] = nil
-				ws = ws[:len(ws)-1]
-				break
+		if ws := s.turns[key]; ws != nil {
+			delete(ws, w)
+			if len(ws) == 0 {
+				delete(s.turns, key)
 			}
 		}
-		if len(ws) == 0 {
-			delete(s.watchers, key)
-		} else {
-			s.watchers[key] = ws
-		}
 	}
-	return released, stop, nil
+	return w.turn, stop, nil
 }
 
-// notifyLocked wakes key's waiters: key was released. Their list is
-// dropped, so a waiter's stop finds nothing left to do. s.mu must be held.
-func (s *Server) notifyLocked(key string) {
-	for _, w := range s.watchers[key] {
-		close(w)
+// LeaveLine takes the waiter ranked as token out of key's line, and passes
+// a promise made to it on.
+func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
+	_, err := s.locked(ctx, key, token, 0, false, func() (bool, error) {
+		p := keyserver.PromiseOf(token)
+		if p == "" {
+			return true, nil
+		}
+		s.leaveLocked(key, p)
+		if e, held := s.keys[key]; held && e.token == p && s.now().Before(e.expires) {
+			s.handOverLocked(key)
+		}
+		return true, nil
+	})
+	return err
+}
+
+// leaveLocked takes the waiter whose promise is p out of key's line. s.mu
+// must be held.
+func (s *Server) leaveLocked(key, p string) {
+	q := s.lineLocked(key)
+	if q == nil {
+		return
 	}
-	delete(s.watchers, key)
+	if i, found := slices.BinarySearch(q.waiters, p); found {
+		q.waiters = slices.Delete(q.waiters, i, i+1)
+	}
+	if len(q.waiters) == 0 {
+		delete(s.lines, key)
+	}
+}
+
+// lineLocked returns key's line, nil when it has none or it expired. s.mu
+// must be held.
+func (s *Server) lineLocked(key string) *line {
+	q := s.lines[key]
+	if q != nil && !s.now().Before(q.expires) {
+		delete(s.lines, key)
+		return nil
+	}
+	return q
+}
+
+// handOverLocked lets go of key, which its holder released: it promises
+// key to the earliest waiter in line and tells that waiter, or deletes key
+// when nobody waits. s.mu must be held.
+func (s *Server) handOverLocked(key string) {
+	q := s.lineLocked(key)
+	if q == nil {
+		delete(s.keys, key)
+		return
+	}
+	next := q.waiters[0]
+	s.leaveLocked(key, next)
+	s.keys[key] = entry{token: next, expires: s.now().Add(keyserver.ClaimTTL)}
+	for w := range s.turns[key] {
+		if w.promise == next {
+			w.fire()
+		} else if w.moved != nil {
+			w.moved()
+		}
+	}
 }

@@ -2,24 +2,42 @@ package static
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// watch is one Watch until it is stopped: fired once its channel is
-// closed.
+// watch is one WatchTurn until it is stopped: fired once its channel is
+// closed, by the store's turn, Wake or Break.
 type watch struct {
-	released chan struct{}
-	fired    bool
+	turn  chan struct{}
+	once  sync.Once
+	stop  chan struct{} // closed by the watch's stop
+	fired bool          // under Server.mu
 }
+
+// fire closes w's channel once.
+func (w *watch) fire() { w.once.Do(func() { close(w.turn) }) }
 
 // AcquireOrHolder answers as Acquire does, with OpAcquire's script, and
 // reports the reply's Left and Rank with a refusal, or else asks the store.
 func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	return s.acquireHolder(ctx, key, token, ttl, s.store.AcquireOrHolder)
+}
+
+// AcquireInLine answers as AcquireOrHolder does, from OpAcquire's script;
+// when it answers from the store, the store's line is joined or left as a
+// Notifier's is. A scripted reply leaves the line alone.
+func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	return s.acquireHolder(ctx, key, token, ttl, s.store.AcquireInLine)
+}
+
+func (s *Server) acquireHolder(ctx context.Context, key, token string, ttl time.Duration,
+	store func(context.Context, string, string, time.Duration) (bool, keyserver.Holder, error)) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
 	r, ok, err := s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, func(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-		ok, sh, err := s.store.AcquireOrHolder(ctx, key, token, ttl)
+		ok, sh, err := store(ctx, key, token, ttl)
 		h = sh
 		return ok, err
 	})
@@ -32,18 +50,24 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 	return ok, h, err
 }
 
-// Watch answers from OpWatch's script: a reply's Err fails the call, and
-// its Delay and Block hold it up; otherwise the watch starts. Its channel
-// is closed by a Release of key that answers true, by Wake(key) or by
-// Break.
-func (s *Server) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	_, _, err := s.call(ctx, Call{Op: OpWatch, Key: key, Token: "-"}, func(ctx context.Context, _, _ string, _ time.Duration) (bool, error) {
+// WatchTurn answers from OpWatch's script: a reply's Err fails the call,
+// and its Delay and Block hold it up; otherwise the watch starts on the
+// store's line. Its channel is closed by the store's turn (a Release that
+// the store answered promised key to the waiter), by a scripted Release of
+// key that answers true, by Wake(key) or by Break. moved is called as the
+// store's line moves.
+func (s *Server) WatchTurn(ctx context.Context, key, token string, moved func()) (<-chan struct{}, func(), error) {
+	_, _, err := s.call(ctx, Call{Op: OpWatch, Key: key, Token: token}, func(ctx context.Context, _, _ string, _ time.Duration) (bool, error) {
 		return true, ctx.Err()
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &watch{released: make(chan struct{})}
+	turn, stopStore, err := s.store.WatchTurn(ctx, key, token, moved)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &watch{turn: make(chan struct{}), stop: make(chan struct{})}
 	s.mu.Lock()
 	ws := s.watches[key]
 	if ws == nil {
@@ -52,24 +76,46 @@ func (s *Server) Watch(ctx context.Context, key string) (<-chan struct{}, func()
 	}
 	ws[w] = struct{}{}
 	s.mu.Unlock()
-	stopped := false
+	forwarded := make(chan struct{})
+	go func() { // ended and waited for by stop
+		defer close(forwarded)
+		select {
+		case <-turn:
+			s.mu.Lock()
+			w.fired = true
+			s.mu.Unlock()
+			w.fire()
+		case <-w.stop:
+		}
+	}()
+	var once sync.Once
 	stop := func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if stopped {
-			return
-		}
-		stopped = true
-		delete(ws, w)
-		if len(ws) == 0 { // ws is still s.watches[key]: it held w until now
-			delete(s.watches, key)
-		}
+		once.Do(func() {
+			close(w.stop)
+			<-forwarded
+			stopStore()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			delete(ws, w)
+			if len(ws) == 0 { // ws is still s.watches[key]: it held w until now
+				delete(s.watches, key)
+			}
+		})
 	}
-	return w.released, stop, nil
+	return w.turn, stop, nil
 }
 
-// Wake closes the channels of key's watches, as a release published by
-// another client would, and returns how many it woke.
+// LeaveLine answers from OpLeaveLine's script (only a reply's Err, Delay
+// and Block count), or else leaves the store's line.
+func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
+	_, _, err := s.call(ctx, Call{Op: OpLeaveLine, Key: key, Token: token}, func(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
+		return true, s.store.LeaveLine(ctx, key, token)
+	})
+	return err
+}
+
+// Wake closes the channels of key's watches, as a turn that a release
+// published would, and returns how many it woke.
 func (s *Server) Wake(key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -93,7 +139,7 @@ func (s *Server) wakeLocked(key string) int {
 	for w := range s.watches[key] {
 		if !w.fired {
 			w.fired = true
-			close(w.released)
+			w.fire()
 			n++
 		}
 	}

@@ -15,11 +15,12 @@
 // error, static.Hang blocks until the caller's context ends, Reply.Delay adds
 // latency that honours the context.
 //
-// A Server is a keyserver.Notifier. AcquireOrHolder follows OpAcquire's script
-// (Reply.Left and Reply.Rank describe the holder it reports), and Watch follows
-// OpWatch's; a watch is woken by a Release that answers true, scripted or
-// not, by Wake, or by Break, which ends every watch as a lost connection
-// would.
+// A Server is a keyserver.Notifier. AcquireOrHolder and AcquireInLine
+// follow OpAcquire's script (Reply.Left and Reply.Rank describe the holder
+// they report), WatchTurn follows OpWatch's and LeaveLine OpLeaveLine's;
+// answered from the store, they wait in the store's line. A watch is woken
+// by its turn in the store's line, by a scripted Release that answers true,
+// by Wake, or by Break, which ends every watch as a lost connection would.
 package static
 
 import (
@@ -40,7 +41,8 @@ const (
 	OpExtend     Op = "extend"
 	OpRelease    Op = "release"
 	OpRaiseFence Op = "raise-fence"
-	OpWatch      Op = "watch" // only Err, Delay and Block of its replies count
+	OpWatch      Op = "watch"      // WatchTurn: only Err, Delay and Block of its replies count
+	OpLeaveLine  Op = "leave-line" // only Err, Delay and Block of its replies count
 )
 
 // Reply is one scripted answer.
@@ -230,14 +232,15 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 	return prev, err
 }
 
-// Release answers from the script, or else from the store. A Release that
-// answers true wakes key's watches.
+// Release answers from the script, or else from the store. A scripted
+// Release that answers true wakes every watch of key; one the store
+// answers promises key to the next waiter in the store's line.
 func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
-	_, ok, err := s.call(ctx, Call{Op: OpRelease, Key: key, Token: token},
+	r, ok, err := s.call(ctx, Call{Op: OpRelease, Key: key, Token: token},
 		func(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
 			return s.store.Release(ctx, key, token)
 		})
-	if ok && err == nil {
+	if ok && err == nil && !r.Store {
 		s.Wake(key)
 	}
 	return ok, err
