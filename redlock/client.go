@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
 	"math/rand/v2"
 	"reflect"
 	"sync"
@@ -22,11 +20,11 @@ type Client struct {
 	inProcess bool // every server is a keyserver.InProcess
 	options
 	health health
-	// notifiers are the indexes of the servers that are Notifiers.
-	notifiers []int
-	// lines holds, per key, the line of this client's Acquire calls
-	// waiting for it (*line).
-	lines sync.Map
+	// notifiers are the indexes of the servers that are Notifiers: a
+	// waiting call waits in their lines; notifierMask has their bits set
+	// (all bits from 64 on).
+	notifiers    []int
+	notifierMask uint64
 
 	mu     sync.Mutex
 	closed bool
@@ -78,6 +76,7 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 	for i, s := range servers {
 		if _, ok := s.(keyserver.Notifier); ok {
 			c.notifiers = append(c.notifiers, i)
+			c.notifierMask |= bit(i)
 		}
 	}
 	return c, nil
@@ -159,7 +158,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	if err != nil {
 		return nil, err
 	}
-	return c.acquire(ctx, o, name, ttl, o.retryCount, earliest)
+	return c.acquire(ctx, o, name, ttl, waits)
 }
 
 // TryAcquire makes a single attempt to take the lock: Acquire with no
@@ -171,7 +170,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 	if err != nil {
 		return nil, err
 	}
-	return c.acquire(ctx, o, name, ttl, 0, earliest)
+	return c.acquire(ctx, o, name, ttl, once)
 }
 
 // checkLock validates a lock name and TTL for Acquire, TryAcquire and Do.
@@ -229,23 +228,4 @@ func (c *Client) logVotes(op opKind, name string, t tally) {
 		c.logger.Debug("redlock: quorum not reached", "op", op, "lock", name,
 			"granted", t.granted, "refused", t.refused, "servers", t.n)
 	}
-}
-
-// newToken draws a lock's token for an Acquire call that began at start:
-// 16 hexadecimal digits of start in Unix milliseconds, a dot, and 32
-// random hexadecimal digits, so that it carries a rank (keyserver.RankOf)
-// by which contenders who split the servers agree on who gives way, the
-// earliest call first. The 128 random bits come from the runtime's ChaCha8
-// generator (math/rand/v2), seeded from the operating system: tokens must
-// not collide, and this needs no system call and one allocation.
-func newToken(start time.Time) (string, error) {
-	var s [keyserver.TokenLen]byte
-	var u [24]byte
-	binary.BigEndian.PutUint64(u[0:8], uint64(start.UnixMilli()))
-	binary.LittleEndian.PutUint64(u[8:16], rand.Uint64())
-	binary.LittleEndian.PutUint64(u[16:24], rand.Uint64())
-	hex.Encode(s[0:16], u[0:8])
-	s[16] = '.'
-	hex.Encode(s[17:], u[8:])
-	return string(s[:]), nil
 }

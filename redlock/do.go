@@ -29,7 +29,7 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 	if err != nil {
 		return err
 	}
-	l, err := c.acquire(ctx, o, name, ttl, o.retryCount, earliest)
+	l, err := c.acquire(ctx, o, name, ttl, waits)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 	if err != nil {
 		return false, err
 	}
-	l, err := c.acquire(ctx, o, name, ttl, o.retryCount, untilKnownHeld)
+	l, err := c.acquire(ctx, o, name, ttl, skips)
 	if err != nil {
 		var qe *QuorumError
 		if errors.As(err, &qe) && qe.skip {

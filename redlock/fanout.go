@@ -13,21 +13,25 @@ import (
 type opKind uint8
 
 const (
-	opAcquire opKind = iota
+	opAcquire       opKind = iota // Notifiers are asked with AcquireOrHolder
+	opAcquireInLine               // Notifiers are asked with AcquireInLine
 	opAcquireFenced
 	opExtend
 	opRelease
 	opRaiseFence
+	opLeaveLine // Notifiers only; other servers vote for without a call
 )
 
 func (k opKind) String() string {
 	switch k {
-	case opAcquire, opAcquireFenced:
+	case opAcquire, opAcquireInLine, opAcquireFenced:
 		return "acquire"
 	case opExtend:
 		return "extend"
 	case opRelease:
 		return "release"
+	case opLeaveLine:
+		return "leave_line"
 	}
 	return "raise_fence"
 }
@@ -50,21 +54,22 @@ type fan struct {
 	// calls of the same lock to that server have finished; this call is
 	// sent only then, so that it lands after them.
 	after []<-chan struct{}
-	// holders makes an acquire ask Notifiers with AcquireOrHolder, so that
-	// a refusal says how long the holder has left and how it ranks.
-	holders bool
 }
 
 // call makes f's call to ks: its vote, with the number it read (a fence
 // counter) or 0, and the holder a refusal described, if any.
 func (f *fan) call(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
 	switch f.op {
-	case opAcquire:
-		if ns, is := ks.(keyserver.Notifier); is && f.holders {
+	case opAcquire, opAcquireInLine:
+		ns, is := ks.(keyserver.Notifier)
+		switch {
+		case !is:
+			ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
+		case f.op == opAcquireInLine:
+			ok, h, err = ns.AcquireInLine(ctx, f.key, f.token, f.ttl)
+		default:
 			ok, h, err = ns.AcquireOrHolder(ctx, f.key, f.token, f.ttl)
-			break
 		}
-		ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
 	case opAcquireFenced:
 		ok, n, err = ks.(keyserver.Fencer).AcquireFenced(ctx, f.key, f.token, f.ttl)
 	case opExtend:
@@ -74,6 +79,11 @@ func (f *fan) call(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint
 	case opRaiseFence:
 		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, f.fence)
 		ok = err == nil && n < f.fence
+	case opLeaveLine:
+		if ns, is := ks.(keyserver.Notifier); is {
+			err = ns.LeaveLine(ctx, f.key, f.token)
+		}
+		ok = err == nil
 	}
 	return ok, n, h, err
 }

@@ -495,16 +495,20 @@ func TestErrorTexts(t *testing.T) {
 func TestTokensCarryTheCallsRank(t *testing.T) {
 	seen := map[string]bool{}
 	began := time.UnixMilli(1_763_000_000_123)
+	r := newRank(began)
 	for i := 0; i < 10000; i++ {
-		tok, err := newToken(began)
+		tok, err := newToken(&r)
 		require.NoError(t, err)
 		require.Regexp(t, `^[0-9a-f]{16}\.[0-9a-f]{32}$`, tok)
 		require.True(t, strings.HasPrefix(tok, fmt.Sprintf("%016x.", began.UnixMilli())), tok)
-		require.NotEmpty(t, keyserver.RankOf(tok))
+		require.Equal(t, string(r[:]), keyserver.RankOf(tok), "every attempt of a call carries its rank")
 		require.False(t, seen[tok], "token %q drawn twice", tok)
 		seen[tok] = true
 	}
-	later, err := newToken(began.Add(time.Millisecond))
+	other := newRank(began)
+	require.NotEqual(t, r, other, "two calls in one millisecond still differ")
+	laterRank := newRank(began.Add(time.Millisecond))
+	later, err := newToken(&laterRank)
 	require.NoError(t, err)
 	for tok := range seen {
 		require.Equal(t, keyserver.CallerFirst, keyserver.Compare(later, tok), "a later call ranks behind")

@@ -39,8 +39,12 @@ type tally struct {
 	// compare; the rest came from servers or holders without ranks.
 	first, behind int
 	left          time.Duration // the shortest holder TTL a refusal reported; 0 if none
-	granters      uint64        // bit i set when server i (under 64) granted
+	granters      uint64        // bit(i) set when server i granted
 }
+
+// bit is server i's bit in a set of servers; servers from 64 on share the
+// last bit, so that a set tells only that some of them are in it.
+func bit(i int) uint64 { return 1 << min(i, 63) }
 
 // add counts one server's answer.
 func (t *tally) add(v vote) {
@@ -53,9 +57,7 @@ func (t *tally) add(v vote) {
 		}
 	case v.ok:
 		t.granted++
-		if v.server < 64 {
-			t.granters |= 1 << v.server
-		}
+		t.granters |= bit(v.server)
 	default:
 		t.refused++
 		switch v.holder.Rank {

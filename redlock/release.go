@@ -68,7 +68,6 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 	}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
-	c.releasedLocally(l.key, f.op == opRelease, res.done)
 	l.tails = res.done
 	t := res.tally
 	c.logVotes(f.op, l.name, t)
