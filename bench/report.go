@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -165,7 +166,9 @@ func (r *results) write(w io.Writer) error {
 	fmt.Fprintln(bw, "- Redis cmds/op: commands the nodes ran per grant, summed over nodes (INFO total_commands_processed); commands a Lua script runs count too, so one EVALSHA of a GET+DEL script counts 3.")
 	fmt.Fprintln(bw, "- ÷ uncontended: Redis cmds/op relative to the same library's on one goroutine without contention (goredlock's for its retry variant); – when that case did not run.")
 	fmt.Fprintln(bw, "- gave up: lock calls that returned an error in the window (the library's retries ran out); the goroutine calls again.")
-	fmt.Fprintln(bw, "- × N clients: the case opened N independent clients of the library, each with its own connections to the nodes, as N processes would (goredlock: a redlock.Client each over its own redis.FromURL servers; redsync: an instance each over its own pools; the others likewise), and dealt the goroutines over them round-robin. Rows without it ran on one client.")
+	if slices.ContainsFunc(cfg.workloads, func(w workload) bool { return w.lockers() > 1 }) {
+		fmt.Fprintln(bw, "- × N clients: the case opened N independent clients of the library, each with its own connections to the nodes, as N processes would (goredlock: a redlock.Client each over its own redis.FromURL servers; redsync: an instance each over its own pools; the others likewise), and dealt the goroutines over them round-robin. Rows without it ran on one client.")
+	}
 	fmt.Fprintf(bw, "\n### The libraries\n\n")
 	for _, p := range cfg.peers {
 		fmt.Fprintf(bw, "- %s: %s\n", p.label(cfg.settings), p.about)
