@@ -55,10 +55,12 @@ type Notifier interface {
 	// rank is not put in line.
 	AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (ok bool, h Holder, err error)
 	// WatchTurn watches key's line on this server for the waiter ranked
-	// as token. turn is closed once key is promised to that waiter, or
-	// found free, also when that happened after the waiter's last refusal
-	// and before WatchTurn returned; or once the watch broke (a lost
-	// connection): either way the waiter should try again. moved, if not
+	// as token. turn is closed once key is promised to that waiter, also
+	// when that happened after the waiter's last refusal and before
+	// WatchTurn returned; or once the watch broke (a lost connection):
+	// either way the waiter should try again. A key that its holder left
+	// to expire gives no turn: the waiter tries again by the holder's TTL,
+	// which its refusal reported. moved, if not
 	// nil, is called each time key is promised to another waiter (the
 	// line moved), from a goroutine of the server's: it must not block.
 	// stop ends the watch and must be called exactly once. ctx bounds

@@ -518,7 +518,7 @@ func awaitMoves(t *testing.T, what string, moves *atomic.Int64, want int64) {
 
 // turnIsNotMissed checks that a WatchTurn started after the turn came (the
 // release landed between the waiter's refusal and its watch) fires at
-// once, and so does one on a free key.
+// once.
 func (s *suite) turnIsNotMissed(t *testing.T, ks keyserver.KeyServer, key string) {
 	ns, ok := notifier(ks)
 	if !ok {
@@ -534,8 +534,6 @@ func (s *suite) turnIsNotMissed(t *testing.T, ks keyserver.KeyServer, key string
 	awaitClosed(t, "a turn that came before WatchTurn", turn)
 	l.inLine("AcquireInLine(waiter), claiming", waiter, true)
 	expect(t, "Release(waiter)", true)(ks.Release(ctx, key, waiter))
-	free, _ := l.watch(ranked(3, 1))
-	awaitClosed(t, "WatchTurn on a free key", free)
 }
 
 // leaveLinePassesThePromise checks LeaveLine: a waiter that leaves is

@@ -86,8 +86,8 @@ func (s *Server) acquireLocked(key, token string, ttl time.Duration) (bool, keys
 }
 
 // WatchTurn watches key's line for the waiter ranked as token: its channel
-// is closed when key is promised to that waiter, or is found free now; by
-// Close too. moved is called, with the server's mutex held, each time key
+// is closed when key is promised to that waiter, now or later, and by
+// Close. moved is called, with the server's mutex held, each time key
 // is promised to another waiter.
 func (s *Server) WatchTurn(ctx context.Context, key, token string, moved func()) (<-chan struct{}, func(), error) {
 	w := &turnWatch{promise: keyserver.PromiseOf(token), turn: make(chan struct{}), moved: moved}
@@ -99,7 +99,7 @@ func (s *Server) WatchTurn(ctx context.Context, key, token string, moved func())
 		}
 		ws[w] = struct{}{}
 		// Look again, now that the watch is in place.
-		if e, held := s.keys[key]; !held || !s.now().Before(e.expires) || (w.promise != "" && e.token == w.promise) {
+		if e, held := s.keys[key]; held && w.promise != "" && e.token == w.promise && s.now().Before(e.expires) {
 			w.fire()
 		}
 		return true, nil
