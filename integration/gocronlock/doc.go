@@ -12,7 +12,8 @@
 //
 // Every host schedules the same jobs under the same names (gocron passes
 // the job's name as the key; without gocron.WithName it is the Go
-// function's name, which differs if the code does).
+// function's name, which differs if the code does). A Locker can also be
+// given to one job only, with gocron.WithDistributedJobLocker.
 //
 // # What a lock does
 //

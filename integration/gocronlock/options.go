@@ -24,8 +24,8 @@ const (
 )
 
 // Option configures a Locker. Unlike redlock's duration options, a zero
-// here means zero, not the default: only an option left out gives the
-// default.
+// given here never stands for the default: WithMinHold(0) means no hold
+// and WithTTL(0) is refused. Only an option left out gives the default.
 type Option func(*config)
 
 type config struct {
