@@ -104,7 +104,7 @@ func LockFromContext(ctx context.Context) (*Lock, bool) {
 }
 
 // hold runs fn under l, kept alive, and then ends fn's context and
-// releases l, or cuts its TTL to what is left of the minimum hold.
+// releases l (which keeps it for the rest of a minimum hold, if any).
 func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) error) (err error) {
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
 	stopWatch := context.AfterFunc(l.watch(), func() { cancel(ErrLockLost) })
@@ -130,11 +130,7 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 		stopKeepAlive()
 		wg.Wait()
 		lost := errors.Is(l.Err(), ErrLockLost)
-		var keep time.Duration
-		if !lost {
-			keep = l.o.minHold - c.clock.Since(l.acquired)
-		}
-		if rerr := l.finish(ctx, keep); rerr != nil && !lost {
+		if rerr := l.Release(ctx); rerr != nil && !lost {
 			c.logger.Warn("redlock: release after Do failed", "lock", l.name, "error", rerr)
 		}
 		if lost && !errors.Is(err, ErrLockLost) {

@@ -310,6 +310,64 @@ func TestMinHoldMakesALaterHostSkip(t *testing.T) {
 	assert.True(t, ran, "without a minimum hold the lock is deleted")
 }
 
+// TestReleaseRefusedByTooManyIsNotHeld: with four servers, two answering
+// that another token holds the key and two not answering, no quorum of
+// deletes is possible: the lock is not held, and the error says so in a
+// release's words.
+func TestReleaseRefusedByTooManyIsNotHeld(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(4)
+	c := testClient(t, fc, servers.KeyServers())
+	l, err := c.Acquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	servers[0].Script(static.OpRelease, static.Deny)
+	servers[1].Script(static.OpRelease, static.Deny)
+	servers[2].Script(static.OpRelease, static.Hang)
+	servers[3].Script(static.OpRelease, static.Hang)
+	err = l.Release(bg)
+	require.ErrorIs(t, err, ErrNotHeld)
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Equal(t, `redlock: release of lock "job" not confirmed: not held: 0 of 4 servers deleted it, 2 held another token, 0 failed, 2 not waited for`, err.Error())
+	advanceTimersUntil(t, fc, 1, doneWaiting(c))
+}
+
+// doneWaiting returns a channel closed once every call c left running has
+// ended.
+func doneWaiting(c *Client) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { c.bg.Wait(); close(done) }()
+	return done
+}
+
+// TestMinHoldAppliesToRelease: an Acquire'd lock given WithMinHold, by its
+// call or its client, keeps its keys until the hold has passed, as Do's
+// does; without it, Release deletes.
+func TestMinHoldAppliesToRelease(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ks := memoryServers(t, fc, 3)
+	holder := testClient(t, fc, ks)
+	other := testClient(t, fc, ks, WithRetryCount(0))
+	for _, take := range []func() (*Lock, error){
+		func() (*Lock, error) { return holder.Acquire(bg, "nightly", ttl3, WithMinHold(time.Minute)) },
+		func() (*Lock, error) { return holder.TryAcquire(bg, "nightly", ttl3, WithMinHold(time.Minute)) },
+	} {
+		l, err := take()
+		require.NoError(t, err)
+		require.NoError(t, l.Release(bg))
+		require.ErrorIs(t, l.Err(), ErrNotHeld, "released for its holder")
+		fc.Advance(59 * time.Second)
+		_, err = other.TryAcquire(bg, "nightly", ttl3)
+		require.ErrorIs(t, err, ErrHeldElsewhere, "within the minimum hold")
+		fc.Advance(2 * time.Second)
+		l, err = other.TryAcquire(bg, "nightly", ttl3)
+		require.NoError(t, err, "after the minimum hold")
+		require.NoError(t, l.Release(bg))
+	}
+	_, err := other.TryAcquire(bg, "nightly", ttl3)
+	require.NoError(t, err, "without a minimum hold Release deletes")
+}
+
 func TestClosedClientRefusesWithoutReachingServers(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)

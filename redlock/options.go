@@ -49,9 +49,13 @@ const (
 	DefaultDriftFactor = 0.01
 )
 
-// WithRetryCount sets how many times Acquire tries again after its first
-// attempt fails; 0 makes Acquire behave like TryAcquire, and -1 retries
-// until the context ends. Default 10.
+// WithRetryCount sets a refused call's patience, with WithRetryDelay: it
+// keeps trying for n × the retry delay after its first refusal, about n
+// more attempts for a call that polls; a call waiting in a server's line
+// tries when its turn comes, and its patience starts again whenever the
+// line moves ahead of it (see "Waiting for a lock" in the package doc). 0
+// makes Acquire behave like TryAcquire, and -1 waits until the context
+// ends. Default 10.
 func WithRetryCount(n int) Option {
 	return func(o *options) {
 		if n < -1 {
@@ -61,8 +65,9 @@ func WithRetryCount(n int) Option {
 	}
 }
 
-// WithRetryDelay sets the mean wait between attempts. Default (or 0):
-// 200 ms.
+// WithRetryDelay sets the mean wait between the attempts of a call that
+// polls, and with WithRetryCount the patience of every call. Default (or
+// 0): 200 ms.
 func WithRetryDelay(d time.Duration) Option {
 	return func(o *options) {
 		o.retryDelay = o.duration("retry delay", d, DefaultRetryDelay)
@@ -159,13 +164,12 @@ func WithMaxHold(d time.Duration) Option {
 	return func(o *options) { o.maxHold = o.duration("max hold", d, 0) }
 }
 
-// WithMinHold makes Do and DoOrSkip keep the lock until at least d after
-// the start of the attempt that was granted it, even when fn returns
-// sooner: instead of deleting the keys, they cut the keys' TTL to what is
-// left of d, and return. Hosts whose schedules fire a little apart then
-// skip the job instead of each running it (ShedLock's lockAtLeastFor).
-// Acquire'd locks are unaffected: Release always deletes. Default (or 0):
-// release at once.
+// WithMinHold keeps a lock until at least d after the start of the
+// attempt that was granted it, even when it is released sooner: Release
+// (and Do and DoOrSkip when fn returns) cuts the keys' TTL to what is left
+// of d instead of deleting them, and returns. Hosts whose schedules fire a
+// little apart then skip the job instead of each running it (ShedLock's
+// lockAtLeastFor). Default (or 0): release at once.
 func WithMinHold(d time.Duration) Option {
 	return func(o *options) { o.minHold = o.duration("min hold", d, 0) }
 }

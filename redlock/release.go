@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -25,14 +24,12 @@ import (
 //
 // Release is final either way: Done is closed and Err reports ErrNotHeld
 // (or ErrLockLost if the lock was lost first).
-func (l *Lock) Release(ctx context.Context) error {
-	return l.finish(ctx, 0)
-}
-
-// finish ends the lock and sends the servers its last call: the
-// owner-checked delete, or, when keep is at least a millisecond, a TTL cut
-// to keep, so that the keys outlive the holder for that long (WithMinHold).
-func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
+//
+// With WithMinHold, given to the client or to the call that acquired the
+// lock, a lock released sooner than that after its grant keeps its keys
+// until then: Release cuts their TTL to what is left of the minimum hold
+// instead of deleting them, and returns nil when a quorum took the cut.
+func (l *Lock) Release(ctx context.Context) (err error) {
 	l.op.Lock()
 	defer l.op.Unlock()
 	l.mu.Lock()
@@ -60,7 +57,7 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 	// clocks run slow. The calls are owner-checked, so a new holder's keys
 	// are safe.
 	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: l.o.timeoutFor(ttl), after: l.tails}
-	if keep >= keyserver.MinTTL {
+	if keep := l.o.minHold - c.clock.Since(l.acquired); !lost && keep >= keyserver.MinTTL {
 		f.op, f.ttl = opExtend, keep // the TTL cut to the rest of the minimum hold
 	}
 	if ctx.Done() != nil {
@@ -76,7 +73,9 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 		return fmt.Errorf("%w: %w: lock %q had been lost before it was released", ErrNotHeld, ErrLockLost, l.name)
 	case t.won():
 		return nil
-	case t.heldElsewhere():
+	case t.refused > t.n-quorum(t.n):
+		// So many servers hold another token that no quorum can have
+		// held ours: for an even n, fewer than a quorum of refusals.
 		return newQuorumError("release", l.name, 1, t, nil, ErrNotHeld)
 	}
 	return newQuorumError("release", l.name, 1, t, nil) // the servers that failed may still hold the key
