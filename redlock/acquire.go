@@ -136,7 +136,7 @@ func (a *acquisition) notAcquired(ctxErr error) *QuorumError {
 // background.
 func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	c, o := a.c, a.o
-	if err := c.enter(); err != nil {
+	if err := c.enterAttempt(); err != nil {
 		return nil, err
 	}
 	defer c.exit()

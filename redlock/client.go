@@ -26,8 +26,17 @@ type Client struct {
 	notifiers    []int
 	notifierMask uint64
 
-	mu     sync.Mutex
-	closed bool
+	// closing ends when Close begins: calls that wait for a lock stop
+	// waiting, and Do and DoOrSkip end fn's context and release.
+	closing     context.Context
+	stopClosing context.CancelFunc
+
+	mu       sync.Mutex
+	shutting bool // Close has begun: no new Do or acquisition
+	closed   bool // Close has waited for every Do: no server call either
+	// dos counts the Do and DoOrSkip calls in progress, which Close ends
+	// first, while their releases can still reach the servers.
+	dos sync.WaitGroup
 	// bg counts the calls in progress and the work they left running:
 	// straggling server calls, clean-ups, the rest of a release. Close
 	// waits for it.
@@ -46,6 +55,11 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 	for i, s := range servers {
 		if isNil(s) {
 			return nil, invalidArgument("key server %d is nil", i)
+		}
+		for j := range i {
+			if same(servers[j], s) {
+				return nil, invalidArgument("key servers %d and %d are the same server, whose votes would count twice", j, i)
+			}
 		}
 	}
 	o := defaultOptions()
@@ -73,6 +87,7 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 		inProcess: allInProcess(servers),
 		health:    health{failures: make([]atomic.Int64, len(servers))},
 	}
+	c.closing, c.stopClosing = context.WithCancel(context.Background())
 	for i, s := range servers {
 		if _, ok := s.(keyserver.Notifier); ok {
 			c.notifiers = append(c.notifiers, i)
@@ -106,17 +121,38 @@ func isNil(s keyserver.KeyServer) bool {
 	return false
 }
 
+// same reports whether a and b are the same key server, given twice as
+// one pointer, so that one server cannot vote twice. (Two values that
+// reach one Redis are told apart by the servers themselves, if at all.)
+func same(a, b keyserver.KeyServer) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Kind() == reflect.Pointer && a == b
+}
+
 // Quorum returns how many servers must agree for an operation to succeed: a
 // strict majority of them.
 func (c *Client) Quorum() int { return c.quorum }
 
-// Close waits for everything the client left running: server calls that
-// were still in flight when an outcome was decided, the clean-up after
-// failed attempts, the rest of each release. After Close, every call on the
-// client and on the locks it granted returns ErrClosed without reaching a
-// server, so release locks before closing. Close does not close the key
-// servers, which the caller owns. A second Close returns nil.
+// Close ends the client's work and waits for it. Calls still waiting for
+// a lock end with ErrClosed; Do and DoOrSkip calls whose fn runs have fn's
+// context cancelled (its cause is ErrClosed), and once fn returns they
+// release the lock and return an error matching ErrClosed. Then Close waits
+// for everything the client left running: server calls that were still in
+// flight when an outcome was decided, the clean-up after failed attempts,
+// the rest of each release. After Close, every call on the client and on
+// the locks it granted returns ErrClosed without reaching a server, so
+// release Acquire'd locks before closing. Close does not close the key
+// servers, which the caller owns. A second Close, or Close on a nil
+// Client, returns nil.
 func (c *Client) Close() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	c.shutting = true
+	c.mu.Unlock()
+	c.stopClosing()
+	c.dos.Wait()
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
@@ -125,8 +161,8 @@ func (c *Client) Close() error {
 }
 
 // enter registers a call that reaches the servers, so that Close waits for
-// it and for what it leaves running; it fails once Close was called. Every
-// enter is paired with an exit.
+// it and for what it leaves running; it fails once Close has ended the
+// client's Do calls. Every enter is paired with an exit.
 func (c *Client) enter() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -138,6 +174,32 @@ func (c *Client) enter() error {
 }
 
 func (c *Client) exit() { c.bg.Done() }
+
+// enterAttempt is enter for an attempt to take a lock, which fails as
+// soon as Close has begun: a Do that Close is ending must not take a new
+// lock.
+func (c *Client) enterAttempt() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutting {
+		return ErrClosed
+	}
+	c.bg.Add(1)
+	return nil
+}
+
+// enterDo registers a Do or DoOrSkip call, which Close ends and waits for
+// before it closes the client; it fails once Close has begun. Every
+// enterDo is paired with c.dos.Done.
+func (c *Client) enterDo() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutting {
+		return ErrClosed
+	}
+	c.dos.Add(1)
+	return nil
+}
 
 // Acquire takes the lock called name for ttl, trying again after a jittered
 // delay while it is held elsewhere or the servers fail, as WithRetryCount
@@ -173,10 +235,17 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 	return c.acquire(ctx, o, name, ttl, once)
 }
 
+// MaxNameLen bounds a lock name, in bytes: every call sends the name to
+// every server, and errors and logs quote it.
+const MaxNameLen = 1024
+
 // checkLock validates a lock name and TTL for Acquire, TryAcquire and Do.
 func checkLock(o *options, name string, ttl time.Duration) error {
-	if name == "" {
+	switch {
+	case name == "":
 		return invalidArgument("empty lock name")
+	case len(name) > MaxNameLen:
+		return invalidArgument("lock name of %d bytes is longer than the %d allowed", len(name), MaxNameLen)
 	}
 	return checkTTL(o, name, ttl)
 }

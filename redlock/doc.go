@@ -3,6 +3,7 @@
 // a majority grants it, so the lock survives the loss of a minority of them.
 //
 //	client, err := redlock.New(servers) // three Redis masters (keyserver/redis), or memory.New()
+//	if err != nil { return err }
 //	defer client.Close()
 //	lock, err := client.Acquire(ctx, "nightly-report", 30*time.Second)
 //	if err != nil { return err }        // errors.Is(err, redlock.ErrHeldElsewhere), ErrNotAcquired

@@ -575,3 +575,40 @@ func TestTokensCarryTheCallsRank(t *testing.T) {
 		break
 	}
 }
+
+func TestNilLockDoesNotPanic(t *testing.T) {
+	var l *Lock
+	assert.Empty(t, l.Name())
+	assert.Empty(t, l.Token())
+	assert.Zero(t, l.Until())
+	assert.Zero(t, l.Fence())
+	assert.True(t, closed(l.Done()), "Done of a nil lock")
+	for what, err := range map[string]error{
+		"Err": l.Err(), "Extend": l.Extend(bg, time.Second), "Release": l.Release(bg), "KeepAlive": l.KeepAlive(bg),
+	} {
+		assert.ErrorIs(t, err, ErrInvalidArgument, what)
+		assert.ErrorIs(t, err, ErrNotHeld, what)
+	}
+}
+
+func TestNewRefusesOneServerTwice(t *testing.T) {
+	s := static.New()
+	_, err := New([]keyserver.KeyServer{s, static.New(), s})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "key servers 0 and 2 are the same server")
+}
+
+func TestLongNamesAreRefusedWithoutQuotingThem(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers())
+	long := strings.Repeat("x", MaxNameLen+1)
+	_, err := c.Acquire(bg, long, ttl3)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.NotContains(t, err.Error(), long[:100])
+	assert.Contains(t, err.Error(), "1025 bytes")
+	assert.ErrorIs(t, c.Do(bg, long, ttl3, func(context.Context) error { return nil }), ErrInvalidArgument)
+	assert.Zero(t, servers.Count(static.OpAcquire), "no server was asked")
+	_, err = c.TryAcquire(bg, strings.Repeat("y", MaxNameLen), ttl3)
+	require.NoError(t, err, "a name of MaxNameLen bytes")
+}

@@ -47,7 +47,7 @@ func (a *acquisition) wait(ctx context.Context) error {
 	if l := a.last.left; l > 0 && l < d {
 		d = l
 	}
-	return a.c.clock.SleepOrWake(ctx, a.untilPatience(d), nil)
+	return a.c.clock.SleepOrWake(ctx, a.untilPatience(d), []<-chan struct{}{a.c.closing.Done()})
 }
 
 // untilPatience shortens a wait of d so that it ends when the call's
@@ -82,7 +82,10 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 	need := max(c.quorum-(len(c.servers)-len(c.notifiers)), 1)
 	var wake []<-chan struct{}
 	for {
-		wake = wake[:0]
+		if c.closing.Err() != nil {
+			return nil // the attempt fails with ErrClosed
+		}
+		wake = append(wake[:0], c.closing.Done())
 		turns := 0
 		for _, t := range p.turns {
 			switch {

@@ -30,6 +30,9 @@ import (
 // until then: Release cuts their TTL to what is left of the minimum hold
 // instead of deleting them, and returns nil when a quorum took the cut.
 func (l *Lock) Release(ctx context.Context) (err error) {
+	if l == nil {
+		return errNilLock
+	}
 	l.op.Lock()
 	defer l.op.Unlock()
 	l.mu.Lock()
