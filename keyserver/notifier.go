@@ -60,14 +60,14 @@ type Notifier interface {
 	// WatchTurn returned; or once the watch broke (a lost connection):
 	// either way the waiter should try again. A key that its holder left
 	// to expire gives no turn: the waiter tries again by the holder's TTL,
-	// which its refusal reported. moved, if not
-	// nil, is called each time key is promised to another waiter (the
-	// line moved), from a goroutine of the server's: it must not block.
-	// stop ends the watch and must be called exactly once. ctx bounds
-	// only the setting up of the watch. Watches are cheap: a server
-	// shares one subscription per key among the waiters of a process, and
-	// one connection among all keys.
-	WatchTurn(ctx context.Context, key, token string, moved func()) (turn <-chan struct{}, stop func(), err error)
+	// which its refusal reported. stop ends the watch and must be called
+	// exactly once. ctx bounds only the setting up of the watch.
+	//
+	// A turn is told to the waiter's process only, not to every process
+	// that waits for the key: a release costs the same however many
+	// processes wait. Watches are cheap: a server shares one subscription
+	// among the waiters of a process, and one connection among all keys.
+	WatchTurn(ctx context.Context, key, token string) (turn <-chan struct{}, stop func(), err error)
 	// LeaveLine takes the waiter ranked as token out of key's line. If key
 	// was promised to it, the promise passes to the next waiter, or key is
 	// freed when there is none.
@@ -96,6 +96,11 @@ type Holder struct {
 	// way, without learning anything of each other's tokens. A promised
 	// key ranks as the waiter it is promised to.
 	Rank Order
+	// Ahead is how many waiters the key's line holds before the caller,
+	// as a refused AcquireInLine found it; 0 for AcquireOrHolder. A
+	// waiter measures its patience by it: the line moving towards it is
+	// progress.
+	Ahead int
 }
 
 // Order is how a holder's token ranks against a caller's.

@@ -49,8 +49,10 @@ type acquisition struct {
 	tails                []<-chan struct{} // the last attempt's calls, when it kept its servers
 	kept                 bool
 	// patience is when the call gives up, after a refused attempt (see
-	// outOfPatience); zero until its first refusal.
+	// outOfPatience); zero until its first refusal. ahead is how many
+	// waiters its lines held before it when patience was last set.
 	patience time.Time
+	ahead    int
 	// inLine has bit i set while the call may have a place in server i's
 	// line: it waits there, and leaves when it ends (see line.go).
 	inLine uint64
@@ -105,21 +107,32 @@ func (a *acquisition) refused(ctx context.Context) error {
 	return nil
 }
 
-// outOfPatience reports whether the call has waited as long as its
-// retries allow: retries × the retry delay since its first refusal, for a
-// call that polls about as many attempts as it has retries. A call waiting
-// in line pushes that moment back whenever the line moves (see
-// acquisition.wait), so that it does not give up while the lock is
-// passing, in order, to the waiters ahead of it.
+// outOfPatience reports, after a refused attempt, whether the call has
+// waited as long as its retries allow: retries × the retry delay since its
+// first refusal, for a call that polls about as many attempts as it has
+// retries. A call waiting in line is given that much for each waiter ahead
+// of it and for its own turn, from its first refusal and again whenever a
+// refusal finds fewer ahead than the one before, so that it does not give
+// up while the lock passes, in order, towards it.
 func (a *acquisition) outOfPatience() bool {
 	if a.retries < 0 {
 		return false
 	}
 	now := a.c.clock.Now()
-	if a.patience.IsZero() {
-		a.patience = now.Add(time.Duration(a.retries) * a.o.retryDelay)
+	if ahead := a.last.ahead; a.patience.IsZero() || ahead < a.ahead {
+		each := time.Duration(a.retries) * a.o.retryDelay
+		a.patience = later(a.patience, now.Add(each*time.Duration(ahead+1)))
+		a.ahead = ahead
 	}
 	return !now.Before(a.patience)
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // notAcquired is the call's error, with the votes of its last attempt.

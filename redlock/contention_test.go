@@ -166,8 +166,12 @@ func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 	go func() { l, err := impatient.Acquire(bg, "job", ttl3); done <- lockResult{l, err} }()
 	_, err = fc.BlockUntilSleepers(n+1, wait)
 	require.NoError(t, err)
-	for i := 0; i <= n; i++ {
-		fc.Advance(15 * time.Millisecond) // more than the impatient call's 20 ms, in all
+	// The impatient call is given 20 ms for each of the 4 waiters ahead
+	// and for its own turn: 100 ms. The first holds take longer, 120 ms
+	// in all, while it is far back in line; it must take heart from the
+	// line moving, and then the last holds are short.
+	for i, hold := range []time.Duration{40, 40, 40, 5, 5} {
+		fc.Advance(hold * time.Millisecond)
 		require.NoError(t, l.Release(bg))
 		if i < n {
 			l = <-locks

@@ -76,11 +76,13 @@
 // Patience is time. WithRetryCount(n) and WithRetryDelay(d) give a refused
 // call n×d to get the lock after its first refusal: a call that polls
 // (servers that keep no line, DoOrSkip) makes about n more attempts, d
-// apart ± the jitter; a call waiting in line makes attempts only when its
-// turn comes or a holder's key runs out, and its patience starts again
-// whenever the line moves for a waiter ahead of it, so that it does not
-// give up while the lock passes, in order, towards it. -1 waits until the
-// context ends; 0 makes one attempt.
+// apart ± the jitter. A call waiting in line makes attempts only when its
+// turn comes, a holder's key runs out, or its patience ends; it is given
+// n×d for each waiter its refusal found ahead of it and for its own turn,
+// and that much again whenever a refusal finds fewer ahead than the one
+// before, so that it does not give up while the lock passes, in order,
+// towards it, and does give up when the line stops moving. -1 waits until
+// the context ends; 0 makes one attempt.
 //
 // Contenders who split the servers so that none has a quorum (calls that
 // arrived at a free lock at the same moment) do not all let go and split

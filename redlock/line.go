@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -32,10 +31,6 @@ type place struct {
 	// nil where no watch is armed; stops ends the watches.
 	turns []<-chan struct{}
 	stops []func()
-	// moves counts the times a line moved for another waiter, on any
-	// server; seen is the count when the call last looked.
-	moves atomic.Int64
-	seen  int64
 }
 
 // wait waits after a refused attempt until the next one is worth making.
@@ -60,9 +55,8 @@ func (a *acquisition) untilPatience(d time.Duration) time.Duration {
 }
 
 // waitInLine waits for the call's turn on a quorum of the servers, or for
-// one of the moments of trying again (see above). When its patience runs
-// out while the line has moved since it last looked, it takes heart: its
-// patience starts again, and it waits on.
+// one of the moments of trying again (see above), the end of its patience
+// among them.
 func (a *acquisition) waitInLine(ctx context.Context) error {
 	c := a.c
 	if a.place == nil {
@@ -100,15 +94,7 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 			return nil
 		}
 		now := c.clock.Now()
-		if a.retries >= 0 && !now.Before(a.patience) {
-			if m := p.moves.Load(); m != p.seen {
-				p.seen = m
-				a.patience = now.Add(time.Duration(a.retries) * a.o.retryDelay)
-				continue
-			}
-			return nil // the last attempt
-		}
-		if !now.Before(until) {
+		if !now.Before(until) || (a.retries >= 0 && !now.Before(a.patience)) {
 			return nil
 		}
 		if err := c.clock.SleepOrWake(ctx, a.untilPatience(until.Sub(now)), wake); err != nil {
@@ -135,17 +121,13 @@ func (a *acquisition) arm(ctx context.Context) {
 			continue
 		}
 		wctx, cancel := c.clock.WithTimeout(ctx, a.timeout)
-		turn, stop, err := c.servers[i].(keyserver.Notifier).WatchTurn(wctx, a.key, a.token, p.moved)
+		turn, stop, err := c.servers[i].(keyserver.Notifier).WatchTurn(wctx, a.key, a.token)
 		cancel()
 		if err == nil {
 			p.turns[j], p.stops[j] = turn, stop
 		}
 	}
 }
-
-// moved counts a move of a line for another waiter. Servers call it from
-// their own goroutines.
-func (p *place) moved() { p.moves.Add(1) }
 
 // stop ends every watch.
 func (p *place) stop() {

@@ -52,8 +52,8 @@ const (
 // WithRetryCount sets a refused call's patience, with WithRetryDelay: it
 // keeps trying for n × the retry delay after its first refusal, about n
 // more attempts for a call that polls; a call waiting in a server's line
-// tries when its turn comes, and its patience starts again whenever the
-// line moves ahead of it (see "Waiting for a lock" in the package doc). 0
+// tries when its turn comes, and is given that much for each waiter ahead
+// of it (see "Waiting for a lock" in the package doc). 0
 // makes Acquire behave like TryAcquire, and -1 waits until the context
 // ends. Default 10.
 func WithRetryCount(n int) Option {

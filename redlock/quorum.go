@@ -39,6 +39,7 @@ type tally struct {
 	// compare; the rest came from servers or holders without ranks.
 	first, behind int
 	left          time.Duration // the shortest holder TTL a refusal reported; 0 if none
+	ahead         int           // the most waiters a refusal said were ahead in line
 	granters      uint64        // bit(i) set when server i granted
 }
 
@@ -69,6 +70,7 @@ func (t *tally) add(v vote) {
 		if l := v.holder.Left; l > 0 && (t.left == 0 || l < t.left) {
 			t.left = l
 		}
+		t.ahead = max(t.ahead, v.holder.Ahead)
 	}
 }
 

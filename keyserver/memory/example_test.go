@@ -56,7 +56,7 @@ func ExampleServer_WatchTurn() {
 
 	ok, h, _ := srv.AcquireInLine(ctx, "report", waiter, time.Minute)
 	fmt.Println("granted:", ok, "holder's TTL under a minute:", h.Left > 0 && h.Left <= time.Minute)
-	turn, stop, _ := srv.WatchTurn(ctx, "report", waiter, nil)
+	turn, stop, _ := srv.WatchTurn(ctx, "report", waiter)
 	defer stop()
 
 	srv.Release(ctx, "report", holder) // the holder, elsewhere, is done

@@ -21,7 +21,6 @@ type line struct {
 type turnWatch struct {
 	promise string // the waiter's, keyserver.PromiseOf its token
 	turn    chan struct{}
-	moved   func()
 	fired   bool
 }
 
@@ -66,9 +65,11 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 			q = &line{}
 			s.lines[key] = q
 		}
-		if i, found := slices.BinarySearch(q.waiters, p); !found {
+		i, found := slices.BinarySearch(q.waiters, p)
+		if !found {
 			q.waiters = slices.Insert(q.waiters, i, p)
 		}
+		h.Ahead = i
 		q.expires = s.now().Add(keyserver.LineTTL)
 		return false, nil
 	})
@@ -87,10 +88,9 @@ func (s *Server) acquireLocked(key, token string, ttl time.Duration) (bool, keys
 
 // WatchTurn watches key's line for the waiter ranked as token: its channel
 // is closed when key is promised to that waiter, now or later, and by
-// Close. moved is called, with the server's mutex held, each time key
-// is promised to another waiter.
-func (s *Server) WatchTurn(ctx context.Context, key, token string, moved func()) (<-chan struct{}, func(), error) {
-	w := &turnWatch{promise: keyserver.PromiseOf(token), turn: make(chan struct{}), moved: moved}
+// Close.
+func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
+	w := &turnWatch{promise: keyserver.PromiseOf(token), turn: make(chan struct{})}
 	_, err := s.locked(ctx, key, token, 0, false, func() (bool, error) {
 		ws := s.turns[key]
 		if ws == nil {
@@ -183,8 +183,6 @@ func (s *Server) handOverLocked(key string) {
 	for w := range s.turns[key] {
 		if w.promise == next {
 			w.fire()
-		} else if w.moved != nil {
-			w.moved()
 		}
 	}
 }

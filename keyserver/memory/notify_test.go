@@ -38,7 +38,7 @@ func TestTurnComesWithAReleaseNotAnExpiry(t *testing.T) {
 	if ok, _, _ := s.AcquireInLine(ctx, "k", waiter, time.Second); ok {
 		t.Fatal("AcquireInLine(waiter) granted a held key")
 	}
-	turn, stop, err := s.WatchTurn(ctx, "k", waiter, nil)
+	turn, stop, err := s.WatchTurn(ctx, "k", waiter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestStopLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	var stops []func()
 	for i := 0; i < 5; i++ {
-		_, stop, err := s.WatchTurn(ctx, "k", token(i, 1), nil)
+		_, stop, err := s.WatchTurn(ctx, "k", token(i, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestLineLapses(t *testing.T) {
 
 func TestCloseWakesWatchers(t *testing.T) {
 	s := memory.New()
-	turn, stop, err := s.WatchTurn(context.Background(), "k", token(1, 1), nil)
+	turn, stop, err := s.WatchTurn(context.Background(), "k", token(1, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestCloseWakesWatchers(t *testing.T) {
 	if !closed(turn) {
 		t.Fatal("Close left a waiter asleep")
 	}
-	if _, _, err := s.WatchTurn(context.Background(), "k", token(1, 1), nil); !errors.Is(err, memory.ErrClosed) {
+	if _, _, err := s.WatchTurn(context.Background(), "k", token(1, 1)); !errors.Is(err, memory.ErrClosed) {
 		t.Fatalf("WatchTurn after Close: %v, want ErrClosed", err)
 	}
 	if _, _, err := s.AcquireOrHolder(context.Background(), "k", "t", time.Second); !errors.Is(err, memory.ErrClosed) {

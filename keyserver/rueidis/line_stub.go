@@ -17,7 +17,7 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 }
 
 // WatchTurn returns a turn that never comes: this server keeps no line yet.
-func (s *Server) WatchTurn(ctx context.Context, key, token string, _ func()) (<-chan struct{}, func(), error) {
+func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
 	if err := keyserver.CheckArgs(key, token, 0, false); err != nil {
 		return nil, nil, err
 	}

@@ -53,7 +53,7 @@ func ExampleServer_Wake() {
 	ok, holder, _ := srv.AcquireOrHolder(ctx, "nightly", "me", time.Minute)
 	fmt.Println("granted:", ok, "holder's TTL:", holder.Left, "first:", holder.Rank == keyserver.HolderFirst)
 
-	turn, stop, _ := srv.WatchTurn(ctx, "nightly", "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef", nil)
+	turn, stop, _ := srv.WatchTurn(ctx, "nightly", "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef")
 	defer stop()
 	fmt.Println("woken:", srv.Wake("nightly"))
 	<-turn

@@ -64,8 +64,9 @@ type Reply struct {
 	// Left and Rank describe the holder a scripted AcquireOrHolder reports
 	// with a refusal: its key's remaining TTL, and how it ranks against the caller (see
 	// keyserver.Order).
-	Left time.Duration
-	Rank keyserver.Order
+	Left  time.Duration
+	Rank  keyserver.Order
+	Ahead int // waiters before the caller, for a scripted AcquireInLine
 }
 
 // Common replies.
