@@ -2,7 +2,6 @@ package keyserver
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -164,5 +163,10 @@ func PromiseOf(token string) string {
 	if r == "" {
 		return ""
 	}
-	return r + strings.Repeat("~", TokenLen-RankLen)
+	var p [TokenLen]byte
+	copy(p[:], r)
+	for i := RankLen; i < TokenLen; i++ {
+		p[i] = '~'
+	}
+	return string(p[:])
 }

@@ -155,7 +155,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	defer c.exit()
 	a.attempts++
 	if !a.kept { // a fresh token: no earlier call of it to wait for
-		token, err := o.newToken(&a.rank)
+		token, err := o.newToken(a.rank)
 		if err != nil {
 			return nil, fmt.Errorf("redlock: generating a token: %w", err)
 		}

@@ -36,7 +36,7 @@ type options struct {
 	hooks         Hooks
 	fencing       bool
 	randInt64N    func(n int64) int64
-	newToken      func(*rank) (string, error)
+	newToken      func(rank) (string, error)
 
 	perCall        bool // the options of one call: client-only options are refused
 	invalidOptions []error

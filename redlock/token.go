@@ -34,7 +34,7 @@ func newRank(start time.Time) (r rank) {
 }
 
 // newToken draws the token of one attempt of the call ranked r.
-func newToken(r *rank) (string, error) {
+func newToken(r rank) (string, error) {
 	var s [keyserver.TokenLen]byte
 	var u [12]byte
 	binary.LittleEndian.PutUint64(u[0:8], rand.Uint64())

@@ -52,6 +52,9 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
 		var ok bool
 		ok, h = s.acquireLocked(key, token, ttl)
+		if ok && s.lines[key] == nil {
+			return true, nil // no line to leave
+		}
 		p := keyserver.PromiseOf(token)
 		if p == "" {
 			return ok, nil
