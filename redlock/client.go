@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"math/rand/v2"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -233,68 +232,4 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 		return nil, err
 	}
 	return c.acquire(ctx, o, name, ttl, once)
-}
-
-// MaxNameLen bounds a lock name, in bytes: every call sends the name to
-// every server, and errors and logs quote it.
-const MaxNameLen = 1024
-
-// checkLock validates a lock name and TTL for Acquire, TryAcquire and Do.
-func checkLock(o *options, name string, ttl time.Duration) error {
-	switch {
-	case name == "":
-		return invalidArgument("empty lock name")
-	case len(name) > MaxNameLen:
-		return invalidArgument("lock name of %d bytes is longer than the %d allowed", len(name), MaxNameLen)
-	}
-	return checkTTL(o, name, ttl)
-}
-
-// checkTTL refuses a TTL that could never give a usable lock: one that the
-// clock drift allowance and the loss margin use up.
-func checkTTL(o *options, name string, ttl time.Duration) error {
-	if ttl < keyserver.MinTTL {
-		return invalidArgument("ttl %v of lock %q is under the minimum of %v", ttl, name, keyserver.MinTTL)
-	}
-	d := drift(ttl, o.driftFactor)
-	if ttl <= d {
-		return invalidArgument("ttl %v of lock %q is not longer than its clock drift allowance %v", ttl, name, d)
-	}
-	if m := o.marginFor(ttl); ttl-d <= m {
-		return invalidArgument("ttl %v of lock %q leaves no validity beyond its loss margin %v (drift allowance %v)",
-			ttl, name, m, d)
-	}
-	return nil
-}
-
-// retryWait draws the wait before the next attempt from delay±jitter.
-func (o *options) retryWait() time.Duration {
-	j := o.jitter()
-	if j == 0 {
-		return o.retryDelay
-	}
-	r := rand.Int64N
-	if o.randInt64N != nil {
-		r = o.randInt64N
-	}
-	return o.retryDelay - j + time.Duration(r(int64(2*j)+1))
-}
-
-// notAcquired is Acquire's error after attempts, the last of which ended
-// with the votes t.
-func notAcquired(name string, attempts int, t tally, ctxErr error) *QuorumError {
-	sentinel := ErrNotAcquired
-	if t.heldElsewhere() {
-		sentinel = ErrHeldElsewhere
-	}
-	return newQuorumError("acquire", name, attempts, t, ctxErr, sentinel)
-}
-
-// logVotes reports a lost vote at debug level; fanOut has already logged
-// each server failure.
-func (c *Client) logVotes(op opKind, name string, t tally) {
-	if !t.won() {
-		c.logger.Debug("redlock: quorum not reached", "op", op, "lock", name,
-			"granted", t.granted, "refused", t.refused, "servers", t.n)
-	}
 }

@@ -167,3 +167,13 @@ func (e *QuorumError) serverErrors() *multierror.Error {
 	}
 	return m
 }
+
+// notAcquired is Acquire's error after attempts, the last of which ended
+// with the votes t.
+func notAcquired(name string, attempts int, t tally, ctxErr error) *QuorumError {
+	sentinel := ErrNotAcquired
+	if t.heldElsewhere() {
+		sentinel = ErrHeldElsewhere
+	}
+	return newQuorumError("acquire", name, attempts, t, ctxErr, sentinel)
+}

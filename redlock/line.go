@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -157,4 +158,17 @@ func failed(t tally, i int) bool {
 		}
 	}
 	return false
+}
+
+// retryWait draws the wait before the next attempt from delay±jitter.
+func (o *options) retryWait() time.Duration {
+	j := o.jitter()
+	if j == 0 {
+		return o.retryDelay
+	}
+	r := rand.Int64N
+	if o.randInt64N != nil {
+		r = o.randInt64N
+	}
+	return o.retryDelay - j + time.Duration(r(int64(2*j)+1))
 }

@@ -36,7 +36,7 @@ func (w *turnWatch) fire() {
 // returns how long that key has left and how the holder ranks.
 func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
-	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
+	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		var ok bool
 		ok, h = s.acquireLocked(key, token, ttl)
 		return ok, nil
@@ -49,7 +49,7 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 // leaves it.
 func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
-	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
+	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		var ok bool
 		ok, h = s.acquireLocked(key, token, ttl)
 		if ok && s.lines[key] == nil {
@@ -94,7 +94,7 @@ func (s *Server) acquireLocked(key, token string, ttl time.Duration) (bool, keys
 // Close.
 func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
 	w := &turnWatch{promise: keyserver.PromiseOf(token), turn: make(chan struct{})}
-	_, err := s.locked(ctx, key, token, 0, false, func() (bool, error) {
+	_, err := s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
 		ws := s.turns[key]
 		if ws == nil {
 			ws = make(map[*turnWatch]struct{})
@@ -131,7 +131,7 @@ func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struc
 // LeaveLine takes the waiter ranked as token out of key's line, and passes
 // a promise made to it on.
 func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
-	_, err := s.locked(ctx, key, token, 0, false, func() (bool, error) {
+	_, err := s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
 		p := keyserver.PromiseOf(token)
 		if p == "" {
 			return true, nil
