@@ -230,7 +230,10 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		a.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.timeout, after: a.tails})
 	}
 	if a.inLine != 0 {
-		a.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.timeout})
+		// After the last attempt's calls, which may still be on their
+		// way to a server and would put the call back in line there.
+		a.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.timeout,
+			after: a.tails, only: a.inLine})
 	}
 }
 
