@@ -237,19 +237,21 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 	}
 }
 
-// background sends f to every server without cancellation, bounded by the
-// server timeout, and waits for a quorum of answers at most: the rest
-// finish in the background, and Close waits for them. A closed client
-// sends nothing: its keys run out with their TTL, and its places in line
-// with the lines.
+// background sends f to every server without cancellation, each call
+// bounded by the server timeout, and waits for a quorum of answers at
+// most: the rest finish in the background, and Close waits for them. (Its
+// context is not cancelled when it returns: that would end the calls still
+// waiting for the ones they follow.) A closed client sends nothing: its
+// keys run out with their TTL, and its places in line with the lines.
 func (a *acquisition) background(ctx context.Context, f fan) {
 	c := a.c
 	if c.enter() != nil {
 		return
 	}
 	defer c.exit()
-	rctx, cancel := c.detach(ctx, f.timeout)
-	defer cancel()
-	res := c.fanOut(rctx, f)
-	c.settle(rctx, &f, &res, false)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	res := c.fanOut(ctx, f)
+	c.settle(ctx, &f, &res, false)
 }
