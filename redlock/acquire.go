@@ -160,6 +160,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 			return nil, fmt.Errorf("redlock: generating a token: %w", err)
 		}
 		a.token, a.tails = token, nil
+		if a.attempts == 1 && !c.inProcess {
+			a.tails = c.released.take(a.key)
+		}
 	}
 	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.ttl, timeout: a.timeout,
 		rule: earliest, undo: true, after: a.tails}

@@ -24,6 +24,9 @@ type Client struct {
 	// (all bits from 64 on).
 	notifiers    []int
 	notifierMask uint64
+	// released holds the calls of recent releases still running (see
+	// releases).
+	released releases
 
 	// closing ends when Close begins: calls that wait for a lock stop
 	// waiting, and Do and DoOrSkip end fn's context and release.

@@ -16,6 +16,11 @@ import (
 // granted, instead of every waiter of every process trying at each release
 // and splitting the vote.
 //
+// A waiter given its turn by fewer than a quorum tries anyway a moment
+// later: a server may have promised the key to another waiter, whose
+// refusal reached it before this one's did, and the ranks of the two then
+// decide who keeps what it was promised.
+//
 // Between turns a waiter also tries again when the holder's key runs out
 // (holders that crash, and other libraries' keys, announce nothing), when a
 // promise made to a waiter ahead of it would have lapsed, and at least
@@ -24,6 +29,18 @@ import (
 
 // linePoll is the longest a waiter waits in line without trying again.
 const linePoll = keyserver.LineTTL / 3
+
+// gatherTurns is how long a waiter that was given its turn by some servers
+// waits for the turns of the others before it tries anyway.
+const gatherTurns = 5 * time.Millisecond
+
+// earlier returns the earlier of two times.
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
 
 // place is a waiting call's place in the lines of the Notifiers: its
 // watches of its turn there.
@@ -75,6 +92,7 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 	}
 	until := c.clock.Now().Add(d)
 	need := max(c.quorum-(len(c.servers)-len(c.notifiers)), 1)
+	gathering := false
 	var wake []<-chan struct{}
 	for {
 		if c.closing.Err() != nil {
@@ -95,6 +113,14 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 			return nil
 		}
 		now := c.clock.Now()
+		if turns > 0 && !gathering {
+			// The others' turns come within moments of the first, unless
+			// a server promised the key to another waiter, whose refusal
+			// reached it first: then both try, and rank decides who keeps
+			// what it was promised (see tally.keep).
+			gathering = true
+			until = earlier(until, now.Add(gatherTurns))
+		}
 		if !now.Before(until) || (a.retries >= 0 && !now.Before(a.patience)) {
 			return nil
 		}

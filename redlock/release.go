@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -69,6 +70,7 @@ func (l *Lock) Release(ctx context.Context) (err error) {
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
 	l.tails = res.done
+	c.released.note(l.key, res.done)
 	t := res.tally
 	c.logVotes(f.op, l.name, t)
 	switch {
@@ -82,4 +84,62 @@ func (l *Lock) Release(ctx context.Context) (err error) {
 		return newQuorumError("release", l.name, 1, t, nil, ErrNotHeld)
 	}
 	return newQuorumError("release", l.name, 1, t, nil) // the servers that failed may still hold the key
+}
+
+// releases remembers, per key, the calls of this client's last release of
+// it that were still running when Release returned (at a quorum): the
+// next acquisition of the key by this client sends its calls after them,
+// server by server, so that a process that takes a lock again at once is
+// not refused by a server its own release has not reached yet.
+type releases struct {
+	mu    sync.Mutex
+	tails map[string][]<-chan struct{}
+}
+
+// maxReleases is how many keys releases remembers before it forgets the
+// ones whose calls have all finished.
+const maxReleases = 1024
+
+// note records the running calls of a release of key; nil when none are.
+func (r *releases) note(key string, tails []<-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if tails == nil {
+		delete(r.tails, key)
+		return
+	}
+	if r.tails == nil {
+		r.tails = make(map[string][]<-chan struct{})
+	}
+	if len(r.tails) >= maxReleases {
+		for k, t := range r.tails {
+			if finished(t) {
+				delete(r.tails, k)
+			}
+		}
+	}
+	r.tails[key] = tails
+}
+
+// take returns, once, the calls of the last release of key that are
+// still running, or nil.
+func (r *releases) take(key string) []<-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.tails[key]
+	delete(r.tails, key)
+	if finished(t) {
+		return nil
+	}
+	return t
+}
+
+// finished reports whether every channel of tails is closed.
+func finished(tails []<-chan struct{}) bool {
+	for _, ch := range tails {
+		if !closed(ch) {
+			return false
+		}
+	}
+	return true
 }
