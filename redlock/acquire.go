@@ -46,7 +46,8 @@ type acquisition struct {
 	attempts             int
 	last                 tally // the votes of the last attempt
 	token                string
-	tails                []<-chan struct{} // the last attempt's calls, when it kept its servers
+	tails                []<-chan struct{} // the last attempt's calls
+	calls                *background       // and their answers, when some were still running at the verdict
 	kept                 bool
 	// patience is when the call gives up, after a refused attempt (see
 	// outOfPatience); zero until its first refusal. ahead is how many
@@ -192,6 +193,10 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	kept := !granted && !a.finalAttempt() && !t.won() && t.keep()
 	c.settle(ctx, &f, &res, !granted && !kept)
 	a.tails, a.kept, a.last = res.done, kept, t
+	a.calls = nil
+	if res.done != nil {
+		a.calls = res.bg
+	}
 	if f.op == opAcquireInLine {
 		// Refused or failed, the call may now have a place in the line of
 		// each Notifier that did not grant it; granted, it has none there.
@@ -234,9 +239,10 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 	}
 	if a.inLine != 0 {
 		// After the last attempt's calls, which may still be on their
-		// way to a server and would put the call back in line there.
+		// way to a server and would put the call back in line there; not
+		// where such a straggler granted.
 		a.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.timeout,
-			after: a.tails, only: a.inLine})
+			after: a.tails, only: a.inLine, unlessGranted: a.calls})
 	}
 }
 
