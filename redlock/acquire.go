@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -58,6 +59,10 @@ type acquisition struct {
 	// line: it waits there, and leaves when it ends (see line.go).
 	inLine uint64
 	place  *place // its watches of its turn; nil until it first waits in line
+	// lineup and its place there, when the call waits behind or before
+	// others of its client (see lineup).
+	lineup *lineup
+	lw     *waiting
 }
 
 // acquire takes the lock called name, treating refusals as m says.
@@ -77,9 +82,26 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		}()
 	}
 	defer func() { a.end(ctx, l) }()
+	lined := m == waits && a.retries != 0 && !o.fencing
+	if lined {
+		a.lineup, a.lw = c.joinLineup(a.key, &a.rank, true, false)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, a.notAcquired(err)
+		}
+		if a.lineup != nil && !a.lineup.front(a.lw) {
+			if err := a.awaitFront(ctx, a.lineup, a.lw); err != nil {
+				return nil, a.gaveUp(err)
+			}
+			if a.lw.inLine && a.attempts == 0 {
+				// The attempt of the call ahead put this one in line:
+				// it waits for its turn, or for its client's release.
+				a.joinedByOther()
+				if err := a.wait(ctx); err != nil {
+					return nil, a.notAcquired(err)
+				}
+			}
 		}
 		if l, err := a.attempt(ctx); l != nil || err != nil {
 			return l, err
@@ -87,10 +109,42 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		if err := a.refused(ctx); err != nil {
 			return nil, err
 		}
+		if lined && a.lineup == nil {
+			a.lineup, a.lw = c.joinLineup(a.key, &a.rank, false, true)
+		}
+		if a.lineup != nil {
+			a.lineup.refusedFront(a.last)
+			if !a.lineup.front(a.lw) {
+				continue // behind another call of the client now
+			}
+		}
 		if err := a.wait(ctx); err != nil {
 			return nil, a.notAcquired(err)
 		}
 	}
+}
+
+// joinedByOther prepares a call that the attempt of the call ahead of it
+// put in line to wait there: its patience starts, and it watches with a
+// token of its rank until it draws its own.
+func (a *acquisition) joinedByOther() {
+	a.inLine = a.c.notifierMask
+	if a.token == "" {
+		a.token = a.rank.token()
+	}
+	a.outOfPatience()
+}
+
+// gaveUp is the error of a call that stopped waiting behind others of its
+// client: out of patience, ctx ended, or the client closed.
+func (a *acquisition) gaveUp(err error) error {
+	switch {
+	case errors.Is(err, ErrClosed):
+		return err
+	case errors.Is(err, errOutOfPatience):
+		return a.notAcquired(nil)
+	}
+	return a.notAcquired(err)
 }
 
 // refused decides, after a refused attempt, whether the call ends, and
@@ -161,7 +215,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 			return nil, fmt.Errorf("redlock: generating a token: %w", err)
 		}
 		a.token, a.tails = token, nil
-		if a.attempts == 1 && !c.inProcess {
+		if !c.inProcess {
 			a.tails = c.released.take(a.key)
 		}
 	}
@@ -172,6 +226,11 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		f.op = opAcquireFenced
 	case a.mode == waits && a.retries != 0:
 		f.op = opAcquireInLine
+		if a.lineup != nil {
+			if r, ok := a.lineup.next(a.lw); ok {
+				f.next = r.token()
+			}
+		}
 	case a.mode == skips:
 		f.rule = untilKnownHeld
 	}
@@ -233,6 +292,15 @@ func (a *acquisition) finalAttempt() bool {
 func (a *acquisition) end(ctx context.Context, l *Lock) {
 	if a.place != nil {
 		a.place.stop()
+	}
+	if a.lineup != nil {
+		if l == nil && a.lw.inLine {
+			a.inLine = a.c.notifierMask // put in line by the call ahead
+			if a.token == "" {
+				a.token = a.rank.token()
+			}
+		}
+		a.c.leaveLineup(a.lineup, a.lw)
 	}
 	if l == nil && a.kept {
 		a.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.timeout, after: a.tails})

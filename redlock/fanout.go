@@ -59,6 +59,9 @@ type fan struct {
 	// granted the call of unlessGranted that this one follows (after).
 	only          uint64
 	unlessGranted *background
+	// next is a token of the call of this client that waits behind this
+	// one, for AcquireInLine to put in line too (see keyserver.Notifier).
+	next string
 }
 
 // call makes f's call to ks: its vote, with the number it read (a fence
@@ -74,7 +77,7 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 		case !is:
 			ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
 		case f.op == opAcquireInLine:
-			ok, h, err = ns.AcquireInLine(ctx, f.key, f.token, f.ttl)
+			ok, h, err = ns.AcquireInLine(ctx, f.key, f.token, f.ttl, f.next)
 		default:
 			ok, h, err = ns.AcquireOrHolder(ctx, f.key, f.token, f.ttl)
 		}

@@ -12,7 +12,7 @@ import (
 // is woken by the holder's TTL or its poll, never by its turn.
 
 // AcquireInLine is AcquireOrHolder: this server keeps no line yet.
-func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, _ string) (bool, keyserver.Holder, error) {
 	return s.AcquireOrHolder(ctx, key, token, ttl)
 }
 

@@ -1,0 +1,215 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// A client's waiting calls for one key form a lineup, in rank order: only
+// its front makes attempts and waits in the servers' lines, and each of
+// its attempts puts the next call of the lineup in those lines too (see
+// keyserver.Notifier's AcquireInLine), so that the calls of one process
+// join the servers' lines without a refused attempt each: under
+// contention a grant then costs a claim and a release, twice an
+// uncontended lock. When the client releases the key, the front tries at
+// once, without waiting for the servers to tell it its turn.
+//
+// A call that finds a lineup joins it before asking any server, with a
+// rank after the last call's, so that the lineup's order is the servers'.
+// A call refused with no lineup makes one. The last call to leave removes
+// it.
+type lineup struct {
+	key   string
+	mu    sync.Mutex
+	calls []*waiting // by rank; calls[0] is the front
+	gone  bool       // removed from the client's map: joiners make a new one
+	last  tally      // the votes of the front's last refused attempt
+}
+
+// waiting is one call in a lineup.
+type waiting struct {
+	rank rank
+	// wake is signalled when the call may try: it became the front, or
+	// the client released the key while it was the front; or when it is
+	// no longer the front.
+	wake chan struct{}
+	// inLine is set once an attempt put the call in the servers' lines,
+	// its own or the one ahead's.
+	inLine bool
+}
+
+// signal wakes w without blocking.
+func (w *waiting) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// joinLineup puts a call ranked r in key's lineup, making the lineup when
+// asked to (the call was refused) and when there is none, and returns the
+// lineup and the call's place; nil when there is no lineup to join. A call
+// that has not asked the servers yet (fresh) takes a rank after the last
+// call's, and may so change r.
+func (c *Client) joinLineup(key string, r *rank, fresh, create bool) (*lineup, *waiting) {
+	for {
+		v, ok := c.lineups.Load(key)
+		if !ok {
+			if !create {
+				return nil, nil
+			}
+			v, _ = c.lineups.LoadOrStore(key, &lineup{key: key})
+		}
+		q := v.(*lineup)
+		q.mu.Lock()
+		if q.gone {
+			q.mu.Unlock()
+			c.lineups.CompareAndDelete(key, q)
+			continue
+		}
+		if n := len(q.calls); fresh && n > 0 {
+			if last := q.calls[n-1].rank; !last.before(*r) {
+				*r = last.next()
+			}
+		}
+		w := &waiting{rank: *r, wake: make(chan struct{}, 1)}
+		i := len(q.calls)
+		for i > 0 && w.rank.before(q.calls[i-1].rank) {
+			i--
+		}
+		q.calls = append(q.calls, nil)
+		copy(q.calls[i+1:], q.calls[i:])
+		q.calls[i] = w
+		if i == 0 && len(q.calls) > 1 {
+			q.calls[1].signal() // no longer the front: it will see
+		}
+		q.mu.Unlock()
+		return q, w
+	}
+}
+
+// leave takes w out of q; the next call, if w was the front, becomes it.
+func (c *Client) leaveLineup(q *lineup, w *waiting) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.calls {
+		if x != w {
+			continue
+		}
+		q.calls = append(q.calls[:i], q.calls[i+1:]...)
+		if i == 0 && len(q.calls) > 0 {
+			q.calls[0].signal()
+		}
+		break
+	}
+	if len(q.calls) == 0 {
+		q.gone = true
+		c.lineups.CompareAndDelete(q.key, q)
+	}
+}
+
+// front reports whether w is the front of q.
+func (q *lineup) front(w *waiting) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.calls) > 0 && q.calls[0] == w
+}
+
+// next returns the rank of the first call behind w that no attempt has
+// put in the servers' lines yet, and marks it put there: the attempt w is
+// about to make will.
+func (q *lineup) next(w *waiting) (rank, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.calls {
+		if x == w {
+			for _, y := range q.calls[i+1:] {
+				if !y.inLine {
+					y.inLine = true
+					return y.rank, true
+				}
+			}
+			break
+		}
+	}
+	return rank{}, false
+}
+
+// releasedLocally wakes the front of key's lineup, if any: this client let
+// go of the key, so the front may try at once.
+func (c *Client) releasedLocally(key string) {
+	v, ok := c.lineups.Load(key)
+	if !ok {
+		return
+	}
+	q := v.(*lineup)
+	q.mu.Lock()
+	if len(q.calls) > 0 {
+		q.calls[0].signal()
+	}
+	q.mu.Unlock()
+}
+
+// awaitFront waits until w is the front of q, or the call's patience or
+// ctx ends. The patience of a call behind others of its client is its
+// retries × the retry delay for each of them and for its own turn, counted
+// again whenever the lineup moves.
+func (a *acquisition) awaitFront(ctx context.Context, q *lineup, w *waiting) error {
+	c := a.c
+	for {
+		ahead := q.ahead(w)
+		if ahead == 0 {
+			return nil
+		}
+		var d time.Duration = -1
+		if a.retries >= 0 {
+			d = time.Duration(a.retries) * a.o.retryDelay * time.Duration(ahead+1)
+		}
+		wake := []<-chan struct{}{w.wake, c.closing.Done()}
+		if d < 0 {
+			if err := c.clock.SleepOrWake(ctx, time.Duration(1<<62), wake); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.clock.SleepOrWake(ctx, d, wake); err != nil {
+			return err
+		}
+		if c.closing.Err() != nil {
+			return ErrClosed
+		}
+		if q.ahead(w) >= ahead {
+			q.mu.Lock()
+			a.last = q.last
+			q.mu.Unlock()
+			return errOutOfPatience
+		}
+	}
+}
+
+// errOutOfPatience ends a call whose patience ran out while it waited
+// behind others of its client; acquire reports it as the votes of the
+// front's last refusal.
+var errOutOfPatience = errors.New("out of patience")
+
+// refusedFront records the votes of the front's refused attempt, for the
+// calls behind it that give up.
+func (q *lineup) refusedFront(t tally) {
+	q.mu.Lock()
+	q.last = t
+	q.mu.Unlock()
+}
+
+// ahead returns how many calls are ahead of w in q.
+func (q *lineup) ahead(w *waiting) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.calls {
+		if x == w {
+			return i
+		}
+	}
+	return 0
+}
