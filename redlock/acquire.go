@@ -90,13 +90,14 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		if err := ctx.Err(); err != nil {
 			return nil, a.notAcquired(err)
 		}
-		if a.lineup != nil && !a.lineup.front(a.lw) {
+		if a.lineup != nil && a.attempts == 0 {
+			// A call behind others of its client waits until it is the
+			// front, or the attempt of a call ahead put it in line: then
+			// it waits for its turn there, or for its client's release.
 			if err := a.awaitFront(ctx, a.lineup, a.lw); err != nil {
 				return nil, a.gaveUp(err)
 			}
-			if a.lw.inLine && a.attempts == 0 {
-				// The attempt of the call ahead put this one in line:
-				// it waits for its turn, or for its client's release.
+			if a.lineup.inLine(a.lw) && a.place == nil {
 				a.joinedByOther()
 				if err := a.wait(ctx); err != nil {
 					return nil, a.notAcquired(err)
@@ -113,10 +114,7 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 			a.lineup, a.lw = c.joinLineup(a.key, &a.rank, false, true)
 		}
 		if a.lineup != nil {
-			a.lineup.refusedFront(a.last)
-			if !a.lineup.front(a.lw) {
-				continue // behind another call of the client now
-			}
+			a.lineup.refused(a.lw, a.last)
 		}
 		if err := a.wait(ctx); err != nil {
 			return nil, a.notAcquired(err)
@@ -294,7 +292,7 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		a.place.stop()
 	}
 	if a.lineup != nil {
-		if l == nil && a.lw.inLine {
+		if l == nil && a.lineup.inLine(a.lw) {
 			a.inLine = a.c.notifierMask // put in line by the call ahead
 			if a.token == "" {
 				a.token = a.rank.token()

@@ -7,17 +7,19 @@ import (
 	"time"
 )
 
-// A client's waiting calls for one key form a lineup, in rank order: only
-// its front makes attempts and waits in the servers' lines, and each of
-// its attempts puts the next call of the lineup in those lines too (see
-// keyserver.Notifier's AcquireInLine), so that the calls of one process
-// join the servers' lines without a refused attempt each: under
-// contention a grant then costs a claim and a release, twice an
-// uncontended lock. When the client releases the key, the front tries at
-// once, without waiting for the servers to tell it its turn.
+// A client's waiting calls for one key form a lineup, in rank order. A
+// call that finds a lineup joins it before asking any server, with a rank
+// after the last call's, and waits there without a server call: each
+// attempt of a call ahead of it that waits in the servers' lines puts the
+// first such newcomer in those lines too (see keyserver.Notifier's
+// AcquireInLine), and the newcomer then waits for its turn there like
+// any waiter. So the calls of one process join the servers' lines without
+// a refused attempt each: under contention a grant costs a claim and a
+// release, twice an uncontended lock. A newcomer that becomes the front
+// before that asks the servers itself. When the client releases the key,
+// the front tries at once, without waiting for the servers to tell it its
+// turn.
 //
-// A call that finds a lineup joins it before asking any server, with a
-// rank after the last call's, so that the lineup's order is the servers'.
 // A call refused with no lineup makes one. The last call to leave removes
 // it.
 type lineup struct {
@@ -36,7 +38,7 @@ type waiting struct {
 	// no longer the front.
 	wake chan struct{}
 	// inLine is set once an attempt put the call in the servers' lines,
-	// its own or the one ahead's.
+	// its own or the one ahead's. Guarded by the lineup's mu.
 	inLine bool
 }
 
@@ -74,7 +76,7 @@ func (c *Client) joinLineup(key string, r *rank, fresh, create bool) (*lineup, *
 				*r = last.next()
 			}
 		}
-		w := &waiting{rank: *r, wake: make(chan struct{}, 1)}
+		w := &waiting{rank: *r, wake: make(chan struct{}, 1), inLine: !fresh}
 		i := len(q.calls)
 		for i > 0 && w.rank.before(q.calls[i-1].rank) {
 			i--
@@ -119,15 +121,17 @@ func (q *lineup) front(w *waiting) bool {
 
 // next returns the rank of the first call behind w that no attempt has
 // put in the servers' lines yet, and marks it put there: the attempt w is
-// about to make will.
+// about to make will; that call is woken to wait there.
 func (q *lineup) next(w *waiting) (rank, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	w.inLine = true
 	for i, x := range q.calls {
 		if x == w {
 			for _, y := range q.calls[i+1:] {
 				if !y.inLine {
 					y.inLine = true
+					y.signal()
 					return y.rank, true
 				}
 			}
@@ -135,6 +139,13 @@ func (q *lineup) next(w *waiting) (rank, bool) {
 		}
 	}
 	return rank{}, false
+}
+
+// inLine reports whether w was put in the servers' lines.
+func (q *lineup) inLine(w *waiting) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return w.inLine
 }
 
 // releasedLocally wakes the front of key's lineup, if any: this client let
@@ -152,15 +163,15 @@ func (c *Client) releasedLocally(key string) {
 	q.mu.Unlock()
 }
 
-// awaitFront waits until w is the front of q, or the call's patience or
-// ctx ends. The patience of a call behind others of its client is its
-// retries × the retry delay for each of them and for its own turn, counted
-// again whenever the lineup moves.
+// awaitFront waits until w is the front of q or was put in the servers'
+// lines, or the call's patience or ctx ends. The patience of a call
+// behind others of its client is its retries × the retry delay for each
+// of them and for its own turn, counted again whenever the lineup moves.
 func (a *acquisition) awaitFront(ctx context.Context, q *lineup, w *waiting) error {
 	c := a.c
 	for {
 		ahead := q.ahead(w)
-		if ahead == 0 {
+		if ahead == 0 || q.inLine(w) {
 			return nil
 		}
 		var d time.Duration = -1
@@ -180,7 +191,7 @@ func (a *acquisition) awaitFront(ctx context.Context, q *lineup, w *waiting) err
 		if c.closing.Err() != nil {
 			return ErrClosed
 		}
-		if q.ahead(w) >= ahead {
+		if q.ahead(w) >= ahead && !q.inLine(w) {
 			q.mu.Lock()
 			a.last = q.last
 			q.mu.Unlock()
@@ -194,10 +205,11 @@ func (a *acquisition) awaitFront(ctx context.Context, q *lineup, w *waiting) err
 // front's last refusal.
 var errOutOfPatience = errors.New("out of patience")
 
-// refusedFront records the votes of the front's refused attempt, for the
-// calls behind it that give up.
-func (q *lineup) refusedFront(t tally) {
+// refused records the votes of w's refused attempt, which put it in the
+// servers' lines, for the calls behind it that give up.
+func (q *lineup) refused(w *waiting, t tally) {
 	q.mu.Lock()
+	w.inLine = true
 	q.last = t
 	q.mu.Unlock()
 }
