@@ -55,6 +55,10 @@ type acquisition struct {
 	// waiters its lines held before it when patience was last set.
 	patience time.Time
 	ahead    int
+	// left is the holder's TTL left as the last refusal reported it, at
+	// refusedAt: the next refusal tells by it whether the key was set anew.
+	left      time.Duration
+	refusedAt time.Time
 	// inLine has bit i set while the call may have a place in server i's
 	// line: it waits there, and leaves when it ends (see line.go).
 	inLine uint64
@@ -123,8 +127,9 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 }
 
 // joinedByOther prepares a call that the attempt of the call ahead of it
-// put in line to wait there: its patience starts, and it watches with a
-// token of its rank until it draws its own.
+// put in line to wait there: its patience starts, counting the calls of
+// its client ahead of it, and it watches with a token of its rank until
+// it draws its own.
 func (a *acquisition) joinedByOther() {
 	a.inLine = a.c.notifierMask
 	if a.token == "" {
@@ -164,20 +169,40 @@ func (a *acquisition) refused(ctx context.Context) error {
 // waited as long as its retries allow: retries × the retry delay since its
 // first refusal, for a call that polls about as many attempts as it has
 // retries. A call waiting in line is given that much for each waiter ahead
-// of it and for its own turn, from its first refusal and again whenever a
-// refusal finds fewer ahead than the one before, so that it does not give
-// up while the lock passes, in order, towards it.
+// of it and for its own turn, from its first refusal and again whenever
+// the lock moved since the refusal before: fewer waiters are ahead, or the
+// key was set anew (its TTL left grew back), so that it does not give up
+// while the lock passes, in order, towards it, and does give up when the
+// lock stays where it is.
 func (a *acquisition) outOfPatience() bool {
 	if a.retries < 0 {
 		return false
 	}
 	now := a.c.clock.Now()
-	if ahead := a.last.ahead; a.patience.IsZero() || ahead < a.ahead {
+	ahead := a.last.ahead
+	if a.lineup != nil {
+		ahead = max(ahead, a.lineup.ahead(a.lw))
+	}
+	moved := ahead < a.ahead || a.setAnew(now)
+	if a.patience.IsZero() || moved {
 		each := time.Duration(a.retries) * a.o.retryDelay
 		a.patience = later(a.patience, now.Add(each*time.Duration(ahead+1)))
-		a.ahead = ahead
+		if moved && a.lineup != nil {
+			a.lineup.moved(now)
+		}
 	}
+	a.ahead, a.left, a.refusedAt = ahead, a.last.left, now
 	return !now.Before(a.patience)
+}
+
+// setAnew reports whether the key that refused the last attempt was set
+// since the refusal before: it has more TTL left than that one had, less
+// the time between them (and a server call's time of slack).
+func (a *acquisition) setAnew(now time.Time) bool {
+	if a.left <= 0 || a.last.left <= 0 {
+		return false
+	}
+	return a.last.left > a.left-now.Sub(a.refusedAt)+a.timeout
 }
 
 // later returns the later of two times.

@@ -62,6 +62,9 @@ func TestLineServesCallsInOrderAcrossClients(t *testing.T) {
 	require.NoError(t, first.Release(bg))
 	wg.Wait()
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "the order of the grants")
+	for _, c := range clients {
+		c.bg.Wait() // the calls not waited for
+	}
 	assert.Equal(t, 3*(1+firsts+n), servers.Count(static.OpAcquire), "acquire calls: a refused one per client, a granted one per waiter")
 	assert.Equal(t, t0.Add(n*time.Millisecond), fc.Now(), "served without the clock moving")
 	for i, s := range servers {
@@ -107,6 +110,7 @@ func TestOneClientsCallsLineUp(t *testing.T) {
 	require.NoError(t, first.Release(bg))
 	wg.Wait()
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "the order of the grants")
+	c.bg.Wait() // the calls not waited for
 	assert.Equal(t, 3*(2+n), servers.Count(static.OpAcquire), "acquire calls: one granted per waiter, no other refusal")
 	assert.Equal(t, t0.Add(n*time.Millisecond), fc.Now(), "served without the clock moving")
 	for i, s := range servers {
@@ -145,11 +149,12 @@ func TestPatienceIsTime(t *testing.T) {
 		name     string
 		servers  func(static.Cluster) []keyserver.KeyServer
 		attempts int
+		patience time.Duration
 	}{
-		{"in line", static.Cluster.KeyServers, 2},
+		{"in line", static.Cluster.KeyServers, 2, 300 * time.Millisecond},
 		{"polling", func(c static.Cluster) []keyserver.KeyServer {
 			return []keyserver.KeyServer{hidden{c[0]}, hidden{c[1]}, hidden{c[2]}}
-		}, 4},
+		}, 4, 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := clock.NewFake(t0)
@@ -164,7 +169,7 @@ func TestPatienceIsTime(t *testing.T) {
 			var qe *QuorumError
 			require.ErrorAs(t, err, &qe)
 			assert.Equal(t, tc.attempts, qe.Attempts)
-			assert.Equal(t, t0.Add(300*time.Millisecond), fc.Now(), "gave up after 3 × 100 ms")
+			assert.Equal(t, t0.Add(tc.patience), fc.Now(), "gave up after 3 × 100 ms")
 		})
 	}
 }

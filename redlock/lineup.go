@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 )
@@ -28,6 +29,18 @@ type lineup struct {
 	calls []*waiting // by rank; calls[0] is the front
 	gone  bool       // removed from the client's map: joiners make a new one
 	last  tally      // the votes of the front's last refused attempt
+	// progress is when a call of the lineup last saw the lock move: it
+	// renews the patience of the calls waiting behind.
+	progress time.Time
+}
+
+// moved records that a call of q saw the lock move at now.
+func (q *lineup) moved(now time.Time) {
+	q.mu.Lock()
+	if now.After(q.progress) {
+		q.progress = now
+	}
+	q.mu.Unlock()
 }
 
 // waiting is one call in a lineup.
@@ -165,37 +178,45 @@ func (c *Client) releasedLocally(key string) {
 
 // awaitFront waits until w is the front of q or was put in the servers'
 // lines, or the call's patience or ctx ends. The patience of a call
-// behind others of its client is its retries × the retry delay for each
-// of them and for its own turn, counted again whenever the lineup moves.
+// behind others of its client is its retries × the retry delay for each of
+// them and for its own turn, counted again whenever the lineup moves or a
+// call of it sees the lock move.
 func (a *acquisition) awaitFront(ctx context.Context, q *lineup, w *waiting) error {
 	c := a.c
+	since, seen := c.clock.Now(), -1
 	for {
 		ahead := q.ahead(w)
 		if ahead == 0 || q.inLine(w) {
 			return nil
 		}
-		var d time.Duration = -1
-		if a.retries >= 0 {
-			d = time.Duration(a.retries) * a.o.retryDelay * time.Duration(ahead+1)
-		}
 		wake := []<-chan struct{}{w.wake, c.closing.Done()}
-		if d < 0 {
-			if err := c.clock.SleepOrWake(ctx, time.Duration(1<<62), wake); err != nil {
+		if a.retries < 0 {
+			if err := c.clock.SleepOrWake(ctx, time.Duration(math.MaxInt64), wake); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := c.clock.SleepOrWake(ctx, d, wake); err != nil {
-			return err
+		q.mu.Lock()
+		if q.progress.After(since) {
+			since = q.progress
 		}
-		if c.closing.Err() != nil {
-			return ErrClosed
+		q.mu.Unlock()
+		if seen >= 0 && ahead < seen {
+			since = c.clock.Now()
 		}
-		if q.ahead(w) >= ahead && !q.inLine(w) {
+		seen = ahead
+		deadline := since.Add(time.Duration(a.retries) * a.o.retryDelay * time.Duration(ahead+1))
+		if !c.clock.Now().Before(deadline) {
 			q.mu.Lock()
 			a.last = q.last
 			q.mu.Unlock()
 			return errOutOfPatience
+		}
+		if err := c.clock.SleepOrWake(ctx, deadline.Sub(c.clock.Now()), wake); err != nil {
+			return err
+		}
+		if c.closing.Err() != nil {
+			return ErrClosed
 		}
 	}
 }
