@@ -58,6 +58,9 @@ func TestLineServesCallsInOrderAcrossClients(t *testing.T) {
 	// lines; the calls behind it in its client wait behind it, and join
 	// the servers' lines with its attempts.
 	const firsts = 4
+	for _, c := range clients {
+		c.bg.Wait() // the calls not waited for
+	}
 	assert.Equal(t, 3*(1+firsts), servers.Count(static.OpAcquire), "acquire calls before the release")
 	require.NoError(t, first.Release(bg))
 	wg.Wait()
@@ -74,9 +77,8 @@ func TestLineServesCallsInOrderAcrossClients(t *testing.T) {
 
 // TestOneClientsCallsLineUp: the calls of one client that wait for a
 // lock it holds line up behind the first: only that one is refused by the
-// servers, the others join the servers' lines with its attempts, and each
-// release by the client lets the next try at once. So a grant costs a
-// claim and a release, not a refused attempt more.
+// servers, the others join the servers' lines with its attempts. So a
+// grant costs a claim and a release, not a refused attempt more.
 func TestOneClientsCallsLineUp(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
@@ -106,6 +108,7 @@ func TestOneClientsCallsLineUp(t *testing.T) {
 		_, err := fc.BlockUntilSleepers(i+1, wait)
 		require.NoError(t, err)
 	}
+	c.bg.Wait() // the calls not waited for
 	assert.Equal(t, 3*2, servers.Count(static.OpAcquire), "acquire calls before the release: the first lock's, one refusal")
 	require.NoError(t, first.Release(bg))
 	wg.Wait()

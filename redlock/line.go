@@ -99,14 +99,6 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 			return nil // the attempt fails with ErrClosed
 		}
 		wake = append(wake[:0], c.closing.Done())
-		if a.lw != nil {
-			select {
-			case <-a.lw.wake:
-				return nil // the client released the key: try at once
-			default:
-			}
-			wake = append(wake, a.lw.wake)
-		}
 		turns := 0
 		for _, t := range p.turns {
 			switch {

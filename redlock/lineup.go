@@ -17,9 +17,7 @@ import (
 // any waiter. So the calls of one process join the servers' lines without
 // a refused attempt each: under contention a grant costs a claim and a
 // release, twice an uncontended lock. A newcomer that becomes the front
-// before that asks the servers itself. When the client releases the key,
-// the front tries at once, without waiting for the servers to tell it its
-// turn.
+// before that asks the servers itself.
 //
 // A call refused with no lineup makes one. The last call to leave removes
 // it.
@@ -46,9 +44,8 @@ func (q *lineup) moved(now time.Time) {
 // waiting is one call in a lineup.
 type waiting struct {
 	rank rank
-	// wake is signalled when the call may try: it became the front, or
-	// the client released the key while it was the front; or when it is
-	// no longer the front.
+	// wake is signalled when the call's place changed: it became the
+	// front, was put in the servers' lines, or is no longer the front.
 	wake chan struct{}
 	// inLine is set once an attempt put the call in the servers' lines,
 	// its own or the one ahead's. Guarded by the lineup's mu.
@@ -159,21 +156,6 @@ func (q *lineup) inLine(w *waiting) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return w.inLine
-}
-
-// releasedLocally wakes the front of key's lineup, if any: this client let
-// go of the key, so the front may try at once.
-func (c *Client) releasedLocally(key string) {
-	v, ok := c.lineups.Load(key)
-	if !ok {
-		return
-	}
-	q := v.(*lineup)
-	q.mu.Lock()
-	if len(q.calls) > 0 {
-		q.calls[0].signal()
-	}
-	q.mu.Unlock()
 }
 
 // awaitFront waits until w is the front of q or was put in the servers'

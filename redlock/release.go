@@ -71,7 +71,6 @@ func (l *Lock) Release(ctx context.Context) (err error) {
 	c.settle(ctx, &f, &res, false)
 	l.tails = res.done
 	c.released.note(l.key, res.done)
-	c.releasedLocally(l.key)
 	t := res.tally
 	c.logVotes(f.op, l.name, t)
 	switch {
