@@ -136,8 +136,10 @@ func (c *client) acquire(ctx context.Context) {
 }
 
 // holdout takes a long-job name and holds it until holdoutSlack before its
-// Until, as a holder that uses all of its validity may: the hold that a
-// node whose clock runs fast cuts short.
+// Until, as a holder that uses all of the validity Until promises may: the
+// hold that a node whose clock runs fast cuts short. It does not stop at
+// Done, which closes a loss margin before Until (a tenth of the TTL by
+// default) and so would hide the skew's harm below that.
 func (c *client) holdout(ctx context.Context) {
 	name := c.pick(c.load.LongNames)
 	actx, cancel := context.WithTimeout(ctx, c.load.Patience)
@@ -148,7 +150,7 @@ func (c *client) holdout(ctx context.Context) {
 		return
 	}
 	g := c.granted(l, Holdout)
-	c.hold(l, &g, time.Until(l.Until())-holdoutSlack, ctx.Done())
+	sleep(ctx, time.Until(l.Until())-holdoutSlack)
 	c.release(l, &g)
 }
 
