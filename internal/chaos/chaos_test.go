@@ -18,11 +18,14 @@ var (
 const maxListed = 10
 
 // TestChaos runs the fault-injection suite: short by default, so that make
-// test runs it on every change, and at full length with -chaos.full. It
-// fails on any violation in a scenario the README calls safe, on a
-// resource leak anywhere, and, in the full run, when the unsafe scenario
-// shows no overlap (the checker would be blind). One scenario runs with
-// -run 'TestChaos/black' (its name, spaces as underscores).
+// test runs it on every change, at full length with -chaos.full, and
+// longer still with -chaos.long. It fails on any violation in a scenario
+// the README calls safe (a stale fenced write the store accepted
+// included), on a resource leak anywhere, on a client process that did
+// not end well, and, in the full and long runs, when an unsafe scenario
+// shows no overlap or the stopped processes no stale fenced write (the
+// checks would be blind). One scenario runs with -run 'TestChaos/black'
+// (its name, spaces as underscores).
 func TestChaos(t *testing.T) {
 	settings, mode := Short, "short"
 	switch {
