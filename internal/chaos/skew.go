@@ -132,14 +132,14 @@ func (s skewedNotifier) AcquireOrHolder(ctx context.Context, key, token string, 
 	return ok, h, err
 }
 
-func (s skewedNotifier) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	ok, h, err := s.n.AcquireInLine(ctx, key, token, s.ttl(ttl))
+func (s skewedNotifier) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
+	ok, h, err := s.n.AcquireInLine(ctx, key, token, s.ttl(ttl), next)
 	h.Left = s.c.fromNode(s.i, h.Left)
 	return ok, h, err
 }
 
-func (s skewedNotifier) WatchTurn(ctx context.Context, key, token string, moved func()) (<-chan struct{}, func(), error) {
-	return s.n.WatchTurn(ctx, key, token, moved)
+func (s skewedNotifier) WatchTurn(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
+	return s.n.WatchTurn(ctx, key, token)
 }
 
 func (s skewedNotifier) LeaveLine(ctx context.Context, key, token string) error {

@@ -43,12 +43,12 @@ func (r *recorder) AcquireOrHolder(_ context.Context, _, _ string, ttl time.Dura
 	return false, keyserver.Holder{Left: r.left, Rank: keyserver.HolderFirst}, nil
 }
 
-func (r *recorder) AcquireInLine(_ context.Context, _, _ string, ttl time.Duration) (bool, keyserver.Holder, error) {
+func (r *recorder) AcquireInLine(_ context.Context, _, _ string, ttl time.Duration, _ string) (bool, keyserver.Holder, error) {
 	r.note("AcquireInLine", ttl)
 	return false, keyserver.Holder{Left: r.left, Rank: keyserver.CallerFirst}, nil
 }
 
-func (r *recorder) WatchTurn(context.Context, string, string, func()) (<-chan struct{}, func(), error) {
+func (r *recorder) WatchTurn(context.Context, string, string) (<-chan struct{}, func(), error) {
 	r.note("WatchTurn", 0)
 	return nil, func() {}, nil
 }
@@ -117,8 +117,8 @@ func TestSkewedScalesEveryTTLAndForwardsEveryMethod(t *testing.T) {
 	s.Extend(ctx, "k", "t", ttl)  //nolint:errcheck
 	s.Release(ctx, "k", "t")      //nolint:errcheck
 	_, h1, _ := n.AcquireOrHolder(ctx, "k", "t", ttl)
-	_, h2, _ := n.AcquireInLine(ctx, "k", "t", ttl)
-	_, stop, _ := n.WatchTurn(ctx, "k", "t", nil)
+	_, h2, _ := n.AcquireInLine(ctx, "k", "t", ttl, "")
+	_, stop, _ := n.WatchTurn(ctx, "k", "t")
 	stop()
 	n.LeaveLine(ctx, "k", "t") //nolint:errcheck
 	_, fence, _ := f.AcquireFenced(ctx, "k", "t", ttl)
