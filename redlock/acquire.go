@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -86,27 +85,15 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		}()
 	}
 	defer func() { a.end(ctx, l) }()
-	lined := m == waits && a.retries != 0 && !o.fencing
-	if lined {
+	if a.waitsInLine() {
 		a.lineup, a.lw = c.joinLineup(a.key, &a.rank, true, false)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, a.notAcquired(err)
 		}
-		if a.lineup != nil && a.attempts == 0 {
-			// A call behind others of its client waits until it is the
-			// front, or the attempt of a call ahead put it in line: then
-			// it waits for its turn there, or for its client's release.
-			if err := a.awaitFront(ctx, a.lineup, a.lw); err != nil {
-				return nil, a.gaveUp(err)
-			}
-			if a.lineup.inLine(a.lw) && a.place == nil {
-				a.joinedByOther()
-				if err := a.wait(ctx); err != nil {
-					return nil, a.notAcquired(err)
-				}
-			}
+		if err := a.awaitPlace(ctx); err != nil {
+			return nil, err
 		}
 		if l, err := a.attempt(ctx); l != nil || err != nil {
 			return l, err
@@ -114,40 +101,17 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		if err := a.refused(ctx); err != nil {
 			return nil, err
 		}
-		if lined && a.lineup == nil {
-			a.lineup, a.lw = c.joinLineup(a.key, &a.rank, false, true)
-		}
-		if a.lineup != nil {
-			a.lineup.refused(a.lw, a.last)
-		}
+		a.lineUp()
 		if err := a.wait(ctx); err != nil {
 			return nil, a.notAcquired(err)
 		}
 	}
 }
 
-// joinedByOther prepares a call that the attempt of the call ahead of it
-// put in line to wait there: its patience starts, counting the calls of
-// its client ahead of it, and it watches with a token of its rank until
-// it draws its own.
-func (a *acquisition) joinedByOther() {
-	a.inLine = a.c.notifierMask
-	if a.token == "" {
-		a.token = a.rank.token()
-	}
-	a.outOfPatience()
-}
-
-// gaveUp is the error of a call that stopped waiting behind others of its
-// client: out of patience, ctx ended, or the client closed.
-func (a *acquisition) gaveUp(err error) error {
-	switch {
-	case errors.Is(err, ErrClosed):
-		return err
-	case errors.Is(err, errOutOfPatience):
-		return a.notAcquired(nil)
-	}
-	return a.notAcquired(err)
+// waitsInLine reports whether the call waits in the servers' lines when
+// it is refused: Acquire and Do with retries, unfenced.
+func (a *acquisition) waitsInLine() bool {
+	return a.mode == waits && a.retries != 0 && !a.o.fencing
 }
 
 // refused decides, after a refused attempt, whether the call ends, and
@@ -247,7 +211,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	switch {
 	case o.fencing:
 		f.op = opAcquireFenced
-	case a.mode == waits && a.retries != 0:
+	case a.waitsInLine():
 		f.op = opAcquireInLine
 		if a.lineup != nil {
 			if r, ok := a.lineup.next(a.lw); ok {

@@ -228,3 +228,53 @@ func (q *lineup) ahead(w *waiting) int {
 	}
 	return 0
 }
+
+// awaitPlace waits, before its first attempt, while a call is behind
+// others of its client: until it is the front, which tries itself, or the
+// attempt of a call ahead put it in the servers' lines, where it then
+// waits for its turn.
+func (a *acquisition) awaitPlace(ctx context.Context) error {
+	if a.lineup == nil || a.attempts > 0 {
+		return nil
+	}
+	if err := a.awaitFront(ctx, a.lineup, a.lw); err != nil {
+		return a.gaveUp(err)
+	}
+	if !a.lineup.inLine(a.lw) || a.place != nil {
+		return nil
+	}
+	// Its patience starts, counting the calls of its client ahead of it,
+	// and it watches with a token of its rank until it draws its own.
+	a.inLine = a.c.notifierMask
+	if a.token == "" {
+		a.token = a.rank.token()
+	}
+	a.outOfPatience()
+	if err := a.wait(ctx); err != nil {
+		return a.notAcquired(err)
+	}
+	return nil
+}
+
+// lineUp puts a refused call that waits in line in its client's lineup,
+// making one if there is none (see lineup).
+func (a *acquisition) lineUp() {
+	if a.lineup == nil && a.waitsInLine() {
+		a.lineup, a.lw = a.c.joinLineup(a.key, &a.rank, false, true)
+	}
+	if a.lineup != nil {
+		a.lineup.refused(a.lw, a.last)
+	}
+}
+
+// gaveUp is the error of a call that stopped waiting behind others of its
+// client: out of patience, ctx ended, or the client closed.
+func (a *acquisition) gaveUp(err error) error {
+	switch {
+	case errors.Is(err, ErrClosed):
+		return err
+	case errors.Is(err, errOutOfPatience):
+		return a.notAcquired(nil)
+	}
+	return a.notAcquired(err)
+}
