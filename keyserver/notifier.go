@@ -36,11 +36,12 @@ import (
 // Acquire. The line itself lives LineTTL after the last AcquireInLine, so
 // that the places of waiters that died do not outlive them for long.
 //
-// A key promised to a rank is held by that rank's call: Acquire,
+// A key promised to a rank is that rank's call's to claim: Acquire,
 // AcquireOrHolder, AcquireInLine and Extend with a token of that rank store
-// the token, and Release with one passes the promise on, as the holder of
-// a lock owns the promises its own release made to it on servers that
-// answered late.
+// the token. Release deletes only a token, never a promise: the clean-up
+// of a failed attempt, sent to every server, must not give away a promise
+// that a server made to the caller meanwhile. A call passes on a promise
+// it will not claim with LeaveLine.
 type Notifier interface {
 	KeyServer
 	// AcquireOrHolder is Acquire that, when another token holds key (or

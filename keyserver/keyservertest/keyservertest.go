@@ -577,8 +577,9 @@ func (s *suite) promiseLapses(t *testing.T, ks keyserver.KeyServer, key string) 
 }
 
 // promiseIsTheCallers checks that a key promised to a call is that call's
-// for every operation: a lock whose release reached a server late owns the
-// promise that server made to it.
+// to claim by Acquire, AcquireInLine or Extend with any token of its rank,
+// and that Release, which deletes only tokens, leaves a promise alone: the
+// clean-up of a failed attempt must not give away a promise made to it.
 func (s *suite) promiseIsTheCallers(t *testing.T, ks keyserver.KeyServer, key string) {
 	ns, ok := notifier(ks)
 	if !ok {
@@ -594,15 +595,19 @@ func (s *suite) promiseIsTheCallers(t *testing.T, ks keyserver.KeyServer, key st
 		expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
 	}
 	promise()
+	expect(t, "Release by the waiter's call of its promise", false)(ks.Release(ctx, key, ranked(2, 2)))
+	expect(t, "Acquire(x) of the key still promised", false)(ks.Acquire(ctx, key, "x", ttl))
 	expect(t, "Extend by the waiter's call of its promise", true)(ks.Extend(ctx, key, ranked(2, 2), ttl))
 	expect(t, "Release by the waiter's call", true)(ks.Release(ctx, key, ranked(2, 2)))
 	promise()
-	expect(t, "Release by the waiter's call of its promise", true)(ks.Release(ctx, key, ranked(2, 3)))
-	expect(t, "Acquire(x) after the promise was released", true)(ks.Acquire(ctx, key, "x", ttl))
-	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
-	promise()
 	expect(t, "Acquire by the waiter's call of its promise", true)(ks.Acquire(ctx, key, ranked(2, 4), ttl))
 	expect(t, "Release by the waiter's call", true)(ks.Release(ctx, key, ranked(2, 4)))
+	promise()
+	if err := ns.LeaveLine(ctx, key, ranked(2, 5)); err != nil {
+		t.Fatalf("LeaveLine by the waiter's call of its promise: %v", err)
+	}
+	expect(t, "Acquire(x) after the promise was passed on to nobody", true)(ks.Acquire(ctx, key, "x", ttl))
+	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
 }
 
 // onlyAcquireInLineJoins checks that AcquireOrHolder and tokens without a

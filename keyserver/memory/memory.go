@@ -242,8 +242,8 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 	return s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) { return s.releaseLocked(key, token), nil })
 }
 
-// releaseLocked lets go of key if it holds token: key passes to the next
-// waiter in line, or is deleted. s.mu must be held.
+// releaseLocked lets go of key if it holds token itself: key passes to
+// the next waiter in line, or is deleted. s.mu must be held.
 func (s *Server) releaseLocked(key, token string) bool {
 	e, ok := s.keys[key]
 	if !ok {
@@ -253,8 +253,8 @@ func (s *Server) releaseLocked(key, token string) bool {
 		delete(s.keys, key)
 		return false
 	}
-	if !owns(e.token, token) {
-		return false
+	if e.token != token {
+		return false // a promise to token's call is not token's to delete
 	}
 	s.handOverLocked(key)
 	return true
