@@ -15,19 +15,29 @@ import (
 // back: the caller once it has read the reply, or the reader when the caller
 // had already given up (state tells which).
 type call struct {
-	sc    *script          // the script to run; nil for a SET NX or a SCRIPT LOAD
-	load  *script          // the script a SCRIPT LOAD entry loads
-	set   bool             // a SET key token NX PX ttl, in args[:5], answered 1 if it stored
-	eval  bool             // send the source (EVAL) rather than the hash (EVALSHA)
-	args  [2 + maxArgs]any // hash or source, number of keys, keys and arguments
+	kind  kind
+	eval  bool             // an EVALSHA that found no script: send the source
+	src   string           // an EVAL's or SCRIPT LOAD's source
+	args  [2 + maxArgs]any // the command's arguments (an EVALSHA's digest, keys and arguments)
 	nargs int
 	due   time.Time // the caller's deadline: the watchdog measures lateness from it
 
 	state atomic.Int32
-	done  chan struct{} // receives once the reply is in n and err
-	n     int64
+	done  chan struct{} // receives once the reply is in n, str and err
+	n     int64         // a script's reply; 1 for a SET that stored, a GET that found
+	str   string        // a GET's value, a SCRIPT LOAD's digest
 	err   error
 }
+
+// kind is the command a call sends.
+type kind uint8
+
+const (
+	evalCall kind = iota // EVALSHA, or EVAL when eval is set or the digest is ""
+	setCall              // SET key value NX PX ms
+	getCall              // GET key
+	loadCall             // SCRIPT LOAD src
+)
 
 // The states of a call between the caller and whoever answers it.
 const (
@@ -39,47 +49,44 @@ const (
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 // maxArgs is the most keys and arguments a script takes.
-const maxArgs = 4
+const maxArgs = 6
 
-func getCall() *call { return callPool.Get().(*call) }
+func newCall(k kind) *call {
+	c := callPool.Get().(*call)
+	c.kind = k
+	return c
+}
 
 // putCall returns c to the pool without the strings it referenced.
 func putCall(c *call) {
-	c.sc, c.load, c.set, c.eval = nil, nil, false, false
+	c.eval, c.src = false, ""
 	clear(c.args[:])
-	c.n, c.err = 0, nil
+	c.n, c.str, c.err = 0, "", nil
 	c.state.Store(waiting)
 	callPool.Put(c)
 }
 
 // command returns the command and arguments to send for c.
 func (c *call) command() (string, []any) {
-	if c.load != nil {
-		return "SCRIPT", c.args[:2] // LOAD, source
-	}
-	if c.set {
+	switch c.kind {
+	case setCall:
 		return "SET", c.args[:5]
+	case getCall:
+		return "GET", c.args[:1]
+	case loadCall:
+		return "SCRIPT", c.args[:2]
 	}
-	if c.eval {
-		c.args[0] = c.sc.srcArg
+	if c.eval || c.args[0] == "" {
+		c.args[0] = c.src
 		return "EVAL", c.args[:c.nargs]
 	}
-	c.args[0] = c.sc.hashArg
 	return "EVALSHA", c.args[:c.nargs]
-}
-
-// newLoad returns the SCRIPT LOAD of sc that a new connection sends first.
-// Nobody waits for it and it is not pooled.
-func newLoad(sc *script, due time.Time) *call {
-	c := &call{load: sc, due: due}
-	c.args[0], c.args[1] = "LOAD", sc.srcArg
-	return c
 }
 
 // finish hands the reply to the caller, or recycles c when the caller has
 // given up on it.
-func (c *call) finish(n int64, err error) {
-	c.n, c.err = n, err
+func (c *call) finish(n int64, str string, err error) {
+	c.n, c.str, c.err = n, str, err
 	if c.state.CompareAndSwap(waiting, answered) {
 		c.done <- struct{}{}
 		return

@@ -114,39 +114,52 @@ func (p *pipeline) read(cn *conn) {
 }
 
 // answer settles c with its reply. An EVALSHA that finds the script cache
-// empty (SCRIPT FLUSH since the connection loaded it) is sent again as
-// EVAL, whether or not its caller still waits, so that a queued call runs
-// exactly as it would have.
+// empty (a restarted server, SCRIPT FLUSH) is sent again as EVAL, whether
+// or not its caller still waits, so that a queued call runs exactly as it
+// would have.
 func (p *pipeline) answer(c *call, reply any, err error) {
-	if c.load != nil {
-		// A failed SCRIPT LOAD (a user whose ACL denies SCRIPT, say) only
-		// costs each call the EVAL fallback.
-		return
-	}
-	if err != nil && c.sc != nil && !c.eval && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+	if err != nil && c.kind == evalCall && !c.eval && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		c.eval = true
 		p.requeue([]*call{c})
 		return
 	}
-	var n int64
-	switch {
-	case err != nil:
-	case c.set:
-		// SET NX answers OK when it stored the value and nil when the key
-		// exists.
-		if reply != nil {
-			n = 1
-			if s, ok := reply.(string); !ok || s != "OK" {
-				err = fmt.Errorf("unexpected reply %v to SET NX", reply)
-			}
-		}
-	default:
-		var ok bool
-		if n, ok = reply.(int64); !ok {
-			err = fmt.Errorf("unexpected reply %T to a lock script", reply)
-		}
+	var (
+		n   int64
+		str string
+	)
+	if err == nil {
+		n, str, err = decode(c.kind, reply)
 	}
-	p.settle(c, n, err)
+	p.settle(c, n, str, err)
+}
+
+// decode reads the reply to a command of kind k.
+func decode(k kind, reply any) (int64, string, error) {
+	switch k {
+	case setCall: // OK when it stored the value, nil when the key exists
+		if reply == nil {
+			return 0, "", nil
+		}
+		if s, ok := reply.(string); !ok || s != "OK" {
+			return 0, "", fmt.Errorf("unexpected reply %T to SET NX", reply)
+		}
+		return 1, "", nil
+	case getCall, loadCall:
+		switch v := reply.(type) {
+		case nil:
+			return 0, "", nil
+		case []byte:
+			return 1, string(v), nil
+		case string:
+			return 1, v, nil
+		}
+		return 0, "", fmt.Errorf("unexpected reply %T to GET or SCRIPT LOAD", reply)
+	}
+	n, ok := reply.(int64)
+	if !ok {
+		return 0, "", fmt.Errorf("unexpected reply %T to a lock script", reply)
+	}
+	return n, "", nil
 }
 
 // fail closes a broken connection and fails every call it had sent.
@@ -167,6 +180,6 @@ func (p *pipeline) fail(cn *conn, err error) {
 	cn.mu.Unlock()
 	cn.wmu.Unlock()
 	for _, c := range lost {
-		p.settle(c, 0, err)
+		p.settle(c, 0, "", err)
 	}
 }

@@ -3,12 +3,15 @@ package redis
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
+
+	"github.com/goredlock/goredlock/keyserver"
 )
 
 // The pipelined mode, FromURL's default: every call to a Server shares one
@@ -57,24 +60,48 @@ func newPipeline(dial func(context.Context) (redigo.Conn, error), c config) *pip
 	return p
 }
 
-// do runs sc with the first n of args (its keys, then its arguments), and
-// returns its integer reply.
-func (p *pipeline) do(ctx context.Context, sc *script, args [maxArgs]any, n int) (int64, error) {
-	c := getCall()
-	c.sc = sc
-	c.args[1] = sc.keysArg
-	copy(c.args[2:], args[:n])
-	c.nargs = 2 + n
-	return p.run(ctx, c)
+// Eval runs a script by digest, or by source when digest is "" or the
+// server answers NOSCRIPT.
+func (p *pipeline) Eval(ctx context.Context, digest, src string, keys []string, args []any) (int64, error) {
+	if len(keys)+len(args) > maxArgs {
+		return 0, fmt.Errorf("%w: a script with %d keys and arguments, above %d", keyserver.ErrInvalidArgument, len(keys)+len(args), maxArgs)
+	}
+	c := newCall(evalCall)
+	c.src = src
+	c.args[0], c.args[1] = digest, len(keys)
+	n := 2
+	for _, k := range keys {
+		c.args[n] = k
+		n++
+	}
+	n += copy(c.args[n:], args)
+	c.nargs = n
+	reply, _, err := p.run(ctx, c)
+	return reply, err
 }
 
-// setNX runs SET key token NX PX ms, and reports whether it stored token.
-func (p *pipeline) setNX(ctx context.Context, key, token string, ms int64) (bool, error) {
-	c := getCall()
-	c.set = true
-	c.args[0], c.args[1], c.args[2], c.args[3], c.args[4] = key, token, argNX, argPX, ms
-	n, err := p.run(ctx, c)
+// LoadScript runs SCRIPT LOAD src.
+func (p *pipeline) LoadScript(ctx context.Context, src string) (string, error) {
+	c := newCall(loadCall)
+	c.args[0], c.args[1] = "LOAD", src
+	_, digest, err := p.run(ctx, c)
+	return digest, err
+}
+
+// SetNX runs SET key value NX PX ttl.
+func (p *pipeline) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	c := newCall(setCall)
+	c.args[0], c.args[1], c.args[2], c.args[3], c.args[4] = key, value, argNX, argPX, ttl.Milliseconds()
+	n, _, err := p.run(ctx, c)
 	return n == 1, err
+}
+
+// Get runs GET key.
+func (p *pipeline) Get(ctx context.Context, key string) (string, bool, error) {
+	c := newCall(getCall)
+	c.args[0] = key
+	n, v, err := p.run(ctx, c)
+	return v, n == 1, err
 }
 
 // The constant arguments of SET NX, boxed once.
@@ -83,11 +110,11 @@ var argNX, argPX any = "NX", "PX"
 // run queues c, a call from getCall, waits for its reply and recycles it.
 // A caller whose context ends first returns at once; its call still runs,
 // and its reply is read and dropped.
-func (p *pipeline) run(ctx context.Context, c *call) (int64, error) {
+func (p *pipeline) run(ctx context.Context, c *call) (int64, string, error) {
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
 		putCall(c)
-		return 0, ErrOverloaded
+		return 0, "", ErrOverloaded
 	}
 	p.start.Do(func() {
 		p.wg.Add(1)
@@ -113,22 +140,19 @@ func (p *pipeline) run(ctx context.Context, c *call) (int64, error) {
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(waiting, abandoned) {
-			return 0, ctx.Err() // the reader recycles c when its reply comes
+			return 0, "", ctx.Err() // the reader recycles c when its reply comes
 		}
 		<-c.done // answered as the context ended: take the answer
 	}
-	reply, err := c.n, c.err
+	n, str, err := c.n, c.str, c.err
 	putCall(c)
-	return reply, err
+	return n, str, err
 }
 
 // settle answers c, a call of a caller, with n or err.
-func (p *pipeline) settle(c *call, n int64, err error) {
-	if c.load != nil {
-		return
-	}
+func (p *pipeline) settle(c *call, n int64, str string, err error) {
 	p.pending.Add(-1)
-	c.finish(n, err)
+	c.finish(n, str, err)
 }
 
 // requeue puts calls back at the head of the queue, ahead of later calls.
@@ -172,7 +196,7 @@ func (p *pipeline) write() {
 			batch, p.queue = p.queue, nil
 			p.mu.Unlock()
 			for _, c := range batch {
-				p.settle(c, 0, ErrClosed)
+				p.settle(c, 0, "", ErrClosed)
 			}
 			return
 		case <-down:
@@ -195,7 +219,7 @@ func (p *pipeline) write() {
 				var err error
 				if cn, err = p.connect(); err != nil {
 					for _, c := range batch {
-						p.settle(c, 0, err)
+						p.settle(c, 0, "", err)
 					}
 				}
 			}
@@ -216,11 +240,7 @@ func (p *pipeline) write() {
 	}
 }
 
-// connect opens a connection, starts its reader, and sends SCRIPT LOAD for
-// every script ahead of any call. The loads are pipelined, not waited for:
-// a server that is paused now runs them, then the calls behind them, in
-// order when it resumes, so a queued EVALSHA never meets an empty script
-// cache.
+// connect opens a connection and starts its reader.
 func (p *pipeline) connect() (*conn, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.dialTimeout)
 	defer cancel()
@@ -232,12 +252,6 @@ func (p *pipeline) connect() (*conn, error) {
 	cn := &conn{rc: rc, down: make(chan struct{})}
 	p.wg.Add(1)
 	go p.read(cn)
-	loads := make([]*call, len(scripts))
-	due := time.Now().Add(ioTimeoutNoCtx)
-	for i, sc := range scripts {
-		loads[i] = newLoad(sc, due)
-	}
-	cn.send(loads)
 	return cn, nil
 }
 

@@ -59,9 +59,13 @@ func TestNewOverCallersPool(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 	require.NoError(t, s.Close(), "Close leaves the caller's pool alone")
-	ok, err = s.Release(bg, "k", "t")
-	require.NoError(t, err)
-	assert.True(t, ok)
+	_, err = s.Release(bg, "k", "t")
+	assert.ErrorIs(t, err, redis.ErrClosed, "a closed Server refuses every call, whoever owns the pool")
+	conn := pool.Get()
+	defer conn.Close()
+	v, err := redigo.String(conn.Do("GET", "k"))
+	require.NoError(t, err, "the pool is still open")
+	assert.Equal(t, "t", v)
 }
 
 func TestWrongTypeKeyIsAnErrorAndLeftAlone(t *testing.T) {
@@ -110,7 +114,7 @@ func TestAcquireRunsAScriptOnlyOnAKeyThatExists(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, ok, name+": renewed")
 		assert.InDelta(t, 90_000, do(t, node, "PTTL", key).(int64), 1000, name+": renewed")
-		assert.Equal(t, map[string]int{"set": 2, "evalsha": 1, "get": 1, "pexpire": 1}, lockCalls(t, node), name+": a key of ours")
+		assert.Equal(t, map[string]int{"set": 3, "evalsha": 1}, lockCalls(t, node), name+": a key of ours")
 
 		ok, err = s.Acquire(bg, key, "u", time.Minute)
 		require.NoError(t, err)
