@@ -15,29 +15,16 @@ import (
 // back: the caller once it has read the reply, or the reader when the caller
 // had already given up (state tells which).
 type call struct {
-	kind  kind
-	eval  bool             // an EVALSHA that found no script: send the source
-	src   string           // an EVAL's or SCRIPT LOAD's source
-	args  [2 + maxArgs]any // the command's arguments (an EVALSHA's digest, keys and arguments)
+	cmd   string
+	args  [maxArgs]any // the words after cmd
 	nargs int
 	due   time.Time // the caller's deadline: the watchdog measures lateness from it
 
 	state atomic.Int32
-	done  chan struct{} // receives once the reply is in n, str and err
-	n     int64         // a script's reply; 1 for a SET that stored, a GET that found
-	str   string        // a GET's value, a SCRIPT LOAD's digest
+	done  chan struct{} // receives once the reply is in reply and err
+	reply any
 	err   error
 }
-
-// kind is the command a call sends.
-type kind uint8
-
-const (
-	evalCall kind = iota // EVALSHA, or EVAL when eval is set or the digest is ""
-	setCall              // SET key value NX PX ms
-	getCall              // GET key
-	loadCall             // SCRIPT LOAD src
-)
 
 // The states of a call between the caller and whoever answers it.
 const (
@@ -48,45 +35,41 @@ const (
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-// maxArgs is the most keys and arguments a script takes.
-const maxArgs = 6
+// maxArgs is the most words a command of the Server has after its name:
+// EVALSHA's digest and key count, two keys and four arguments.
+const maxArgs = 8
 
-func newCall(k kind) *call {
+// newCall returns a pooled call of cmd with the words of cmd, keys and
+// args, or false when they are more than maxArgs.
+func newCall(cmd, keys, args []string) (*call, bool) {
+	if len(cmd) == 0 || len(cmd)-1+len(keys)+len(args) > maxArgs {
+		return nil, false
+	}
 	c := callPool.Get().(*call)
-	c.kind = k
-	return c
+	c.cmd = cmd[0]
+	n := 0
+	for _, words := range [][]string{cmd[1:], keys, args} {
+		for _, w := range words {
+			c.args[n] = w
+			n++
+		}
+	}
+	c.nargs = n
+	return c, true
 }
 
 // putCall returns c to the pool without the strings it referenced.
 func putCall(c *call) {
-	c.eval, c.src = false, ""
 	clear(c.args[:])
-	c.n, c.str, c.err = 0, "", nil
+	c.reply, c.err = nil, nil
 	c.state.Store(waiting)
 	callPool.Put(c)
 }
 
-// command returns the command and arguments to send for c.
-func (c *call) command() (string, []any) {
-	switch c.kind {
-	case setCall:
-		return "SET", c.args[:5]
-	case getCall:
-		return "GET", c.args[:1]
-	case loadCall:
-		return "SCRIPT", c.args[:2]
-	}
-	if c.eval || c.args[0] == "" {
-		c.args[0] = c.src
-		return "EVAL", c.args[:c.nargs]
-	}
-	return "EVALSHA", c.args[:c.nargs]
-}
-
 // finish hands the reply to the caller, or recycles c when the caller has
 // given up on it.
-func (c *call) finish(n int64, str string, err error) {
-	c.n, c.str, c.err = n, str, err
+func (c *call) finish(reply any, err error) {
+	c.reply, c.err = reply, err
 	if c.state.CompareAndSwap(waiting, answered) {
 		c.done <- struct{}{}
 		return

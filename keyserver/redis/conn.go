@@ -2,7 +2,6 @@ package redis
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -47,8 +46,7 @@ func (cn *conn) send(batch []*call) bool {
 	}
 	cn.mu.Unlock()
 	for _, c := range batch {
-		cmd, args := c.command()
-		if cn.rc.Send(cmd, args...) != nil {
+		if cn.rc.Send(c.cmd, c.args[:c.nargs]...) != nil {
 			return true // redigo closed the connection; the reader fails the calls
 		}
 	}
@@ -113,53 +111,12 @@ func (p *pipeline) read(cn *conn) {
 	}
 }
 
-// answer settles c with its reply. An EVALSHA that finds the script cache
-// empty (a restarted server, SCRIPT FLUSH) is sent again as EVAL, whether
-// or not its caller still waits, so that a queued call runs exactly as it
-// would have.
+// answer settles c with its reply.
 func (p *pipeline) answer(c *call, reply any, err error) {
-	if err != nil && c.kind == evalCall && !c.eval && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		c.eval = true
-		p.requeue([]*call{c})
-		return
-	}
-	var (
-		n   int64
-		str string
-	)
 	if err == nil {
-		n, str, err = decode(c.kind, reply)
+		reply, err = normalize(reply)
 	}
-	p.settle(c, n, str, err)
-}
-
-// decode reads the reply to a command of kind k.
-func decode(k kind, reply any) (int64, string, error) {
-	switch k {
-	case setCall: // OK when it stored the value, nil when the key exists
-		if reply == nil {
-			return 0, "", nil
-		}
-		if s, ok := reply.(string); !ok || s != "OK" {
-			return 0, "", fmt.Errorf("unexpected reply %T to SET NX", reply)
-		}
-		return 1, "", nil
-	case getCall, loadCall:
-		switch v := reply.(type) {
-		case nil:
-			return 0, "", nil
-		case []byte:
-			return 1, string(v), nil
-		case string:
-			return 1, v, nil
-		}
-		return 0, "", fmt.Errorf("unexpected reply %T to GET or SCRIPT LOAD", reply)
-	}
-	n, ok := reply.(int64)
-	if !ok {
-		return 0, "", fmt.Errorf("unexpected reply %T to a lock script", reply)
-	}
-	return n, "", nil
+	p.settle(c, reply, err)
 }
 
 // fail closes a broken connection and fails every call it had sent.
@@ -180,6 +137,6 @@ func (p *pipeline) fail(cn *conn, err error) {
 	cn.mu.Unlock()
 	cn.wmu.Unlock()
 	for _, c := range lost {
-		p.settle(c, 0, "", err)
+		p.settle(c, nil, err)
 	}
 }

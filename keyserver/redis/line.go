@@ -28,7 +28,7 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 			return set, keyserver.Holder{}, err
 		}
 	}
-	return decodeHolder(s.eval(ctx, "acquire", holderScript, []string{key}, token, ttl.Milliseconds(), promise(token)))
+	return decodeHolder(s.eval(ctx, "acquire", holderScript, []string{key}, token, ms(ttl), promise(token)))
 }
 
 // AcquireInLine is AcquireOrHolder for a call that waits its turn: a
@@ -51,7 +51,7 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 			return set, keyserver.Holder{}, err
 		}
 	}
-	return decodeHolder(s.eval(ctx, "acquire", lineScript, []string{key, keyserver.LineKey(key)}, token, ttl.Milliseconds(), p, lineMS))
+	return decodeHolder(s.eval(ctx, "acquire", lineScript, []string{key, keyserver.LineKey(key)}, token, ms(ttl), p, lineTTL))
 }
 
 // decodeHolder reads the reply of holderScript or lineScript: odd when
@@ -85,10 +85,10 @@ func (s *Server) WatchTurn(ctx context.Context, key, token string, moved func())
 	if err != nil {
 		return nil, nil, s.fail("watch", key, err)
 	}
-	v, held, err := s.t.Get(ctx, key)
+	v, held, err := s.get(ctx, "watch", key)
 	if err != nil {
 		s.sub.stop(w)
-		return nil, nil, s.fail("watch", key, err)
+		return nil, nil, err
 	}
 	if !held || (p != "" && v == p) {
 		s.sub.fire(w)
@@ -106,6 +106,6 @@ func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 	if p == "" {
 		return nil
 	}
-	_, err := s.eval(ctx, "leave line", leaveScript, []string{key, keyserver.LineKey(key)}, p, claimMS)
+	_, err := s.eval(ctx, "leave line", leaveScript, []string{key, keyserver.LineKey(key)}, p, claimTTL)
 	return err
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -17,7 +18,7 @@ func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Durati
 	if set, err := s.setNX(ctx, key, token, ttl); err != nil || set {
 		return set, err
 	}
-	n, err := s.eval(ctx, "acquire", setScript, []string{key}, token, ttl.Milliseconds(), promise(token))
+	n, err := s.eval(ctx, "acquire", setScript, []string{key}, token, ms(ttl), promise(token))
 	return n == 1, err
 }
 
@@ -27,7 +28,7 @@ func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "extend", setScript, []string{key}, token, ttl.Milliseconds(), promise(token))
+	n, err := s.eval(ctx, "extend", setScript, []string{key}, token, ms(ttl), promise(token))
 	return n == 1, err
 }
 
@@ -38,7 +39,7 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 	if err := keyserver.CheckArgs(key, token, 0, false); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release", releaseScript, []string{key, keyserver.LineKey(key)}, token, promise(token), claimMS)
+	n, err := s.eval(ctx, "release", releaseScript, []string{key, keyserver.LineKey(key)}, token, promise(token), claimTTL)
 	return n == 1, err
 }
 
@@ -48,7 +49,7 @@ func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.
 	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
 		return false, 0, err
 	}
-	n, err := s.eval(ctx, "acquire", fencedScript, []string{key, keyserver.FenceKey(key)}, token, ttl.Milliseconds(), promise(token))
+	n, err := s.eval(ctx, "acquire", fencedScript, []string{key, keyserver.FenceKey(key)}, token, ms(ttl), promise(token))
 	if err != nil || n < 0 {
 		return false, 0, err
 	}
@@ -64,7 +65,7 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 	if fence > keyserver.MaxFence {
 		return 0, fmt.Errorf("%w: fence %d of key %q is above %d", keyserver.ErrInvalidArgument, fence, key, uint64(keyserver.MaxFence))
 	}
-	n, err := s.eval(ctx, "raise fence", raiseScript, []string{keyserver.FenceKey(key)}, int64(fence))
+	n, err := s.eval(ctx, "raise fence", raiseScript, []string{keyserver.FenceKey(key)}, strconv.FormatUint(fence, 10))
 	if err != nil || n < 0 {
 		return 0, err
 	}
@@ -83,6 +84,6 @@ func promise(token string) string {
 
 // The TTLs of the line, in the milliseconds the scripts take.
 var (
-	claimMS = keyserver.ClaimTTL.Milliseconds()
-	lineMS  = keyserver.LineTTL.Milliseconds()
+	claimTTL = ms(keyserver.ClaimTTL)
+	lineTTL  = ms(keyserver.LineTTL)
 )

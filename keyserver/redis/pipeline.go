@@ -60,61 +60,23 @@ func newPipeline(dial func(context.Context) (redigo.Conn, error), c config) *pip
 	return p
 }
 
-// Eval runs a script by digest, or by source when digest is "" or the
-// server answers NOSCRIPT.
-func (p *pipeline) Eval(ctx context.Context, digest, src string, keys []string, args []any) (int64, error) {
-	if len(keys)+len(args) > maxArgs {
-		return 0, fmt.Errorf("%w: a script with %d keys and arguments, above %d", keyserver.ErrInvalidArgument, len(keys)+len(args), maxArgs)
+// Do runs one command on the pipelined connection.
+func (p *pipeline) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
+	c, ok := newCall(cmd, keys, args)
+	if !ok {
+		return nil, fmt.Errorf("%w: a command of more than %d words", keyserver.ErrInvalidArgument, maxArgs+1)
 	}
-	c := newCall(evalCall)
-	c.src = src
-	c.args[0], c.args[1] = digest, len(keys)
-	n := 2
-	for _, k := range keys {
-		c.args[n] = k
-		n++
-	}
-	n += copy(c.args[n:], args)
-	c.nargs = n
-	reply, _, err := p.run(ctx, c)
-	return reply, err
+	return p.run(ctx, c)
 }
-
-// LoadScript runs SCRIPT LOAD src.
-func (p *pipeline) LoadScript(ctx context.Context, src string) (string, error) {
-	c := newCall(loadCall)
-	c.args[0], c.args[1] = "LOAD", src
-	_, digest, err := p.run(ctx, c)
-	return digest, err
-}
-
-// SetNX runs SET key value NX PX ttl.
-func (p *pipeline) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	c := newCall(setCall)
-	c.args[0], c.args[1], c.args[2], c.args[3], c.args[4] = key, value, argNX, argPX, ttl.Milliseconds()
-	n, _, err := p.run(ctx, c)
-	return n == 1, err
-}
-
-// Get runs GET key.
-func (p *pipeline) Get(ctx context.Context, key string) (string, bool, error) {
-	c := newCall(getCall)
-	c.args[0] = key
-	n, v, err := p.run(ctx, c)
-	return v, n == 1, err
-}
-
-// The constant arguments of SET NX, boxed once.
-var argNX, argPX any = "NX", "PX"
 
 // run queues c, a call from getCall, waits for its reply and recycles it.
 // A caller whose context ends first returns at once; its call still runs,
 // and its reply is read and dropped.
-func (p *pipeline) run(ctx context.Context, c *call) (int64, string, error) {
+func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
 		putCall(c)
-		return 0, "", ErrOverloaded
+		return nil, ErrOverloaded
 	}
 	p.start.Do(func() {
 		p.wg.Add(1)
@@ -140,19 +102,19 @@ func (p *pipeline) run(ctx context.Context, c *call) (int64, string, error) {
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(waiting, abandoned) {
-			return 0, "", ctx.Err() // the reader recycles c when its reply comes
+			return nil, ctx.Err() // the reader recycles c when its reply comes
 		}
 		<-c.done // answered as the context ended: take the answer
 	}
-	n, str, err := c.n, c.str, c.err
+	reply, err := c.reply, c.err
 	putCall(c)
-	return n, str, err
+	return reply, err
 }
 
 // settle answers c, a call of a caller, with n or err.
-func (p *pipeline) settle(c *call, n int64, str string, err error) {
+func (p *pipeline) settle(c *call, reply any, err error) {
 	p.pending.Add(-1)
-	c.finish(n, str, err)
+	c.finish(reply, err)
 }
 
 // requeue puts calls back at the head of the queue, ahead of later calls.
@@ -196,7 +158,7 @@ func (p *pipeline) write() {
 			batch, p.queue = p.queue, nil
 			p.mu.Unlock()
 			for _, c := range batch {
-				p.settle(c, 0, "", ErrClosed)
+				p.settle(c, nil, ErrClosed)
 			}
 			return
 		case <-down:
@@ -219,7 +181,7 @@ func (p *pipeline) write() {
 				var err error
 				if cn, err = p.connect(); err != nil {
 					for _, c := range batch {
-						p.settle(c, 0, "", err)
+						p.settle(c, nil, err)
 					}
 				}
 			}

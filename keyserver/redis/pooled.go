@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
@@ -40,65 +39,39 @@ func newPool(dial func(context.Context) (redigo.Conn, error), maxActive int) *re
 	}
 }
 
-// Eval runs EVALSHA, or EVAL when digest is "" or the server answers
-// NOSCRIPT.
-func (p *pooled) Eval(ctx context.Context, digest, src string, keys []string, args []any) (int64, error) {
-	cmdArgs := make([]any, 0, 2+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, digest, len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
+// Do runs one command on a connection from the pool.
+func (p *pooled) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
+	words := make([]any, 0, len(cmd)-1+len(keys)+len(args))
+	for _, part := range [][]string{cmd[1:], keys, args} {
+		for _, w := range part {
+			words = append(words, w)
+		}
 	}
-	cmdArgs = append(cmdArgs, args...)
-	return p.retry(ctx, func(conn redigo.Conn) (int64, error) {
-		if digest != "" {
-			n, err := redigo.Int64(redigo.DoContext(conn, ctx, "EVALSHA", cmdArgs...))
-			if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
-				return n, err
+	return p.retry(ctx, func(conn redigo.Conn) (any, error) {
+		reply, err := redigo.DoContext(conn, ctx, cmd[0], words...)
+		if err != nil {
+			return nil, err
+		}
+		return normalize(reply)
+	})
+}
+
+// normalize turns a redigo reply into the kinds Transport.Do returns.
+func normalize(reply any) (any, error) {
+	switch r := reply.(type) {
+	case []byte:
+		return string(r), nil
+	case []any:
+		for i, e := range r {
+			var err error
+			if r[i], err = normalize(e); err != nil {
+				return nil, err
 			}
 		}
-		cmdArgs[0] = src
-		return redigo.Int64(redigo.DoContext(conn, ctx, "EVAL", cmdArgs...))
-	})
-}
-
-// LoadScript runs SCRIPT LOAD src.
-func (p *pooled) LoadScript(ctx context.Context, src string) (string, error) {
-	var digest string
-	_, err := p.retry(ctx, func(conn redigo.Conn) (int64, error) {
-		var err error
-		digest, err = redigo.String(redigo.DoContext(conn, ctx, "SCRIPT", "LOAD", src))
-		return 0, err
-	})
-	return digest, err
-}
-
-// SetNX runs SET key value NX PX ttl.
-func (p *pooled) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	n, err := p.retry(ctx, func(conn redigo.Conn) (int64, error) {
-		reply, err := redigo.DoContext(conn, ctx, "SET", key, value, "NX", "PX", ttl.Milliseconds())
-		if err != nil || reply == nil {
-			return 0, err
-		}
-		if s, ok := reply.(string); !ok || s != "OK" {
-			return 0, fmt.Errorf("unexpected reply %T to SET NX", reply)
-		}
-		return 1, nil
-	})
-	return n == 1, err
-}
-
-// Get runs GET key.
-func (p *pooled) Get(ctx context.Context, key string) (string, bool, error) {
-	var v []byte
-	_, err := p.retry(ctx, func(conn redigo.Conn) (int64, error) {
-		var err error
-		v, err = redigo.Bytes(redigo.DoContext(conn, ctx, "GET", key))
-		if errors.Is(err, redigo.ErrNil) {
-			v, err = nil, nil
-		}
-		return 0, err
-	})
-	return string(v), v != nil, err
+	case redigo.Error:
+		return nil, r
+	}
+	return reply, nil
 }
 
 // Close closes the pool FromURL made; a pool given to New stays open.
@@ -114,25 +87,25 @@ func (p *pooled) Close() error {
 // running a lock operation twice is harmless (the scripts are idempotent,
 // and a SET NX that had run answers nil the second time, so that Acquire
 // runs its script, which finds its own token).
-func (p *pooled) retry(ctx context.Context, cmd func(redigo.Conn) (int64, error)) (int64, error) {
+func (p *pooled) retry(ctx context.Context, cmd func(redigo.Conn) (any, error)) (any, error) {
 	var err error
 	for try := 0; try < 2; try++ {
-		var n int64
-		n, err = p.once(ctx, cmd)
+		var reply any
+		reply, err = p.once(ctx, cmd)
 		if err == nil {
-			return n, nil
+			return reply, nil
 		}
 		if !retryable(ctx, err) {
 			break
 		}
 	}
-	return 0, err
+	return nil, err
 }
 
-func (p *pooled) once(ctx context.Context, cmd func(redigo.Conn) (int64, error)) (int64, error) {
+func (p *pooled) once(ctx context.Context, cmd func(redigo.Conn) (any, error)) (any, error) {
 	conn, err := p.pool.GetContext(ctx)
 	if err != nil {
-		return 0, connecting(err)
+		return nil, connecting(err)
 	}
 	defer conn.Close()
 	return cmd(conn)

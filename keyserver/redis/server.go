@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -93,45 +95,91 @@ func (s *Server) enter(ctx context.Context, op, key string) error {
 	return nil
 }
 
-// eval runs sc on the transport, by the digest SCRIPT LOAD gave for it.
-// Until a Server knows a script's digest it sends the source (EVAL, which
-// also loads the script), and then asks for the digest: a call queued on a
-// server that is paused thus runs as sent when it resumes. A server that
-// refuses SCRIPT LOAD (an ACL, say) gets the source every time.
-func (s *Server) eval(ctx context.Context, op string, sc *script, keys []string, args ...any) (int64, error) {
+// eval runs sc on the transport with keys and args, and returns its
+// integer reply. It runs the script by the digest SCRIPT LOAD gave for it;
+// until a Server knows that digest, or when a server answers NOSCRIPT (a
+// restart, SCRIPT FLUSH, another node of a Cluster), it sends the source
+// (EVAL, which also loads the script), so that a call queued on a paused
+// server runs as sent when it resumes. A server that refuses SCRIPT LOAD
+// (an ACL, say) gets the source every time.
+func (s *Server) eval(ctx context.Context, op string, sc *script, keys []string, args ...string) (int64, error) {
 	if err := s.enter(ctx, op, keys[0]); err != nil {
 		return 0, err
 	}
 	defer s.inflight.Done()
+	numKeys := strconv.Itoa(len(keys))
 	d := s.digests[sc.id].Load()
-	digest := ""
-	if d != nil {
-		digest = *d
+	var (
+		reply any
+		err   error
+	)
+	if d != nil && *d != "" {
+		reply, err = s.t.Do(ctx, []string{"EVALSHA", *d, numKeys}, keys, args...)
 	}
-	n, err := s.t.Eval(ctx, digest, sc.src, keys, args)
+	if d == nil || *d == "" || s.noScript(err) {
+		reply, err = s.t.Do(ctx, []string{"EVAL", sc.src, numKeys}, keys, args...)
+	}
 	if err != nil {
 		return 0, s.fail(op, keys[0], err)
 	}
+	n, ok := reply.(int64)
+	if !ok {
+		return 0, s.fail(op, keys[0], fmt.Errorf("unexpected reply %T to a lock script", reply))
+	}
 	if d == nil {
-		if digest, err := s.t.LoadScript(ctx, sc.src); err == nil {
-			s.digests[sc.id].Store(&digest)
-		} else if s.permanent(err) {
-			s.digests[sc.id].Store(new(string)) // "": by source from now on
-		}
+		s.load(ctx, sc)
 	}
 	return n, nil
 }
 
+// load asks the server for sc's digest (SCRIPT LOAD), once it has run sc.
+func (s *Server) load(ctx context.Context, sc *script) {
+	reply, err := s.t.Do(ctx, []string{"SCRIPT", "LOAD", sc.src}, nil)
+	if digest, ok := reply.(string); err == nil && ok {
+		s.digests[sc.id].Store(&digest)
+	} else if err != nil && s.permanent(err) {
+		s.digests[sc.id].Store(new(string)) // "": by source from now on
+	}
+}
+
+// noScript reports whether err is Redis's answer to an EVALSHA of a
+// script it does not know.
+func (s *Server) noScript(err error) bool {
+	msg, ok := s.t.ReplyText(err)
+	return ok && strings.HasPrefix(msg, "NOSCRIPT")
+}
+
 // setNX runs SET key token NX PX ttl, the fast path of a lock on a free
-// key.
+// key, and reports whether it stored token.
 func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 	if err := s.enter(ctx, "acquire", key); err != nil {
 		return false, err
 	}
 	defer s.inflight.Done()
-	ok, err := s.t.SetNX(ctx, key, token, ttl)
-	if err != nil {
+	reply, err := s.t.Do(ctx, []string{"SET"}, []string{key}, token, "NX", "PX", ms(ttl))
+	switch {
+	case err != nil:
 		return false, s.fail("acquire", key, err)
+	case reply == nil:
+		return false, nil
+	case reply != "OK":
+		return false, s.fail("acquire", key, fmt.Errorf("unexpected reply %T to SET NX", reply))
 	}
-	return ok, nil
+	return true, nil
 }
+
+// get runs GET key: its value, and whether it exists.
+func (s *Server) get(ctx context.Context, op, key string) (string, bool, error) {
+	reply, err := s.t.Do(ctx, []string{"GET"}, []string{key})
+	if err != nil {
+		return "", false, s.fail(op, key, err)
+	}
+	v, ok := reply.(string)
+	if reply != nil && !ok {
+		return "", false, s.fail(op, key, fmt.Errorf("unexpected reply %T to GET", reply))
+	}
+	return v, ok, nil
+}
+
+// ms writes d in the whole milliseconds Redis takes.
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

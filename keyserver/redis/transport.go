@@ -1,34 +1,25 @@
 package redis
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
-// Transport is what the Server needs from a Redis client: plain commands,
-// with no lock logic. Implement it to run the Server over a Redis client
-// this module does not ship (see keyserver/goredis for a short example);
-// the redigo transports of this package, pooled and pipelined, are two more.
+// Transport is what the Server needs from a Redis client: to run a
+// command and read its reply, to read an error reply's text, and to open a
+// Pub/Sub connection; no lock logic. Implement it to run the Server over a
+// Redis client this module does not ship (keyserver/goredis is an example
+// of about a hundred lines); FromURL and New use redigo transports of this
+// package.
 //
 // Every method must honour ctx: return when it ends, even if the command
-// then still runs (the Server treats such a call as failed, and the lock
+// then still runs (the Server counts such a call as failed, and the lock
 // scripts are safe to run late). A transport that starts goroutines of its
 // own waits for them in Close.
 type Transport interface {
-	// Eval runs a Lua script by its digest (EVALSHA) and, when the server
-	// answers NOSCRIPT (or digest is ""), by its source (EVAL), and
-	// returns its integer reply. keys and args are the script's KEYS and
-	// ARGV; args hold strings and int64s.
-	Eval(ctx context.Context, digest, src string, keys []string, args []any) (int64, error)
-	// LoadScript runs SCRIPT LOAD src and returns the digest the server
-	// names it by. The Server loads each script once and runs it by that
-	// digest, so that no SHA-1 is computed on this side.
-	LoadScript(ctx context.Context, src string) (digest string, err error)
-	// SetNX runs SET key value NX PX ttl and reports whether it stored
-	// value: false, nil when key exists.
-	SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
-	// Get runs GET key: its value, and false when key is absent.
-	Get(ctx context.Context, key string) (string, bool, error)
+	// Do runs the command whose words are cmd, then keys, then args (keys
+	// are told apart so that a Cluster client can route the command by
+	// them), and returns its reply: an int64, a string, nil for a nil
+	// reply (an absent key), or a []any of those. An error reply is
+	// returned as an error that ReplyText reads.
+	Do(ctx context.Context, cmd []string, keys []string, args ...string) (any, error)
 	// ReplyText returns the text of the Redis error reply err is or wraps
 	// ("WRONGTYPE Operation against a key ..."), and false when err is no
 	// error reply (a network failure, a timeout).
