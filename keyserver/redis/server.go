@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
