@@ -22,7 +22,10 @@ func (s *suite) fastPath(t *testing.T) {
 	}{
 		{"Acquire", func(key string) (bool, error) { return srv.Acquire(bg, key, "t", ttl) }},
 		{"AcquireOrHolder", func(key string) (bool, error) { ok, _, err := srv.AcquireOrHolder(bg, key, "t", ttl); return ok, err }},
-		{"AcquireInLine", func(key string) (bool, error) { ok, _, err := srv.AcquireInLine(bg, key, ranked(1, 1), ttl); return ok, err }},
+		{"AcquireInLine", func(key string) (bool, error) {
+			ok, _, err := srv.AcquireInLine(bg, key, ranked(1, 1), ttl)
+			return ok, err
+		}},
 	} {
 		c.reset()
 		want(t, tc.name+" of a free key", true)(tc.call("free/" + tc.name))
