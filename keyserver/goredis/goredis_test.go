@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestTransport runs the Redis behaviour suite over go-redis: a single
 // node, a Cluster and a Sentinel-managed master.
 func TestTransport(t *testing.T) {
-	transporttest.Run(t, func(t *testing.T, target transporttest.Target) *redis.Server {
+	transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
 		var client goredis.UniversalClient
 		switch {
 		case target.Cluster:
@@ -30,7 +30,7 @@ func TestTransport(t *testing.T) {
 				Username: target.Username, Password: target.Password, TLSConfig: target.TLS})
 		}
 		t.Cleanup(func() { client.Close() })
-		return goredisks.New(client)
+		return goredisks.New(client), nil
 	}, transporttest.WithCluster(), transporttest.WithSentinel())
 }
 

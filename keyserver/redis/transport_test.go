@@ -27,32 +27,24 @@ func targetURL(target transporttest.Target) (string, []redis.Option) {
 }
 
 func TestTransportPipelined(t *testing.T) {
-	transporttest.Run(t, func(t *testing.T, target transporttest.Target) *redis.Server {
+	transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
 		u, opts := targetURL(target)
-		s, err := redis.FromURL(u, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return redis.FromURL(u, opts...)
 	})
 }
 
 func TestTransportPooled(t *testing.T) {
-	transporttest.Run(t, func(t *testing.T, target transporttest.Target) *redis.Server {
+	transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
 		u, opts := targetURL(target)
-		s, err := redis.FromURL(u, append(opts, redis.WithPooledConnections())...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return redis.FromURL(u, append(opts, redis.WithPooledConnections())...)
 	})
 }
 
 // TestTransportCallersPool runs the suite through New, over a pool the
 // test owns, as a caller's.
 func TestTransportCallersPool(t *testing.T) {
-	transporttest.Run(t, func(t *testing.T, target transporttest.Target) *redis.Server {
-		u, opts := targetURL(target)
+	transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
+		u, _ := targetURL(target)
 		var dialOpts []redigo.DialOption
 		if target.TLS != nil {
 			dialOpts = append(dialOpts, redigo.DialTLSConfig(target.TLS))
@@ -65,7 +57,6 @@ func TestTransportCallersPool(t *testing.T) {
 			Wait:      true,
 		}
 		t.Cleanup(func() { pool.Close() })
-		_ = opts
-		return redis.New(pool)
+		return redis.New(pool), nil
 	})
 }

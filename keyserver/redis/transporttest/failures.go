@@ -55,20 +55,35 @@ func (s *suite) wrongPassword(t *testing.T) {
 	n := node(t, redistest.WithPassword(secret))
 	want(t, "Acquire with the password", true)(s.server(t, Target{Addr: n.Addr(), Password: secret}).Acquire(bg, "k", "t", ttl))
 	for _, pw := range []string{wrong, ""} {
-		ctx, cancel := context.WithTimeout(bg, 5*time.Second)
-		_, err := s.server(t, Target{Addr: n.Addr(), Password: pw}).Acquire(ctx, "k2", "t", ttl)
-		cancel()
+		err, made := s.refused(t, Target{Addr: n.Addr(), Password: pw})
 		switch {
 		case err == nil:
 			t.Errorf("Acquire with password %q succeeded", pw)
 		case !errors.Is(err, keyserver.ErrPermanent):
 			t.Errorf("Acquire with password %q = %v; want a permanent failure", pw, err)
-		case !strings.Contains(err.Error(), "authentication failed"):
+		case made && !strings.Contains(err.Error(), "authentication failed"):
 			t.Errorf("Acquire with password %q = %v; want it to say authentication failed", pw, err)
 		case strings.Contains(err.Error(), wrong) || strings.Contains(err.Error(), secret):
 			t.Errorf("an error repeats the password: %v", err)
 		}
 	}
+}
+
+// refused returns why a server to target cannot lock, and whether the
+// server was made: the error of its first Acquire or, for a client that
+// connects when it is made, the error NewServer gave, marked permanent (a
+// client that refuses to be made cannot be retried into working).
+func (s *suite) refused(t *testing.T, target Target) (err error, made bool) {
+	t.Helper()
+	srv, err := s.newServer(t, target)
+	if err != nil {
+		return keyserver.Permanent(err), false
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	_, err = srv.Acquire(ctx, "k", "t", ttl)
+	return err, true
 }
 
 // tls checks a node that speaks TLS only: locks and turns work with a
@@ -88,10 +103,7 @@ func (s *suite) tls(t *testing.T) {
 	awaitClosed(t, turn, 5*time.Second, "the turn over TLS")
 
 	untrusted := &tls.Config{RootCAs: x509.NewCertPool(), ServerName: "localhost", MinVersion: tls.VersionTLS12}
-	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
-	defer cancel()
-	_, err = s.server(t, Target{Addr: addr, TLS: untrusted}).Acquire(ctx, "k", "t", ttl)
-	if !errors.Is(err, keyserver.ErrPermanent) {
+	if err, _ := s.refused(t, Target{Addr: addr, TLS: untrusted}); !errors.Is(err, keyserver.ErrPermanent) {
 		t.Errorf("Acquire with an untrusted certificate = %v; want a permanent failure", err)
 	}
 }
@@ -116,8 +128,10 @@ func (s *suite) restart(t *testing.T) {
 	if got := redistest.Text(n.MustDo("GET", "k")); got != ranked(1, 1) {
 		t.Errorf("after Extend the key holds %q; want the holder's token", got)
 	}
-	ok, _, err = srv.AcquireInLine(bg, "k", ranked(2, 2), ttl) // the line was lost: the waiter tries again
-	want(t, "AcquireInLine after the restart", false)(ok, err)
+	eventually(t, 5*time.Second, "AcquireInLine after the restart", func() bool { // the line was lost: the waiter tries again
+		ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl)
+		return err == nil && !ok
+	})
 	turn, stop2, err := srv.WatchTurn(bg, "k", ranked(2, 1), nil)
 	must(t, "WatchTurn after the restart", err)
 	defer stop2()
@@ -163,8 +177,10 @@ func (s *suite) killedConnections(t *testing.T) {
 		ok, err := srv.Extend(bg, "k", ranked(1, 1), ttl)
 		return err == nil && ok
 	})
-	ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl) // woken, the waiter tries again
-	want(t, "AcquireInLine after the killed connections", false)(ok, err)
+	eventually(t, 5*time.Second, "AcquireInLine after the killed connections", func() bool { // woken, the waiter tries again
+		ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl)
+		return err == nil && !ok
+	})
 	turn, stop2, err := srv.WatchTurn(bg, "k", ranked(2, 1), nil)
 	must(t, "WatchTurn on a new subscriber connection", err)
 	defer stop2()

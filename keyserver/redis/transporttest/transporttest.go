@@ -10,10 +10,10 @@
 // the transport to a Target:
 //
 //	func TestTransport(t *testing.T) {
-//		transporttest.Run(t, func(t *testing.T, target transporttest.Target) *redis.Server {
+//		transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
 //			client := myclient.New(target.Addr, target.Password, target.TLS)
 //			t.Cleanup(func() { client.Close() })
-//			return redis.NewServer(mytransport.New(client))
+//			return redis.NewServer(mytransport.New(client)), nil
 //		})
 //	}
 //
@@ -51,9 +51,11 @@ type Target struct {
 }
 
 // NewServer makes a key server over the transport under test to target.
-// It ends the test if it cannot; calls to a Redis that refuses the
-// target's credentials must fail, not NewServer.
-type NewServer func(t *testing.T, target Target) *redis.Server
+// It returns an error only when the client refuses to be made, as a
+// client that connects at once does for a wrong password or a certificate
+// it does not trust; the suite then takes that refusal for the one it
+// expects of the first call, and fails where it expects none.
+type NewServer func(t *testing.T, target Target) (*redis.Server, error)
 
 // Option adds the deployments a client supports to the suite.
 type Option func(*suite)
@@ -112,7 +114,10 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 // server makes a server to target and closes it when t ends.
 func (s *suite) server(t *testing.T, target Target) *redis.Server {
 	t.Helper()
-	srv := s.newServer(t, target)
+	srv, err := s.newServer(t, target)
+	if err != nil {
+		t.Fatalf("making a server to %s: %v", target.Addr, err)
+	}
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
 			t.Errorf("Close: %v", err)
