@@ -6,7 +6,7 @@ PKGS        := ./...
 
 # Nested modules: their own go.mod, so the core module's users never
 # download go-redis, rueidis, OpenTelemetry or the peers of the comparison.
-NESTED      := keyserver/goredis keyserver/rueidis bench redlockotel
+NESTED      := keyserver/goredis keyserver/rueidis keyserver/valkey bench redlockotel
 
 .PHONY: test lint vet demo bench bench-peers chaos redis-up redis-down
 

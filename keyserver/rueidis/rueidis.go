@@ -81,8 +81,12 @@ func (t transport) PubSub(_ context.Context, h redis.PubSubHandler) (redis.PubSu
 		OnSubscription: func(s rueidis.PubSubSubscription) { redis.Confirm(h, s.Kind, s.Channel) },
 	})
 	send := redis.Send{
-		Subscribe:   func(ctx context.Context, ch string) error { return dc.Do(ctx, dc.B().Subscribe().Channel(ch).Build()).Error() },
-		Unsubscribe: func(ctx context.Context, ch string) error { return dc.Do(ctx, dc.B().Unsubscribe().Channel(ch).Build()).Error() },
+		Subscribe: func(ctx context.Context, ch string) error {
+			return dc.Do(ctx, dc.B().Subscribe().Channel(ch).Build()).Error()
+		},
+		Unsubscribe: func(ctx context.Context, ch string) error {
+			return dc.Do(ctx, dc.B().Unsubscribe().Channel(ch).Build()).Error()
+		},
 	}
 	return redis.HookedPubSub(h, ends, send, func() { dc.Close(); give() }), nil
 }
