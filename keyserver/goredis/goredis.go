@@ -51,7 +51,6 @@ import (
 // ownership of client: close the server first, which waits for the calls
 // still in flight, then the client.
 func New(client goredis.UniversalClient, opts ...redis.Option) *redis.Server {
-	opts = append([]redis.Option{redis.WithName(defaultName(client))}, opts...)
 	return redis.NewServer(redis.Detach(transport{client}), opts...)
 }
 

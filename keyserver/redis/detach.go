@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -9,7 +10,7 @@ import (
 // over a client that bounds a command by its own timeouts only: each Do
 // runs on a goroutine of its own, and returns when ctx ends while the
 // command goes on in the background. Close waits for those commands, then
-// closes t.
+// closes t. The result has t's name (see NewServer).
 func Detach(t Transport) Transport { return &detached{Transport: t} }
 
 type detached struct {
@@ -44,6 +45,14 @@ func (d *detached) Do(ctx context.Context, cmd, keys []string, args ...string) (
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// String names the server after t, when t has a name.
+func (d *detached) String() string {
+	if n, ok := d.Transport.(fmt.Stringer); ok {
+		return n.String()
+	}
+	return ""
 }
 
 func (d *detached) Close() error {

@@ -39,8 +39,9 @@ var (
 var ErrClosed = errors.New("redis: server closed")
 
 // NewServer returns a Server over t, which it owns: Close closes it. Of
-// the options only WithName applies; the server is named after t when t is
-// a fmt.Stringer, and "redis" otherwise.
+// the options only WithName applies; by default the server is named after
+// t when t is a fmt.Stringer with a name (what it connects to: never a
+// password), and "redis" otherwise.
 func NewServer(t Transport, opts ...Option) *Server {
 	c := config{}
 	if n, ok := t.(fmt.Stringer); ok {

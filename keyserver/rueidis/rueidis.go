@@ -36,6 +36,8 @@ package rueidis
 import (
 	"context"
 	"errors"
+	"sort"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -47,7 +49,6 @@ import (
 // client: close the server first, which waits for the calls still in
 // flight, then the client.
 func New(client rueidis.Client, opts ...redis.Option) *redis.Server {
-	opts = append([]redis.Option{redis.WithName(defaultName(client))}, opts...)
 	return redis.NewServer(redis.Detach(transport{client}), opts...)
 }
 
@@ -93,3 +94,15 @@ func (t transport) PubSub(_ context.Context, h redis.PubSubHandler) (redis.PubSu
 
 // Close leaves the caller's client open.
 func (transport) Close() error { return nil }
+
+// String names the server after the nodes the client knows: their
+// addresses, sorted, which carry no credentials.
+func (t transport) String() string {
+	nodes := t.c.Nodes()
+	addrs := make([]string, 0, len(nodes))
+	for addr := range nodes {
+		addrs = append(addrs, addr)
+	}
+	sort.Strings(addrs)
+	return strings.Join(addrs, ",")
+}

@@ -42,7 +42,6 @@ import (
 // knows unless redis.WithName says otherwise. The caller keeps ownership of
 // client: close the server first, then the client.
 func New(client valkey.Client, opts ...redis.Option) *redis.Server {
-	opts = append([]redis.Option{redis.WithName(nodes(client))}, opts...)
 	return redis.NewServer(redis.Detach(&transport{client}), opts...)
 }
 
@@ -89,12 +88,8 @@ func (t *transport) PubSub(_ context.Context, h redis.PubSubHandler) (redis.PubS
 // Close leaves the caller's client open.
 func (*transport) Close() error { return nil }
 
-// nodes names a server after the addresses of the nodes client knows,
-// which carry no credentials.
-func nodes(client valkey.Client) string {
-	addrs := slices.Sorted(maps.Keys(client.Nodes()))
-	if len(addrs) == 0 {
-		return "valkey"
-	}
-	return strings.Join(addrs, ",")
+// String lists the addresses of the nodes the client knows, which carry
+// no credentials: the server's default name.
+func (t *transport) String() string {
+	return strings.Join(slices.Sorted(maps.Keys(t.client.Nodes())), ",")
 }
