@@ -23,9 +23,11 @@ vet:
 	$(GO) vet $(PKGS)
 	@for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-## lint: gofmt, go vet and staticcheck must all be clean, and go mod tidy
-## must leave every go.mod as it is.
+## lint: gofmt, go vet and staticcheck must all be clean, go mod tidy
+## must leave every go.mod as it is, and git must track no built binary
+## and no file over 1 MB (.ci/tracked).
 lint: vet
+	./.ci/tracked
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) mod tidy -diff
