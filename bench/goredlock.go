@@ -22,9 +22,10 @@ func goredlockPeer() peer {
 
 func goredlockRetryPeer() peer {
 	return peer{
-		name:  "goredlock-retry",
-		title: func(s settings) string { return fmt.Sprintf("goredlock, retry %v", s.retry) },
-		about: "goredlock with redlock.WithRetryDelay(-retry) (so jitter ±half of it), contended workloads only.",
+		name:          "goredlock-retry",
+		title:         func(s settings) string { return fmt.Sprintf("goredlock, retry %v", s.retry) },
+		about:         "goredlock with redlock.WithRetryDelay(-retry) (so jitter ±half of it), contended workloads only.",
+		uncontendedAs: "goredlock",
 		skip: func(_ int, w workload) string {
 			if !w.contended() {
 				return "same as goredlock without contention"

@@ -4,6 +4,7 @@
 //	cd bench && go run .                # 5 nodes, 5 s per case, 3 repetitions
 //	cd bench && go run . -nodes 1       # one node: bsm/redislock joins in
 //	cd bench && go run . -quick         # a short smoke run
+//	cd bench && go run . -clients 8     # every workload over 8 independent clients
 //
 // Every library runs the same workloads in turn (never two at once, so
 // that the process's CPU time and the nodes' command counters belong to
@@ -54,6 +55,7 @@ func main() {
 type config struct {
 	nodes     int
 	reps      int
+	clients   int // for the workloads that do not set their own
 	timing    timing
 	settings  settings
 	peers     []peer
@@ -82,6 +84,7 @@ func parse(args []string) (config, error) {
 	fs.DurationVar(&cfg.timing.warmup, "warmup", time.Second, "how long each case runs before it is measured")
 	fs.DurationVar(&cfg.settings.ttl, "ttl", 10*time.Second, "lock TTL for every library")
 	fs.DurationVar(&cfg.settings.retry, "retry", time.Millisecond, "the short retry delay: goredlock's variant, bsm/redislock and the floor")
+	fs.IntVar(&cfg.clients, "clients", 1, "independent clients (own connections, as separate processes would have) that the goroutines of the workloads without a count of their own (not 8c-*) are dealt over")
 	fs.BoolVar(&quick, "quick", false, "a smoke run: 300 ms per case after 100 ms, 1 repetition")
 	fs.StringVar(&peerList, "peers", strings.Join(allPeers, ","), "libraries to run")
 	fs.StringVar(&wlList, "workloads", strings.Join(allLoads, ","), "workloads to run")
@@ -99,6 +102,8 @@ func parse(args []string) (config, error) {
 	switch {
 	case cfg.nodes < 1:
 		return config{}, fmt.Errorf("-nodes %d: need at least 1", cfg.nodes)
+	case cfg.clients < 1:
+		return config{}, fmt.Errorf("-clients %d: need at least 1", cfg.clients)
 	case cfg.reps < 1:
 		return config{}, fmt.Errorf("-reps %d: need at least 1", cfg.reps)
 	case cfg.timing.duration <= 0 || cfg.timing.warmup < 0:
@@ -112,7 +117,7 @@ func parse(args []string) (config, error) {
 	if cfg.peers, err = pick(peers(), peerList, func(p peer) string { return p.name }); err != nil {
 		return config{}, fmt.Errorf("-peers: %w", err)
 	}
-	if cfg.workloads, err = pick(workloads(), wlList, func(w workload) string { return w.name }); err != nil {
+	if cfg.workloads, err = pick(withClients(workloads(), cfg.clients), wlList, func(w workload) string { return w.name }); err != nil {
 		return config{}, fmt.Errorf("-workloads: %w", err)
 	}
 	cfg.args = args

@@ -26,6 +26,9 @@ type peer struct {
 	// skip says why the peer does not run on n nodes or workload w; "" runs it.
 	skip func(n int, w workload) string
 	open func(addrs []string, s settings) (locker, error)
+	// uncontendedAs names the peer whose uncontended figures stand for this
+	// one's, for a peer that skips the uncontended workload as the same.
+	uncontendedAs string
 }
 
 // settings are the knobs every peer is given the same way.

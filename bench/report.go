@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,6 +33,7 @@ func (r *results) skipped(peer, wl int, why string) { r.skips[[2]int{peer, wl}] 
 // row is the medians of one case over its repetitions.
 type row struct {
 	label                  string
+	clients                int // independent clients the case ran over
 	ops, jain, cmds        float64
 	p50, p99, max, cpu     time.Duration
 	overlaps, gaveUp, runs int64
@@ -45,7 +47,7 @@ func (r *results) row(peer, wl int) (row, bool) {
 		return row{}, false
 	}
 	var (
-		rw                      = row{label: r.cfg.peers[peer].label(r.cfg.settings), runs: int64(len(ss))}
+		rw                      = row{label: r.cfg.peers[peer].label(r.cfg.settings), clients: r.cfg.workloads[wl].lockers(), runs: int64(len(ss))}
 		ops, jains, cmds        []float64
 		p50s, p99s, maxes, cpus []time.Duration
 		gaveUps, conns          []int64
@@ -69,7 +71,31 @@ func (r *results) row(peer, wl int) (row, bool) {
 	rw.ops, rw.jain, rw.cmds = median(ops), median(jains), median(cmds)
 	rw.p50, rw.p99, rw.max, rw.cpu = median(p50s), median(p99s), median(maxes), median(cpus)
 	rw.gaveUp, rw.conns = median(gaveUps), median(conns)
+	if rw.clients > 1 {
+		rw.label = fmt.Sprintf("%s × %d clients", rw.label, rw.clients)
+	}
 	return rw, true
+}
+
+// uncontendedCmds is the Redis commands per grant of peer on the
+// uncontended workload (one goroutine), or of the peer that stands for it
+// there; false when that workload did not run.
+func (r *results) uncontendedCmds(peer int) (float64, bool) {
+	for wi, w := range r.cfg.workloads {
+		if !w.uncontended() {
+			continue
+		}
+		if rw, ok := r.row(peer, wi); ok {
+			return rw.cmds, rw.cmds > 0
+		}
+		for pi, p := range r.cfg.peers {
+			if as := r.cfg.peers[peer].uncontendedAs; as != "" && p.name == as {
+				rw, ok := r.row(pi, wi)
+				return rw.cmds, ok && rw.cmds > 0
+			}
+		}
+	}
+	return 0, false
 }
 
 func (r *results) write(w io.Writer) error {
@@ -88,8 +114,8 @@ func (r *results) write(w io.Writer) error {
 	}
 	for wi, wl := range cfg.workloads {
 		fmt.Fprintf(bw, "\n### %s\n\n", wl.title)
-		fmt.Fprintln(bw, "| library | ops/s | ÷ redsync | p50 | p99 | max | Jain | overlaps | CPU µs/op | Redis cmds/op | gave up |")
-		fmt.Fprintln(bw, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		fmt.Fprintln(bw, "| library | ops/s | ÷ redsync | p50 | p99 | max | Jain | overlaps | CPU µs/op | Redis cmds/op | ÷ uncontended | gave up |")
+		fmt.Fprintln(bw, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 		baseOps := 0.0
 		if br, ok := r.row(base, wi); ok {
 			baseOps = br.ops
@@ -107,9 +133,13 @@ func (r *results) write(w io.Writer) error {
 			if baseOps > 0 {
 				rel = fmtRatio(rw.ops / baseOps)
 			}
-			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %.2f | %d | %.0f | %.1f | %d |\n",
+			vsIdle := "–"
+			if idle, ok := r.uncontendedCmds(pi); ok {
+				vsIdle = fmtRatio(rw.cmds / idle)
+			}
+			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %.2f | %d | %.0f | %.1f | %s | %d |\n",
 				rw.label, fmtCount(rw.ops), rel, fmtDur(rw.p50), fmtDur(rw.p99), fmtDur(rw.max),
-				rw.jain, rw.overlaps, float64(rw.cpu)/float64(time.Microsecond), rw.cmds, rw.gaveUp)
+				rw.jain, rw.overlaps, float64(rw.cpu)/float64(time.Microsecond), rw.cmds, vsIdle, rw.gaveUp)
 			if rw.conns > 0 {
 				notes = append(notes, fmt.Sprintf("%s: the nodes accepted %d new connections while it was measured (median; a pool that keeps fewer connections idle than it uses redials)", rw.label, rw.conns))
 			}
@@ -134,7 +164,11 @@ func (r *results) write(w io.Writer) error {
 	fmt.Fprintln(bw, "- overlaps: grants while another goroutine of the case still held the same key, summed over repetitions. Must be 0.")
 	fmt.Fprintln(bw, "- CPU µs/op: user+system CPU time of the whole client process (harness included) per grant; the nodes' CPU is not in it.")
 	fmt.Fprintln(bw, "- Redis cmds/op: commands the nodes ran per grant, summed over nodes (INFO total_commands_processed); commands a Lua script runs count too, so one EVALSHA of a GET+DEL script counts 3.")
+	fmt.Fprintln(bw, "- ÷ uncontended: Redis cmds/op relative to the same library's on one goroutine without contention (goredlock's for its retry variant); – when that case did not run.")
 	fmt.Fprintln(bw, "- gave up: lock calls that returned an error in the window (the library's retries ran out); the goroutine calls again.")
+	if slices.ContainsFunc(cfg.workloads, func(w workload) bool { return w.lockers() > 1 }) {
+		fmt.Fprintln(bw, "- × N clients: the case opened N independent clients of the library, each with its own connections to the nodes, as N processes would (goredlock: a redlock.Client each over its own redis.FromURL servers; redsync: an instance each over its own pools; the others likewise), and dealt the goroutines over them round-robin. Rows without it ran on one client.")
+	}
 	fmt.Fprintf(bw, "\n### The libraries\n\n")
 	for _, p := range cfg.peers {
 		fmt.Fprintf(bw, "- %s: %s\n", p.label(cfg.settings), p.about)

@@ -17,9 +17,22 @@ type workload struct {
 	goroutines int
 	oneKey     bool          // all goroutines on one key; else one key each
 	hold       time.Duration // time between grant and release
+	// clients is how many independent clients (processes, in effect) the
+	// goroutines are dealt over; 0 until -clients fills it in. The
+	// workloads named after their clients set it themselves, so that the
+	// default run has the multi-process figures beside the one-client ones.
+	clients int
 }
 
 func (w workload) contended() bool { return w.oneKey && w.goroutines > 1 }
+
+// uncontended says that w is the baseline the contended cases' Redis
+// commands per grant are compared with.
+func (w workload) uncontended() bool { return w.goroutines == 1 }
+
+// lockers is how many clients a case of w opens: no more than it has
+// goroutines, since a client without one would measure nothing.
+func (w workload) lockers() int { return max(1, min(w.clients, w.goroutines)) }
 
 func workloads() []workload {
 	return []workload{
@@ -27,7 +40,26 @@ func workloads() []workload {
 		{name: "64-distinct", title: "64 goroutines, each on its own key", goroutines: 64},
 		{name: "8-one-key-hold", title: "8 goroutines on one key, holding it 1 ms", goroutines: 8, oneKey: true, hold: time.Millisecond},
 		{name: "64-one-key", title: "64 goroutines on one key, no hold", goroutines: 64, oneKey: true},
+		{name: "8c-one-key-hold", title: "8 clients on one key, 1 goroutine each, holding it 1 ms", goroutines: 8, oneKey: true, hold: time.Millisecond, clients: 8},
+		{name: "8c-64-one-key", title: "64 goroutines dealt over 8 clients on one key, no hold", goroutines: 64, oneKey: true, clients: 8},
 	}
+}
+
+// withClients gives the workloads that do not set their own client count
+// n clients, and says so in their titles; their names stay, so that
+// -workloads means the same with any -clients.
+func withClients(ws []workload, n int) []workload {
+	out := make([]workload, len(ws))
+	for i, w := range ws {
+		if w.clients == 0 {
+			w.clients = n
+			if w.lockers() > 1 {
+				w.title = fmt.Sprintf("%s, dealt over %d clients", w.title, w.lockers())
+			}
+		}
+		out[i] = w
+	}
+	return out
 }
 
 // timing is how long a case runs.
@@ -60,15 +92,16 @@ type worker struct {
 	firstErr   error
 }
 
-// runCase drives workload w through a fresh locker of p for t.warmup, then
+// runCase drives workload w through fresh lockers of p (w.lockers() of
+// them, independent, the goroutines dealt over them) for t.warmup, then
 // measures for t.duration. Cases run one at a time, so that the process's
 // CPU time and the nodes' command counters belong to this case alone.
 func runCase(ctx context.Context, p peer, w workload, addrs []string, s settings, t timing, counters *nodeCounters, keyPrefix string) (sample, error) {
-	l, err := p.open(addrs, s)
+	clients, err := openClients(p, w.lockers(), addrs, s)
 	if err != nil {
 		return sample{}, err
 	}
-	defer l.close() //nolint:errcheck // nothing to do about it at the end of a case
+	defer closeClients(clients) //nolint:errcheck // nothing to do about it at the end of a case
 
 	keys := w.goroutines
 	if w.oneKey {
@@ -90,10 +123,10 @@ func runCase(ctx context.Context, p peer, w workload, addrs []string, s settings
 			k = g
 		}
 		wg.Add(1)
-		go func(me *worker, k int, key string) {
+		go func(l locker, me *worker, k int, key string) {
 			defer wg.Done()
 			drive(runCtx, l, w.hold, key, &holders[k], &overlaps, &measuring, me)
-		}(&workers[g], k, fmt.Sprintf("%s:%d", keyPrefix, k))
+		}(clients[clientOf(g, len(clients))], &workers[g], k, fmt.Sprintf("%s:%d", keyPrefix, k))
 	}
 
 	wait := func(d time.Duration) error {

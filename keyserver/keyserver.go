@@ -70,19 +70,49 @@ func (p permanent) Is(target error) bool { return target == ErrPermanent }
 // precision.
 const MinTTL = time.Millisecond
 
-// CheckArgs validates the arguments of a KeyServer call, so that every
-// implementation rejects the same input with the same error. A ttl of zero
-// skips the TTL check (for Release).
-func CheckArgs(key, token string, ttl time.Duration, needTTL bool) error {
-	switch {
-	case key == "":
+// CheckKey, CheckToken and CheckTTL validate the arguments of a KeyServer
+// call, so that every implementation refuses the same input with the same
+// error: an empty key, an empty token, a TTL under MinTTL.
+func CheckKey(key string) error {
+	if key == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalidArgument)
-	case token == "":
+	}
+	return nil
+}
+
+// CheckToken validates a call about key and token: Release, LeaveLine,
+// WatchTurn. See CheckKey.
+func CheckToken(key, token string) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if token == "" {
 		return fmt.Errorf("%w: empty token for key %q", ErrInvalidArgument, key)
-	case needTTL && ttl < MinTTL:
+	}
+	return nil
+}
+
+// CheckTTL validates a call that stores token under key for ttl: Acquire,
+// Extend and their variants. See CheckKey.
+func CheckTTL(key, token string, ttl time.Duration) error {
+	if err := CheckToken(key, token); err != nil {
+		return err
+	}
+	if ttl < MinTTL {
 		return fmt.Errorf("%w: ttl %v for key %q is under %v", ErrInvalidArgument, ttl, key, MinTTL)
 	}
 	return nil
+}
+
+// CheckArgs is CheckTTL when needTTL, and CheckToken otherwise.
+//
+// Deprecated: call CheckKey, CheckToken or CheckTTL, which say what they
+// check.
+func CheckArgs(key, token string, ttl time.Duration, needTTL bool) error {
+	if needTTL {
+		return CheckTTL(key, token, ttl)
+	}
+	return CheckToken(key, token)
 }
 
 // InProcess is implemented by key servers that answer every call at once,

@@ -2,7 +2,6 @@ package keyserver
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -55,17 +54,19 @@ type Notifier interface {
 	// rank is not put in line.
 	AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (ok bool, h Holder, err error)
 	// WatchTurn watches key's line on this server for the waiter ranked
-	// as token. turn is closed once key is promised to that waiter, or
-	// found free, also when that happened after the waiter's last refusal
-	// and before WatchTurn returned; or once the watch broke (a lost
-	// connection): either way the waiter should try again. moved, if not
-	// nil, is called each time key is promised to another waiter (the
-	// line moved), from a goroutine of the server's: it must not block.
-	// stop ends the watch and must be called exactly once. ctx bounds
-	// only the setting up of the watch. Watches are cheap: a server
-	// shares one subscription per key among the waiters of a process, and
-	// one connection among all keys.
-	WatchTurn(ctx context.Context, key, token string, moved func()) (turn <-chan struct{}, stop func(), err error)
+	// as token. turn is closed once key is promised to that waiter, also
+	// when that happened after the waiter's last refusal and before
+	// WatchTurn returned; or once the watch broke (a lost connection):
+	// either way the waiter should try again. A key that its holder left
+	// to expire gives no turn: the waiter tries again by the holder's TTL,
+	// which its refusal reported. stop ends the watch and must be called
+	// exactly once. ctx bounds only the setting up of the watch.
+	//
+	// A turn is told to the waiter's process only, not to every process
+	// that waits for the key: a release costs the same however many
+	// processes wait. Watches are cheap: a server shares one subscription
+	// among the waiters of a process, and one connection among all keys.
+	WatchTurn(ctx context.Context, key, token string) (turn <-chan struct{}, stop func(), err error)
 	// LeaveLine takes the waiter ranked as token out of key's line. If key
 	// was promised to it, the promise passes to the next waiter, or key is
 	// freed when there is none.
@@ -94,6 +95,11 @@ type Holder struct {
 	// way, without learning anything of each other's tokens. A promised
 	// key ranks as the waiter it is promised to.
 	Rank Order
+	// Ahead is how many waiters the key's line holds before the caller,
+	// as a refused AcquireInLine found it; 0 for AcquireOrHolder. A
+	// waiter measures its patience by it: the line moving towards it is
+	// progress.
+	Ahead int
 }
 
 // Order is how a holder's token ranks against a caller's.
@@ -157,5 +163,10 @@ func PromiseOf(token string) string {
 	if r == "" {
 		return ""
 	}
-	return r + strings.Repeat("~", TokenLen-RankLen)
+	var p [TokenLen]byte
+	copy(p[:], r)
+	for i := RankLen; i < TokenLen; i++ {
+		p[i] = '~'
+	}
+	return string(p[:])
 }

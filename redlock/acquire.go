@@ -8,207 +8,253 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// acquire makes attempts until one is granted, the retries run out, or the
-// votes say retrying is pointless: a quorum of refusals under
-// untilKnownHeld (DoOrSkip skips then), or failures that cannot heal.
-// Acquire and Do (retries under earliest) wait in the key's line of this
-// client once refused, or at once when others wait there already (see
-// line); between attempts, they wait for a release (see await).
-func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.Duration, retries int, r rule) (l *Lock, err error) {
+// mode is how a call that takes a lock treats a refusal.
+type mode uint8
+
+const (
+	// waits: Acquire and Do wait for the lock, in the lines of the
+	// servers that keep them, while their patience lasts.
+	waits mode = iota
+	// once: TryAcquire makes one attempt.
+	once
+	// skips: DoOrSkip retries split votes and failures, and ends at once
+	// when the lock is held elsewhere (see tally.skip); it never waits in
+	// line.
+	skips
+)
+
+// acquisition is one call that takes a lock (Acquire, TryAcquire, Do or
+// DoOrSkip) from its first attempt to its verdict.
+//
+// Its attempts share the call's rank, by which the servers order waiters.
+// Each draws a fresh token, so that it never waits for the calls of the
+// one before, which may hang on a server that stopped answering; an
+// attempt that kept the servers that granted it (see tally.keep) passes
+// its token on instead, and the next attempt's calls follow its calls,
+// server by server, as the calls of one token must.
+type acquisition struct {
+	c         *Client
+	o         *options
+	mode      mode
+	name, key string
+	// ttl, and what the call derives from it once: the bound on each
+	// server call and the loss margin.
+	ttl, timeout, margin time.Duration
+	retries              int // -1: no limit
+	rank                 rank
+	began                time.Time
+	attempts             int
+	last                 tally // the votes of the last attempt
+	token                string
+	tails                []<-chan struct{} // the last attempt's calls, when it kept its servers
+	kept                 bool
+	// patience is when the call gives up, after a refused attempt (see
+	// outOfPatience); zero until its first refusal. ahead is how many
+	// waiters its lines held before it when patience was last set.
+	patience time.Time
+	ahead    int
+	// inLine has bit i set while the call may have a place in server i's
+	// line: it waits there, and leaves when it ends (see line.go).
+	inLine uint64
+	place  *place // its watches of its turn; nil until it first waits in line
+}
+
+// acquire takes the lock called name, treating refusals as m says.
+func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.Duration, m mode) (l *Lock, err error) {
 	if err := checkLock(o, name, ttl); err != nil {
 		return nil, err
 	}
-	var (
-		key     = o.keyPrefix + name
-		s       = series{began: c.clock.Now()}
-		last    tally
-		attempt int
-		q       *line
-		w       *waiter
-	)
+	a := &acquisition{c: c, o: o, mode: m, name: name, key: o.keyPrefix + name, ttl: ttl,
+		timeout: o.timeoutFor(ttl), margin: o.marginFor(ttl), retries: o.retryCount, began: c.clock.Now()}
+	if m == once {
+		a.retries = 0
+	}
+	a.rank = newRank(a.began)
 	if c.hooks.Acquired != nil {
-		began := c.clock.Now()
 		defer func() {
-			c.hooks.Acquired(ctx, Acquisition{Name: name, Attempts: attempt, Duration: c.clock.Since(began), Err: err})
+			c.hooks.Acquired(ctx, Acquisition{Name: name, Attempts: a.attempts, Duration: c.clock.Since(a.began), Err: err})
 		}()
 	}
-	defer func() {
-		if l == nil {
-			c.abandon(ctx, o, name, key, ttl, &s)
-		}
-		if q != nil {
-			c.leave(q, w, l)
-		}
-	}()
-	queued := r == earliest && retries != 0
-	if queued && c.lineFor(key) != nil { // others wait: no overtaking them
-		var front bool
-		if q, w, front = c.join(key, retries); !front {
-			if attempt, err = c.awaitTurn(ctx, name, q, w); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for attempt++; ; attempt++ {
+	defer func() { a.end(ctx, l) }()
+	for {
 		if err := ctx.Err(); err != nil {
-			attempt--
-			return nil, notAcquired(name, attempt, last, err)
+			return nil, a.notAcquired(err)
 		}
-		final := retries >= 0 && attempt > retries
-		if held, _ := q.heldHere(c.clock.Now()); held {
-			// A call of this client holds the lock: every server would
-			// refuse. Wait for its release; a wait that the retry delay
-			// ends counts as a refused attempt, of the front's only, as
-			// the lock is moving along the line.
-			if err := c.await(ctx, o, q, tally{}); err != nil {
-				return nil, notAcquired(name, attempt-1, last, err)
-			}
-			if held, _ := q.heldHere(c.clock.Now()); !held {
-				attempt--
-				continue
-			}
-			last = tally{n: len(c.servers), refused: len(c.servers)}
-			if final {
-				return nil, notAcquired(name, attempt, last, nil)
-			}
-			continue
-		}
-		if q != nil {
-			c.arm(ctx, &q.watch, key, o.timeoutFor(ttl), last, true)
-		}
-		if !s.kept {
-			s.tails = q.handOver()
-		}
-		l, t, err := c.attempt(ctx, o, name, key, ttl, r, attempt, &s, !final)
-		if l != nil || err != nil {
+		if l, err := a.attempt(ctx); l != nil || err != nil {
 			return l, err
 		}
-		last = t
-		if q != nil {
-			q.refused(t)
-		}
-		if r == untilKnownHeld && t.skip(attempt, final) {
-			err := notAcquired(name, attempt, last, nil)
-			err.skip = true
+		if err := a.refused(ctx); err != nil {
 			return nil, err
 		}
-		if t.hopeless() || final {
-			return nil, notAcquired(name, attempt, last, ctx.Err())
-		}
-		if queued && q == nil {
-			var front bool
-			if q, w, front = c.join(key, retries); !front {
-				spent, err := c.awaitTurn(ctx, name, q, w)
-				if err != nil {
-					return nil, err
-				}
-				attempt += spent
-				continue
-			}
-		}
-		if q != nil && q.watch.chans == nil {
-			// A release between the refusal and the watch goes unheard:
-			// the wait then ends by the holder's TTL or the retry delay.
-			c.arm(ctx, &q.watch, key, o.timeoutFor(ttl), t, false)
-		}
-		if err := c.await(ctx, o, q, t); err != nil {
-			return nil, notAcquired(name, attempt, last, err)
+		if err := a.wait(ctx); err != nil {
+			return nil, a.notAcquired(err)
 		}
 	}
 }
 
-// series is what the attempts of one call share. Each attempt draws a
-// fresh token, so that it never waits for the calls of the one before,
-// which may hang on a server that stopped answering; every token carries
-// the time the call began (its rank). An attempt that kept the servers
-// that granted it (see tally.keep) passes its token on instead, and the
-// next attempt's calls follow its calls, server by server, as the calls of
-// one token must.
-type series struct {
-	began time.Time
-	token string
-	// tails holds per server a channel closed once the call the next
-	// attempt's call there must follow has finished: the last attempt's
-	// when it kept its servers, or the release of the lock this client
-	// held before (see line.after). nil when there are none.
-	tails []<-chan struct{}
-	kept  bool // the last attempt kept the servers that granted it
+// refused decides, after a refused attempt, whether the call ends, and
+// returns its error if so.
+func (a *acquisition) refused(ctx context.Context) error {
+	last := a.outOfPatience()
+	if a.mode == skips && a.last.skip(a.attempts, last) {
+		err := a.notAcquired(nil)
+		err.skip = true
+		return err
+	}
+	if a.last.hopeless() || last {
+		return a.notAcquired(ctx.Err())
+	}
+	return nil
 }
 
-// abandon gives back the servers that the last attempt of a call kept,
-// when the call ends without the lock.
-func (c *Client) abandon(ctx context.Context, o *options, name, key string, ttl time.Duration, s *series) {
-	if !s.kept {
-		return
+// outOfPatience reports, after a refused attempt, whether the call has
+// waited as long as its retries allow: retries × the retry delay since its
+// first refusal, for a call that polls about as many attempts as it has
+// retries. A call waiting in line is given that much for each waiter ahead
+// of it and for its own turn, from its first refusal and again whenever a
+// refusal finds fewer ahead than the one before, so that it does not give
+// up while the lock passes, in order, towards it.
+func (a *acquisition) outOfPatience() bool {
+	if a.retries < 0 {
+		return false
 	}
-	s.kept = false
-	if c.enter() != nil {
-		return // closed: the keys run out with their TTL
+	now := a.c.clock.Now()
+	if ahead := a.last.ahead; a.patience.IsZero() || ahead < a.ahead {
+		each := time.Duration(a.retries) * a.o.retryDelay
+		a.patience = later(a.patience, now.Add(each*time.Duration(ahead+1)))
+		a.ahead = ahead
 	}
-	defer c.exit()
-	rctx, cancel := c.detach(ctx, o.timeoutFor(ttl))
-	defer cancel()
-	f := fan{op: opRelease, name: name, key: key, token: s.token, timeout: o.timeoutFor(ttl), after: s.tails}
-	res := c.fanOut(rctx, f)
-	c.settle(rctx, &f, &res, false)
+	return !now.Before(a.patience)
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// notAcquired is the call's error, with the votes of its last attempt.
+func (a *acquisition) notAcquired(ctxErr error) *QuorumError {
+	return notAcquired(a.name, a.attempts, a.last, ctxErr)
 }
 
 // attempt is one round of the algorithm: Acquire on every server, and the
 // lock if a quorum granted it with validity beyond the loss margin left.
-// Otherwise the token is released everywhere, unless mayKeep and the
-// refusals say the others will give way (tally.keep). It returns once the
-// votes are in and the servers that granted have been cleaned up; servers
-// that did not answer are cleaned up in the background.
-func (c *Client) attempt(ctx context.Context, o *options, name, key string, ttl time.Duration, r rule, number int, s *series, mayKeep bool) (*Lock, tally, error) {
-	if err := c.enter(); err != nil {
-		return nil, tally{}, err
+// Otherwise the token is released everywhere, unless the refusals say the
+// others will give way (tally.keep) and the call will try again. It
+// returns once the votes are in and the servers that granted have been
+// cleaned up; servers that did not answer are cleaned up in the
+// background.
+func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
+	c, o := a.c, a.o
+	if err := c.enterAttempt(); err != nil {
+		return nil, err
 	}
 	defer c.exit()
-	if !s.kept { // a fresh token: no earlier call of it to wait for
-		token, err := o.newToken(s.began)
+	a.attempts++
+	if !a.kept { // a fresh token: no earlier call of it to wait for
+		token, err := o.newToken(a.rank)
 		if err != nil {
-			return nil, tally{}, fmt.Errorf("redlock: generating a token: %w", err)
+			return nil, fmt.Errorf("redlock: generating a token: %w", err)
 		}
-		s.token = token
+		a.token, a.tails = token, nil
+		if a.attempts == 1 && !c.inProcess {
+			a.tails = c.released.take(a.key)
+		}
 	}
-	f := fan{op: opAcquire, name: name, key: key, token: s.token, ttl: ttl, timeout: o.timeoutFor(ttl), rule: r, undo: true,
-		after: s.tails, holders: true}
-	if o.fencing {
+	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.ttl, timeout: a.timeout,
+		rule: earliest, undo: true, after: a.tails}
+	switch {
+	case o.fencing:
 		f.op = opAcquireFenced
+	case a.mode == waits && a.retries != 0:
+		f.op = opAcquireInLine
+	case a.mode == skips:
+		f.rule = untilKnownHeld
 	}
 	start := c.clock.Now()
 	res := c.fanOut(ctx, f)
 	t := res.tally
-	margin := o.marginFor(ttl)
-	granted := t.won() && validity(ttl, c.clock.Since(start), o.driftFactor) > margin
+	granted := t.won() && validity(a.ttl, c.clock.Since(start), o.driftFactor) > a.margin
 	var fence uint64
 	if granted && o.fencing {
 		// The token is drawn while the keys are held, before the verdict:
 		// a failure undoes the grant like any other.
 		var ft tally
-		if fence, ft = c.fence(ctx, o, name, key, ttl, t.maxN); fence == 0 {
+		if fence, ft = c.fence(ctx, o, a.name, a.key, a.ttl, t.maxN); fence == 0 {
 			granted, t = false, ft
 		}
-		granted = granted && validity(ttl, c.clock.Since(start), o.driftFactor) > margin
+		granted = granted && validity(a.ttl, c.clock.Since(start), o.driftFactor) > a.margin
 	}
 	elapsed := c.clock.Since(start)
-	kept := !granted && mayKeep && !t.won() && t.keep()
+	kept := !granted && !a.finalAttempt() && !t.won() && t.keep()
 	c.settle(ctx, &f, &res, !granted && !kept)
-	s.tails, s.kept = res.done, kept
-	c.logVotes(opAcquire, name, t)
+	a.tails, a.kept, a.last = res.done, kept, t
+	if f.op == opAcquireInLine {
+		// Refused or failed, the call may now have a place in the line of
+		// each Notifier that did not grant it; granted, it has none there.
+		a.inLine = c.notifierMask &^ t.granters
+	}
+	c.logVotes(opAcquire, a.name, t)
 	if c.hooks.Attempt != nil {
-		c.hooks.Attempt(ctx, Attempt{Name: name, Number: number, Servers: t.n, Granted: t.granted, Refused: t.refused,
+		c.hooks.Attempt(ctx, Attempt{Name: a.name, Number: a.attempts, Servers: t.n, Granted: t.granted, Refused: t.refused,
 			Failed: len(t.errs), Duration: elapsed, OK: granted})
 	}
 	if !granted {
 		if t.won() {
 			c.logger.Warn("redlock: quorum came too late to leave validity beyond the loss margin",
-				"lock", name, "validity", validity(ttl, elapsed, o.driftFactor), "loss_margin", margin)
+				"lock", a.name, "validity", validity(a.ttl, elapsed, o.driftFactor), "loss_margin", a.margin)
 		}
 		if o.fencing && t.maxN >= keyserver.MaxFence {
-			return nil, t, fenceErr(name)
+			return nil, fenceErr(a.name)
 		}
-		return nil, t, nil
+		return nil, nil
 	}
-	return newLock(c, o, grant{name: name, key: key, token: s.token, ttl: ttl, start: start, tails: res.done, fence: fence, ctx: ctx}), t, nil
+	a.kept = false
+	return newLock(c, o, grant{name: a.name, key: a.key, token: a.token, ttl: a.ttl, start: start, tails: res.done, fence: fence, ctx: ctx}), nil
+}
+
+// finalAttempt reports whether the attempt about to be settled is the
+// call's last: no retry would follow a refusal.
+func (a *acquisition) finalAttempt() bool {
+	return a.mode == once || a.retries == 0 || (a.retries > 0 && !a.patience.IsZero() && !a.c.clock.Now().Before(a.patience))
+}
+
+// end cleans up after the call, granted (l) or not: it gives back the
+// servers the last attempt kept, stops its watches, and leaves the lines it
+// is still in, in the background.
+func (a *acquisition) end(ctx context.Context, l *Lock) {
+	if a.place != nil {
+		a.place.stop()
+	}
+	if l == nil && a.kept {
+		a.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.timeout, after: a.tails})
+	}
+	if a.inLine != 0 {
+		// After the last attempt's calls, which may still be on their
+		// way to a server and would put the call back in line there.
+		a.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.timeout,
+			after: a.tails, only: a.inLine})
+	}
+}
+
+// background sends f to every server without cancellation, each call
+// bounded by the server timeout, and waits for a quorum of answers at
+// most: the rest finish in the background, and Close waits for them. (Its
+// context is not cancelled when it returns: that would end the calls still
+// waiting for the ones they follow.) A closed client sends nothing: its
+// keys run out with their TTL, and its places in line with the lines.
+func (a *acquisition) background(ctx context.Context, f fan) {
+	c := a.c
+	if c.enter() != nil {
+		return
+	}
+	defer c.exit()
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	res := c.fanOut(ctx, f)
+	c.settle(ctx, &f, &res, false)
 }

@@ -2,9 +2,6 @@ package redlock
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
-	"math/rand/v2"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -22,14 +19,26 @@ type Client struct {
 	inProcess bool // every server is a keyserver.InProcess
 	options
 	health health
-	// notifiers are the indexes of the servers that are Notifiers.
-	notifiers []int
-	// lines holds, per key, the line of this client's Acquire calls
-	// waiting for it (*line).
-	lines sync.Map
+	// notifiers are the indexes of the servers that are Notifiers: a
+	// waiting call waits in their lines; notifierMask has their bits set
+	// (all bits from 64 on).
+	notifiers    []int
+	notifierMask uint64
+	// released holds the calls of recent releases still running (see
+	// releases).
+	released releases
 
-	mu     sync.Mutex
-	closed bool
+	// closing ends when Close begins: calls that wait for a lock stop
+	// waiting, and Do and DoOrSkip end fn's context and release.
+	closing     context.Context
+	stopClosing context.CancelFunc
+
+	mu       sync.Mutex
+	shutting bool // Close has begun: no new Do or acquisition
+	closed   bool // Close has waited for every Do: no server call either
+	// dos counts the Do and DoOrSkip calls in progress, which Close ends
+	// first, while their releases can still reach the servers.
+	dos sync.WaitGroup
 	// bg counts the calls in progress and the work they left running:
 	// straggling server calls, clean-ups, the rest of a release. Close
 	// waits for it.
@@ -48,6 +57,11 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 	for i, s := range servers {
 		if isNil(s) {
 			return nil, invalidArgument("key server %d is nil", i)
+		}
+		for j := range i {
+			if same(servers[j], s) {
+				return nil, invalidArgument("key servers %d and %d are the same server, whose votes would count twice", j, i)
+			}
 		}
 	}
 	o := defaultOptions()
@@ -75,9 +89,11 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 		inProcess: allInProcess(servers),
 		health:    health{failures: make([]atomic.Int64, len(servers))},
 	}
+	c.closing, c.stopClosing = context.WithCancel(context.Background())
 	for i, s := range servers {
 		if _, ok := s.(keyserver.Notifier); ok {
 			c.notifiers = append(c.notifiers, i)
+			c.notifierMask |= bit(i)
 		}
 	}
 	return c, nil
@@ -107,17 +123,38 @@ func isNil(s keyserver.KeyServer) bool {
 	return false
 }
 
+// same reports whether a and b are the same key server, given twice as
+// one pointer, so that one server cannot vote twice. (Two values that
+// reach one Redis are told apart by the servers themselves, if at all.)
+func same(a, b keyserver.KeyServer) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Kind() == reflect.Pointer && a == b
+}
+
 // Quorum returns how many servers must agree for an operation to succeed: a
 // strict majority of them.
 func (c *Client) Quorum() int { return c.quorum }
 
-// Close waits for everything the client left running: server calls that
-// were still in flight when an outcome was decided, the clean-up after
-// failed attempts, the rest of each release. After Close, every call on the
-// client and on the locks it granted returns ErrClosed without reaching a
-// server, so release locks before closing. Close does not close the key
-// servers, which the caller owns. A second Close returns nil.
+// Close ends the client's work and waits for it. Calls still waiting for
+// a lock end with ErrClosed; Do and DoOrSkip calls whose fn runs have fn's
+// context cancelled (its cause is ErrClosed), and once fn returns they
+// release the lock and return an error matching ErrClosed. Then Close waits
+// for everything the client left running: server calls that were still in
+// flight when an outcome was decided, the clean-up after failed attempts,
+// the rest of each release. After Close, every call on the client and on
+// the locks it granted returns ErrClosed without reaching a server, so
+// release Acquire'd locks before closing. Close does not close the key
+// servers, which the caller owns. A second Close, or Close on a nil
+// Client, returns nil.
 func (c *Client) Close() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	c.shutting = true
+	c.mu.Unlock()
+	c.stopClosing()
+	c.dos.Wait()
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
@@ -126,8 +163,8 @@ func (c *Client) Close() error {
 }
 
 // enter registers a call that reaches the servers, so that Close waits for
-// it and for what it leaves running; it fails once Close was called. Every
-// enter is paired with an exit.
+// it and for what it leaves running; it fails once Close has ended the
+// client's Do calls. Every enter is paired with an exit.
 func (c *Client) enter() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -139,6 +176,32 @@ func (c *Client) enter() error {
 }
 
 func (c *Client) exit() { c.bg.Done() }
+
+// enterAttempt is enter for an attempt to take a lock, which fails as
+// soon as Close has begun: a Do that Close is ending must not take a new
+// lock.
+func (c *Client) enterAttempt() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutting {
+		return ErrClosed
+	}
+	c.bg.Add(1)
+	return nil
+}
+
+// enterDo registers a Do or DoOrSkip call, which Close ends and waits for
+// before it closes the client; it fails once Close has begun. Every
+// enterDo is paired with c.dos.Done.
+func (c *Client) enterDo() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutting {
+		return ErrClosed
+	}
+	c.dos.Add(1)
+	return nil
+}
 
 // Acquire takes the lock called name for ttl, trying again after a jittered
 // delay while it is held elsewhere or the servers fail, as WithRetryCount
@@ -159,7 +222,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	if err != nil {
 		return nil, err
 	}
-	return c.acquire(ctx, o, name, ttl, o.retryCount, earliest)
+	return c.acquire(ctx, o, name, ttl, waits)
 }
 
 // TryAcquire makes a single attempt to take the lock: Acquire with no
@@ -171,81 +234,5 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 	if err != nil {
 		return nil, err
 	}
-	return c.acquire(ctx, o, name, ttl, 0, earliest)
-}
-
-// checkLock validates a lock name and TTL for Acquire, TryAcquire and Do.
-func checkLock(o *options, name string, ttl time.Duration) error {
-	if name == "" {
-		return invalidArgument("empty lock name")
-	}
-	return checkTTL(o, name, ttl)
-}
-
-// checkTTL refuses a TTL that could never give a usable lock: one that the
-// clock drift allowance and the loss margin use up.
-func checkTTL(o *options, name string, ttl time.Duration) error {
-	if ttl < keyserver.MinTTL {
-		return invalidArgument("ttl %v of lock %q is under the minimum of %v", ttl, name, keyserver.MinTTL)
-	}
-	d := drift(ttl, o.driftFactor)
-	if ttl <= d {
-		return invalidArgument("ttl %v of lock %q is not longer than its clock drift allowance %v", ttl, name, d)
-	}
-	if m := o.marginFor(ttl); ttl-d <= m {
-		return invalidArgument("ttl %v of lock %q leaves no validity beyond its loss margin %v (drift allowance %v)",
-			ttl, name, m, d)
-	}
-	return nil
-}
-
-// retryWait draws the wait before the next attempt from delay±jitter.
-func (o *options) retryWait() time.Duration {
-	j := o.jitter()
-	if j == 0 {
-		return o.retryDelay
-	}
-	r := rand.Int64N
-	if o.randInt64N != nil {
-		r = o.randInt64N
-	}
-	return o.retryDelay - j + time.Duration(r(int64(2*j)+1))
-}
-
-// notAcquired is Acquire's error after attempts, the last of which ended
-// with the votes t.
-func notAcquired(name string, attempts int, t tally, ctxErr error) *QuorumError {
-	sentinel := ErrNotAcquired
-	if t.heldElsewhere() {
-		sentinel = ErrHeldElsewhere
-	}
-	return newQuorumError("acquire", name, attempts, t, ctxErr, sentinel)
-}
-
-// logVotes reports a lost vote at debug level; fanOut has already logged
-// each server failure.
-func (c *Client) logVotes(op opKind, name string, t tally) {
-	if !t.won() {
-		c.logger.Debug("redlock: quorum not reached", "op", op, "lock", name,
-			"granted", t.granted, "refused", t.refused, "servers", t.n)
-	}
-}
-
-// newToken draws a lock's token for an Acquire call that began at start:
-// 16 hexadecimal digits of start in Unix milliseconds, a dot, and 32
-// random hexadecimal digits, so that it carries a rank (keyserver.RankOf)
-// by which contenders who split the servers agree on who gives way, the
-// earliest call first. The 128 random bits come from the runtime's ChaCha8
-// generator (math/rand/v2), seeded from the operating system: tokens must
-// not collide, and this needs no system call and one allocation.
-func newToken(start time.Time) (string, error) {
-	var s [keyserver.TokenLen]byte
-	var u [24]byte
-	binary.BigEndian.PutUint64(u[0:8], uint64(start.UnixMilli()))
-	binary.LittleEndian.PutUint64(u[8:16], rand.Uint64())
-	binary.LittleEndian.PutUint64(u[16:24], rand.Uint64())
-	hex.Encode(s[0:16], u[0:8])
-	s[16] = '.'
-	hex.Encode(s[17:], u[8:])
-	return string(s[:]), nil
+	return c.acquire(ctx, o, name, ttl, once)
 }

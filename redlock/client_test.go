@@ -187,7 +187,9 @@ func TestRetryAttemptCounts(t *testing.T) {
 		t.Run(fmt.Sprint(retries), func(t *testing.T) {
 			fc := clock.NewFake(t0)
 			servers := static.Table([][]bool{{false, false}, {false, false}, {false, false}})
-			c := testClient(t, fc, servers.KeyServers(), WithRetryCount(retries))
+			// Servers that keep no line, polled every retry delay exactly.
+			ks := []keyserver.KeyServer{hidden{servers[0]}, hidden{servers[1]}, hidden{servers[2]}}
+			c := testClient(t, fc, ks, WithRetryCount(retries), WithRetryJitter(0))
 			res := async(t, func() error { _, err := c.Acquire(bg, "job", time.Second); return err })
 			sleeps(t, fc, retries)
 			err := res()
@@ -225,10 +227,12 @@ func TestRetryUntilContextEnds(t *testing.T) {
 
 func TestRetryWaitsWithinJitter(t *testing.T) {
 	fc := clock.NewFake(t0)
-	c := testClient(t, fc, static.Table([][]bool{{false, false}}).KeyServers(),
-		WithRetryCount(60), WithRetryDelay(200*time.Millisecond), WithRetryJitter(100*time.Millisecond))
-	res := async(t, func() error { _, err := c.Acquire(bg, "job", time.Second); return err })
+	c := testClient(t, fc, []keyserver.KeyServer{hidden{static.Fixed(false, false)}},
+		WithRetryCount(-1), WithRetryDelay(200*time.Millisecond), WithRetryJitter(100*time.Millisecond))
+	ctx, cancel := context.WithCancel(bg)
+	res := async(t, func() error { _, err := c.Acquire(ctx, "job", time.Second); return err })
 	waits := sleeps(t, fc, 60)
+	cancel()
 	require.ErrorIs(t, res(), ErrNotAcquired)
 	lo, hi := waits[0], waits[0]
 	for _, w := range waits {
@@ -249,7 +253,7 @@ func TestRetryWaitBounds(t *testing.T) {
 	}{
 		{200 * time.Millisecond, 100 * time.Millisecond, func(int64) int64 { return 0 }, 100 * time.Millisecond},
 		{200 * time.Millisecond, 100 * time.Millisecond, func(n int64) int64 { return n - 1 }, 300 * time.Millisecond},
-		{200 * time.Millisecond, 0, func(int64) int64 { return 0 }, 100 * time.Millisecond}, // 0: the default, half the delay
+		{200 * time.Millisecond, 0, func(int64) int64 { return 0 }, 200 * time.Millisecond}, // 0: no jitter
 		{50 * time.Millisecond, 50 * time.Millisecond, func(int64) int64 { return 0 }, 0},
 	}
 	for _, tc := range tests {
@@ -614,7 +618,7 @@ func TestKeyPrefix(t *testing.T) {
 func TestFreshTokenPerAttempt(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.Table([][]bool{{false, false}})
-	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(3))
+	c := testClient(t, fc, []keyserver.KeyServer{hidden{servers[0]}}, WithRetryCount(3), WithRetryJitter(0))
 	res := async(t, func() error { _, err := c.Acquire(bg, "job", time.Second); return err })
 	sleeps(t, fc, 3)
 	require.Error(t, res())

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -14,38 +15,19 @@ import (
 	"github.com/goredlock/goredlock/keyserver/static"
 )
 
-// lineLen returns how many calls wait in key's line of c.
-func lineLen(c *Client, key string) int {
-	q := c.lineFor(key)
-	if q == nil {
-		return 0
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.waiters)
-}
-
-// awaitLine waits, in real time, until key's line of c holds n calls.
-func awaitLine(t *testing.T, c *Client, key string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for lineLen(c, key) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the line of %q holds %d calls, want %d", key, lineLen(c, key), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// TestLineHandsOverInOrder: calls of one client that wait for a lock get it
-// in the order they came, each as soon as the one before releases it, not
-// by the retry delay (a minute); only the front asks the servers, and
-// every watch is stopped when the line empties.
-func TestLineHandsOverInOrder(t *testing.T) {
+// TestLineServesCallsInOrderAcrossClients: calls waiting for a lock, in
+// four clients that share the servers, get it in the order they began,
+// each as soon as the one before releases it, not by the retry delay (a
+// minute) or the poll; each asks the servers twice (refused, then granted
+// at its turn), and every watch is stopped at the end.
+func TestLineServesCallsInOrderAcrossClients(t *testing.T) {
+	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
-	c, err := New(servers.KeyServers(), WithRetryDelay(time.Minute))
-	require.NoError(t, err)
-	first, err := c.Acquire(bg, "job", time.Minute)
+	clients := make([]*Client, 4)
+	for i := range clients {
+		clients[i] = testClient(t, fc, servers.KeyServers(), WithRetryDelay(time.Minute))
+	}
+	first, err := clients[0].Acquire(bg, "job", time.Minute)
 	require.NoError(t, err)
 
 	const n = 8
@@ -55,10 +37,11 @@ func TestLineHandsOverInOrder(t *testing.T) {
 		wg    sync.WaitGroup
 	)
 	for i := 0; i < n; i++ {
+		fc.Advance(time.Millisecond) // a call that begins later ranks later
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := c.Acquire(bg, "job", time.Minute)
+			l, err := clients[(i*3)%len(clients)].Acquire(bg, "job", time.Minute)
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -67,53 +50,194 @@ func TestLineHandsOverInOrder(t *testing.T) {
 			mu.Unlock()
 			assert.NoError(t, l.Release(bg))
 		}()
-		awaitLine(t, c, "job", i+1)
+		_, err := fc.BlockUntilSleepers(i+1, wait) // refused, and waiting in line
+		require.NoError(t, err)
 	}
-	// The first lock's attempt, then one refused attempt by the first
-	// waiter; the others joined the line without asking.
-	assert.Equal(t, 3*2, servers.Count(static.OpAcquire), "acquire calls before the release")
+	assert.Equal(t, 3*(1+n), servers.Count(static.OpAcquire), "acquire calls before the release")
 	require.NoError(t, first.Release(bg))
 	wg.Wait()
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "the order of the grants")
-	require.NoError(t, c.Close()) // the calls it left running have ended
-	// One granted attempt per waiter, give or take an attempt that came to
-	// a server before the previous holder's straggling release did.
-	acquires := servers.Count(static.OpAcquire)
-	assert.GreaterOrEqual(t, acquires, 3*(2+n))
-	assert.LessOrEqual(t, acquires, 3*(2+n+2), "acquire calls: waiters asked the servers while others held the lock")
-	assert.Equal(t, 0, lineLen(c, "job"))
+	assert.Equal(t, 3*(1+2*n), servers.Count(static.OpAcquire), "acquire calls: one refused and one granted per waiter")
+	assert.Equal(t, t0.Add(n*time.Millisecond), fc.Now(), "served without the clock moving")
 	for i, s := range servers {
-		assert.Zero(t, s.Watching("job"), "server %d: a watch outlived the line", i)
+		assert.Zero(t, s.Watching("job"), "server %d: a watch outlived its call", i)
 	}
 }
 
-// TestLineWaitersSpendTheirRetries: a call waiting behind the front counts
-// the front's refused attempts against its own retries, and gives up when
-// they are used up, without asking the servers itself.
-func TestLineWaitersSpendTheirRetries(t *testing.T) {
-	servers := static.NewCluster(3)
-	for _, s := range servers {
-		s.Script(static.OpAcquire, static.Deny)
-	}
-	c, err := New(servers.KeyServers(), WithRetryDelay(2*time.Millisecond), WithRetryCount(-1))
+// TestNoLostWakeUp: a release that lands between a waiter's refusal and
+// its watch is heard: the watch looks again once it is in place.
+func TestNoLostWakeUp(t *testing.T) {
+	fc := clock.NewFake(t0)
+	var holder *Lock
+	var once sync.Once
+	servers := static.NewCluster(3, static.WithBefore(func(_ context.Context, c static.Call) {
+		if c.Op == static.OpWatch {
+			once.Do(func() { assert.NoError(t, holder.Release(bg)) }) // before the first watch is armed
+		}
+	}))
+	rival := testClient(t, fc, servers.KeyServers())
+	waiter := testClient(t, fc, servers.KeyServers(), WithRetryDelay(time.Minute))
+	var err error
+	holder, err = rival.Acquire(bg, "job", time.Minute)
 	require.NoError(t, err)
-	defer c.Close()
+	l, err := waiter.Acquire(bg, "job", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, t0, fc.Now(), "granted without the clock moving")
+	assert.Equal(t, 2, servers[0].Count(static.OpAcquire)-1, "the waiter's attempts: refused, then granted")
+	require.NoError(t, l.Release(bg))
+}
+
+// TestPatienceIsTime: a refused call gives up once it has waited its
+// retries × the retry delay, whether it waits in line (a turn that never
+// comes) or polls servers that keep no line, and not before.
+func TestPatienceIsTime(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		servers  func(static.Cluster) []keyserver.KeyServer
+		attempts int
+	}{
+		{"in line", static.Cluster.KeyServers, 2},
+		{"polling", func(c static.Cluster) []keyserver.KeyServer {
+			return []keyserver.KeyServer{hidden{c[0]}, hidden{c[1]}, hidden{c[2]}}
+		}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			servers := static.NewCluster(3, static.WithAcquire(static.Deny))
+			c := testClient(t, fc, tc.servers(servers), WithRetryCount(3),
+				WithRetryDelay(100*time.Millisecond), WithRetryJitter(0))
+			done := make(chan error, 1)
+			go func() { _, err := c.Acquire(bg, "job", ttl3); done <- err }()
+			var err error
+			advanceUntilSent(t, fc, done, &err)
+			require.ErrorIs(t, err, ErrHeldElsewhere)
+			var qe *QuorumError
+			require.ErrorAs(t, err, &qe)
+			assert.Equal(t, tc.attempts, qe.Attempts)
+			assert.Equal(t, t0.Add(300*time.Millisecond), fc.Now(), "gave up after 3 × 100 ms")
+		})
+	}
+}
+
+// advanceUntilSent advances fc past every wait until done yields, and
+// stores what it yielded in err.
+func advanceUntilSent(t *testing.T, fc *clock.Fake, done <-chan error, err *error) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		select {
+		case *err = <-done:
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not done after %v of advancing the clock (at %v)", wait, fc.Now().Sub(t0))
+		}
+		if ds, e := fc.BlockUntilSleepers(1, 20*time.Millisecond); e == nil {
+			fc.Advance(ds[0])
+		}
+	}
+}
+
+// TestPatienceLastsWhileTheLineMoves: a waiter whose patience is far
+// shorter than the wait for the callers ahead of it does not give up while
+// the lock passes along the line towards it.
+func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	ahead := testClient(t, fc, servers.KeyServers(), WithRetryCount(-1))
+	l, err := ahead.Acquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	const n = 4
+	locks := make(chan *Lock, n)
+	for i := 0; i < n; i++ {
+		fc.Advance(time.Millisecond)
+		go func() {
+			l, err := ahead.Acquire(bg, "job", ttl3)
+			assert.NoError(t, err)
+			locks <- l
+		}()
+		_, err := fc.BlockUntilSleepers(i+1, wait)
+		require.NoError(t, err)
+	}
+	fc.Advance(time.Millisecond)
+	impatient := testClient(t, fc, servers.KeyServers(), WithRetryCount(2), WithRetryDelay(10*time.Millisecond))
+	done := make(chan lockResult, 1)
+	go func() { l, err := impatient.Acquire(bg, "job", ttl3); done <- lockResult{l, err} }()
+	_, err = fc.BlockUntilSleepers(n+1, wait)
+	require.NoError(t, err)
+	// The impatient call is given 20 ms for each of the 4 waiters ahead
+	// and for its own turn: 100 ms. The first holds take longer, 120 ms
+	// in all, while it is far back in line; it must take heart from the
+	// line moving, and then the last holds are short.
+	for i, hold := range []time.Duration{40, 40, 40, 5, 5} {
+		fc.Advance(hold * time.Millisecond)
+		require.NoError(t, l.Release(bg))
+		if i < n {
+			l = <-locks
+		}
+	}
+	r := <-done
+	require.NoError(t, r.err, "gave up while the line moved, %v after it began", fc.Now().Sub(t0))
+	require.NoError(t, r.lock.Release(bg))
+}
+
+// TestALeaverStopsBlocking: a waiter whose context ends leaves the lines,
+// so the next one is served at the release; a waiter that vanished
+// without leaving (a crashed process) blocks the next one for a claim's
+// time, not more than about a second.
+func TestALeaverStopsBlocking(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ks := memoryServers(t, fc, 3)
+	holder := testClient(t, fc, ks)
+	l, err := holder.Acquire(bg, "job", time.Minute)
+	require.NoError(t, err)
+
+	fc.Advance(time.Millisecond)
 	ctx, cancel := context.WithCancel(bg)
-	front := make(chan error, 1)
-	go func() {
-		_, err := c.Acquire(ctx, "job", time.Minute)
-		front <- err
-	}()
-	awaitLine(t, c, "job", 1)
-	before := servers.Count(static.OpAcquire)
-	_, err = c.Acquire(bg, "job", time.Minute, WithRetryCount(3))
-	require.ErrorIs(t, err, ErrHeldElsewhere)
-	var qe *QuorumError
-	require.ErrorAs(t, err, &qe)
-	assert.Equal(t, 4, qe.Attempts, "attempts: the front's, made while the call waited")
-	assert.LessOrEqual(t, servers.Count(static.OpAcquire)-before, 3*5, "the waiter asked the servers itself")
+	leaver := testClient(t, fc, ks)
+	left := make(chan error, 1)
+	go func() { _, err := leaver.Acquire(ctx, "job", time.Minute); left <- err }()
+	_, err = fc.BlockUntilSleepers(1, wait)
+	require.NoError(t, err)
+	// A waiter that crashed: its place in line on every server, and nobody
+	// to claim it.
+	fc.Advance(time.Millisecond)
+	ghost := fmt.Sprintf("%016x.%08x%024x", fc.Now().UnixMilli(), 0, 0)
+	for _, s := range ks {
+		ok, _, err := s.(keyserver.Notifier).AcquireInLine(bg, "job", ghost, time.Minute)
+		require.NoError(t, err)
+		require.False(t, ok)
+	}
+	fc.Advance(time.Millisecond)
+	next := testClient(t, fc, ks, WithRetryCount(-1))
+	done := make(chan lockResult, 1)
+	go func() { l, err := next.Acquire(bg, "job", time.Minute); done <- lockResult{l, err} }()
+	_, err = fc.BlockUntilSleepers(2, wait)
+	require.NoError(t, err)
+
 	cancel()
-	require.ErrorIs(t, <-front, context.Canceled)
+	require.ErrorIs(t, <-left, context.Canceled)
+	require.NoError(t, l.Release(bg)) // promised to the ghost, which never claims it
+	released := fc.Now()
+	advanceUntil(t, fc, doneOf(done))
+	r := <-done
+	require.NoError(t, r.err)
+	waited := fc.Now().Sub(released)
+	assert.GreaterOrEqual(t, waited, keyserver.ClaimTTL, "the ghost's promise was skipped")
+	assert.LessOrEqual(t, waited, linePoll, "the ghost blocked the next waiter for %v", waited)
+	require.NoError(t, r.lock.Release(bg))
+}
+
+// doneOf returns a channel closed once c holds a value, without taking it.
+func doneOf[T any](c chan T) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		v := <-c
+		c <- v
+		close(done)
+	}()
+	return done
 }
 
 // TestSplitVoteEarliestKeeps: an attempt granted some servers and refused

@@ -20,8 +20,9 @@ import (
 // another process could take it. LockFromContext gives fn the lock.
 //
 // Do returns fn's error, joined with ErrLockLost if the lock was lost while
-// fn ran, or the acquisition error if fn never ran. A panic in fn is raised
-// again after the lock is released.
+// fn ran, or with ErrClosed if Client.Close ended fn's context, or the
+// acquisition error if fn never ran. A panic in fn is raised again after
+// the lock is released.
 func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
 	ctx = c.start(ctx, "do", name)
 	defer func() { c.end(ctx, "do", name, err) }()
@@ -29,7 +30,11 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 	if err != nil {
 		return err
 	}
-	l, err := c.acquire(ctx, o, name, ttl, o.retryCount, earliest)
+	if err := c.enterDo(); err != nil {
+		return err
+	}
+	defer c.dos.Done()
+	l, err := c.acquire(ctx, o, name, ttl, waits)
 	if err != nil {
 		return err
 	}
@@ -62,7 +67,11 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 	if err != nil {
 		return false, err
 	}
-	l, err := c.acquire(ctx, o, name, ttl, o.retryCount, untilKnownHeld)
+	if err := c.enterDo(); err != nil {
+		return false, err
+	}
+	defer c.dos.Done()
+	l, err := c.acquire(ctx, o, name, ttl, skips)
 	if err != nil {
 		var qe *QuorumError
 		if errors.As(err, &qe) && qe.skip {
@@ -104,10 +113,11 @@ func LockFromContext(ctx context.Context) (*Lock, bool) {
 }
 
 // hold runs fn under l, kept alive, and then ends fn's context and
-// releases l, or cuts its TTL to what is left of the minimum hold.
+// releases l (which keeps it for the rest of a minimum hold, if any).
 func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) error) (err error) {
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
 	stopWatch := context.AfterFunc(l.watch(), func() { cancel(ErrLockLost) })
+	stopClose := context.AfterFunc(c.closing, func() { cancel(ErrClosed) })
 
 	// The keep-alive outlives ctx: fn may take a moment to notice that
 	// ctx ended, and the lock must stay valid until it has returned.
@@ -126,19 +136,19 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 		// The holder hears first: fn's context ends before the servers
 		// are told. If the lock was lost, the cause is already ErrLockLost.
 		stopWatch()
+		closed := !stopClose() && errors.Is(context.Cause(fctx), ErrClosed)
 		cancel(context.Canceled)
 		stopKeepAlive()
 		wg.Wait()
 		lost := errors.Is(l.Err(), ErrLockLost)
-		var keep time.Duration
-		if !lost {
-			keep = l.o.minHold - c.clock.Since(l.acquired)
-		}
-		if rerr := l.finish(ctx, keep); rerr != nil && !lost {
+		if rerr := l.Release(ctx); rerr != nil && !lost {
 			c.logger.Warn("redlock: release after Do failed", "lock", l.name, "error", rerr)
 		}
 		if lost && !errors.Is(err, ErrLockLost) {
 			err = errors.Join(err, ErrLockLost)
+		}
+		if closed && !errors.Is(err, ErrClosed) {
+			err = errors.Join(err, ErrClosed)
 		}
 	}()
 	return fn(fctx)

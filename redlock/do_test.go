@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver/memory"
 	"github.com/goredlock/goredlock/keyserver/static"
 )
 
@@ -357,4 +358,45 @@ func TestDoRefusesATTLTooShortToKeepAlive(t *testing.T) {
 	_, err = c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Equal(t, 0, servers.Count(static.OpAcquire), "refused before asking any server")
+}
+
+// TestCloseEndsDo: Close while Do's fn runs cancels fn's context with the
+// cause ErrClosed, waits for fn to return and for the release, and Do
+// returns an error matching ErrClosed; a Do still waiting for the lock
+// ends with ErrClosed; after Close the keys are gone.
+func TestCloseEndsDo(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ks := memoryServers(t, fc, 3)
+	c, err := New(ks, withClock(fc), WithRetryCount(-1))
+	require.NoError(t, err)
+	running := make(chan struct{})
+	cause := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Do(bg, "job", 30*time.Second, func(ctx context.Context) error {
+			close(running)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return ctx.Err()
+		})
+	}()
+	<-running
+	waiting := make(chan error, 1)
+	go func() { waiting <- c.Do(bg, "job", 30*time.Second, func(context.Context) error { return nil }) }()
+	_, err = fc.BlockUntilSleepers(1, wait) // the second Do waits in line
+	require.NoError(t, err)
+
+	closed := async(t, func() error { return c.Close() })
+	require.NoError(t, closed())
+	assert.ErrorIs(t, <-cause, ErrClosed, "fn's context's cause")
+	err = <-done
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, context.Canceled, "fn's own error")
+	assert.ErrorIs(t, <-waiting, ErrClosed, "the Do that waited")
+	for i, s := range ks {
+		assert.Zero(t, s.(*memory.Server).Len(), "server %d kept a key", i)
+	}
+	assert.ErrorIs(t, c.Do(bg, "job", time.Second, func(context.Context) error { return nil }), ErrClosed, "Do after Close")
+	var nilClient *Client
+	assert.NoError(t, nilClient.Close(), "Close on the nil Client a failed New returns")
 }

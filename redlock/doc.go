@@ -3,6 +3,7 @@
 // a majority grants it, so the lock survives the loss of a minority of them.
 //
 //	client, err := redlock.New(servers) // three Redis masters (keyserver/redis), or memory.New()
+//	if err != nil { return err }
 //	defer client.Close()
 //	lock, err := client.Acquire(ctx, "nightly-report", 30*time.Second)
 //	if err != nil { return err }        // errors.Is(err, redlock.ErrHeldElsewhere), ErrNotAcquired
@@ -32,8 +33,8 @@
 // validity = ttl − elapsed − (ttl·driftFactor + 2ms) is longer than the
 // loss margin, and it is valid until start + ttl − drift. A failed attempt
 // releases its token on every server, each right after that server's own
-// answer, then waits and tries again, up to the retry count (see Waiting
-// for a lock).
+// answer, then waits and tries again while its patience lasts (see
+// Waiting for a lock).
 // An attempt takes at most about one server timeout: it waits only for the
 // clean-up of the servers that granted, which answer fast, and leaves the
 // clean-up of servers that did not answer to the background. Failures that
@@ -43,37 +44,53 @@
 //
 // # Waiting for a lock
 //
-// A refused Acquire (and Do) waits for the lock to be released rather than
-// polling. Every wait ends at the first of: a release announced by a key
-// server that is a keyserver.Notifier (keyserver/redis, goredis, rueidis,
-// memory and static all are: the release script publishes, and one
-// subscriber connection per server serves every waiter of the process); a
-// release by this client; the holder's key running out, by the remaining
-// TTL the refusals reported (holders that crash, and other libraries'
-// keys, announce nothing); and delay±jitter, which bounds every wait so
-// that WithRetryCount and WithRetryDelay keep their meaning. Servers that
-// do not notify are asked again when a notifying one wakes the waiter, or
-// by the delay.
+// A refused Acquire (and Do) waits in line for the lock rather than
+// polling, with the waiters of every process that shares the servers.
+// Each server that is a keyserver.Notifier (keyserver/redis, goredis,
+// rueidis, valkey, memory and static all are) keeps, per lock, a line of
+// the calls waiting for it, ordered by the rank their tokens carry: the
+// time the call began on its caller's clock (in milliseconds) and random
+// digits that break ties. A release does not free the key while someone
+// waits: the server promises it, for keyserver.ClaimTTL, to the earliest
+// waiter, and tells that waiter only; while promised, the key refuses
+// everyone else. The waiter tries again once a quorum of servers gave it
+// its turn, so that its attempt is granted, instead of every waiter of
+// every process trying at each release and splitting the vote.
 //
-// The order promised: within one Client, calls that wait for the same lock
-// get it in the order they came, first in first out. Once a call has been
-// refused, later calls of the same Client join a line behind it instead of
-// asking the servers; only the front of the line makes attempts, and when
-// the Client's own holder releases, the front tries at once (its calls to
-// each server follow that release there). While a call of the Client holds
-// the lock, the front waits for its release without asking the servers. A
-// waiter behind the front counts each of the front's refused attempts
-// against its own retries, so that it gives up no later than it would
-// have alone; attempts that were granted move the line and count nothing.
-// Between Clients (processes) no order is promised beyond this: contenders
-// who split the servers so that none has a quorum do not all let go and
-// split the vote again. A token carries the time its Acquire call began,
-// refusals compare it with the holder's (keyserver.Compare, without either
-// token leaving its server), and the earliest call keeps the servers it was
-// granted while the others give theirs back at once, so it completes its
-// quorum in its next attempt. Keeping only decides who gives way: a grant
-// still needs a quorum and validity. TryAcquire and DoOrSkip do not wait in
-// a line.
+// The order promised: waiters are granted the lock in the order their
+// calls began, across every Client (process) that shares the servers, to
+// the resolution of the callers' clocks. Order is advisory, exclusion is
+// not: a grant still needs a quorum and validity, and a server that
+// restarts empty forgets its line, which costs order, never safety. A key
+// its holder left to expire (a crashed process, another library's key)
+// gives no turn: the waiter tries again when the holder's TTL, which its
+// refusal reported, runs out, and at least every second, which renews its
+// place in the lines. A waiter that stops waiting (its context ended, its
+// patience ran out) leaves the lines, and a promise made to it passes on;
+// one that vanished without leaving (a crashed process) blocks the next
+// waiter for a claim's time (half a second), and its place lapses with
+// the line (keyserver.LineTTL). No wake-up is lost: a waiter watches for
+// its turn after its refusal, and the server looks once more when the
+// watch is in place.
+//
+// Patience is time. WithRetryCount(n) and WithRetryDelay(d) give a refused
+// call n×d to get the lock after its first refusal: a call that polls
+// (servers that keep no line, DoOrSkip) makes about n more attempts, d
+// apart ± the jitter. A call waiting in line makes attempts only when its
+// turn comes, a holder's key runs out, or its patience ends; it is given
+// n×d for each waiter its refusal found ahead of it and for its own turn,
+// and that much again whenever a refusal finds fewer ahead than the one
+// before, so that it does not give up while the lock passes, in order,
+// towards it, and does give up when the line stops moving. -1 waits until
+// the context ends; 0 makes one attempt.
+//
+// Contenders who split the servers so that none has a quorum (calls that
+// arrived at a free lock at the same moment) do not all let go and split
+// the vote again: refusals compare ranks (keyserver.Compare, without a
+// token leaving its server), and the earliest call keeps the servers it
+// was granted while the others give theirs back at once, so it completes
+// its quorum in its next attempt. TryAcquire and DoOrSkip never wait in
+// line, and fenced calls (WithFencing) poll.
 //
 // # A lock's lifetime
 //
@@ -170,7 +187,8 @@
 //
 // Options configure a Client in New, or one call in Acquire, TryAcquire, Do
 // and DoOrSkip, where they override the client's for that call only. For
-// every duration option, 0 means the default. A bad option is
+// every duration option but WithRetryJitter, 0 means the default;
+// WithRetryJitter(0) means no jitter. A bad option is
 // ErrInvalidArgument, reported before any server is asked. WithLogger
 // applies to a client only.
 //

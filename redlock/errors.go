@@ -108,11 +108,17 @@ func (e *QuorumError) Error() string {
 	default:
 		fmt.Fprintf(&b, "%s of lock %q not confirmed", e.Op, e.Name)
 	}
-	if e.Servers > 0 && e.Refused >= quorum(e.Servers) {
+	granted, refused := "granted", "refused"
+	if e.Op == "release" {
+		granted, refused = "deleted it", "held another token"
+		if e.Servers > 0 && e.Refused > e.Servers-quorum(e.Servers) {
+			b.WriteString(": not held")
+		}
+	} else if e.Servers > 0 && e.Refused >= quorum(e.Servers) {
 		b.WriteString(": held elsewhere")
 	}
 	if e.Attempts > 0 {
-		fmt.Fprintf(&b, ": %d of %d servers granted, %d refused, %d failed", e.Granted, e.Servers, e.Refused, len(e.Failed))
+		fmt.Fprintf(&b, ": %d of %d servers %s, %d %s, %d failed", e.Granted, e.Servers, granted, e.Refused, refused, len(e.Failed))
 		if rest := e.Servers - e.Granted - e.Refused - len(e.Failed); rest > 0 {
 			fmt.Fprintf(&b, ", %d not waited for", rest)
 		}
@@ -160,4 +166,14 @@ func (e *QuorumError) serverErrors() *multierror.Error {
 		return strings.Join(parts, "; ")
 	}
 	return m
+}
+
+// notAcquired is Acquire's error after attempts, the last of which ended
+// with the votes t.
+func notAcquired(name string, attempts int, t tally, ctxErr error) *QuorumError {
+	sentinel := ErrNotAcquired
+	if t.heldElsewhere() {
+		sentinel = ErrHeldElsewhere
+	}
+	return newQuorumError("acquire", name, attempts, t, ctxErr, sentinel)
 }

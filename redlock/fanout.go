@@ -13,21 +13,25 @@ import (
 type opKind uint8
 
 const (
-	opAcquire opKind = iota
+	opAcquire       opKind = iota // Notifiers are asked with AcquireOrHolder
+	opAcquireInLine               // Notifiers are asked with AcquireInLine
 	opAcquireFenced
 	opExtend
 	opRelease
 	opRaiseFence
+	opLeaveLine // Notifiers only; other servers vote for without a call
 )
 
 func (k opKind) String() string {
 	switch k {
-	case opAcquire, opAcquireFenced:
+	case opAcquire, opAcquireInLine, opAcquireFenced:
 		return "acquire"
 	case opExtend:
 		return "extend"
 	case opRelease:
 		return "release"
+	case opLeaveLine:
+		return "leave_line"
 	}
 	return "raise_fence"
 }
@@ -50,21 +54,28 @@ type fan struct {
 	// calls of the same lock to that server have finished; this call is
 	// sent only then, so that it lands after them.
 	after []<-chan struct{}
-	// holders makes an acquire ask Notifiers with AcquireOrHolder, so that
-	// a refusal says how long the holder has left and how it ranks.
-	holders bool
+	// only, if not zero, holds the bits (see bit) of the servers to call;
+	// the others vote for without a call.
+	only uint64
 }
 
 // call makes f's call to ks: its vote, with the number it read (a fence
 // counter) or 0, and the holder a refusal described, if any.
-func (f *fan) call(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
+func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
+	if f.only != 0 && f.only&bit(i) == 0 {
+		return true, 0, h, nil
+	}
 	switch f.op {
-	case opAcquire:
-		if ns, is := ks.(keyserver.Notifier); is && f.holders {
+	case opAcquire, opAcquireInLine:
+		ns, is := ks.(keyserver.Notifier)
+		switch {
+		case !is:
+			ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
+		case f.op == opAcquireInLine:
+			ok, h, err = ns.AcquireInLine(ctx, f.key, f.token, f.ttl)
+		default:
 			ok, h, err = ns.AcquireOrHolder(ctx, f.key, f.token, f.ttl)
-			break
 		}
-		ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
 	case opAcquireFenced:
 		ok, n, err = ks.(keyserver.Fencer).AcquireFenced(ctx, f.key, f.token, f.ttl)
 	case opExtend:
@@ -74,6 +85,11 @@ func (f *fan) call(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint
 	case opRaiseFence:
 		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, f.fence)
 		ok = err == nil && n < f.fence
+	case opLeaveLine:
+		if ns, is := ks.(keyserver.Notifier); is {
+			err = ns.LeaveLine(ctx, f.key, f.token)
+		}
+		ok = err == nil
 	}
 	return ok, n, h, err
 }
@@ -132,7 +148,7 @@ func (c *Client) fanOut(ctx context.Context, f fan) fanned {
 func (c *Client) fanOutInline(ctx context.Context, f *fan) (r fanned) {
 	r.n = len(c.servers)
 	for i, ks := range c.servers {
-		ok, n, h, err := f.call(ctx, ks)
+		ok, n, h, err := f.call(ctx, i, ks)
 		c.observe(ctx, f.op, f.name, i, err)
 		r.add(vote{server: i, ok: ok, n: n, holder: h, err: err})
 	}
@@ -148,7 +164,7 @@ var oneServer = &background{}
 // so they have finished.
 func (c *Client) fanOutOne(ctx context.Context, f *fan) (r fanned) {
 	callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
-	ok, n, h, err := f.call(callCtx, c.servers[0])
+	ok, n, h, err := f.call(callCtx, 0, c.servers[0])
 	cancel()
 	c.observe(ctx, f.op, f.name, 0, err)
 	r.n = 1
@@ -235,7 +251,7 @@ func (c *Client) callAfter(ctx, callCtx context.Context, f *fan, i int, ks keyse
 			callCtx = own
 		}
 	}
-	return f.call(callCtx, ks)
+	return f.call(callCtx, i, ks)
 }
 
 // undo cleans up after a failed attempt on server i. It runs even when the
@@ -245,7 +261,7 @@ func (c *Client) undo(ctx context.Context, f *fan, i int, ks keyserver.KeyServer
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
 	u := fan{op: opRelease, key: f.key, token: f.token}
-	_, _, _, err := u.call(uctx, ks)
+	_, _, _, err := u.call(uctx, i, ks)
 	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt
 }
 

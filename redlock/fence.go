@@ -26,7 +26,12 @@ func WithFencing() Option {
 // Fence returns the lock's fencing token: greater than the token of every
 // earlier grant of the lock's name, and kept by Extend. It is 0 unless the
 // client was made WithFencing.
-func (l *Lock) Fence() uint64 { return l.fence }
+func (l *Lock) Fence() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.fence
+}
 
 // checkFencers refuses fencing over servers that cannot keep counters.
 func checkFencers(servers []keyserver.KeyServer) error {

@@ -21,19 +21,19 @@ import (
 type notAFencer struct{ keyserver.KeyServer }
 
 func TestFencingNeedsFencers(t *testing.T) {
-	a, b := memory.New(memory.WithSweepInterval(0)), memory.New(memory.WithSweepInterval(0))
-	servers := []keyserver.KeyServer{a, notAFencer{b}, a}
+	a, b, c := memory.New(memory.WithSweepInterval(0)), memory.New(memory.WithSweepInterval(0)), memory.New(memory.WithSweepInterval(0))
+	servers := []keyserver.KeyServer{a, notAFencer{b}, c}
 	_, err := New(servers, WithFencing())
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "server 1")
 
 	fc := clock.NewFake(t0)
-	c := testClient(t, fc, static.NewCluster(3).KeyServers())
-	l, err := c.TryAcquire(bg, "job", ttl3)
+	client := testClient(t, fc, static.NewCluster(3).KeyServers())
+	l, err := client.TryAcquire(bg, "job", ttl3)
 	require.NoError(t, err)
 	assert.Zero(t, l.Fence(), "no fencing, no token")
 	require.NoError(t, l.Release(bg))
-	_, err = c.TryAcquire(bg, "job", ttl3, WithFencing())
+	_, err = client.TryAcquire(bg, "job", ttl3, WithFencing())
 	require.ErrorIs(t, err, ErrInvalidArgument, "fencing is a client option only")
 }
 
@@ -199,7 +199,7 @@ func (h hookedFencer) RaiseFence(ctx context.Context, key string, fence uint64) 
 }
 
 func withToken(token string) Option {
-	return func(o *options) { o.newToken = func(time.Time) (string, error) { return token, nil } }
+	return func(o *options) { o.newToken = func(rank) (string, error) { return token, nil } }
 }
 
 // TestAStaleReadDoesNotRepeatAToken builds the schedule where reading the

@@ -42,3 +42,12 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 	}
 	c.logger.Debug("redlock: key server failed", "op", op, "lock", name, "server", server, "error", err)
 }
+
+// logVotes reports a lost vote at debug level; fanOut has already logged
+// each server failure.
+func (c *Client) logVotes(op opKind, name string, t tally) {
+	if !t.won() {
+		c.logger.Debug("redlock: quorum not reached", "op", op, "lock", name,
+			"granted", t.granted, "refused", t.refused, "servers", t.n)
+	}
+}

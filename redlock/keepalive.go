@@ -23,6 +23,9 @@ import (
 // ctx ends first, leaving the lock held until it would be declared lost.
 // Run at most one KeepAlive per lock.
 func (l *Lock) KeepAlive(ctx context.Context) error {
+	if l == nil {
+		return errNilLock
+	}
 	c := l.c
 	// live ends with ctx or with the lock, whichever is first.
 	live, cancel := context.WithCancel(ctx)

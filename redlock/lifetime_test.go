@@ -203,7 +203,7 @@ func TestDoOrSkipWithAnEvenNumberOfServers(t *testing.T) {
 			for i := 0; i < tc.refusing; i++ {
 				servers[i].Script(static.OpAcquire, static.Deny)
 			}
-			c := testClient(t, fc, servers.KeyServers(), WithRetryCount(2))
+			c := testClient(t, fc, servers.KeyServers(), WithRetryCount(2), WithRetryJitter(0))
 			res := async(t, func() error {
 				ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
 				assert.False(t, ran)
@@ -267,7 +267,7 @@ func TestDoOrSkipOutageIsAnError(t *testing.T) {
 	fc := clock.NewFake(t0)
 	down := errors.New("connection refused")
 	servers := static.NewCluster(3, static.WithAcquire(static.Fail(down)))
-	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(2))
+	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(2), WithRetryJitter(0))
 	res := async(t, func() result {
 		ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
 		return result{ran, err}
@@ -308,6 +308,64 @@ func TestMinHoldMakesALaterHostSkip(t *testing.T) {
 	ran, err = hostB.DoOrSkip(bg, "nightly", ttl3, job)
 	require.NoError(t, err)
 	assert.True(t, ran, "without a minimum hold the lock is deleted")
+}
+
+// TestReleaseRefusedByTooManyIsNotHeld: with four servers, two answering
+// that another token holds the key and two not answering, no quorum of
+// deletes is possible: the lock is not held, and the error says so in a
+// release's words.
+func TestReleaseRefusedByTooManyIsNotHeld(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(4)
+	c := testClient(t, fc, servers.KeyServers())
+	l, err := c.Acquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	servers[0].Script(static.OpRelease, static.Deny)
+	servers[1].Script(static.OpRelease, static.Deny)
+	servers[2].Script(static.OpRelease, static.Hang)
+	servers[3].Script(static.OpRelease, static.Hang)
+	err = l.Release(bg)
+	require.ErrorIs(t, err, ErrNotHeld)
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Equal(t, `redlock: release of lock "job" not confirmed: not held: 0 of 4 servers deleted it, 2 held another token, 0 failed, 2 not waited for`, err.Error())
+	advanceTimersUntil(t, fc, 1, doneWaiting(c))
+}
+
+// doneWaiting returns a channel closed once every call c left running has
+// ended.
+func doneWaiting(c *Client) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { c.bg.Wait(); close(done) }()
+	return done
+}
+
+// TestMinHoldAppliesToRelease: an Acquire'd lock given WithMinHold, by its
+// call or its client, keeps its keys until the hold has passed, as Do's
+// does; without it, Release deletes.
+func TestMinHoldAppliesToRelease(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ks := memoryServers(t, fc, 3)
+	holder := testClient(t, fc, ks)
+	other := testClient(t, fc, ks, WithRetryCount(0))
+	for _, take := range []func() (*Lock, error){
+		func() (*Lock, error) { return holder.Acquire(bg, "nightly", ttl3, WithMinHold(time.Minute)) },
+		func() (*Lock, error) { return holder.TryAcquire(bg, "nightly", ttl3, WithMinHold(time.Minute)) },
+	} {
+		l, err := take()
+		require.NoError(t, err)
+		require.NoError(t, l.Release(bg))
+		require.ErrorIs(t, l.Err(), ErrNotHeld, "released for its holder")
+		fc.Advance(59 * time.Second)
+		_, err = other.TryAcquire(bg, "nightly", ttl3)
+		require.ErrorIs(t, err, ErrHeldElsewhere, "within the minimum hold")
+		fc.Advance(2 * time.Second)
+		l, err = other.TryAcquire(bg, "nightly", ttl3)
+		require.NoError(t, err, "after the minimum hold")
+		require.NoError(t, l.Release(bg))
+	}
+	_, err := other.TryAcquire(bg, "nightly", ttl3)
+	require.NoError(t, err, "without a minimum hold Release deletes")
 }
 
 func TestClosedClientRefusesWithoutReachingServers(t *testing.T) {
@@ -433,14 +491,16 @@ func TestPerCallOptions(t *testing.T) {
 	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(0))
 
 	res := async(t, func() error { _, err := c.Acquire(bg, "job", ttl3, WithRetryCount(2)); return err })
-	sleeps(t, fc, 2)
+	// Waiting in line for a turn that never comes, the call gives up when
+	// its patience is spent: its retries × the retry delay.
+	assert.Equal(t, []time.Duration{400 * time.Millisecond}, sleeps(t, fc, 1), "the call's retry count")
 	require.ErrorIs(t, res(), ErrNotAcquired)
 	c.bg.Wait()
-	assert.Equal(t, 3, servers[0].Count(static.OpAcquire), "the call's retry count")
+	assert.Equal(t, 2, servers[0].Count(static.OpAcquire))
 
 	_, err := c.Acquire(bg, "job", ttl3)
 	require.ErrorIs(t, err, ErrNotAcquired)
-	assert.Equal(t, 4, servers[0].Count(static.OpAcquire), "the client's retry count again")
+	assert.Equal(t, 3, servers[0].Count(static.OpAcquire), "the client's retry count again")
 
 	bad := []Option{WithRetryDelay(-1), WithLogger(discardLogger), WithMinHold(-time.Second), WithLossMargin(-1)}
 	for _, opt := range bad {
@@ -451,7 +511,7 @@ func TestPerCallOptions(t *testing.T) {
 	}
 	_, err = c.TryAcquire(bg, "job", ttl3, WithLossMargin(ttl3))
 	require.ErrorIs(t, err, ErrInvalidArgument, "a margin that leaves no validity")
-	assert.Equal(t, 4, servers[0].Count(static.OpAcquire), "bad options reach no server")
+	assert.Equal(t, 3, servers[0].Count(static.OpAcquire), "bad options reach no server")
 }
 
 func TestNewRefusesTypedNilAndWarnsOfEvenCounts(t *testing.T) {
@@ -495,19 +555,60 @@ func TestErrorTexts(t *testing.T) {
 func TestTokensCarryTheCallsRank(t *testing.T) {
 	seen := map[string]bool{}
 	began := time.UnixMilli(1_763_000_000_123)
+	r := newRank(began)
 	for i := 0; i < 10000; i++ {
-		tok, err := newToken(began)
+		tok, err := newToken(r)
 		require.NoError(t, err)
 		require.Regexp(t, `^[0-9a-f]{16}\.[0-9a-f]{32}$`, tok)
 		require.True(t, strings.HasPrefix(tok, fmt.Sprintf("%016x.", began.UnixMilli())), tok)
-		require.NotEmpty(t, keyserver.RankOf(tok))
+		require.Equal(t, string(r[:]), keyserver.RankOf(tok), "every attempt of a call carries its rank")
 		require.False(t, seen[tok], "token %q drawn twice", tok)
 		seen[tok] = true
 	}
-	later, err := newToken(began.Add(time.Millisecond))
+	other := newRank(began)
+	require.NotEqual(t, r, other, "two calls in one millisecond still differ")
+	laterRank := newRank(began.Add(time.Millisecond))
+	later, err := newToken(laterRank)
 	require.NoError(t, err)
 	for tok := range seen {
 		require.Equal(t, keyserver.CallerFirst, keyserver.Compare(later, tok), "a later call ranks behind")
 		break
 	}
+}
+
+func TestNilLockDoesNotPanic(t *testing.T) {
+	var l *Lock
+	assert.Empty(t, l.Name())
+	assert.Empty(t, l.Token())
+	assert.Zero(t, l.Until())
+	assert.Zero(t, l.Fence())
+	assert.True(t, closed(l.Done()), "Done of a nil lock")
+	for what, err := range map[string]error{
+		"Err": l.Err(), "Extend": l.Extend(bg, time.Second), "Release": l.Release(bg), "KeepAlive": l.KeepAlive(bg),
+	} {
+		assert.ErrorIs(t, err, ErrInvalidArgument, what)
+		assert.ErrorIs(t, err, ErrNotHeld, what)
+	}
+}
+
+func TestNewRefusesOneServerTwice(t *testing.T) {
+	s := static.New()
+	_, err := New([]keyserver.KeyServer{s, static.New(), s})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "key servers 0 and 2 are the same server")
+}
+
+func TestLongNamesAreRefusedWithoutQuotingThem(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers())
+	long := strings.Repeat("x", MaxNameLen+1)
+	_, err := c.Acquire(bg, long, ttl3)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.NotContains(t, err.Error(), long[:100])
+	assert.Contains(t, err.Error(), "1025 bytes")
+	assert.ErrorIs(t, c.Do(bg, long, ttl3, func(context.Context) error { return nil }), ErrInvalidArgument)
+	assert.Zero(t, servers.Count(static.OpAcquire), "no server was asked")
+	_, err = c.TryAcquire(bg, strings.Repeat("y", MaxNameLen), ttl3)
+	require.NoError(t, err, "a name of MaxNameLen bytes")
 }

@@ -12,7 +12,10 @@ import (
 // Lock is a lock held on a quorum of key servers until Until. It is a lease:
 // once Until passes without an Extend, another process may take it, so the
 // lock is declared lost a loss margin earlier (WithLossMargin) and its
-// holder hears of it first. Its methods are safe for concurrent use.
+// holder hears of it first. Its methods are safe for concurrent use. The
+// methods of a nil *Lock do not panic: it holds nothing, Done is closed,
+// and Err, Extend, Release and KeepAlive return an error matching
+// ErrInvalidArgument and ErrNotHeld.
 type Lock struct {
 	c     *Client
 	o     *options // the client's, or the granting call's
@@ -105,19 +108,32 @@ func (l *Lock) setValidity(start time.Time, ttl time.Duration) {
 }
 
 // Name returns the lock's name, without the client's key prefix.
-func (l *Lock) Name() string { return l.name }
+func (l *Lock) Name() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
 
 // Token returns the value that marks this holder's keys on the servers:
 // the time its Acquire call began and 128 random bits (see
 // keyserver.RankOf). A new one is drawn for every attempt, except after an
 // attempt that kept the servers it was granted (see the package doc).
-func (l *Lock) Token() string { return l.token }
+func (l *Lock) Token() string {
+	if l == nil {
+		return ""
+	}
+	return l.token
+}
 
 // Until returns the end of the lock's validity on this process's monotonic
 // clock: the start of the last successful Acquire or Extend call, plus its
 // TTL, less the clock drift allowance. Work that must be exclusive must
 // finish before it; the lock is declared lost a loss margin earlier.
 func (l *Lock) Until() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
@@ -125,13 +141,28 @@ func (l *Lock) Until() time.Time {
 
 // Done returns a channel that is closed when the lock is released or
 // declared lost (a loss margin before Until), whichever comes first.
-func (l *Lock) Done() <-chan struct{} { return l.watch().Done() }
+func (l *Lock) Done() <-chan struct{} {
+	if l == nil {
+		return closedChan
+	}
+	return l.watch().Done()
+}
+
+// closedChan is the Done of a nil Lock, which no one holds.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// errNilLock is what the methods of a nil *Lock return: a program that
+// ignored Acquire's error holds no lock.
+var errNilLock = fmt.Errorf("redlock: %w: %w: nil lock", ErrInvalidArgument, ErrNotHeld)
 
 // Err returns nil while the lock is held, ErrNotHeld once it was released,
 // and ErrLockLost once it was declared lost before it was released: not
 // extended by Until − loss margin, or found held by another token on a
 // quorum of servers.
 func (l *Lock) Err() error {
+	if l == nil {
+		return errNilLock
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.checkExpiry()
@@ -148,6 +179,9 @@ func (l *Lock) Err() error {
 // it would be declared lost anyway; when a quorum holds another token, the
 // lock is lost at once and the error satisfies errors.Is(err, ErrLockLost).
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
+	if l == nil {
+		return errNilLock
+	}
 	if err := checkTTL(l.o, l.name, ttl); err != nil {
 		return err
 	}

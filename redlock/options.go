@@ -12,8 +12,11 @@ import (
 
 // Option configures a Client when given to New, or one call when given to
 // Acquire, TryAcquire, Do or DoOrSkip, where it overrides the client's
-// setting for that call only. For every duration option, 0 means the
-// default.
+// setting for that call only. For every duration option but
+// WithRetryJitter, 0 means the default: a zero TTL cut, timeout or margin
+// would make no lock usable, and WithMinHold(0) and WithMaxHold(0) are
+// "no minimum" and "no cap" either way. WithRetryJitter(0) means no
+// jitter.
 type Option func(*options)
 
 type options struct {
@@ -33,7 +36,7 @@ type options struct {
 	hooks         Hooks
 	fencing       bool
 	randInt64N    func(n int64) int64
-	newToken      func(start time.Time) (string, error)
+	newToken      func(rank) (string, error)
 
 	perCall        bool // the options of one call: client-only options are refused
 	invalidOptions []error
@@ -46,9 +49,13 @@ const (
 	DefaultDriftFactor = 0.01
 )
 
-// WithRetryCount sets how many times Acquire tries again after its first
-// attempt fails; 0 makes Acquire behave like TryAcquire, and -1 retries
-// until the context ends. Default 10.
+// WithRetryCount sets a refused call's patience, with WithRetryDelay: it
+// keeps trying for n × the retry delay after its first refusal, about n
+// more attempts for a call that polls; a call waiting in a server's line
+// tries when its turn comes, and is given that much for each waiter ahead
+// of it (see "Waiting for a lock" in the package doc). 0
+// makes Acquire behave like TryAcquire, and -1 waits until the context
+// ends. Default 10.
 func WithRetryCount(n int) Option {
 	return func(o *options) {
 		if n < -1 {
@@ -58,8 +65,9 @@ func WithRetryCount(n int) Option {
 	}
 }
 
-// WithRetryDelay sets the mean wait between attempts. Default (or 0):
-// 200 ms.
+// WithRetryDelay sets the mean wait between the attempts of a call that
+// polls, and with WithRetryCount the patience of every call. Default (or
+// 0): 200 ms.
 func WithRetryDelay(d time.Duration) Option {
 	return func(o *options) {
 		o.retryDelay = o.duration("retry delay", d, DefaultRetryDelay)
@@ -68,9 +76,15 @@ func WithRetryDelay(d time.Duration) Option {
 
 // WithRetryJitter spreads the waits between attempts uniformly over
 // delay±jitter, so that contenders that collided once do not collide again.
-// It must not exceed the retry delay. Default (or 0): half the retry delay.
+// It must not exceed the retry delay; 0 means no jitter: every wait is the
+// retry delay. Default: half the retry delay.
 func WithRetryJitter(d time.Duration) Option {
-	return func(o *options) { o.retryJitter = o.duration("retry jitter", d, 0) }
+	return func(o *options) {
+		if d < 0 {
+			o.invalid("retry jitter %v is negative", d)
+		}
+		o.retryJitter = d
+	}
 }
 
 // WithDriftFactor sets the share of the TTL set aside for clock drift
@@ -150,13 +164,12 @@ func WithMaxHold(d time.Duration) Option {
 	return func(o *options) { o.maxHold = o.duration("max hold", d, 0) }
 }
 
-// WithMinHold makes Do and DoOrSkip keep the lock until at least d after
-// the start of the attempt that was granted it, even when fn returns
-// sooner: instead of deleting the keys, they cut the keys' TTL to what is
-// left of d, and return. Hosts whose schedules fire a little apart then
-// skip the job instead of each running it (ShedLock's lockAtLeastFor).
-// Acquire'd locks are unaffected: Release always deletes. Default (or 0):
-// release at once.
+// WithMinHold keeps a lock until at least d after the start of the
+// attempt that was granted it, even when it is released sooner: Release
+// (and Do and DoOrSkip when fn returns) cuts the keys' TTL to what is left
+// of d instead of deleting them, and returns. Hosts whose schedules fire a
+// little apart then skip the job instead of each running it (ShedLock's
+// lockAtLeastFor). Default (or 0): release at once.
 func WithMinHold(d time.Duration) Option {
 	return func(o *options) { o.minHold = o.duration("min hold", d, 0) }
 }
@@ -191,6 +204,7 @@ func defaultOptions() options {
 	return options{
 		retryCount:  DefaultRetryCount,
 		retryDelay:  DefaultRetryDelay,
+		retryJitter: halfTheDelay,
 		driftFactor: DefaultDriftFactor,
 		logger:      discardLogger,
 		clock:       clock.Real{},
@@ -203,9 +217,9 @@ func (o *options) check() error {
 	if len(o.invalidOptions) > 0 {
 		return o.invalidOptions[0]
 	}
-	if o.retryJitter > o.retryDelay {
+	if o.jitter() > o.retryDelay {
 		return invalidArgument("retry jitter %v exceeds retry delay %v, so waits could be negative",
-			o.retryJitter, o.retryDelay)
+			o.jitter(), o.retryDelay)
 	}
 	return nil
 }
@@ -230,9 +244,13 @@ func (o *options) with(opts []Option) (*options, error) {
 	return &call, nil
 }
 
+// halfTheDelay is retryJitter's default: half the retry delay, whatever
+// the delay.
+const halfTheDelay = -1
+
 // jitter is the spread of the waits between attempts.
 func (o *options) jitter() time.Duration {
-	if o.retryJitter == 0 {
+	if o.retryJitter == halfTheDelay {
 		return o.retryDelay / 2
 	}
 	return o.retryJitter

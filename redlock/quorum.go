@@ -39,8 +39,13 @@ type tally struct {
 	// compare; the rest came from servers or holders without ranks.
 	first, behind int
 	left          time.Duration // the shortest holder TTL a refusal reported; 0 if none
-	granters      uint64        // bit i set when server i (under 64) granted
+	ahead         int           // the most waiters a refusal said were ahead in line
+	granters      uint64        // bit(i) set when server i granted
 }
+
+// bit is server i's bit in a set of servers; servers from 64 on share the
+// last bit, so that a set tells only that some of them are in it.
+func bit(i int) uint64 { return 1 << min(i, 63) }
 
 // add counts one server's answer.
 func (t *tally) add(v vote) {
@@ -53,9 +58,7 @@ func (t *tally) add(v vote) {
 		}
 	case v.ok:
 		t.granted++
-		if v.server < 64 {
-			t.granters |= 1 << v.server
-		}
+		t.granters |= bit(v.server)
 	default:
 		t.refused++
 		switch v.holder.Rank {
@@ -67,6 +70,7 @@ func (t *tally) add(v vote) {
 		if l := v.holder.Left; l > 0 && (t.left == 0 || l < t.left) {
 			t.left = l
 		}
+		t.ahead = max(t.ahead, v.holder.Ahead)
 	}
 }
 

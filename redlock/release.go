@@ -3,7 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"time"
+	"sync"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -25,14 +25,15 @@ import (
 //
 // Release is final either way: Done is closed and Err reports ErrNotHeld
 // (or ErrLockLost if the lock was lost first).
-func (l *Lock) Release(ctx context.Context) error {
-	return l.finish(ctx, 0)
-}
-
-// finish ends the lock and sends the servers its last call: the
-// owner-checked delete, or, when keep is at least a millisecond, a TTL cut
-// to keep, so that the keys outlive the holder for that long (WithMinHold).
-func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
+//
+// With WithMinHold, given to the client or to the call that acquired the
+// lock, a lock released sooner than that after its grant keeps its keys
+// until then: Release cuts their TTL to what is left of the minimum hold
+// instead of deleting them, and returns nil when a quorum took the cut.
+func (l *Lock) Release(ctx context.Context) (err error) {
+	if l == nil {
+		return errNilLock
+	}
 	l.op.Lock()
 	defer l.op.Unlock()
 	l.mu.Lock()
@@ -60,7 +61,7 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 	// clocks run slow. The calls are owner-checked, so a new holder's keys
 	// are safe.
 	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: l.o.timeoutFor(ttl), after: l.tails}
-	if keep >= keyserver.MinTTL {
+	if keep := l.o.minHold - c.clock.Since(l.acquired); !lost && keep >= keyserver.MinTTL {
 		f.op, f.ttl = opExtend, keep // the TTL cut to the rest of the minimum hold
 	}
 	if ctx.Done() != nil {
@@ -68,8 +69,8 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 	}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
-	c.releasedLocally(l.key, f.op == opRelease, res.done)
 	l.tails = res.done
+	c.released.note(l.key, res.done)
 	t := res.tally
 	c.logVotes(f.op, l.name, t)
 	switch {
@@ -77,8 +78,68 @@ func (l *Lock) finish(ctx context.Context, keep time.Duration) (err error) {
 		return fmt.Errorf("%w: %w: lock %q had been lost before it was released", ErrNotHeld, ErrLockLost, l.name)
 	case t.won():
 		return nil
-	case t.heldElsewhere():
+	case t.refused > t.n-quorum(t.n):
+		// So many servers hold another token that no quorum can have
+		// held ours: for an even n, fewer than a quorum of refusals.
 		return newQuorumError("release", l.name, 1, t, nil, ErrNotHeld)
 	}
 	return newQuorumError("release", l.name, 1, t, nil) // the servers that failed may still hold the key
+}
+
+// releases remembers, per key, the calls of this client's last release of
+// it that were still running when Release returned (at a quorum): the
+// next acquisition of the key by this client sends its calls after them,
+// server by server, so that a process that takes a lock again at once is
+// not refused by a server its own release has not reached yet.
+type releases struct {
+	mu    sync.Mutex
+	tails map[string][]<-chan struct{}
+}
+
+// maxReleases is how many keys releases remembers before it forgets the
+// ones whose calls have all finished.
+const maxReleases = 1024
+
+// note records the running calls of a release of key; nil when none are.
+func (r *releases) note(key string, tails []<-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if tails == nil {
+		delete(r.tails, key)
+		return
+	}
+	if r.tails == nil {
+		r.tails = make(map[string][]<-chan struct{})
+	}
+	if len(r.tails) >= maxReleases {
+		for k, t := range r.tails {
+			if finished(t) {
+				delete(r.tails, k)
+			}
+		}
+	}
+	r.tails[key] = tails
+}
+
+// take returns, once, the calls of the last release of key that are
+// still running, or nil.
+func (r *releases) take(key string) []<-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.tails[key]
+	delete(r.tails, key)
+	if finished(t) {
+		return nil
+	}
+	return t
+}
+
+// finished reports whether every channel of tails is closed.
+func finished(tails []<-chan struct{}) bool {
+	for _, ch := range tails {
+		if !closed(ch) {
+			return false
+		}
+	}
+	return true
 }

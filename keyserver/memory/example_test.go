@@ -42,30 +42,32 @@ func ExampleNew() {
 	// free again: true
 }
 
-// A waiter that was refused watches the key and sleeps until the holder
-// releases it, or until the holder's TTL has run out, whichever comes
-// first.
-func ExampleServer_Watch() {
+// A waiter that was refused waits its turn in the key's line: a release
+// promises the key to the earliest waiter and tells only that one. Tokens
+// that carry a rank (the time their call began) line up; the redlock client
+// draws such tokens.
+func ExampleServer_WatchTurn() {
 	srv := memory.New()
 	defer srv.Close()
 	ctx := context.Background()
-	srv.Acquire(ctx, "report", "holder", time.Minute)
+	holder := "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef"
+	waiter := "0000019a2b3c4d5f.0000000089abcdef0123456789abcdef"
+	srv.Acquire(ctx, "report", holder, time.Minute)
 
-	// Watch before trying, so that a release in between is not missed.
-	released, stop, _ := srv.Watch(ctx, "report")
+	ok, h, _ := srv.AcquireInLine(ctx, "report", waiter, time.Minute)
+	fmt.Println("granted:", ok, "holder's TTL under a minute:", h.Left > 0 && h.Left <= time.Minute)
+	turn, stop, _ := srv.WatchTurn(ctx, "report", waiter)
 	defer stop()
-	ok, holder, _ := srv.AcquireOrHolder(ctx, "report", "waiter", time.Minute)
-	fmt.Println("granted:", ok, "holder's TTL under a minute:", holder.Left > 0 && holder.Left <= time.Minute)
 
-	srv.Release(ctx, "report", "holder") // the holder, elsewhere, is done
+	srv.Release(ctx, "report", holder) // the holder, elsewhere, is done
 	select {
-	case <-released:
-		ok, _, _ = srv.AcquireOrHolder(ctx, "report", "waiter", time.Minute)
-		fmt.Println("woken; granted:", ok)
-	case <-time.After(holder.Left):
+	case <-turn:
+		ok, _, _ = srv.AcquireInLine(ctx, "report", waiter, time.Minute)
+		fmt.Println("its turn; granted:", ok)
+	case <-time.After(h.Left):
 		fmt.Println("the holder's key expired")
 	}
 	// Output:
 	// granted: false holder's TTL under a minute: true
-	// woken; granted: true
+	// its turn; granted: true
 }

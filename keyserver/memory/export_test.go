@@ -12,5 +12,5 @@ func Stored(s *Server) int {
 func Watchers(s *Server, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.watchers[key])
+	return len(s.turns[key])
 }

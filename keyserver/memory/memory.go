@@ -180,7 +180,7 @@ func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duratio
 // AcquireFenced is Acquire, and reads key's fence counter in the same step.
 func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
 	var fence uint64
-	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
+	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		fence = s.fences[key]
 		return s.setLocked(key, token, ttl), nil
 	})
@@ -191,7 +191,7 @@ func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.
 // returns the counter as it was.
 func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint64, error) {
 	var prev uint64
-	_, err := s.locked(ctx, key, "-", 0, false, func() (bool, error) {
+	_, err := s.locked(ctx, keyserver.CheckKey(key), func() (bool, error) {
 		prev = s.fences[key]
 		if prev < fence {
 			s.fences[key] = fence
@@ -204,14 +204,15 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 // set is both Acquire and Extend: on a map that never loses keys behind the
 // client's back, "store if absent" and "re-create if absent" are one rule.
 func (s *Server) set(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return s.locked(ctx, key, token, ttl, true, func() (bool, error) { return s.setLocked(key, token, ttl), nil })
+	return s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) { return s.setLocked(key, token, ttl), nil })
 }
 
-// locked checks a call's arguments and context, and runs f under the
-// server's mutex unless the server is closed.
-func (s *Server) locked(ctx context.Context, key, token string, ttl time.Duration, needTTL bool, f func() (bool, error)) (bool, error) {
-	if err := keyserver.CheckArgs(key, token, ttl, needTTL); err != nil {
-		return false, err
+// locked runs f under the server's mutex, unless the call's arguments
+// failed their check (bad, from keyserver.CheckTTL and its kin), its
+// context has ended, or the server is closed.
+func (s *Server) locked(ctx context.Context, bad error, f func() (bool, error)) (bool, error) {
+	if bad != nil {
+		return false, bad
 	}
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -238,7 +239,7 @@ func (s *Server) setLocked(key, token string, ttl time.Duration) bool {
 
 // Release deletes key if it holds token.
 func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
-	return s.locked(ctx, key, token, 0, false, func() (bool, error) { return s.releaseLocked(key, token), nil })
+	return s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) { return s.releaseLocked(key, token), nil })
 }
 
 // releaseLocked lets go of key if it holds token: key passes to the next

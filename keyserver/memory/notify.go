@@ -21,7 +21,6 @@ type line struct {
 type turnWatch struct {
 	promise string // the waiter's, keyserver.PromiseOf its token
 	turn    chan struct{}
-	moved   func()
 	fired   bool
 }
 
@@ -37,7 +36,7 @@ func (w *turnWatch) fire() {
 // returns how long that key has left and how the holder ranks.
 func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
-	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
+	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		var ok bool
 		ok, h = s.acquireLocked(key, token, ttl)
 		return ok, nil
@@ -50,9 +49,12 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 // leaves it.
 func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
-	ok, err := s.locked(ctx, key, token, ttl, true, func() (bool, error) {
+	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		var ok bool
 		ok, h = s.acquireLocked(key, token, ttl)
+		if ok && s.lines[key] == nil {
+			return true, nil // no line to leave
+		}
 		p := keyserver.PromiseOf(token)
 		if p == "" {
 			return ok, nil
@@ -66,9 +68,11 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 			q = &line{}
 			s.lines[key] = q
 		}
-		if i, found := slices.BinarySearch(q.waiters, p); !found {
+		i, found := slices.BinarySearch(q.waiters, p)
+		if !found {
 			q.waiters = slices.Insert(q.waiters, i, p)
 		}
+		h.Ahead = i
 		q.expires = s.now().Add(keyserver.LineTTL)
 		return false, nil
 	})
@@ -86,12 +90,11 @@ func (s *Server) acquireLocked(key, token string, ttl time.Duration) (bool, keys
 }
 
 // WatchTurn watches key's line for the waiter ranked as token: its channel
-// is closed when key is promised to that waiter, or is found free now; by
-// Close too. moved is called, with the server's mutex held, each time key
-// is promised to another waiter.
-func (s *Server) WatchTurn(ctx context.Context, key, token string, moved func()) (<-chan struct{}, func(), error) {
-	w := &turnWatch{promise: keyserver.PromiseOf(token), turn: make(chan struct{}), moved: moved}
-	_, err := s.locked(ctx, key, token, 0, false, func() (bool, error) {
+// is closed when key is promised to that waiter, now or later, and by
+// Close.
+func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
+	w := &turnWatch{promise: keyserver.PromiseOf(token), turn: make(chan struct{})}
+	_, err := s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
 		ws := s.turns[key]
 		if ws == nil {
 			ws = make(map[*turnWatch]struct{})
@@ -99,7 +102,7 @@ func (s *Server) WatchTurn(ctx context.Context, key, token string, moved func())
 		}
 		ws[w] = struct{}{}
 		// Look again, now that the watch is in place.
-		if e, held := s.keys[key]; !held || !s.now().Before(e.expires) || (w.promise != "" && e.token == w.promise) {
+		if e, held := s.keys[key]; held && w.promise != "" && e.token == w.promise && s.now().Before(e.expires) {
 			w.fire()
 		}
 		return true, nil
@@ -128,7 +131,7 @@ func (s *Server) WatchTurn(ctx context.Context, key, token string, moved func())
 // LeaveLine takes the waiter ranked as token out of key's line, and passes
 // a promise made to it on.
 func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
-	_, err := s.locked(ctx, key, token, 0, false, func() (bool, error) {
+	_, err := s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
 		p := keyserver.PromiseOf(token)
 		if p == "" {
 			return true, nil
@@ -183,8 +186,6 @@ func (s *Server) handOverLocked(key string) {
 	for w := range s.turns[key] {
 		if w.promise == next {
 			w.fire()
-		} else if w.moved != nil {
-			w.moved()
 		}
 	}
 }

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,15 +21,24 @@ func closed(c <-chan struct{}) bool {
 	}
 }
 
-func TestWatchWakesOnReleaseNotOnExpiry(t *testing.T) {
+// token returns a token that carries a rank: call orders the calls.
+func token(call, attempt int) string {
+	return fmt.Sprintf("%016x.%08x%024x", 0x19a2b3c4d00+call, call, attempt)
+}
+
+func TestTurnComesWithAReleaseNotAnExpiry(t *testing.T) {
 	fc := clock.NewFake(time.Unix(1_700_000_000, 0))
 	s := memory.New(memory.WithNow(fc.Now), memory.WithSweepInterval(0))
 	defer s.Close()
 	ctx := context.Background()
-	if ok, _ := s.Acquire(ctx, "k", "a", time.Second); !ok {
-		t.Fatal("Acquire(a) refused on an empty server")
+	holder, waiter := token(1, 1), token(2, 1)
+	if ok, _ := s.Acquire(ctx, "k", holder, time.Second); !ok {
+		t.Fatal("Acquire(holder) refused on an empty server")
 	}
-	released, stop, err := s.Watch(ctx, "k")
+	if ok, _, _ := s.AcquireInLine(ctx, "k", waiter, time.Second); ok {
+		t.Fatal("AcquireInLine(waiter) granted a held key")
+	}
+	turn, stop, err := s.WatchTurn(ctx, "k", waiter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +46,10 @@ func TestWatchWakesOnReleaseNotOnExpiry(t *testing.T) {
 	fc.Advance(time.Second)
 	ok, h, err := s.AcquireOrHolder(ctx, "k", "b", time.Second)
 	if !ok || h != (keyserver.Holder{}) || err != nil {
-		t.Fatalf("AcquireOrHolder(b) after a's expiry = %v, %+v, %v; want true, no holder, nil", ok, h, err)
+		t.Fatalf("AcquireOrHolder(b) after the holder's expiry = %v, %+v, %v; want true, no holder, nil", ok, h, err)
 	}
-	if closed(released) {
-		t.Fatal("an expiry woke the waiter")
+	if closed(turn) {
+		t.Fatal("an expiry gave the waiter its turn")
 	}
 	fc.Advance(300 * time.Millisecond)
 	if ok, h, _ := s.AcquireOrHolder(ctx, "k", "c", time.Second); ok || h.Left != 700*time.Millisecond {
@@ -48,11 +58,15 @@ func TestWatchWakesOnReleaseNotOnExpiry(t *testing.T) {
 	if ok, _ := s.Release(ctx, "k", "b"); !ok {
 		t.Fatal("Release(b) failed")
 	}
-	if !closed(released) {
-		t.Fatal("the release did not wake the waiter")
+	if !closed(turn) {
+		t.Fatal("the release did not give the waiter its turn")
 	}
+	if ok, h, _ := s.AcquireOrHolder(ctx, "k", "c", time.Second); ok || h.Left != keyserver.ClaimTTL || h.Rank != keyserver.Unranked {
+		t.Fatalf("AcquireOrHolder(c) of the promised key = %v, %+v; want false, the whole ClaimTTL left", ok, h)
+	}
+	stop()
 	if n := memory.Watchers(s, "k"); n != 0 {
-		t.Fatalf("%d watchers left after the wake", n)
+		t.Fatalf("%d watchers left after stop", n)
 	}
 }
 
@@ -62,7 +76,7 @@ func TestStopLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	var stops []func()
 	for i := 0; i < 5; i++ {
-		_, stop, err := s.Watch(ctx, "k")
+		_, stop, err := s.WatchTurn(ctx, "k", token(i, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,19 +95,36 @@ func TestStopLeavesNothing(t *testing.T) {
 	}
 }
 
+func TestLineLapses(t *testing.T) {
+	fc := clock.NewFake(time.Unix(1_700_000_000, 0))
+	s := memory.New(memory.WithNow(fc.Now), memory.WithSweepInterval(0))
+	defer s.Close()
+	ctx := context.Background()
+	holder, gone := token(1, 1), token(2, 1)
+	s.Acquire(ctx, "k", holder, time.Minute)
+	s.AcquireInLine(ctx, "k", gone, time.Minute)
+	fc.Advance(keyserver.LineTTL)
+	if ok, _ := s.Release(ctx, "k", holder); !ok {
+		t.Fatal("Release(holder) failed")
+	}
+	if ok, _ := s.Acquire(ctx, "k", "x", time.Minute); !ok {
+		t.Fatal("the key was promised to a waiter whose place had lapsed")
+	}
+}
+
 func TestCloseWakesWatchers(t *testing.T) {
 	s := memory.New()
-	released, stop, err := s.Watch(context.Background(), "k")
+	turn, stop, err := s.WatchTurn(context.Background(), "k", token(1, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
 	s.Close()
-	if !closed(released) {
+	if !closed(turn) {
 		t.Fatal("Close left a waiter asleep")
 	}
-	if _, _, err := s.Watch(context.Background(), "k"); !errors.Is(err, memory.ErrClosed) {
-		t.Fatalf("Watch after Close: %v, want ErrClosed", err)
+	if _, _, err := s.WatchTurn(context.Background(), "k", token(1, 1)); !errors.Is(err, memory.ErrClosed) {
+		t.Fatalf("WatchTurn after Close: %v, want ErrClosed", err)
 	}
 	if _, _, err := s.AcquireOrHolder(context.Background(), "k", "t", time.Second); !errors.Is(err, memory.ErrClosed) {
 		t.Fatalf("AcquireOrHolder after Close: %v, want ErrClosed", err)

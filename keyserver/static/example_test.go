@@ -45,17 +45,18 @@ func Example() {
 }
 
 // A unit test of code that waits for a lock drives the wake-up by hand:
-// Wake plays a release by another process, Break a lost connection.
+// Wake plays the turn a release by another process gives, Break a lost
+// connection.
 func ExampleServer_Wake() {
 	srv := static.New(static.WithAcquire(static.Reply{Left: 30 * time.Second, Rank: keyserver.HolderFirst}))
 	ctx := context.Background()
 	ok, holder, _ := srv.AcquireOrHolder(ctx, "nightly", "me", time.Minute)
 	fmt.Println("granted:", ok, "holder's TTL:", holder.Left, "first:", holder.Rank == keyserver.HolderFirst)
 
-	released, stop, _ := srv.Watch(ctx, "nightly")
+	turn, stop, _ := srv.WatchTurn(ctx, "nightly", "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef")
 	defer stop()
 	fmt.Println("woken:", srv.Wake("nightly"))
-	<-released
+	<-turn
 	fmt.Println("still watching:", srv.Watching("nightly"))
 	// Output:
 	// granted: false holder's TTL: 30s first: true

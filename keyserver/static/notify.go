@@ -44,7 +44,7 @@ func (s *Server) acquireHolder(ctx context.Context, key, token string, ttl time.
 	if !r.Store {
 		h = keyserver.Holder{}
 		if !ok && err == nil {
-			h = keyserver.Holder{Left: r.Left, Rank: r.Rank}
+			h = keyserver.Holder{Left: r.Left, Rank: r.Rank, Ahead: r.Ahead}
 		}
 	}
 	return ok, h, err
@@ -54,16 +54,15 @@ func (s *Server) acquireHolder(ctx context.Context, key, token string, ttl time.
 // and its Delay and Block hold it up; otherwise the watch starts on the
 // store's line. Its channel is closed by the store's turn (a Release that
 // the store answered promised key to the waiter), by a scripted Release of
-// key that answers true, by Wake(key) or by Break. moved is called as the
-// store's line moves.
-func (s *Server) WatchTurn(ctx context.Context, key, token string, moved func()) (<-chan struct{}, func(), error) {
+// key that answers true, by Wake(key) or by Break.
+func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
 	_, _, err := s.call(ctx, Call{Op: OpWatch, Key: key, Token: token}, func(ctx context.Context, _, _ string, _ time.Duration) (bool, error) {
 		return true, ctx.Err()
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	turn, stopStore, err := s.store.WatchTurn(ctx, key, token, moved)
+	turn, stopStore, err := s.store.WatchTurn(ctx, key, token)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -64,8 +64,9 @@ type Reply struct {
 	// Left and Rank describe the holder a scripted AcquireOrHolder reports
 	// with a refusal: its key's remaining TTL, and how it ranks against the caller (see
 	// keyserver.Order).
-	Left time.Duration
-	Rank keyserver.Order
+	Left  time.Duration
+	Rank  keyserver.Order
+	Ahead int // waiters before the caller, for a scripted AcquireInLine
 }
 
 // Common replies.
@@ -221,7 +222,7 @@ func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.
 // previous counter reported), or else from the store.
 func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint64, error) {
 	var prev uint64
-	r, _, err := s.call(ctx, Call{Op: OpRaiseFence, Key: key, Token: "-", Fence: fence}, func(ctx context.Context, key, _ string, _ time.Duration) (bool, error) {
+	r, _, err := s.call(ctx, Call{Op: OpRaiseFence, Key: key, Fence: fence}, func(ctx context.Context, key, _ string, _ time.Duration) (bool, error) {
 		p, err := s.store.RaiseFence(ctx, key, fence)
 		prev = p
 		return err == nil, err
@@ -258,7 +259,7 @@ func (s *Server) call(ctx context.Context, c Call, store func(context.Context, s
 
 	s.mu.Lock()
 	r := FromStore
-	if err := keyserver.CheckArgs(c.Key, c.Token, c.TTL, c.Op == OpAcquire || c.Op == OpExtend); err != nil {
+	if err := c.check(); err != nil {
 		// Bad input is refused as a real server would, whatever the script.
 		r = Fail(err)
 	} else if script := s.scripts[c.Op]; len(script) > 0 {
@@ -278,6 +279,17 @@ func (s *Server) call(ctx context.Context, c Call, store func(context.Context, s
 	s.calls[idx].OK, s.calls[idx].Err, s.calls[idx].Done = ok, err, true
 	s.mu.Unlock()
 	return r, ok, err
+}
+
+// check validates c's arguments as a real server would.
+func (c Call) check() error {
+	switch c.Op {
+	case OpAcquire, OpExtend:
+		return keyserver.CheckTTL(c.Key, c.Token, c.TTL)
+	case OpRaiseFence:
+		return keyserver.CheckKey(c.Key)
+	}
+	return keyserver.CheckToken(c.Key, c.Token)
 }
 
 // answer waits as r says, then gives r's result or the store's.

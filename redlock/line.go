@@ -1,0 +1,200 @@
+package redlock
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// A refused Acquire or Do waits in line: each server that is a
+// keyserver.Notifier keeps, per key, the calls waiting for it, in the order
+// of their ranks (the time each call began), and a release there promises
+// the key to the earliest of them and tells that one only. A waiter tries
+// again once a quorum of servers gave it its turn, so that its attempt is
+// granted, instead of every waiter of every process trying at each release
+// and splitting the vote.
+//
+// A waiter given its turn by fewer than a quorum tries anyway a moment
+// later: a server may have promised the key to another waiter, whose
+// refusal reached it before this one's did, and the ranks of the two then
+// decide who keeps what it was promised.
+//
+// Between turns a waiter also tries again when the holder's key runs out
+// (holders that crash, and other libraries' keys, announce nothing), when a
+// promise made to a waiter ahead of it would have lapsed, and at least
+// every linePoll, which renews its place in the lines; with servers that
+// keep no line among them, every retry delay as well.
+
+// linePoll is the longest a waiter waits in line without trying again.
+const linePoll = keyserver.LineTTL / 3
+
+// gatherTurns is how long a waiter that was given its turn by some servers
+// waits for the turns of the others before it tries anyway.
+const gatherTurns = 5 * time.Millisecond
+
+// earlier returns the earlier of two times.
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// place is a waiting call's place in the lines of the Notifiers: its
+// watches of its turn there.
+type place struct {
+	// turns holds per Notifier (c.notifiers) the channel its turn closes,
+	// nil where no watch is armed; stops ends the watches.
+	turns []<-chan struct{}
+	stops []func()
+}
+
+// wait waits after a refused attempt until the next one is worth making.
+func (a *acquisition) wait(ctx context.Context) error {
+	if a.inLine != 0 {
+		return a.waitInLine(ctx)
+	}
+	d := a.o.retryWait()
+	if l := a.last.left; l > 0 && l < d {
+		d = l
+	}
+	return a.c.clock.SleepOrWake(ctx, a.untilPatience(d), []<-chan struct{}{a.c.closing.Done()})
+}
+
+// untilPatience shortens a wait of d so that it ends when the call's
+// patience does.
+func (a *acquisition) untilPatience(d time.Duration) time.Duration {
+	if a.retries >= 0 {
+		d = max(min(d, a.patience.Sub(a.c.clock.Now())), 0)
+	}
+	return d
+}
+
+// waitInLine waits for the call's turn on a quorum of the servers, or for
+// one of the moments of trying again (see above), the end of its patience
+// among them.
+func (a *acquisition) waitInLine(ctx context.Context) error {
+	c := a.c
+	if a.place == nil {
+		n := len(c.notifiers)
+		a.place = &place{turns: make([]<-chan struct{}, n), stops: make([]func(), n)}
+	}
+	p := a.place
+	a.arm(ctx)
+	d := linePoll
+	if l := a.last.left; l > 0 && l < d {
+		d = l
+	}
+	if len(c.notifiers) < len(c.servers) {
+		d = min(d, a.o.retryWait())
+	}
+	until := c.clock.Now().Add(d)
+	need := max(c.quorum-(len(c.servers)-len(c.notifiers)), 1)
+	gathering := false
+	var wake []<-chan struct{}
+	for {
+		if c.closing.Err() != nil {
+			return nil // the attempt fails with ErrClosed
+		}
+		wake = append(wake[:0], c.closing.Done())
+		turns := 0
+		for _, t := range p.turns {
+			switch {
+			case t == nil:
+			case closed(t):
+				turns++
+			default:
+				wake = append(wake, t)
+			}
+		}
+		if turns >= need {
+			return nil
+		}
+		now := c.clock.Now()
+		if turns > 0 && !gathering {
+			// The others' turns come within moments of the first, unless
+			// a server promised the key to another waiter, whose refusal
+			// reached it first: then both try, and rank decides who keeps
+			// what it was promised (see tally.keep).
+			gathering = true
+			until = earlier(until, now.Add(gatherTurns))
+		}
+		if !now.Before(until) || (a.retries >= 0 && !now.Before(a.patience)) {
+			return nil
+		}
+		if err := c.clock.SleepOrWake(ctx, a.untilPatience(until.Sub(now)), wake); err != nil {
+			return err
+		}
+	}
+}
+
+// arm watches for the call's turn on every Notifier that answered the
+// last attempt and has no watch armed, or one that fired or broke: a turn
+// is told once. A server that is down would hold up every wait; one whose
+// watch fails is waited for by the poll.
+func (a *acquisition) arm(ctx context.Context) {
+	c, p := a.c, a.place
+	for j, i := range c.notifiers {
+		if p.turns[j] != nil && !closed(p.turns[j]) {
+			continue
+		}
+		if p.stops[j] != nil {
+			p.stops[j]()
+			p.turns[j], p.stops[j] = nil, nil
+		}
+		if failed(a.last, i) {
+			continue
+		}
+		wctx, cancel := c.clock.WithTimeout(ctx, a.timeout)
+		turn, stop, err := c.servers[i].(keyserver.Notifier).WatchTurn(wctx, a.key, a.token)
+		cancel()
+		if err == nil {
+			p.turns[j], p.stops[j] = turn, stop
+		}
+	}
+}
+
+// stop ends every watch.
+func (p *place) stop() {
+	for j, stop := range p.stops {
+		if stop != nil {
+			stop()
+			p.turns[j], p.stops[j] = nil, nil
+		}
+	}
+}
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// failed reports whether server i failed in the votes t.
+func failed(t tally, i int) bool {
+	for _, e := range t.errs {
+		if e.Server == i {
+			return true
+		}
+	}
+	return false
+}
+
+// retryWait draws the wait before the next attempt from delay±jitter.
+func (o *options) retryWait() time.Duration {
+	j := o.jitter()
+	if j == 0 {
+		return o.retryDelay
+	}
+	r := rand.Int64N
+	if o.randInt64N != nil {
+		r = o.randInt64N
+	}
+	return o.retryDelay - j + time.Duration(r(int64(2*j)+1))
+}

@@ -1,0 +1,45 @@
+package redlock
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"math/rand/v2"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// A token marks a holder's keys on the servers. Its format, which
+// keyserver.RankOf reads, is 16 hexadecimal digits of the time the call
+// began (Unix milliseconds), a dot, 8 random hexadecimal digits drawn once
+// per call, and 24 drawn once per attempt. The first 25 characters are the
+// call's rank: the servers order waiters by it, earliest first, and know
+// the attempts of one call by it. The random bits come from the runtime's
+// ChaCha8 generator (math/rand/v2), seeded from the operating system:
+// tokens must not collide, and this needs no system call.
+
+// rank is a call's rank, kept as an array so that drawing it allocates
+// nothing.
+type rank [keyserver.RankLen]byte
+
+// newRank draws the rank of a call that began at start.
+func newRank(start time.Time) (r rank) {
+	var u [12]byte
+	binary.BigEndian.PutUint64(u[0:8], uint64(start.UnixMilli()))
+	binary.LittleEndian.PutUint32(u[8:12], rand.Uint32())
+	hex.Encode(r[0:16], u[0:8])
+	r[16] = '.'
+	hex.Encode(r[17:], u[8:12])
+	return r
+}
+
+// newToken draws the token of one attempt of the call ranked r.
+func newToken(r rank) (string, error) {
+	var s [keyserver.TokenLen]byte
+	var u [12]byte
+	binary.LittleEndian.PutUint64(u[0:8], rand.Uint64())
+	binary.LittleEndian.PutUint32(u[8:12], rand.Uint32())
+	copy(s[:], r[:])
+	hex.Encode(s[keyserver.RankLen:], u[:])
+	return string(s[:]), nil
+}
