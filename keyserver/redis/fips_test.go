@@ -26,7 +26,9 @@ func TestFIPSOnly(t *testing.T) {
 		return
 	}
 	node := redistest.Start(t, 1).Nodes[0]
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFIPSOnly$", "-test.count=1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFIPSOnly$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "GODEBUG=fips140=only", fipsAddr+"="+node.Addr())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -51,7 +53,7 @@ func lockUnderFIPS(t *testing.T, addr string) {
 			func() error { _, err := s.Extend(ctx, "fips", holder, time.Minute); return err },
 			func() error { _, _, err := s.AcquireInLine(ctx, "fips", waiter, time.Minute); return err },
 			func() error {
-				turn, stop, err := s.WatchTurn(ctx, "fips", waiter, nil)
+				turn, stop, err := s.WatchTurn(ctx, "fips", waiter)
 				if err != nil {
 					return err
 				}
@@ -59,8 +61,12 @@ func lockUnderFIPS(t *testing.T, addr string) {
 				if _, err := s.Release(ctx, "fips", holder); err != nil {
 					return err
 				}
-				<-turn
-				return nil
+				select {
+				case <-turn:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			},
 			func() error { _, _, err := s.AcquireInLine(ctx, "fips", waiter, time.Minute); return err },
 			func() error { _, _, err := s.AcquireFenced(ctx, "fips", waiter, time.Minute); return err },

@@ -35,13 +35,15 @@ if v == ARGV[1] or v == ARGV[3] then
 end
 `
 
-// holder describes v, the value that refused the caller, as
-// decodeHolder reads it: left·8 + order·2, where left is the key's PTTL in
+// holder describes v, the value that refused the caller, as decodeHolder
+// reads it: {left, order, ahead}, where left is the key's PTTL in
 // milliseconds (at least 1, as a key under a millisecond from its expiry
-// still exists; 0 for a key without one) and order compares the holder's
+// still exists; 0 for a key without one), order compares the holder's
 // rank with the caller's by keyserver.Compare's rule (0 unranked, 1 the
-// holder's first, 2 the caller's). Odd replies mean granted. The rank test
-// repeats keyserver.RankOf's, with its constants filled in from Go.
+// holder's first, 2 the caller's), and ahead is the local of that name
+// (the waiters before the caller in line, or 0). A grant replies 1 instead. The
+// rank test repeats keyserver.RankOf's, with its constants filled in from
+// Go.
 var holder = fmt.Sprintf(`
 local function rank(t)
 	if #t == %d and string.byte(t, %d) == 46 then
@@ -61,25 +63,29 @@ if left < 0 then
 else
 	left = math.max(left, 1)
 end
-return left * 8 + order * 2
+return {left, order, ahead}
 `, keyserver.TokenLen, rankDot+1, keyserver.RankLen)
 
 // rankDot is where a ranked token has its dot (see keyserver.RankOf).
 const rankDot = 16
 
 // handOver, run with the lock key in KEYS[1] and its line in KEYS[2] once
-// the key's holder let go of it, promises the key for ARGV[n] milliseconds
-// (keyserver.ClaimTTL) to the first waiter in line, taking it out of line,
-// and publishes the promise on the line's channel (see lineChannel); with
-// nobody in line it deletes the key. A release so publishes only when
-// someone waits. A user whose ACL denies PUBLISH still hands over (pcall):
-// the waiter then finds its turn by trying again.
+// the key's holder let go of it, promises the key for claimTTL
+// milliseconds (keyserver.ClaimTTL) to the first waiter in line, taking it
+// out of line, and tells that waiter's Server its turn; with nobody in line
+// it deletes the key. A line's member is the waiter's promise, n
+// characters long (keyserver.TokenLen), then the channel its Server hears
+// turns on; the turn is published there as the promise followed by the
+// key. A release so publishes only when someone waits, and only to the
+// waiter's process. A user whose ACL denies PUBLISH still hands over
+// (pcall): the waiter then finds its turn by trying again.
 const handOver = `
-local function handOver(claimTTL)
+local function handOver(claimTTL, n)
 	local next = redis.call('ZPOPMIN', KEYS[2])
 	if next[1] then
-		redis.call('SET', KEYS[1], next[1], 'PX', claimTTL)
-		pcall(redis.call, 'PUBLISH', KEYS[2], next[1])
+		local promise = string.sub(next[1], 1, n)
+		redis.call('SET', KEYS[1], promise, 'PX', claimTTL)
+		pcall(redis.call, 'PUBLISH', string.sub(next[1], n + 1), promise .. KEYS[1])
 	else
 		redis.call('DEL', KEYS[1])
 	end
@@ -95,15 +101,16 @@ var (
 
 	// holderScript is AcquireOrHolder: setScript, describing the holder
 	// that refused. KEYS: key. ARGV: token, ttl, promise.
-	holderScript = newScript(own + holder)
+	holderScript = newScript(own + "local ahead = 0\n" + holder)
 
 	// lineScript is AcquireInLine: holderScript, which also puts a
 	// refused caller in line (a ZSET whose scores are all 0, so that its
-	// members, the callers' promises, sort by rank) and keeps the line
-	// alive for ARGV[4] milliseconds (keyserver.LineTTL). A key promised
-	// to the caller is claimed without touching the line: the promise was
-	// made by taking the caller out of it. KEYS: key, line. ARGV: token,
-	// ttl, promise, line TTL.
+	// members, each a caller's promise and then its channel, sort by rank),
+	// keeps the line alive for ARGV[4] milliseconds (keyserver.LineTTL)
+	// and counts the waiters ahead. A key promised to the caller is
+	// claimed without touching the line: the promise was made by taking
+	// the caller out of it. KEYS: key, line. ARGV: token, ttl, promise,
+	// line TTL, member.
 	lineScript = newScript(`
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 if v == ARGV[3] then
@@ -114,23 +121,25 @@ if not v or v == ARGV[1] then
 	if v then
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 	end
-	redis.call('ZREM', KEYS[2], ARGV[3])
+	redis.call('ZREM', KEYS[2], ARGV[5])
 	return 1
 end
-redis.call('ZADD', KEYS[2], 0, ARGV[3])
+redis.call('ZADD', KEYS[2], 0, ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
+local ahead = redis.call('ZRANK', KEYS[2], ARGV[5])
 ` + holder)
 
 	// releaseScript is Release: if the key holds the token or the
 	// caller's promise, the key is handed over to the next waiter or
-	// deleted. KEYS: key, line. ARGV: token, promise, claim TTL. Returns
-	// 1, or 0 when another value holds the key or none does.
+	// deleted. KEYS: key, line. ARGV: token, promise, claim TTL, promise
+	// length. Returns 1, or 0 when another value holds the key or none
+	// does.
 	releaseScript = newScript(handOver + `
 local v = redis.call('GET', KEYS[1])
 if v ~= ARGV[1] and v ~= ARGV[2] then
 	return 0
 end
-handOver(ARGV[3])
+handOver(ARGV[3], ARGV[4])
 return 1
 `)
 
@@ -138,10 +147,10 @@ return 1
 	// promised to it is handed over. A caller that was still in line
 	// holds no promise (a promise is made by taking the waiter out of
 	// line), so the key is read only for one that was not. KEYS: key,
-	// line. ARGV: promise, claim TTL. Returns 1.
+	// line. ARGV: member, promise, claim TTL, promise length. Returns 1.
 	leaveScript = newScript(handOver + `
-if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 and redis.call('GET', KEYS[1]) == ARGV[1] then
-	handOver(ARGV[2])
+if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 and redis.call('GET', KEYS[1]) == ARGV[2] then
+	handOver(ARGV[3], ARGV[4])
 end
 return 1
 `)

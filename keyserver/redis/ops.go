@@ -12,7 +12,7 @@ import (
 // Acquire stores key=token for ttl if key is absent, or renews it if it
 // already holds token (or is promised to token's call).
 func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
+	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, err
 	}
 	if set, err := s.setNX(ctx, key, token, ttl); err != nil || set {
@@ -25,7 +25,7 @@ func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Durati
 // Extend renews key if it holds token (or is promised to token's call),
 // and stores it again if it is absent.
 func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
+	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, err
 	}
 	n, err := s.eval(ctx, "extend", setScript, []string{key}, token, ms(ttl), promise(token))
@@ -36,17 +36,17 @@ func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duratio
 // call): the key is promised to the first waiter in its line, which is
 // told, or deleted when nobody waits.
 func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
-	if err := keyserver.CheckArgs(key, token, 0, false); err != nil {
+	if err := keyserver.CheckToken(key, token); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release", releaseScript, []string{key, keyserver.LineKey(key)}, token, promise(token), claimTTL)
+	n, err := s.eval(ctx, "release", releaseScript, []string{key, keyserver.LineKey(key)}, token, promise(token), claimTTL, promiseLenArg)
 	return n == 1, err
 }
 
 // AcquireFenced is Acquire, and reads key's fence counter, kept under
 // keyserver.FenceKey(key) with no TTL, in the same script.
 func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
-	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
+	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, 0, err
 	}
 	n, err := s.eval(ctx, "acquire", fencedScript, []string{key, keyserver.FenceKey(key)}, token, ms(ttl), promise(token))
@@ -59,7 +59,7 @@ func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.
 // RaiseFence sets key's fence counter to fence if it holds less, and
 // returns the counter as it was.
 func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint64, error) {
-	if err := keyserver.CheckArgs(key, "-", 0, false); err != nil {
+	if err := keyserver.CheckKey(key); err != nil {
 		return 0, err
 	}
 	if fence > keyserver.MaxFence {
@@ -84,6 +84,7 @@ func promise(token string) string {
 
 // The TTLs of the line, in the milliseconds the scripts take.
 var (
-	claimTTL = ms(keyserver.ClaimTTL)
-	lineTTL  = ms(keyserver.LineTTL)
+	claimTTL      = ms(keyserver.ClaimTTL)
+	lineTTL       = ms(keyserver.LineTTL)
+	promiseLenArg = strconv.Itoa(promiseLen)
 )

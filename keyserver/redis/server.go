@@ -97,15 +97,29 @@ func (s *Server) enter(ctx context.Context, op, key string) error {
 }
 
 // eval runs sc on the transport with keys and args, and returns its
-// integer reply. It runs the script by the digest SCRIPT LOAD gave for it;
+// integer reply.
+func (s *Server) eval(ctx context.Context, op string, sc *script, keys []string, args ...string) (int64, error) {
+	reply, err := s.evalAny(ctx, op, sc, keys, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := reply.(int64)
+	if !ok {
+		return 0, s.fail(op, keys[0], fmt.Errorf("unexpected reply %T to a lock script", reply))
+	}
+	return n, nil
+}
+
+// evalAny runs sc on the transport with keys and args, and returns its
+// reply. It runs the script by the digest SCRIPT LOAD gave for it;
 // until a Server knows that digest, or when a server answers NOSCRIPT (a
 // restart, SCRIPT FLUSH, another node of a Cluster), it sends the source
 // (EVAL, which also loads the script), so that a call queued on a paused
 // server runs as sent when it resumes. A server that refuses SCRIPT LOAD
 // (an ACL, say) gets the source every time.
-func (s *Server) eval(ctx context.Context, op string, sc *script, keys []string, args ...string) (int64, error) {
+func (s *Server) evalAny(ctx context.Context, op string, sc *script, keys []string, args ...string) (any, error) {
 	if err := s.enter(ctx, op, keys[0]); err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer s.inflight.Done()
 	numKeys := strconv.Itoa(len(keys))
@@ -121,16 +135,12 @@ func (s *Server) eval(ctx context.Context, op string, sc *script, keys []string,
 		reply, err = s.t.Do(ctx, []string{"EVAL", sc.src, numKeys}, keys, args...)
 	}
 	if err != nil {
-		return 0, s.fail(op, keys[0], err)
-	}
-	n, ok := reply.(int64)
-	if !ok {
-		return 0, s.fail(op, keys[0], fmt.Errorf("unexpected reply %T to a lock script", reply))
+		return nil, s.fail(op, keys[0], err)
 	}
 	if d == nil {
 		s.load(ctx, sc)
 	}
-	return n, nil
+	return reply, nil
 }
 
 // load asks the server for sc's digest (SCRIPT LOAD), once it has run sc.

@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -10,15 +12,14 @@ import (
 )
 
 // The subscriber is what WatchTurn runs on: one Pub/Sub connection per
-// Server, shared by every waiter of the process, whatever the transport.
-// A line's channel is subscribed when its first waiter comes, at the cost
-// of one round trip, and kept for a while (linger) after its last waiter
-// stopped, so that a key that is contended does not pay a SUBSCRIBE and an
-// UNSUBSCRIBE per wait; later waiters share the subscription at no cost.
-// Waiters cost a channel and a map entry each, and no goroutine: the
-// transport's reader hands each message to the handler, which closes the
-// turn of the waiter the key was promised to and tells the others that
-// the line moved.
+// Server, subscribed to one channel of the Server's own (turnChannel),
+// whatever the keys and the number of waiters. A waiter's place in a
+// line names that channel, so a release that promises a key to the waiter
+// publishes the turn to the waiter's Server alone: a release costs the
+// same however many processes wait, and the subscription is made once per
+// connection, not once per wait. Waiters cost a channel and a map entry
+// each, and no goroutine: the transport's reader hands each message to the
+// handler, which closes the turn of the waiter named in it.
 //
 // Nothing survives a broken connection: every waiter is woken, and tries
 // again; the next WatchTurn opens a new connection and subscribes anew. A
@@ -27,156 +28,118 @@ import (
 // again anyway.
 
 const (
-	// linger is how long a line's channel stays subscribed after its last
-	// waiter stopped watching. Idle channels are unsubscribed by a later
-	// WatchTurn, or by Close.
-	linger = 2 * time.Second
-	// subscribeOverdue is how long a (UN)SUBSCRIBE may go unconfirmed
-	// before a WatchTurn takes the connection for dead and replaces it (a
-	// black-holed link, a server paused for seconds).
+	// subscribeOverdue is how long the SUBSCRIBE of a connection may go
+	// unconfirmed before a WatchTurn takes the connection for dead and
+	// replaces it (a black-holed link, a server paused for seconds).
 	subscribeOverdue = 5 * time.Second
+	// contendedFor is how long after a waiter of this process last watched
+	// a key the key counts as contended (see contended).
+	contendedFor = 2 * time.Second
 )
 
 // subscriber is the Pub/Sub side of a Server.
 type subscriber struct {
 	s       *Server
+	channel string // turnChannel: where the Server's waiters hear their turns
 	overdue time.Duration
-	linger  time.Duration
 
 	mu      sync.Mutex
 	cn      *subConn      // the open connection, nil when none
 	dialing chan struct{} // closed when the dial in progress ends; nil when none
 	closed  bool
-	idle    []idleTopic // topics whose last waiter stopped, oldest first
-	broken  []PubSub    // connections that broke, to close (see Broken)
-	dials   int         // connections opened, for tests
+	watches map[watchKey]map[*turnWatch]struct{}
+	watched map[string]time.Time // when a waiter last watched or stopped watching each key
+	broken  []PubSub             // connections that broke, to close (see Broken)
+	dials   int                  // connections opened, for tests
 }
+
+// watchKey is what a turn names: a key and the promise made on it.
+type watchKey struct{ key, promise string }
 
 // subConn is one subscriber connection. Its fields are guarded by the
 // subscriber's mu, which is never held across I/O.
 type subConn struct {
-	s       *subscriber
-	ps      PubSub
-	topics  map[string]*topic   // by channel: subscribed, or being subscribed
-	pending map[string][]*topic // by channel, (UN)SUBSCRIBEs sent and not confirmed: the topic, or nil for UNSUBSCRIBE
-	sent    []time.Time         // when each unconfirmed request was queued, oldest first
-	outbox  []request           // queued, not yet written
-	writing bool                // a caller is writing the outbox (see write)
-	dead    bool
-	reason  error // why it died
-}
-
-// request is one (UN)SUBSCRIBE to write.
-type request struct {
-	channel   string
-	subscribe bool
-}
-
-// topic is one line's channel and its waiters. A channel that is
-// unsubscribed and subscribed again gets a new topic, so that waiters of
-// the new subscription wait for its own confirmation.
-type topic struct {
-	channel string
-	watches map[*turnWatch]struct{}
-	ready   chan struct{} // closed once Redis confirmed the SUBSCRIBE, or it failed
-	settled bool          // ready is closed
-	err     error         // why it failed; set before ready is closed
-	live    bool          // confirmed: messages are delivered to the waiters
-	idle    time.Time     // when its last waiter stopped; zero while watched
-}
-
-// idleTopic is an entry of the subscriber's idle queue; it is stale when
-// the topic was watched again since (its idle time changed).
-type idleTopic struct {
-	t  *topic
-	cn *subConn
-	at time.Time
+	s      *subscriber
+	ps     PubSub
+	sent   time.Time     // when its SUBSCRIBE was sent
+	ready  chan struct{} // closed once Redis confirmed the SUBSCRIBE, or the connection died
+	live   bool          // confirmed
+	dead   bool
+	reason error // why it died
 }
 
 // turnWatch is one WatchTurn, from its start to its stop.
 type turnWatch struct {
-	t       *topic
+	at      watchKey
 	cn      *subConn
-	promise string // the waiter's; "" for a token without a rank
 	turn    chan struct{}
-	moved   func()
 	fired   bool // turn is closed
 	stopped bool
 }
 
 func newSubscriber(s *Server) *subscriber {
-	return &subscriber{s: s, overdue: subscribeOverdue, linger: linger}
+	var id [12]byte
+	rand.Read(id[:]) //nolint:errcheck // never fails (crypto/rand)
+	return &subscriber{
+		s:       s,
+		channel: "goredlock:turns:" + hex.EncodeToString(id[:]),
+		overdue: subscribeOverdue,
+		watches: make(map[watchKey]map[*turnWatch]struct{}),
+		watched: make(map[string]time.Time),
+	}
 }
 
-// lineChannel is the Pub/Sub channel of key's line: named as the line
-// key, in key's Cluster slot (which PUBLISH does not need, but SPUBLISH
-// would).
-func lineChannel(key string) string { return keyserver.LineKey(key) }
-
-// contended reports whether a waiter of this process watches key's line,
-// or did a moment ago (its channel is still subscribed): the key is then
-// most likely held, and a plain SET NX would only be refused.
+// contended reports whether a waiter of this process watches key, or did
+// a moment ago: the key is then most likely held (or promised), and a
+// plain SET NX would only be refused.
 func (s *subscriber) contended(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cn == nil {
-		return false
-	}
-	t := s.cn.topics[lineChannel(key)]
-	return t != nil && t.live
+	at, ok := s.watched[key]
+	return ok && (at.IsZero() || time.Since(at) < contendedFor)
 }
 
-// watch starts watching key's line for promise. It returns once Redis has
-// confirmed the subscription to the line's channel, at once when another
-// waiter's confirmation covers it. A watch whose connection broke before
-// the confirmation is tried once more on a new connection.
-func (s *subscriber) watch(ctx context.Context, key, promise string, moved func()) (*turnWatch, error) {
-	channel := lineChannel(key)
+// watch starts watching key for a turn promised as promise. It returns
+// once the subscription is confirmed: at once when the Server's connection
+// is already subscribed. A watch whose connection broke before the
+// confirmation is tried once more on a new connection.
+func (s *subscriber) watch(ctx context.Context, key, promise string) (*turnWatch, error) {
 	for retried := false; ; retried = true {
 		cn, err := s.conn(ctx)
 		if err != nil {
 			return nil, err
 		}
-		now := time.Now()
 		s.mu.Lock()
+		if !cn.live && !cn.dead && time.Since(cn.sent) > s.overdue {
+			s.endLocked(cn, fmt.Errorf("%w: the subscription unconfirmed for %v, so the subscriber connection was closed", ErrConnectionLost, s.overdue))
+			s.broken = append(s.broken, cn.ps)
+		}
 		if cn.dead {
 			s.mu.Unlock()
 			continue
 		}
-		if len(cn.sent) > 0 && now.Sub(cn.sent[0]) > s.overdue {
-			reason := fmt.Errorf("%w: a subscription unconfirmed for %v, so the subscriber connection was closed", ErrConnectionLost, s.overdue)
-			s.endLocked(cn, reason)
-			s.mu.Unlock()
-			cn.ps.Close() //nolint:errcheck // given up on
-			continue
+		w := &turnWatch{at: watchKey{key, promise}, cn: cn, turn: make(chan struct{})}
+		ws := s.watches[w.at]
+		if ws == nil {
+			ws = make(map[*turnWatch]struct{})
+			s.watches[w.at] = ws
 		}
-		writer := s.sweepLocked(now)
-		t := cn.topics[channel]
-		if t == nil {
-			t = &topic{channel: channel, watches: make(map[*turnWatch]struct{}), ready: make(chan struct{})}
-			cn.topics[channel] = t
-			writer = cn.queueLocked(request{channel, true}, t, now) || writer
-		}
-		t.idle = time.Time{}
-		w := &turnWatch{t: t, cn: cn, promise: promise, turn: make(chan struct{}), moved: moved}
-		t.watches[w] = struct{}{}
+		ws[w] = struct{}{}
+		s.watched[key] = time.Time{} // watched now
 		s.mu.Unlock()
-		if writer {
-			s.write(cn)
-		}
 
 		select {
-		case <-t.ready:
+		case <-cn.ready:
 		case <-ctx.Done():
 			s.stop(w)
 			return nil, ctx.Err()
 		}
-		if t.err == nil { // set before ready was closed
+		if cn.live { // set before ready was closed
 			return w, nil
 		}
 		s.stop(w)
-		if retried || ctx.Err() != nil || s.s.permanent(t.err) {
-			return nil, t.err
+		if retried || ctx.Err() != nil || s.s.permanent(cn.reason) {
+			return nil, cn.reason
 		}
 	}
 }
@@ -195,7 +158,7 @@ func (w *turnWatch) fireLocked() {
 	}
 }
 
-// stop ends w. A topic left without waiters lingers (see linger).
+// stop ends w.
 func (s *subscriber) stop(w *turnWatch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,38 +166,26 @@ func (s *subscriber) stop(w *turnWatch) {
 		return
 	}
 	w.stopped = true
-	t := w.t
-	delete(t.watches, w)
-	if len(t.watches) == 0 && !w.cn.dead && w.cn.topics[t.channel] == t {
-		t.idle = time.Now()
-		s.idle = append(s.idle, idleTopic{t, w.cn, t.idle})
+	ws := s.watches[w.at]
+	delete(ws, w)
+	if len(ws) > 0 {
+		return
+	}
+	delete(s.watches, w.at)
+	now := time.Now()
+	s.watched[w.at.key] = now
+	if len(s.watched) > 1024 { // forget the keys not watched for a while
+		for k, at := range s.watched {
+			if !at.IsZero() && now.Sub(at) >= contendedFor {
+				delete(s.watched, k)
+			}
+		}
 	}
 }
 
-// sweepLocked unsubscribes the topics idle for longer than linger, and
-// reports whether the caller must write (see queueLocked). s.mu must be
-// held.
-func (s *subscriber) sweepLocked(now time.Time) bool {
-	writer := false
-	for len(s.idle) > 0 {
-		e := s.idle[0]
-		if e.t.idle.Equal(e.at) && now.Sub(e.at) < s.linger {
-			break
-		}
-		s.idle[0] = idleTopic{}
-		s.idle = s.idle[1:]
-		if !e.t.idle.Equal(e.at) || e.cn.dead || e.cn.topics[e.t.channel] != e.t {
-			continue // watched again, or gone with its connection
-		}
-		delete(e.cn.topics, e.t.channel)
-		writer = e.cn.queueLocked(request{e.t.channel, false}, nil, now) || writer
-	}
-	return writer
-}
-
-// conn returns the open connection, or opens one. One caller dials at a
-// time, bounded by its context; the others wait for it, and dial
-// themselves if it failed and their context allows.
+// conn returns the open connection, or opens one and sends its SUBSCRIBE.
+// One caller dials at a time, bounded by its context; the others wait for
+// it, and dial themselves if it failed and their context allows.
 func (s *subscriber) conn(ctx context.Context) (*subConn, error) {
 	for {
 		s.mu.Lock()
@@ -262,34 +213,43 @@ func (s *subscriber) conn(ctx context.Context) (*subConn, error) {
 		s.broken = nil
 		s.mu.Unlock()
 		closeAll(broken)
-
-		cn := &subConn{s: s, topics: make(map[string]*topic), pending: make(map[string][]*topic)}
-		ps, err := s.s.t.PubSub(ctx, cn)
-
+		cn, err := s.open(ctx)
 		s.mu.Lock()
 		s.dialing = nil
 		close(dialing)
-		if err == nil && s.closed {
-			cn.dead = true
-			s.mu.Unlock()
-			ps.Close() //nolint:errcheck // never used
-			return nil, ErrClosed
-		}
-		if err != nil {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("connecting: %w", err)
-		}
-		cn.ps = ps
-		s.dials++
-		if cn.dead { // broke already
-			s.mu.Unlock()
-			ps.Close() //nolint:errcheck // broken
-			return cn, nil
-		}
-		s.cn = cn
 		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 		return cn, nil
 	}
+}
+
+// open opens a connection and subscribes it to the Server's channel.
+// s.dialing must be this caller's.
+func (s *subscriber) open(ctx context.Context) (*subConn, error) {
+	cn := &subConn{s: s, ready: make(chan struct{}), sent: time.Now()}
+	ps, err := s.s.t.PubSub(ctx, cn)
+	if err != nil {
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	s.mu.Lock()
+	cn.ps = ps
+	s.dials++
+	if s.closed || cn.dead {
+		s.mu.Unlock()
+		ps.Close() //nolint:errcheck // never used
+		if cn.dead {
+			return cn, nil // the caller sees it dead and tries again
+		}
+		return nil, ErrClosed
+	}
+	s.cn = cn
+	s.mu.Unlock()
+	if err := ps.Subscribe(context.Background(), s.channel); err != nil { // bounded by the transport's write timeout
+		cn.Broken(err)
+	}
+	return cn, nil
 }
 
 // close closes the open connection, waking every waiter, and makes later
@@ -301,7 +261,6 @@ func (s *subscriber) close() {
 	if cn != nil {
 		s.endLocked(cn, ErrClosed)
 	}
-	s.idle = nil
 	broken := s.broken
 	s.broken = nil
 	s.mu.Unlock()
@@ -317,3 +276,11 @@ func closeAll(conns []PubSub) {
 		ps.Close() //nolint:errcheck // of no more use
 	}
 }
+
+// turnMember is what stands for a waiter in a key's line: its promise,
+// which sorts by rank, then the channel its Server hears turns on.
+func (s *subscriber) turnMember(promise string) string { return promise + s.channel }
+
+// promiseLen is the length of a promise, where a line member's channel
+// begins and a turn's key does.
+const promiseLen = keyserver.TokenLen

@@ -96,7 +96,7 @@ func (s *suite) tls(t *testing.T) {
 	want(t, "Acquire over TLS", true)(srv.Acquire(bg, "k", ranked(1, 1), ttl))
 	ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 1), ttl)
 	want(t, "AcquireInLine over TLS", false)(ok, err)
-	turn, stop, err := srv.WatchTurn(bg, "k", ranked(2, 1), nil)
+	turn, stop, err := srv.WatchTurn(bg, "k", ranked(2, 1))
 	must(t, "WatchTurn over TLS", err)
 	defer stop()
 	want(t, "Release over TLS", true)(srv.Release(bg, "k", ranked(1, 1)))
@@ -116,7 +116,7 @@ func (s *suite) restart(t *testing.T) {
 	want(t, "Acquire", true)(srv.Acquire(bg, "k", ranked(1, 1), ttl))
 	ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 1), ttl)
 	want(t, "AcquireInLine", false)(ok, err)
-	turn, stop, err := srv.WatchTurn(bg, "k", ranked(2, 1), nil)
+	turn, stop, err := srv.WatchTurn(bg, "k", ranked(2, 1))
 	must(t, "WatchTurn", err)
 	defer stop()
 	n.Restart()
@@ -132,7 +132,7 @@ func (s *suite) restart(t *testing.T) {
 		ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl)
 		return err == nil && !ok
 	})
-	turn, stop2, err := srv.WatchTurn(bg, "k", ranked(2, 1), nil)
+	turn, stop2, err := srv.WatchTurn(bg, "k", ranked(2, 1))
 	must(t, "WatchTurn after the restart", err)
 	defer stop2()
 	want(t, "Release", true)(srv.Release(bg, "k", ranked(1, 1)))
@@ -167,7 +167,7 @@ func (s *suite) killedConnections(t *testing.T) {
 	n := node(t)
 	srv := s.server(t, Target{Addr: n.Addr()})
 	want(t, "Acquire", true)(srv.Acquire(bg, "k", ranked(1, 1), ttl))
-	turn, stop, err := srv.WatchTurn(bg, "k", ranked(2, 1), nil)
+	turn, stop, err := srv.WatchTurn(bg, "k", ranked(2, 1))
 	must(t, "WatchTurn", err)
 	defer stop()
 	n.MustDo("CLIENT", "KILL", "TYPE", "pubsub")
@@ -181,7 +181,7 @@ func (s *suite) killedConnections(t *testing.T) {
 		ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl)
 		return err == nil && !ok
 	})
-	turn, stop2, err := srv.WatchTurn(bg, "k", ranked(2, 1), nil)
+	turn, stop2, err := srv.WatchTurn(bg, "k", ranked(2, 1))
 	must(t, "WatchTurn on a new subscriber connection", err)
 	defer stop2()
 	want(t, "Release", true)(srv.Release(bg, "k", ranked(1, 1)))
@@ -205,7 +205,7 @@ func (s *suite) aclWithoutPubSub(t *testing.T) {
 	want(t, "the waiter's claim", true)(ok, err)
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
-	if _, _, err := srv.WatchTurn(ctx, "k", ranked(3, 1), nil); !errors.Is(err, keyserver.ErrPermanent) {
+	if _, _, err := srv.WatchTurn(ctx, "k", ranked(3, 1)); !errors.Is(err, keyserver.ErrPermanent) {
 		t.Errorf("WatchTurn without channel rights = %v; want a permanent failure", err)
 	}
 }

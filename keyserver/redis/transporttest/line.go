@@ -80,7 +80,7 @@ func (s *suite) commandCounts(t *testing.T) {
 			want(t, "Acquire", true)(holder.Acquire(bg, key, h, ttl))
 			want(t, "Release", true)(holder.Release(bg, key, h))
 		}},
-		{"refused AcquireInLine", 6, func() {
+		{"refused AcquireInLine", 7, func() {
 			want(t, "Acquire", true)(holder.Acquire(bg, key, h, ttl))
 			c.reset()
 			ok, _, err := waiter.AcquireInLine(bg, key, w, ttl)
@@ -96,11 +96,11 @@ func (s *suite) commandCounts(t *testing.T) {
 			t.Errorf("%s took %d commands; want at most %d", st.name, got, st.max)
 		}
 	}
-	turn, stop, err := waiter.WatchTurn(bg, key, w, nil)
+	turn, stop, err := waiter.WatchTurn(bg, key, w)
 	must(t, "WatchTurn", err)
 	defer stop()
 	t.Logf("first WatchTurn of a key (SUBSCRIBE and the look again): %d commands", c.total())
-	turn2, stop2, err := waiter.WatchTurn(bg, key, ranked(3, 1), nil)
+	turn2, stop2, err := waiter.WatchTurn(bg, key, ranked(3, 1))
 	must(t, "WatchTurn", err)
 	stop2()
 	_ = turn2
@@ -129,7 +129,7 @@ func (s *suite) turnAcrossServers(t *testing.T) {
 	if hd.Rank != keyserver.HolderFirst || hd.Left <= 0 {
 		t.Errorf("refusal reported %+v; want the holder first, with its TTL", hd)
 	}
-	turn, stop, err := b.WatchTurn(bg, key, w, nil)
+	turn, stop, err := b.WatchTurn(bg, key, w)
 	must(t, "WatchTurn through b", err)
 	defer stop()
 	if isClosed(turn) {
