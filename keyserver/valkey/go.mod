@@ -10,6 +10,8 @@ require (
 
 require (
 	github.com/gomodule/redigo v1.9.3 // indirect
+	github.com/hashicorp/errwrap v1.0.0 // indirect
+	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )
 

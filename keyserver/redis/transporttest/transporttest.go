@@ -4,7 +4,8 @@
 // waiting line across processes, the SET NX fast path, the failures that
 // are permanent and those that are not, a restarted, paused or killed
 // node, a user whose ACL denies Pub/Sub, TLS, and Redis Cluster and
-// Sentinel for the clients that speak them.
+// Sentinel for the clients that speak them, and the redlock client over
+// three nodes.
 //
 // A transport's test gives Run a function that makes a key server over
 // the transport to a Target:
@@ -93,6 +94,7 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 		{"KilledConnections", s.killedConnections},
 		{"ACLWithoutPubSub", s.aclWithoutPubSub},
 		{"FIPSDigests", s.scriptsByDigest},
+		{"RedlockOverThreeNodes", s.redlockOverThreeNodes},
 	}
 	if s.cluster {
 		tests = append(tests, struct {
