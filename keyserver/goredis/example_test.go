@@ -21,7 +21,7 @@ func Example() {
 		rdb := goredis.NewClient(&goredis.Options{Addr: addr, ContextTimeoutEnabled: true})
 		defer rdb.Close()
 		s := goredisks.New(rdb) // errors name it by its address
-		defer s.Close()       // runs before rdb.Close: waits for commands in flight
+		defer s.Close()         // runs before rdb.Close: waits for commands in flight
 		servers = append(servers, s)
 	}
 	client, err := redlock.New(servers)
