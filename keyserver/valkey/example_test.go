@@ -33,9 +33,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lock, err := client.Acquire(context.Background(), "invoices", 10*time.Second)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer lock.Release(context.Background())
+	ran, err := client.DoOrSkip(context.Background(), "invoices", 10*time.Second, func(ctx context.Context) error {
+		return nil // the work, unless another process does it now
+	})
+	log.Println(ran, err)
 }
