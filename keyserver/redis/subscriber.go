@@ -246,7 +246,9 @@ func (s *subscriber) open(ctx context.Context) (*subConn, error) {
 	}
 	s.cn = cn
 	s.mu.Unlock()
-	if err := ps.Subscribe(context.Background(), s.channel); err != nil { // bounded by the transport's write timeout
+	// Bounded by the caller's context too: some clients wait for the
+	// confirmation here. A SUBSCRIBE cut short breaks the connection.
+	if err := ps.Subscribe(ctx, s.channel); err != nil {
 		cn.Broken(err)
 	}
 	return cn, nil
