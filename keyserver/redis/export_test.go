@@ -15,14 +15,6 @@ func SetOverdueLimit(s *Server, d time.Duration) {
 // Dials returns how many connections a pipelined Server has opened.
 func Dials(s *Server) int64 { return s.t.(pipelined).dials.Load() }
 
-// SubscriberDials returns how many subscriber connections a Server has
-// opened.
-func SubscriberDials(s *Server) int {
-	s.sub.mu.Lock()
-	defer s.sub.mu.Unlock()
-	return s.sub.dials
-}
-
 // Pending returns how many calls a pipelined Server holds: queued, sent or
 // unanswered, abandoned ones included.
 func Pending(s *Server) int64 { return s.t.(pipelined).pending.Load() }

@@ -50,7 +50,6 @@ type subscriber struct {
 	watches map[watchKey]map[*turnWatch]struct{}
 	watched map[string]time.Time // when a waiter last watched or stopped watching each key
 	broken  []PubSub             // connections that broke, to close (see Broken)
-	dials   int                  // connections opened, for tests
 }
 
 // watchKey is what a turn names: a key and the promise made on it.
@@ -114,8 +113,11 @@ func (s *subscriber) watch(ctx context.Context, key, promise string) (*turnWatch
 			s.endLocked(cn, fmt.Errorf("%w: the subscription unconfirmed for %v, so the subscriber connection was closed", ErrConnectionLost, s.overdue))
 			s.broken = append(s.broken, cn.ps)
 		}
-		if cn.dead {
+		if cn.dead { // it broke (a refused SUBSCRIBE, say) before a watch was on it
 			s.mu.Unlock()
+			if retried || ctx.Err() != nil || s.s.permanent(cn.reason) {
+				return nil, cn.reason
+			}
 			continue
 		}
 		w := &turnWatch{at: watchKey{key, promise}, cn: cn, turn: make(chan struct{})}
@@ -235,7 +237,6 @@ func (s *subscriber) open(ctx context.Context) (*subConn, error) {
 	}
 	s.mu.Lock()
 	cn.ps = ps
-	s.dials++
 	if s.closed || cn.dead {
 		s.mu.Unlock()
 		ps.Close() //nolint:errcheck // never used

@@ -1,9 +1,12 @@
 package transporttest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
 )
@@ -141,4 +144,32 @@ func (s *suite) turnAcrossServers(t *testing.T) {
 	ok, _, err = b.AcquireInLine(bg, key, ranked(2, 2), ttl)
 	want(t, "the waiter's claim", true)(ok, err)
 	want(t, "Release(waiter)", true)(b.Release(bg, key, ranked(2, 2)))
+}
+
+// oneSubscriberConnection checks that the waiters of a server share one
+// Pub/Sub connection, whatever their keys, and each hears its own turn.
+func (s *suite) oneSubscriberConnection(t *testing.T) {
+	n := node(t)
+	holder, waiter := s.server(t, Target{Addr: n.Addr()}), s.server(t, Target{Addr: n.Addr()})
+	var turns []<-chan struct{}
+	for i := uint32(1); i <= 10; i++ {
+		key := fmt.Sprint("shared/", i)
+		want(t, "Acquire", true)(holder.Acquire(bg, key, ranked(i, 1), ttl))
+		ok, _, err := waiter.AcquireInLine(bg, key, ranked(100+i, 1), ttl)
+		want(t, "AcquireInLine", false)(ok, err)
+		turn, stop, err := waiter.WatchTurn(bg, key, ranked(100+i, 1))
+		must(t, "WatchTurn", err)
+		defer stop()
+		turns = append(turns, turn)
+	}
+	if got := strings.Count(redistest.Text(n.MustDo("CLIENT", "LIST", "TYPE", "pubsub")), "id="); got != 1 {
+		t.Errorf("%d Pub/Sub connections for ten waiters; want one", got)
+	}
+	want(t, "Release", true)(holder.Release(bg, "shared/3", ranked(3, 1)))
+	awaitClosed(t, turns[2], 5*time.Second, "the third waiter's turn")
+	for i, turn := range turns {
+		if i != 2 && isClosed(turn) {
+			t.Errorf("waiter %d woke at another key's turn", i+1)
+		}
+	}
 }
