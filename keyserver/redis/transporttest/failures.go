@@ -11,6 +11,7 @@ import (
 
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
 )
 
 // permanentErrors checks which failures are marked keyserver.ErrPermanent:
@@ -132,19 +133,31 @@ func (s *suite) restart(t *testing.T) {
 		ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl)
 		return err == nil && !ok
 	})
-	turn, stop2, err := srv.WatchTurn(bg, "k", ranked(2, 1))
-	must(t, "WatchTurn after the restart", err)
-	defer stop2()
+	turn = watched(t, srv, "k", ranked(2, 1), "WatchTurn after the restart")
 	released(t, srv, "k", ranked(1, 1)) // a client may hold more connections the kill broke
 	awaitClosed(t, turn, 5*time.Second, "the turn after the restart")
+}
+
+// watched starts a WatchTurn, trying again for a while (see released),
+// and stops it when t ends.
+func watched(t *testing.T, srv *redis.Server, key, token, what string) <-chan struct{} {
+	t.Helper()
+	var turn <-chan struct{}
+	eventually(t, 5*time.Second, what, func() bool {
+		c, stop, err := srv.WatchTurn(bg, key, token)
+		if err == nil {
+			t.Cleanup(stop)
+			turn = c
+		}
+		return err == nil
+	})
+	return turn
 }
 
 // released releases key, trying again for a while: after a restart or
 // killed connections a client with several connections may meet a broken
 // one more than once, as the redlock client would, which retries.
-func released(t *testing.T, srv interface {
-	Release(context.Context, string, string) (bool, error)
-}, key, token string) {
+func released(t *testing.T, srv *redis.Server, key, token string) {
 	t.Helper()
 	eventually(t, 5*time.Second, "Release", func() bool {
 		ok, err := srv.Release(bg, key, token)
@@ -197,9 +210,7 @@ func (s *suite) killedConnections(t *testing.T) {
 		ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl)
 		return err == nil && !ok
 	})
-	turn, stop2, err := srv.WatchTurn(bg, "k", ranked(2, 1))
-	must(t, "WatchTurn on a new subscriber connection", err)
-	defer stop2()
+	turn = watched(t, srv, "k", ranked(2, 1), "WatchTurn on a new subscriber connection")
 	released(t, srv, "k", ranked(1, 1)) // a client may hold more connections the kill broke
 	awaitClosed(t, turn, 5*time.Second, "the turn through the new subscriber connection")
 }
