@@ -18,8 +18,7 @@ import (
 // a key of another type is, and left alone; an ended context and a node
 // that is down are not.
 func (s *suite) permanentErrors(t *testing.T) {
-	n := node(t)
-	srv := s.server(t, Target{Addr: n.Addr()})
+	n, srv := s.single(t)
 	n.MustDo("RPUSH", "jobs", "x")
 	calls := map[string]func() error{
 		"Acquire":       func() error { _, err := srv.Acquire(bg, "jobs", "t", ttl); return err },
@@ -112,8 +111,7 @@ func (s *suite) tls(t *testing.T) {
 // restart checks a node restarted empty: its waiters are woken, calls work
 // again at once or after one failure, and Extend stores a lost key again.
 func (s *suite) restart(t *testing.T) {
-	n := node(t)
-	srv := s.server(t, Target{Addr: n.Addr()})
+	n, srv := s.single(t)
 	want(t, "Acquire", true)(srv.Acquire(bg, "k", ranked(1, 1), ttl))
 	ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 1), ttl)
 	want(t, "AcquireInLine", false)(ok, err)
@@ -170,8 +168,7 @@ func released(t *testing.T, srv *redis.Server, key, token string) {
 
 // pause checks that a paused node costs a call no more than its deadline.
 func (s *suite) pause(t *testing.T) {
-	n := node(t)
-	srv := s.server(t, Target{Addr: n.Addr()})
+	n, srv := s.single(t)
 	want(t, "Acquire", true)(srv.Acquire(bg, "k", "t", ttl))
 	n.Pause()
 	ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
@@ -193,8 +190,7 @@ func (s *suite) pause(t *testing.T) {
 // failed call, and that a killed subscriber connection wakes its waiters
 // and is replaced.
 func (s *suite) killedConnections(t *testing.T) {
-	n := node(t)
-	srv := s.server(t, Target{Addr: n.Addr()})
+	n, srv := s.single(t)
 	want(t, "Acquire", true)(srv.Acquire(bg, "k", ranked(1, 1), ttl))
 	turn, stop, err := srv.WatchTurn(bg, "k", ranked(2, 1))
 	must(t, "WatchTurn", err)
@@ -240,8 +236,7 @@ func (s *suite) aclWithoutPubSub(t *testing.T) {
 // scriptsByDigest checks that scripts run by the digest the server gave
 // (SCRIPT LOAD), and by their source again after SCRIPT FLUSH.
 func (s *suite) scriptsByDigest(t *testing.T) {
-	n := node(t)
-	srv := s.server(t, Target{Addr: n.Addr()})
+	n, srv := s.single(t)
 	c := counter{t, n}
 	c.reset()
 	warm(t, srv)

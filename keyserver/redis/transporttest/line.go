@@ -15,8 +15,7 @@ import (
 // AcquireOrHolder and AcquireInLine alike, and that a key that exists gets
 // the script.
 func (s *suite) fastPath(t *testing.T) {
-	n := node(t)
-	srv := s.server(t, Target{Addr: n.Addr()})
+	n, srv := s.single(t)
 	c := counter{t, n}
 	warm(t, srv)
 	for _, tc := range []struct {

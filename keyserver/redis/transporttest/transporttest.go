@@ -129,6 +129,12 @@ func (s *suite) server(t *testing.T, target Target) *redis.Server {
 	return srv
 }
 
+// single starts one redis-server and makes a server to it.
+func (s *suite) single(t *testing.T) (*redistest.Node, *redis.Server) {
+	n := node(t)
+	return n, s.server(t, Target{Addr: n.Addr()})
+}
+
 // node starts one redis-server.
 func node(t *testing.T, opts ...redistest.Option) *redistest.Node {
 	return redistest.Start(t, 1, opts...).Nodes[0]
