@@ -52,7 +52,13 @@ type Notifier interface {
 	// refused caller is put in key's line under its token's rank, or keeps
 	// its place there; a granted one leaves it. A token that carries no
 	// rank is not put in line.
-	AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (ok bool, h Holder, err error)
+	//
+	// next, if not empty, is a token of another call of the caller's
+	// process that waits for key behind the caller: it is put in line too
+	// (or keeps its place), whatever the answer, so that the waiters of a
+	// process join the line with the attempts of the one ahead of them
+	// instead of a refused attempt each.
+	AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (ok bool, h Holder, err error)
 	// WatchTurn watches key's line on this server for the waiter ranked
 	// as token. turn is closed once key is promised to that waiter, also
 	// when that happened after the waiter's last refusal and before

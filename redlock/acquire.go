@@ -46,17 +46,26 @@ type acquisition struct {
 	attempts             int
 	last                 tally // the votes of the last attempt
 	token                string
-	tails                []<-chan struct{} // the last attempt's calls, when it kept its servers
+	tails                []<-chan struct{} // the last attempt's calls
+	calls                *background       // and their answers, when some were still running at the verdict
 	kept                 bool
 	// patience is when the call gives up, after a refused attempt (see
 	// outOfPatience); zero until its first refusal. ahead is how many
 	// waiters its lines held before it when patience was last set.
 	patience time.Time
 	ahead    int
+	// left is the holder's TTL left as the last refusal reported it, at
+	// refusedAt: the next refusal tells by it whether the key was set anew.
+	left      time.Duration
+	refusedAt time.Time
 	// inLine has bit i set while the call may have a place in server i's
 	// line: it waits there, and leaves when it ends (see line.go).
 	inLine uint64
 	place  *place // its watches of its turn; nil until it first waits in line
+	// lineup and its place there, when the call waits behind or before
+	// others of its client (see lineup).
+	lineup *lineup
+	lw     *waiting
 }
 
 // acquire takes the lock called name, treating refusals as m says.
@@ -76,9 +85,15 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		}()
 	}
 	defer func() { a.end(ctx, l) }()
+	if a.waitsInLine() {
+		a.lineup, a.lw = c.joinLineup(a.key, &a.rank, true, false)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, a.notAcquired(err)
+		}
+		if err := a.awaitPlace(ctx); err != nil {
+			return nil, err
 		}
 		if l, err := a.attempt(ctx); l != nil || err != nil {
 			return l, err
@@ -86,10 +101,17 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		if err := a.refused(ctx); err != nil {
 			return nil, err
 		}
+		a.lineUp()
 		if err := a.wait(ctx); err != nil {
 			return nil, a.notAcquired(err)
 		}
 	}
+}
+
+// waitsInLine reports whether the call waits in the servers' lines when
+// it is refused: Acquire and Do with retries, unfenced.
+func (a *acquisition) waitsInLine() bool {
+	return a.mode == waits && a.retries != 0 && !a.o.fencing
 }
 
 // refused decides, after a refused attempt, whether the call ends, and
@@ -111,20 +133,40 @@ func (a *acquisition) refused(ctx context.Context) error {
 // waited as long as its retries allow: retries × the retry delay since its
 // first refusal, for a call that polls about as many attempts as it has
 // retries. A call waiting in line is given that much for each waiter ahead
-// of it and for its own turn, from its first refusal and again whenever a
-// refusal finds fewer ahead than the one before, so that it does not give
-// up while the lock passes, in order, towards it.
+// of it and for its own turn, from its first refusal and again whenever
+// the lock moved since the refusal before: fewer waiters are ahead, or the
+// key was set anew (its TTL left grew back), so that it does not give up
+// while the lock passes, in order, towards it, and does give up when the
+// lock stays where it is.
 func (a *acquisition) outOfPatience() bool {
 	if a.retries < 0 {
 		return false
 	}
 	now := a.c.clock.Now()
-	if ahead := a.last.ahead; a.patience.IsZero() || ahead < a.ahead {
+	ahead := a.last.ahead
+	if a.lineup != nil {
+		ahead = max(ahead, a.lineup.ahead(a.lw))
+	}
+	moved := ahead < a.ahead || a.setAnew(now)
+	if a.patience.IsZero() || moved {
 		each := time.Duration(a.retries) * a.o.retryDelay
 		a.patience = later(a.patience, now.Add(each*time.Duration(ahead+1)))
-		a.ahead = ahead
+		if moved && a.lineup != nil {
+			a.lineup.moved(now)
+		}
 	}
+	a.ahead, a.left, a.refusedAt = ahead, a.last.left, now
 	return !now.Before(a.patience)
+}
+
+// setAnew reports whether the key that refused the last attempt was set
+// since the refusal before: it has more TTL left than that one had, less
+// the time between them (and a server call's time of slack).
+func (a *acquisition) setAnew(now time.Time) bool {
+	if a.left <= 0 || a.last.left <= 0 {
+		return false
+	}
+	return a.last.left > a.left-now.Sub(a.refusedAt)+a.timeout
 }
 
 // later returns the later of two times.
@@ -160,7 +202,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 			return nil, fmt.Errorf("redlock: generating a token: %w", err)
 		}
 		a.token, a.tails = token, nil
-		if a.attempts == 1 && !c.inProcess {
+		if !c.inProcess {
 			a.tails = c.released.take(a.key)
 		}
 	}
@@ -169,8 +211,13 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	switch {
 	case o.fencing:
 		f.op = opAcquireFenced
-	case a.mode == waits && a.retries != 0:
+	case a.waitsInLine():
 		f.op = opAcquireInLine
+		if a.lineup != nil {
+			if r, ok := a.lineup.next(a.lw); ok {
+				f.next = r.token()
+			}
+		}
 	case a.mode == skips:
 		f.rule = untilKnownHeld
 	}
@@ -192,6 +239,10 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	kept := !granted && !a.finalAttempt() && !t.won() && t.keep()
 	c.settle(ctx, &f, &res, !granted && !kept)
 	a.tails, a.kept, a.last = res.done, kept, t
+	a.calls = nil
+	if res.done != nil {
+		a.calls = res.bg
+	}
 	if f.op == opAcquireInLine {
 		// Refused or failed, the call may now have a place in the line of
 		// each Notifier that did not grant it; granted, it has none there.
@@ -229,14 +280,24 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 	if a.place != nil {
 		a.place.stop()
 	}
+	if a.lineup != nil {
+		if l == nil && a.lineup.inLine(a.lw) {
+			a.inLine = a.c.notifierMask // put in line by the call ahead
+			if a.token == "" {
+				a.token = a.rank.token()
+			}
+		}
+		a.c.leaveLineup(a.lineup, a.lw)
+	}
 	if l == nil && a.kept {
 		a.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.timeout, after: a.tails})
 	}
 	if a.inLine != 0 {
 		// After the last attempt's calls, which may still be on their
-		// way to a server and would put the call back in line there.
+		// way to a server and would put the call back in line there; not
+		// where such a straggler granted.
 		a.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.timeout,
-			after: a.tails, only: a.inLine})
+			after: a.tails, only: a.inLine, unlessGranted: a.calls})
 	}
 }
 

@@ -25,8 +25,9 @@ type Client struct {
 	notifiers    []int
 	notifierMask uint64
 	// released holds the calls of recent releases still running (see
-	// releases).
+	// releases); lineups the waiting calls by key (*lineup).
 	released releases
+	lineups  sync.Map
 
 	// closing ends when Close begins: calls that wait for a lock stop
 	// waiting, and Do and DoOrSkip end fn's context and release.

@@ -18,8 +18,9 @@ import (
 // TestLineServesCallsInOrderAcrossClients: calls waiting for a lock, in
 // four clients that share the servers, get it in the order they began,
 // each as soon as the one before releases it, not by the retry delay (a
-// minute) or the poll; each asks the servers twice (refused, then granted
-// at its turn), and every watch is stopped at the end.
+// minute) or the poll; the first waiter of each client asks the servers
+// twice (refused, then granted at its turn), the others once, and every
+// watch is stopped at the end.
 func TestLineServesCallsInOrderAcrossClients(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
@@ -53,11 +54,67 @@ func TestLineServesCallsInOrderAcrossClients(t *testing.T) {
 		_, err := fc.BlockUntilSleepers(i+1, wait) // refused, and waiting in line
 		require.NoError(t, err)
 	}
-	assert.Equal(t, 3*(1+n), servers.Count(static.OpAcquire), "acquire calls before the release")
+	// The first waiter of each client is refused, and waits in the servers'
+	// lines; the calls behind it in its client wait behind it, and join
+	// the servers' lines with its attempts.
+	const firsts = 4
+	for _, c := range clients {
+		c.bg.Wait() // the calls not waited for
+	}
+	assert.Equal(t, 3*(1+firsts), servers.Count(static.OpAcquire), "acquire calls before the release")
 	require.NoError(t, first.Release(bg))
 	wg.Wait()
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "the order of the grants")
-	assert.Equal(t, 3*(1+2*n), servers.Count(static.OpAcquire), "acquire calls: one refused and one granted per waiter")
+	for _, c := range clients {
+		c.bg.Wait() // the calls not waited for
+	}
+	assert.Equal(t, 3*(1+firsts+n), servers.Count(static.OpAcquire), "acquire calls: a refused one per client, a granted one per waiter")
+	assert.Equal(t, t0.Add(n*time.Millisecond), fc.Now(), "served without the clock moving")
+	for i, s := range servers {
+		assert.Zero(t, s.Watching("job"), "server %d: a watch outlived its call", i)
+	}
+}
+
+// TestOneClientsCallsLineUp: the calls of one client that wait for a
+// lock it holds line up behind the first: only that one is refused by the
+// servers, the others join the servers' lines with its attempts. So a
+// grant costs a claim and a release, not a refused attempt more.
+func TestOneClientsCallsLineUp(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers(), WithRetryDelay(time.Minute))
+	first, err := c.Acquire(bg, "job", time.Minute)
+	require.NoError(t, err)
+	const n = 8
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := 0; i < n; i++ {
+		fc.Advance(time.Millisecond)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := c.Acquire(bg, "job", time.Minute)
+			if !assert.NoError(t, err) {
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			assert.NoError(t, l.Release(bg))
+		}()
+		_, err := fc.BlockUntilSleepers(i+1, wait)
+		require.NoError(t, err)
+	}
+	c.bg.Wait() // the calls not waited for
+	assert.Equal(t, 3*2, servers.Count(static.OpAcquire), "acquire calls before the release: the first lock's, one refusal")
+	require.NoError(t, first.Release(bg))
+	wg.Wait()
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "the order of the grants")
+	c.bg.Wait() // the calls not waited for
+	assert.Equal(t, 3*(2+n), servers.Count(static.OpAcquire), "acquire calls: one granted per waiter, no other refusal")
 	assert.Equal(t, t0.Add(n*time.Millisecond), fc.Now(), "served without the clock moving")
 	for i, s := range servers {
 		assert.Zero(t, s.Watching("job"), "server %d: a watch outlived its call", i)
@@ -95,11 +152,12 @@ func TestPatienceIsTime(t *testing.T) {
 		name     string
 		servers  func(static.Cluster) []keyserver.KeyServer
 		attempts int
+		patience time.Duration
 	}{
-		{"in line", static.Cluster.KeyServers, 2},
+		{"in line", static.Cluster.KeyServers, 2, 300 * time.Millisecond},
 		{"polling", func(c static.Cluster) []keyserver.KeyServer {
 			return []keyserver.KeyServer{hidden{c[0]}, hidden{c[1]}, hidden{c[2]}}
-		}, 4},
+		}, 4, 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := clock.NewFake(t0)
@@ -114,7 +172,7 @@ func TestPatienceIsTime(t *testing.T) {
 			var qe *QuorumError
 			require.ErrorAs(t, err, &qe)
 			assert.Equal(t, tc.attempts, qe.Attempts)
-			assert.Equal(t, t0.Add(300*time.Millisecond), fc.Now(), "gave up after 3 × 100 ms")
+			assert.Equal(t, t0.Add(tc.patience), fc.Now(), "gave up after 3 × 100 ms")
 		})
 	}
 }
@@ -145,13 +203,14 @@ func advanceUntilSent(t *testing.T, fc *clock.Fake, done <-chan error, err *erro
 func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
-	ahead := testClient(t, fc, servers.KeyServers(), WithRetryCount(-1))
-	l, err := ahead.Acquire(bg, "job", ttl3)
+	holder := testClient(t, fc, servers.KeyServers())
+	l, err := holder.Acquire(bg, "job", ttl3)
 	require.NoError(t, err)
 	const n = 4
 	locks := make(chan *Lock, n)
 	for i := 0; i < n; i++ {
 		fc.Advance(time.Millisecond)
+		ahead := testClient(t, fc, servers.KeyServers(), WithRetryCount(-1)) // as separate processes
 		go func() {
 			l, err := ahead.Acquire(bg, "job", ttl3)
 			assert.NoError(t, err)
@@ -205,7 +264,7 @@ func TestALeaverStopsBlocking(t *testing.T) {
 	fc.Advance(time.Millisecond)
 	ghost := fmt.Sprintf("%016x.%08x%024x", fc.Now().UnixMilli(), 0, 0)
 	for _, s := range ks {
-		ok, _, err := s.(keyserver.Notifier).AcquireInLine(bg, "job", ghost, time.Minute)
+		ok, _, err := s.(keyserver.Notifier).AcquireInLine(bg, "job", ghost, time.Minute, "")
 		require.NoError(t, err)
 		require.False(t, ok)
 	}

@@ -55,8 +55,13 @@ type fan struct {
 	// sent only then, so that it lands after them.
 	after []<-chan struct{}
 	// only, if not zero, holds the bits (see bit) of the servers to call;
-	// the others vote for without a call.
-	only uint64
+	// the others vote for without a call. Neither are the servers that
+	// granted the call of unlessGranted that this one follows (after).
+	only          uint64
+	unlessGranted *background
+	// next is a token of the call of this client that waits behind this
+	// one, for AcquireInLine to put in line too (see keyserver.Notifier).
+	next string
 }
 
 // call makes f's call to ks: its vote, with the number it read (a fence
@@ -72,7 +77,7 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 		case !is:
 			ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
 		case f.op == opAcquireInLine:
-			ok, h, err = ns.AcquireInLine(ctx, f.key, f.token, f.ttl)
+			ok, h, err = ns.AcquireInLine(ctx, f.key, f.token, f.ttl, f.next)
 		default:
 			ok, h, err = ns.AcquireOrHolder(ctx, f.key, f.token, f.ttl)
 		}
@@ -120,6 +125,9 @@ type background struct {
 	decided chan struct{} // closed by settle
 	granted []int         // the servers that granted before the verdict
 	chans   []chan struct{}
+	// ok holds each server's answer, written before its chans entry is
+	// closed: read it after that close.
+	ok []bool
 }
 
 // fanOut sends f's call to every server and returns as soon as the votes
@@ -178,7 +186,7 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	n := len(c.servers)
 	callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
 	votes := make(chan vote, n)
-	bg := &background{decided: make(chan struct{}), chans: make([]chan struct{}, n)}
+	bg := &background{decided: make(chan struct{}), chans: make([]chan struct{}, n), ok: make([]bool, n)}
 	r := fanned{tally: tally{n: n}, done: make([]<-chan struct{}, n), bg: bg}
 	var pending atomic.Int32
 	pending.Store(int32(n))
@@ -190,6 +198,7 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 			defer c.bg.Done()
 			defer close(bg.chans[i])
 			ok, v, h, err := c.callAfter(ctx, callCtx, &f, i, ks)
+			bg.ok[i] = ok
 			if pending.Add(-1) == 0 {
 				cancel()
 			}
@@ -249,6 +258,9 @@ func (c *Client) callAfter(ctx, callCtx context.Context, f *fan, i int, ks keyse
 			own, cancel := c.clock.WithTimeout(ctx, f.timeout)
 			defer cancel()
 			callCtx = own
+		}
+		if f.unlessGranted != nil && f.unlessGranted.ok[i] {
+			return true, 0, keyserver.Holder{}, nil
 		}
 	}
 	return f.call(callCtx, i, ks)

@@ -43,3 +43,35 @@ func newToken(r rank) (string, error) {
 	hex.Encode(s[keyserver.RankLen:], u[:])
 	return string(s[:]), nil
 }
+
+// before reports whether r ranks before o.
+func (r rank) before(o rank) bool { return string(r[:]) < string(o[:]) }
+
+// next returns the rank right after r: r with its random digits
+// incremented, for a call that must rank after r (see joinLineup).
+func (r rank) next() rank {
+	for i := len(r) - 1; i > 16; i-- {
+		switch {
+		case r[i] == '9':
+			r[i] = 'a'
+			return r
+		case r[i] < 'f':
+			r[i]++
+			return r
+		}
+		r[i] = '0' // 'f' carries
+	}
+	return r
+}
+
+// token returns a token of the call ranked r that no attempt draws: the
+// servers take only its rank, to put the call in line or take it out
+// (see keyserver.PromiseOf).
+func (r rank) token() string {
+	var s [keyserver.TokenLen]byte
+	copy(s[:], r[:])
+	for i := keyserver.RankLen; i < keyserver.TokenLen; i++ {
+		s[i] = '0'
+	}
+	return string(s[:])
+}

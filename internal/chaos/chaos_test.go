@@ -10,6 +10,7 @@ import (
 
 var (
 	full = flag.Bool("chaos.full", false, "run every scenario at full length (make chaos); without it, the short run of make test")
+	long = flag.Bool("chaos.long", false, "run every scenario for longer still, for 100,000 grants in the safe ones (make chaos LONG=1)")
 	seed = flag.Uint64("chaos.seed", 0, "seed of the fault schedules and workloads; 0 draws one, which the run prints")
 )
 
@@ -17,22 +18,33 @@ var (
 const maxListed = 10
 
 // TestChaos runs the fault-injection suite: short by default, so that make
-// test runs it on every change, and at full length with -chaos.full. It
-// fails on any violation in a scenario the README calls safe, on a
-// resource leak anywhere, and, in the full run, when the unsafe scenario
-// shows no overlap (the checker would be blind). One scenario runs with
-// -run 'TestChaos/black' (its name, spaces as underscores).
+// test runs it on every change, at full length with -chaos.full, and
+// longer still with -chaos.long. It fails on any violation in a scenario
+// the README calls safe (a stale fenced write the store accepted
+// included), on a resource leak anywhere, on a client process that did
+// not end well, and, in the full and long runs, when an unsafe scenario
+// shows no overlap or the stopped processes no stale fenced write (the
+// checks would be blind). One scenario runs with -run 'TestChaos/black'
+// (its name, spaces as underscores).
 func TestChaos(t *testing.T) {
 	settings, mode := Short, "short"
-	if *full {
+	switch {
+	case *long:
+		settings, mode = Long, "long"
+	case *full:
 		settings, mode = Full, "full"
 	}
+	fullLength := *full || *long
 	s := *seed
 	if s == 0 {
 		s = rand.Uint64()
 	}
-	t.Logf("chaos: %s run, %d nodes, %d clients, %v per scenario, seed %d (replay: -chaos.seed=%d)",
-		mode, settings.Nodes, settings.Clients, settings.Duration, s, s)
+	brief := settings.Duration
+	if settings.Brief > 0 {
+		brief = settings.Brief
+	}
+	t.Logf("chaos: %s run, %d nodes, %d clients (%d client processes where they run as such), %v per scenario (%v for the newest), seed %d (replay: -chaos.seed=%d)",
+		mode, settings.Nodes, settings.Clients, settings.Procs, settings.Duration, brief, s, s)
 
 	var results []Result
 	for i, sc := range Scenarios() {
@@ -42,6 +54,10 @@ func TestChaos(t *testing.T) {
 			t.Logf("%d grants, %d lost, %d violations, %d overlaps (longest %v), failures %v, skips %d, fence order broken by counters lost in empty restarts %d; faults: %s",
 				r.Grants, r.Lost, len(r.Violations), r.Overlaps, r.MaxOverlap.Round(time.Millisecond),
 				r.ByKind, r.Skips, r.FenceResets, r.Faults)
+			if sc.Procs {
+				t.Logf("store: %d fenced writes, %d unfenced; %s; grants returned past Until to a process stopped meanwhile %d",
+					r.Writes.Fenced, r.Writes.Unfenced, r.Writes, r.StopLate)
+			}
 			for i, v := range r.Violations {
 				if i == maxListed {
 					t.Logf("... and %d more", len(r.Violations)-maxListed)
@@ -52,8 +68,11 @@ func TestChaos(t *testing.T) {
 			if failed := r.Failed(); len(failed) > 0 {
 				t.Errorf("%d violations that fail the suite (seed %d)", len(failed), s)
 			}
-			if *full && !sc.Safe && r.Overlaps == 0 {
+			if fullLength && !sc.Safe && r.Overlaps == 0 {
 				t.Errorf("no overlap in %q, where one is expected: is the checker blind?", sc.Name)
+			}
+			if fullLength && sc.Procs && r.Writes.FencedStale == 0 {
+				t.Errorf("no stale fenced write in %q, where some are expected: did the stops miss the holders?", sc.Name)
 			}
 		})
 	}
@@ -69,7 +88,7 @@ func TestChaos(t *testing.T) {
 			safe += r.Grants
 		}
 	}
-	if *full && safe < wantGrants {
+	if fullLength && safe < wantGrants {
 		// Not a failure: a busy machine makes fewer grants, not unsafe ones.
 		t.Logf("chaos: only %d grants in the safe scenarios, fewer than the %d the full run aims for; was the machine busy?", safe, wantGrants)
 	}

@@ -10,14 +10,16 @@ import (
 // Kind is a kind of violation.
 type Kind string
 
-// The violations the checker and the leak checks report. The first four
-// are about safety and are read from the history; the others are about
-// what a run left behind once every client had closed.
+// The violations the checker, the store and the leak checks report. The
+// first five are about safety and are read from the history and the
+// store's writes; the others are about what a run left behind once every
+// client had closed.
 const (
 	Overlap       Kind = "overlap"         // two holders of one name at once
 	LateLoss      Kind = "late loss"       // a loss heard after Until − margin
 	PastGrant     Kind = "past grant"      // a grant returned after its Until
 	FenceOrder    Kind = "fence order"     // fencing tokens not increasing in grant order
+	StaleWrite    Kind = "stale write"     // a fenced write the store accepted after a later holder's
 	GoroutineLeak Kind = "goroutine leak"  // goroutines left running
 	ConnLeak      Kind = "connection leak" // connections left open on a node
 	KeyLeak       Kind = "key leak"        // keys left after the largest TTL
@@ -28,7 +30,7 @@ const (
 // about resources, which no scenario may leak.
 func (k Kind) Safety() bool {
 	switch k {
-	case Overlap, LateLoss, PastGrant, FenceOrder:
+	case Overlap, LateLoss, PastGrant, FenceOrder, StaleWrite:
 		return true
 	}
 	return false

@@ -1,12 +1,15 @@
 // Package chaos is goredlock's fault-injection suite: independent clients
-// take locks on real Redis nodes through proxies that delay, black-hole and
-// reset their traffic, while the nodes are paused, killed and restarted;
-// then a checker reads everything the clients saw, on one monotonic clock,
-// for broken promises. It is the evidence behind the README's "Guarantees
-// and limits", and anyone can rerun it:
+// take locks on real Redis nodes, each through its own proxies that delay,
+// black-hole and reset its traffic, while the nodes are paused, killed and
+// restarted and their clocks run at different rates, and while clients
+// that are processes of their own are stopped; then a checker reads
+// everything the clients saw, on one monotonic clock, for broken promises.
+// It is the evidence behind the README's "Guarantees and limits", and
+// anyone can rerun it:
 //
-//	make chaos                 # every scenario at full length, about five minutes
+//	make chaos                 # every scenario at full length, about six minutes
 //	make chaos SHORT=1         # the short run, which make test runs on every change
+//	make chaos LONG=1          # every scenario for longer: over 100,000 grants in the safe ones
 //	make chaos SEED=42         # replay a run's fault schedule and workload draws
 //
 // Its pieces also work on their own:
@@ -15,6 +18,7 @@
 //	p.BlackHole()                       // bytes are held from now on ...
 //	p.Heal()                            // ... and delivered late, as after a partition
 //	report := chaos.Check(history.Grants())
+//	ks = chaos.Skewed(ks, clocks, i)    // node i keeps time at clocks.Rate(i)
 //
 // # What is checked
 //
@@ -38,11 +42,43 @@
 // holds, Do and KeepAlive with jobs several TTLs long, and DoOrSkip:
 // without faults; a minority paused; a minority killed and restarted,
 // empty, after the largest TTL; latency on a minority and on a majority;
-// a majority black-holed and healed; long jobs while minorities and then
-// majorities pause; all of it combined; and a majority restarted empty at
-// once, one node after the other, which the README documents as unsafe:
-// its overlaps are reported, they do not fail the run. The same restarts
-// with appendfsync always are safe and must show none.
+// a majority black-holed and healed; long Do jobs while minorities and
+// then majorities pause; all of it combined; and a majority restarted
+// empty at once, one node after the other, which the README documents as
+// unsafe: its overlaps are reported, they do not fail the run. The same
+// restarts with appendfsync always are safe and must show none.
+//
+// Three more inject the faults that break real Redlock deployments:
+//
+//   - Clocks that run at different rates. Each client's key server for a
+//     node is wrapped (Skewed) so that the node keeps time at a rate the
+//     faults set (Clocks): a node whose clock runs fast by s gets TTLs
+//     divided by 1+s, which in true time is what its fast clock would do
+//     to the key. Some clients hold their locks to the very end of the
+//     validity (Holdout), where the skew bites. With a majority 0.9% fast
+//     and the rest anywhere within 0.9% (below the default drift factor of
+//     1%) the run is safe; with a majority 10% fast it is not, and its
+//     overlaps are reported as the documented limit, not failing the run.
+//   - Asymmetric partitions. Every client has its own path to every node,
+//     and the faults cut clients off nodes each its own way: split around
+//     a bridge node (two sides whose quorums share only the bridge), or a
+//     random view per client. Safe: 0 violations.
+//   - Client processes stopped past their validity. The clients are
+//     processes of their own (the test binary run again with childEnv
+//     set; see childMain), half of them fenced on one name, half unfenced
+//     on another. Each writes to a Store right after its grant and again
+//     after a short job; the faults stop a holder with SIGSTOP and
+//     continue it 1.2–2.5 TTLs later. The store rejects a fenced write
+//     whose token is below one it accepted, and records, by grant order,
+//     every write that came after a later holder's: each such fenced write
+//     must have been rejected (a StaleWrite violation otherwise); the
+//     unfenced ones are accepted and counted, the known limit of a lease
+//     without fencing. The processes report their grants on stdout, on
+//     the shared CLOCK_MONOTONIC, and are killed and waited for when the
+//     test ends, however it ends.
+//
+// In the short run these three, and the unsafe skew, last half as long as
+// the others.
 //
 // A scenario's seed fixes its fault schedule and the clients' draws; the
 // interleaving with real time does not replay exactly.

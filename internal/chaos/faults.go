@@ -18,18 +18,21 @@ import (
 // node stays down for longer than the largest TTL, unless the scenario is
 // the documented-unsafe one or its nodes fsync every write.
 type faults struct {
-	t       testing.TB
-	rng     *rand.Rand
-	nodes   []*redistest.Node
-	proxies []*Proxy
-	maxTTL  time.Duration
-	end     time.Time
+	t      testing.TB
+	rng    *rand.Rand
+	nodes  []*redistest.Node
+	paths  [][]*Proxy // paths[i][c] carries client c's traffic to node i
+	clocks *Clocks    // the nodes' clock rates; nil when the scenario keeps true time
+	procs  *procs     // the clients that run as processes of their own; nil if none
+	maxTTL time.Duration
+	end    time.Time
 	// restartNow allows restarting a node at once: the unsafe scenario
 	// without persistence, the safe one with appendfsync always.
 	restartNow bool
 
 	paused  []bool
-	downAt  []time.Time // zero while the node runs
+	downAt  []time.Time     // zero while the node runs
+	cut     map[[2]int]bool // black-holed paths, by node and client
 	pending []action
 	count   map[string]int
 }
@@ -44,12 +47,14 @@ type action struct {
 // that the keys it held have expired everywhere when it returns.
 const downFor = 100 * time.Millisecond
 
-func newFaults(t testing.TB, rng *rand.Rand, nodes []*redistest.Node, proxies []*Proxy, maxTTL time.Duration, d time.Duration) *faults {
-	return &faults{t: t, rng: rng, nodes: nodes, proxies: proxies, maxTTL: maxTTL, end: time.Now().Add(d),
-		paused: make([]bool, len(nodes)), downAt: make([]time.Time, len(nodes)), count: make(map[string]int)}
+func newFaults(t testing.TB, rng *rand.Rand, nodes []*redistest.Node, paths [][]*Proxy, maxTTL time.Duration, d time.Duration) *faults {
+	return &faults{t: t, rng: rng, nodes: nodes, paths: paths, maxTTL: maxTTL, end: time.Now().Add(d),
+		paused: make([]bool, len(nodes)), downAt: make([]time.Time, len(nodes)), cut: make(map[[2]int]bool),
+		count: make(map[string]int)}
 }
 
 func (f *faults) n() int        { return len(f.nodes) }
+func (f *faults) clients() int  { return len(f.paths[0]) }
 func (f *faults) minority() int { return (f.n() - 1) / 2 }
 func (f *faults) majority() int { return f.n()/2 + 1 }
 
@@ -172,22 +177,62 @@ func (f *faults) restart(i int) {
 }
 
 func (f *faults) latency(i int, d time.Duration) {
-	f.proxies[i].SetLatency(d)
+	for _, p := range f.paths[i] {
+		p.SetLatency(d)
+	}
 	if d > 0 {
 		f.count["latency"]++
 	}
 }
 
 func (f *faults) blackHole(i int) {
-	f.proxies[i].BlackHole()
+	for _, p := range f.paths[i] {
+		p.BlackHole()
+	}
 	f.count["black hole"]++
 }
 
-func (f *faults) heal(i int) { f.proxies[i].Heal() }
+// heal ends the black hole on every path to node i, those cut one by one
+// included.
+func (f *faults) heal(i int) {
+	for c, p := range f.paths[i] {
+		p.Heal()
+		delete(f.cut, [2]int{i, c})
+	}
+}
 
 func (f *faults) reset(i int) {
-	f.proxies[i].Reset()
+	for _, p := range f.paths[i] {
+		p.Reset()
+	}
 	f.count["reset"]++
+}
+
+// cutOff black-holes client c's path to node i alone: c no longer hears
+// from node i while the other clients do.
+func (f *faults) cutOff(c, i int) {
+	if f.cut[[2]int{i, c}] {
+		return
+	}
+	f.paths[i][c].BlackHole()
+	f.cut[[2]int{i, c}] = true
+}
+
+// mend heals client c's path to node i.
+func (f *faults) mend(c, i int) {
+	f.paths[i][c].Heal()
+	delete(f.cut, [2]int{i, c})
+}
+
+// skew makes node i's clock run at rate.
+func (f *faults) skew(i int, rate float64) {
+	if f.clocks == nil {
+		f.t.Fatalf("chaos: scenario skews node %d's clock, but its clients do not keep the nodes' time", i)
+	}
+	if f.clocks.Rate(i) != rate {
+		f.clocks.Set(i, rate)
+		f.count["clock rate"]++
+	}
 }
 
 // healAll runs what is pending and ends every fault: the network is
@@ -204,6 +249,14 @@ func (f *faults) healAll() {
 		f.heal(i)
 		f.resume(i)
 		f.revive(i)
+		if f.clocks != nil {
+			f.clocks.Set(i, 1)
+		}
+	}
+	if f.procs != nil {
+		if err := f.procs.contAll(); err != nil {
+			f.t.Errorf("chaos: %v", err)
+		}
 	}
 }
 

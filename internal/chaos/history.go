@@ -19,6 +19,7 @@ const (
 	Do        Workload = "do"        // Do with a long job under keep-alive
 	KeepAlive Workload = "keepalive" // Acquire, KeepAlive by hand through a long job, Release
 	DoOrSkip  Workload = "doorskip"  // DoOrSkip with a short job
+	Holdout   Workload = "holdout"   // Acquire, hold to the end of the validity, Release
 )
 
 // Grant is one lock as its holder saw it. Every time is an offset from the

@@ -59,7 +59,7 @@ func checkConns(nodes []string, proxies []*Proxy, wait time.Duration) []Violatio
 		var vs []Violation
 		for i, p := range proxies {
 			if n := p.Open(); n > 0 {
-				vs = append(vs, Violation{Kind: ConnLeak, Detail: fmt.Sprintf("node %d: the proxy still carries %d connections", i, n)})
+				vs = append(vs, Violation{Kind: ConnLeak, Detail: fmt.Sprintf("proxy %d (to %s) still carries %d connections", i, p.target, n)})
 			}
 		}
 		for i, addr := range nodes {

@@ -24,8 +24,14 @@ type Result struct {
 	// the package doc of redlock names as the limit of fencing. They are
 	// reported, not counted as violations.
 	FenceResets int
-	Faults      string // the faults injected
-	Elapsed     time.Duration
+	// StopLate are grants returned after their Until to a client
+	// process that had been stopped meanwhile: the stop explains them,
+	// whatever the library did. Reported, not counted as violations.
+	StopLate int
+	// Writes sums up what the client processes wrote to the store.
+	Writes  WriteReport
+	Faults  string // the faults injected
+	Elapsed time.Duration
 }
 
 // Failed returns the violations that fail the suite: all of them in a
@@ -40,11 +46,12 @@ func (r Result) Failed() []Violation {
 	return vs
 }
 
-// Run runs one scenario on fresh nodes: the clients work through the
-// proxies while the faults are injected, then every fault is healed, the
-// clients are closed, and the history and the leftovers are checked.
-// Faults, workloads and names are drawn from seed; timing is not, so a
-// seed replays the schedule, not the exact interleaving.
+// Run runs one scenario on fresh nodes: the clients work through their
+// own paths (proxies) to the nodes while the faults are injected, then
+// every fault is healed, the clients are closed, and the history, the
+// store's writes and the leftovers are checked. Faults, workloads and
+// names are drawn from seed; timing is not, so a seed replays the
+// schedule, not the exact interleaving.
 func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	t.Helper()
 	began := time.Now()
@@ -55,22 +62,41 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	cluster := redistest.Start(t, s.Nodes, opts...)
 	goroutines := takeGoroutineBaseline()
 
-	nodeAddrs := make([]string, s.Nodes)
-	proxies := make([]*Proxy, s.Nodes)
-	proxyAddrs := make([]string, s.Nodes)
-	for i, n := range cluster.Nodes {
-		p, err := Listen(n.Addr())
-		if err != nil {
-			t.Fatalf("chaos: proxy to node %d: %v", i, err)
-		}
-		nodeAddrs[i], proxies[i], proxyAddrs[i] = n.Addr(), p, p.Addr()
+	local, nprocs := s.Clients, 0
+	if sc.Procs {
+		local, nprocs = 0, s.Procs
 	}
+	nodeAddrs := make([]string, s.Nodes)
+	paths := make([][]*Proxy, s.Nodes) // paths[i][c]: client c's way to node i
+	var allPaths []*Proxy
 	closeProxies := sync.OnceFunc(func() {
-		for _, p := range proxies {
+		for _, p := range allPaths {
 			p.Close()
 		}
 	})
 	defer closeProxies()
+	for i, n := range cluster.Nodes {
+		nodeAddrs[i] = n.Addr()
+		for c := range local + nprocs {
+			p, err := Listen(n.Addr())
+			if err != nil {
+				t.Fatalf("chaos: path of client %d to node %d: %v", c, i, err)
+			}
+			paths[i] = append(paths[i], p)
+			allPaths = append(allPaths, p)
+		}
+	}
+	addrsOf := func(c int) []string {
+		addrs := make([]string, s.Nodes)
+		for i := range addrs {
+			addrs[i] = paths[i][c].Addr()
+		}
+		return addrs
+	}
+	var clocks *Clocks
+	if sc.Skew {
+		clocks = NewClocks(s.Nodes)
+	}
 
 	h := NewHistory()
 	load := s.Load
@@ -83,12 +109,36 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 		}
 	})
 	defer closeClients()
-	for id, work := range assign(sc.Mix, s.Clients) {
-		c, err := newClient(id, work, proxyAddrs, &load, h, seed)
-		if err != nil {
-			t.Fatalf("chaos: client %d: %v", id, err)
+	if local > 0 {
+		for id, work := range assign(sc.Mix, local) {
+			c, err := newClient(id, work, addrsOf(id), &load, h, seed, clocks)
+			if err != nil {
+				t.Fatalf("chaos: client %d: %v", id, err)
+			}
+			clients = append(clients, c)
 		}
-		clients = append(clients, c)
+	}
+	var (
+		store *Store
+		ps    *procs
+	)
+	if nprocs > 0 {
+		var err error
+		if store, err = ListenStore(h, historyOrigin(h)); err != nil {
+			t.Fatalf("chaos: store: %v", err)
+		}
+		defer store.Close()
+		var cfgs []childConfig
+		for k := range nprocs {
+			id := local + k
+			cfg := childConfig{ID: id, Addrs: addrsOf(id), Store: store.Addr(), Names: []string{"U0"},
+				Load: procLoad(load.TTL), Seed: seed}
+			if len(clientOptions(id)) > 0 { // the fenced half
+				cfg.Names, cfg.Fenced = []string{"F0"}, true
+			}
+			cfgs = append(cfgs, cfg)
+		}
+		ps = startProcs(t, h, cfgs)
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -107,8 +157,13 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 		}()
 	}
 
-	f := newFaults(t, rand.New(rand.NewPCG(seed, 0xfa)), cluster.Nodes, proxies, load.TTL, s.Duration)
+	d := s.Duration
+	if sc.Brief && s.Brief > 0 {
+		d = s.Brief
+	}
+	f := newFaults(t, rand.New(rand.NewPCG(seed, 0xfa)), cluster.Nodes, paths, load.TTL, d)
 	f.restartNow = !sc.Safe || sc.Fsync
+	f.clocks, f.procs = clocks, ps
 	sc.faults(f)
 	f.sleep(time.Until(f.end)) // a schedule may end early
 	f.healAll()
@@ -117,11 +172,29 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 
 	closeClients()
 	res := Result{Scenario: sc, Faults: f.summary()}
-	res.Report = Check(h.Grants())
+	var leaks []Violation
+	if ps != nil {
+		problems, procLeaks := ps.close()
+		for _, p := range problems {
+			t.Errorf("chaos: %s", p)
+		}
+		leaks = append(leaks, procLeaks...)
+		if err := store.Close(); err != nil {
+			t.Errorf("chaos: closing the store: %v", err)
+		}
+	}
+	grants := h.Grants()
+	res.Report = Check(grants)
 	if !sc.Fsync && f.count["kill"]+f.count["restart now"] > 0 {
 		res.Violations, res.FenceResets = withoutFenceOrder(res.Violations)
 	}
-	leaks := checkConns(nodeAddrs, proxies, settleWait)
+	if ps != nil {
+		res.Violations, res.StopLate = ps.withoutStopped(res.Violations, grants, load.TTL)
+		var stale []Violation
+		res.Writes, stale = CheckWrites(store.Writes(), grants)
+		res.Violations = append(res.Violations, stale...)
+	}
+	leaks = append(leaks, checkConns(nodeAddrs, allPaths, settleWait)...)
 	closeProxies()
 	// Every key a lock wrote had a TTL of at most load.TTL when it was
 	// written. Nothing writes once the clients are closed and the proxies
@@ -137,11 +210,14 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	for _, c := range clients {
 		for k, n := range c.failures {
 			byKind[k] += n
-			res.Failures += n
 		}
 		res.Skips += c.skips
 	}
+	if ps != nil {
+		ps.failures(byKind)
+	}
 	for k, n := range byKind {
+		res.Failures += n
 		res.ByKind = append(res.ByKind, fmt.Sprintf("%s %d", k, n))
 	}
 	slices.Sort(res.ByKind)
@@ -172,7 +248,7 @@ func assign(mix map[Workload]int, n int) []Workload {
 		total += w
 	}
 	var works []Workload
-	for _, work := range []Workload{Acquire, DoOrSkip, Do, KeepAlive} {
+	for _, work := range []Workload{Acquire, DoOrSkip, Do, KeepAlive, Holdout} {
 		if mix[work] == 0 {
 			continue
 		}

@@ -1,6 +1,9 @@
 package chaos
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Scenario is one run of the workloads under one fault schedule.
 type Scenario struct {
@@ -13,6 +16,16 @@ type Scenario struct {
 	Fsync bool
 	// Mix weighs the workloads among the clients; nil is the default mix.
 	Mix map[Workload]int
+	// Skew has the clients keep each node's time by a clock rate the
+	// faults set (Clocks, Skewed).
+	Skew bool
+	// Procs runs the clients as processes of their own (Settings.Procs of
+	// them, and no others), which the faults can stop and continue, and
+	// which write to a Store that checks fencing tokens.
+	Procs bool
+	// Brief scenarios last Settings.Brief, when set, instead of Duration:
+	// the short run has them briefly.
+	Brief bool
 	// faults injects the faults until the scenario's time is up.
 	faults func(f *faults)
 }
@@ -21,17 +34,32 @@ type Scenario struct {
 type Settings struct {
 	Nodes    int
 	Clients  int
+	Procs    int           // client processes, in the scenarios that run them
 	Duration time.Duration // of each scenario, faults and workloads
+	Brief    time.Duration // of the Brief scenarios, when set
 	Load     Load
 }
 
-// Full is the run of make chaos: every scenario within about six minutes
-// on two cores, and more than 10,000 grants in the safe scenarios.
-var Full = Settings{Nodes: 5, Clients: 16, Duration: 25 * time.Second, Load: defaultLoad}
+// Full is the run of make chaos: every scenario within about six and a
+// half minutes on two cores, and more than 10,000 grants in the safe
+// scenarios.
+var Full = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 25 * time.Second, Load: defaultLoad}
 
-// Short is the run of make test: every scenario, briefly, within about 90
+// Short is the run of make test: every scenario, briefly, within about 70
 // seconds.
-var Short = Settings{Nodes: 5, Clients: 10, Duration: 4 * time.Second, Load: defaultLoad}
+var Short = Settings{Nodes: 5, Clients: 10, Procs: 4, Duration: 4 * time.Second, Brief: 2 * time.Second, Load: defaultLoad}
+
+// Long is the run of make chaos LONG=1: the full run, six times as long
+// (about 35 minutes), for more than 100,000 grants in the safe scenarios.
+var Long = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 150 * time.Second, Load: defaultLoad}
+
+// procLoad is what the client processes do with locks of ttl: hold each
+// for 50–150 ms between two writes to the store, and wait for a lock as
+// long as a stopped holder can keep it.
+func procLoad(ttl time.Duration) Load {
+	return Load{TTL: ttl, MinJob: 50 * time.Millisecond, MaxJob: 150 * time.Millisecond, Think: 20 * time.Millisecond,
+		RetryCount: -1, RetryDelay: 20 * time.Millisecond, RetryJitter: 10 * time.Millisecond, Patience: 2*ttl + time.Second/2}
+}
 
 var defaultLoad = Load{
 	Names:       []string{"s0", "s1", "s2"},
@@ -49,6 +77,10 @@ var defaultLoad = Load{
 
 var defaultMix = map[Workload]int{Acquire: 9, DoOrSkip: 3, Do: 2, KeepAlive: 2}
 
+// skewMix adds clients that hold their locks to the end of the validity,
+// where a node whose clock runs fast has already let them go.
+var skewMix = map[Workload]int{Acquire: 6, DoOrSkip: 2, Do: 1, KeepAlive: 1, Holdout: 6}
+
 // Scenarios returns the suite: the safe scenarios first, then the
 // immediate restarts without and with persistence.
 func Scenarios() []Scenario {
@@ -62,8 +94,114 @@ func Scenarios() []Scenario {
 		{Name: "long Do jobs, minority then majority paused", Safe: true,
 			Mix: map[Workload]int{Acquire: 6, DoOrSkip: 2, Do: 5, KeepAlive: 3}, faults: longJobsPaused},
 		{Name: "everything combined", Safe: true, faults: combined},
+		{Name: "clocks skewed below the drift factor", Safe: true, Skew: true, Brief: true, Mix: skewMix,
+			faults: clocksSkewed(safeSkew)},
+		{Name: "asymmetric partitions, split views", Safe: true, Brief: true, faults: splitViews},
+		{Name: "client processes stopped past validity, fenced store", Safe: true, Procs: true, Brief: true,
+			faults: stoppedProcs},
 		{Name: "majority restarted empty at once (unsafe)", Safe: false, faults: restartAtOnce},
 		{Name: "majority restarted at once, appendfsync always", Safe: true, Fsync: true, faults: restartAtOnce},
+		{Name: "majority's clocks 10% fast (unsafe)", Safe: false, Skew: true, Brief: true, Mix: skewMix,
+			faults: clocksSkewed(unsafeSkew)},
+	}
+}
+
+// The clock skews of the skew scenarios, as how much faster than true time
+// the fastest clocks run. The client sets aside ttl·0.01 + 2 ms for drift
+// (redlock.DefaultDriftFactor), so a key it set with a TTL of ttl must
+// live, in true time, at least ttl − that: ttl/(1+s) ≥ ttl·(1 − 0.01) −
+// 2 ms holds for s = 0.9% and fails, by about 80 ms of a 1 s TTL, for 10%.
+const (
+	safeSkew   = 0.009
+	unsafeSkew = 0.10
+)
+
+// clocksSkewed runs a majority of the nodes' clocks fast by s and the others at
+// any rate from s slow to s fast, drawn again every one to three TTLs.
+func clocksSkewed(s float64) func(f *faults) {
+	return func(f *faults) {
+		for {
+			fast := f.pick(f.majority())
+			for i := range f.n() {
+				rate := 1 - s + 2*s*f.rng.Float64()
+				if slices.Contains(fast, i) {
+					rate = 1 + s
+				}
+				f.skew(i, rate)
+			}
+			if !f.sleep(f.between(f.ttls(1), f.ttls(3))) {
+				return
+			}
+		}
+	}
+}
+
+// splitViews cuts clients off nodes, each client its own way, for half a
+// TTL to two, again and again. Half of the time the nodes are split around
+// a bridge: two halves of the others, each client seeing one half and the
+// bridge, which is a quorum for it, so the quorums of the two sides share
+// only the bridge. Otherwise each client sees its own random set of nodes,
+// a quorum or, now and then, fewer.
+func splitViews(f *faults) {
+	for f.sleep(f.between(f.ttls(0.2), f.ttls(0.5))) {
+		views := make([][]int, f.clients())
+		if f.rng.IntN(2) == 0 {
+			order := f.pick(f.n())
+			bridge, rest := order[0], order[1:]
+			sides := [][]int{rest[:len(rest)/2], rest[len(rest)/2:]}
+			for c := range views {
+				views[c] = append([]int{bridge}, sides[f.rng.IntN(2)]...)
+			}
+			f.count["split around a bridge"]++
+		} else {
+			for c := range views {
+				k := f.majority()
+				if f.rng.IntN(4) == 0 {
+					k = f.minority() + f.rng.IntN(f.n()-f.minority()+1)
+				}
+				views[c] = f.pick(k)
+			}
+			f.count["random views"]++
+		}
+		var cut [][2]int
+		for c, view := range views {
+			for i := range f.n() {
+				if !slices.Contains(view, i) {
+					f.cutOff(c, i)
+					cut = append(cut, [2]int{c, i})
+				}
+			}
+		}
+		f.sleep(f.between(f.ttls(0.5), f.ttls(2)))
+		for _, ci := range cut {
+			f.mend(ci[0], ci[1])
+		}
+	}
+}
+
+// stoppedProcs stops a client process that holds a lock (SIGSTOP) every
+// 50–250 ms, at most half of them at once, and continues it 1.2 to 2.5
+// TTLs later: past its lock's validity, when another process has likely
+// taken the lock and written to the store, which must then refuse the
+// stopped holder's writes if they are fenced.
+func stoppedProcs(f *faults) {
+	if f.procs == nil {
+		f.t.Fatal("chaos: scenario stops client processes, but runs none")
+	}
+	for f.sleep(f.between(50*time.Millisecond, 250*time.Millisecond)) {
+		p, ok := f.procs.pickHolding(f.rng, len(f.procs.list)/2)
+		if !ok {
+			continue
+		}
+		if err := f.procs.stop(p); err != nil {
+			f.t.Fatalf("chaos: %v", err)
+		}
+		f.count["process stop"]++
+		f.after(f.between(f.ttls(1.2), f.ttls(2.5)), func() {
+			if err := f.procs.cont(p); err != nil {
+				f.t.Fatalf("chaos: %v", err)
+			}
+		})
 	}
 }
 

@@ -50,8 +50,9 @@ type client struct {
 	skips    int            // DoOrSkip calls that skipped
 }
 
-// newClient connects a client to the nodes at addrs (the proxies).
-func newClient(id int, work Workload, addrs []string, load *Load, h *History, seed uint64) (*client, error) {
+// newClient connects a client to the nodes at addrs (its paths to them).
+// With clocks, it keeps each node's time by its clock's rate (Skewed).
+func newClient(id int, work Workload, addrs []string, load *Load, h *History, seed uint64, clocks *Clocks) (*client, error) {
 	c := &client{id: id, work: work, h: h, load: load, failures: make(map[string]int),
 		rng: rand.New(rand.NewPCG(seed, uint64(id)))}
 	var ks []keyserver.KeyServer
@@ -62,7 +63,11 @@ func newClient(id int, work Workload, addrs []string, load *Load, h *History, se
 			return nil, err
 		}
 		c.servers = append(c.servers, s)
-		ks = append(ks, s)
+		if clocks != nil {
+			ks = append(ks, Skewed(s, clocks, i))
+		} else {
+			ks = append(ks, s)
+		}
 	}
 	opts := append([]redlock.Option{
 		redlock.WithRetryCount(load.RetryCount),
@@ -102,6 +107,8 @@ func (c *client) run(ctx context.Context) {
 			c.do(ctx)
 		case DoOrSkip:
 			c.doOrSkip(ctx)
+		case Holdout:
+			c.holdout(ctx)
 		}
 		sleep(ctx, c.between(0, c.load.Think))
 	}
@@ -127,6 +134,30 @@ func (c *client) acquire(ctx context.Context) {
 	c.hold(l, &g, hold, nil)
 	c.release(l, &g)
 }
+
+// holdout takes a long-job name and holds it until holdoutSlack before its
+// Until, as a holder that uses all of the validity Until promises may: the
+// hold that a node whose clock runs fast cuts short. It does not stop at
+// Done, which closes a loss margin before Until (a tenth of the TTL by
+// default) and so would hide the skew's harm below that.
+func (c *client) holdout(ctx context.Context) {
+	name := c.pick(c.load.LongNames)
+	actx, cancel := context.WithTimeout(ctx, c.load.Patience)
+	l, err := c.rc.Acquire(actx, name, c.load.TTL)
+	cancel()
+	if err != nil {
+		c.fail(ctx, "acquire", err)
+		return
+	}
+	g := c.granted(l, Holdout)
+	sleep(ctx, time.Until(l.Until())-holdoutSlack)
+	c.release(l, &g)
+}
+
+// holdoutSlack is how long before its Until a holdout releases: about a
+// round trip, so that its release reaches the nodes before the lock runs
+// out.
+const holdoutSlack = 2 * time.Millisecond
 
 // keepAlive takes a lock and keeps it alive by hand through a long job.
 func (c *client) keepAlive(ctx context.Context) {

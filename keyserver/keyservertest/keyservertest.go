@@ -84,6 +84,7 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"PromiseLapses", s.promiseLapses},
 		{"PromiseIsTheCallers", s.promiseIsTheCallers},
 		{"OnlyAcquireInLineJoins", s.onlyAcquireInLineJoins},
+		{"NextJoinsTheLine", s.nextJoinsTheLine},
 		{"LineArguments", s.lineArguments},
 	}
 	for _, tc := range tests {
@@ -417,7 +418,7 @@ type line struct {
 
 func (l line) inLine(what, token string, want bool) keyserver.Holder {
 	l.t.Helper()
-	ok, h, err := l.ns.AcquireInLine(context.Background(), l.key, token, ttl)
+	ok, h, err := l.ns.AcquireInLine(context.Background(), l.key, token, ttl, "")
 	if err != nil || ok != want {
 		l.t.Fatalf("%s = %v, %+v, %v; want %v, nil", what, ok, h, err, want)
 	}
@@ -625,6 +626,40 @@ func (s *suite) onlyAcquireInLineJoins(t *testing.T, ks keyserver.KeyServer, key
 	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
 }
 
+// nextJoinsTheLine checks AcquireInLine's next: the call it names takes
+// its place in line whether the caller is refused or granted, and is
+// served in rank order like any waiter.
+func (s *suite) nextJoinsTheLine(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	holder, a, b, c := ranked(1, 1), ranked(2, 1), ranked(3, 1), ranked(4, 1)
+	inLine := func(what, token, next string, want bool) {
+		t.Helper()
+		if ok, h, err := ns.AcquireInLine(ctx, key, token, ttl, next); err != nil || ok != want {
+			t.Fatalf("%s = %v, %+v, %v; want %v, nil", what, ok, h, err, want)
+		}
+	}
+	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
+	inLine("AcquireInLine(a) with next b, refused", a, b, false)
+	bTurn := (line{t, ns, key}).watch(b)
+	expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
+	inLine("AcquireInLine(a) with next c, claiming", ranked(2, 2), c, true)
+	cTurn := (line{t, ns, key}).watch(c)
+	quiet(t, "b's and c's turns while a holds", bTurn, cTurn)
+	expect(t, "Release(a)", true)(ks.Release(ctx, key, ranked(2, 2)))
+	awaitClosed(t, "b's turn: b joined the line with a's refused attempt", bTurn)
+	inLine("AcquireInLine(b), claiming", b, "", true)
+	expect(t, "Release(b)", true)(ks.Release(ctx, key, b))
+	awaitClosed(t, "c's turn: c joined the line with a's granted attempt", cTurn)
+	inLine("AcquireInLine(c), claiming", c, "", true)
+	expect(t, "Release(c)", true)(ks.Release(ctx, key, c))
+	expect(t, "Acquire(x) after the line emptied", true)(ks.Acquire(ctx, key, "x", ttl))
+	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+}
+
 // lineArguments checks that a Notifier refuses what the other calls
 // refuse: an empty key or token, an ended context, bad AcquireOrHolder and
 // AcquireInLine arguments.
@@ -661,7 +696,7 @@ func (s *suite) lineArguments(t *testing.T, ks keyserver.KeyServer, key string) 
 		if ok, _, err := ns.AcquireOrHolder(ctx, c.key, c.token, c.ttl); ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
 			t.Errorf("AcquireOrHolder with %s = %v, %v; want false and ErrInvalidArgument", c.what, ok, err)
 		}
-		if ok, _, err := ns.AcquireInLine(ctx, c.key, c.token, c.ttl); ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
+		if ok, _, err := ns.AcquireInLine(ctx, c.key, c.token, c.ttl, ""); ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
 			t.Errorf("AcquireInLine with %s = %v, %v; want false and ErrInvalidArgument", c.what, ok, err)
 		}
 	}

@@ -54,7 +54,7 @@ func ExampleServer_WatchTurn() {
 	waiter := "0000019a2b3c4d5f.0000000089abcdef0123456789abcdef"
 	srv.Acquire(ctx, "report", holder, time.Minute)
 
-	ok, h, _ := srv.AcquireInLine(ctx, "report", waiter, time.Minute)
+	ok, h, _ := srv.AcquireInLine(ctx, "report", waiter, time.Minute, "")
 	fmt.Println("granted:", ok, "holder's TTL under a minute:", h.Left > 0 && h.Left <= time.Minute)
 	turn, stop, _ := srv.WatchTurn(ctx, "report", waiter)
 	defer stop()
@@ -62,7 +62,7 @@ func ExampleServer_WatchTurn() {
 	srv.Release(ctx, "report", holder) // the holder, elsewhere, is done
 	select {
 	case <-turn:
-		ok, _, _ = srv.AcquireInLine(ctx, "report", waiter, time.Minute)
+		ok, _, _ = srv.AcquireInLine(ctx, "report", waiter, time.Minute, "")
 		fmt.Println("its turn; granted:", ok)
 	case <-time.After(h.Left):
 		fmt.Println("the holder's key expired")

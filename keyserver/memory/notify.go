@@ -46,12 +46,15 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 
 // AcquireInLine is AcquireOrHolder for a call that waits its turn: a
 // refused caller takes or keeps its place in key's line, a granted one
-// leaves it.
-func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+// leaves it; next, if not empty, takes or keeps its place either way.
+func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
 	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		var ok bool
 		ok, h = s.acquireLocked(key, token, ttl)
+		if n := keyserver.PromiseOf(next); n != "" {
+			s.joinLocked(key, n)
+		}
 		if ok && s.lines[key] == nil {
 			return true, nil // no line to leave
 		}
@@ -63,20 +66,27 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 			s.leaveLocked(key, p)
 			return true, nil
 		}
-		q := s.lines[key]
-		if q == nil {
-			q = &line{}
-			s.lines[key] = q
-		}
-		i, found := slices.BinarySearch(q.waiters, p)
-		if !found {
-			q.waiters = slices.Insert(q.waiters, i, p)
-		}
-		h.Ahead = i
-		q.expires = s.now().Add(keyserver.LineTTL)
+		h.Ahead = s.joinLocked(key, p)
 		return false, nil
 	})
 	return ok, h, err
+}
+
+// joinLocked puts the waiter whose promise is p in key's line, or leaves
+// it its place, renews the line, and returns how many wait ahead of it.
+// s.mu must be held.
+func (s *Server) joinLocked(key, p string) int {
+	q := s.lineLocked(key)
+	if q == nil {
+		q = &line{}
+		s.lines[key] = q
+	}
+	i, found := slices.BinarySearch(q.waiters, p)
+	if !found {
+		q.waiters = slices.Insert(q.waiters, i, p)
+	}
+	q.expires = s.now().Add(keyserver.LineTTL)
+	return i
 }
 
 // acquireLocked stores key=token unless another token holds it, and

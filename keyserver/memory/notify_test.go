@@ -35,7 +35,7 @@ func TestTurnComesWithAReleaseNotAnExpiry(t *testing.T) {
 	if ok, _ := s.Acquire(ctx, "k", holder, time.Second); !ok {
 		t.Fatal("Acquire(holder) refused on an empty server")
 	}
-	if ok, _, _ := s.AcquireInLine(ctx, "k", waiter, time.Second); ok {
+	if ok, _, _ := s.AcquireInLine(ctx, "k", waiter, time.Second, ""); ok {
 		t.Fatal("AcquireInLine(waiter) granted a held key")
 	}
 	turn, stop, err := s.WatchTurn(ctx, "k", waiter)
@@ -102,7 +102,7 @@ func TestLineLapses(t *testing.T) {
 	ctx := context.Background()
 	holder, gone := token(1, 1), token(2, 1)
 	s.Acquire(ctx, "k", holder, time.Minute)
-	s.AcquireInLine(ctx, "k", gone, time.Minute)
+	s.AcquireInLine(ctx, "k", gone, time.Minute, "")
 	fc.Advance(keyserver.LineTTL)
 	if ok, _ := s.Release(ctx, "k", holder); !ok {
 		t.Fatal("Release(holder) failed")

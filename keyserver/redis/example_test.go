@@ -93,7 +93,7 @@ func ExampleServer_WatchTurn() {
 	// place in line, the same for every attempt of the call.
 	token := "0000019a2b3c4d00.0000000100000000000000000000000a"
 	for {
-		ok, holder, err := srv.AcquireInLine(ctx, "invoices", token, 10*time.Second)
+		ok, holder, err := srv.AcquireInLine(ctx, "invoices", token, 10*time.Second, "")
 		if err != nil || ok {
 			return // granted (or failed)
 		}

@@ -51,7 +51,7 @@ func lockUnderFIPS(t *testing.T, addr string) {
 		steps := []func() error{
 			func() error { _, err := s.Acquire(ctx, "fips", holder, time.Minute); return err },
 			func() error { _, err := s.Extend(ctx, "fips", holder, time.Minute); return err },
-			func() error { _, _, err := s.AcquireInLine(ctx, "fips", waiter, time.Minute); return err },
+			func() error { _, _, err := s.AcquireInLine(ctx, "fips", waiter, time.Minute, ""); return err },
 			func() error {
 				turn, stop, err := s.WatchTurn(ctx, "fips", waiter)
 				if err != nil {
@@ -68,7 +68,7 @@ func lockUnderFIPS(t *testing.T, addr string) {
 					return ctx.Err()
 				}
 			},
-			func() error { _, _, err := s.AcquireInLine(ctx, "fips", waiter, time.Minute); return err },
+			func() error { _, _, err := s.AcquireInLine(ctx, "fips", waiter, time.Minute, ""); return err },
 			func() error { _, _, err := s.AcquireFenced(ctx, "fips", waiter, time.Minute); return err },
 			func() error { _, err := s.Release(ctx, "fips", waiter); return err },
 		}

@@ -34,27 +34,37 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 
 // AcquireInLine is AcquireOrHolder for a call that waits its turn: a
 // refused caller takes or keeps its place in key's line, a granted one
-// leaves it, and a key promised to the caller's call is claimed.
+// leaves it, and a key promised to the caller's call is claimed. next, if
+// it carries a rank, takes or keeps its place in line either way: another
+// waiter of this process, which so needs no refused attempt of its own.
 //
 // A key that no waiter of this process watches, or watched a moment ago,
-// is tried first with a plain SET NX, as Acquire does; one that is
-// contended goes to the script at once, as the SET NX would be refused.
-// A refusal reports the waiters ahead of the caller in Holder.Ahead.
-func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	p := keyserver.PromiseOf(token)
-	if p == "" { // no rank, no place in line
-		return s.AcquireOrHolder(ctx, key, token, ttl)
-	}
+// is tried first with a plain SET NX, as Acquire does, unless next must
+// join; one that is contended goes to the script at once, as the SET NX
+// would be refused. A refusal reports the waiters ahead of the caller in
+// Holder.Ahead.
+func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
-	if !s.sub.contended(key) {
+	p, n := keyserver.PromiseOf(token), keyserver.PromiseOf(next)
+	if p == "" && n == "" { // nobody to put in line
+		return s.AcquireOrHolder(ctx, key, token, ttl)
+	}
+	if n == "" && !s.sub.contended(key) {
 		if set, err := s.setNX(ctx, key, token, ttl); err != nil || set {
 			return set, keyserver.Holder{}, err
 		}
 	}
+	member, nextMember := "", ""
+	if p != "" {
+		member = s.sub.turnMember(p)
+	}
+	if n != "" {
+		nextMember = s.sub.turnMember(n)
+	}
 	return decodeHolder(s.evalAny(ctx, "acquire", lineScript, []string{key, keyserver.LineKey(key)},
-		token, ms(ttl), p, lineTTL, s.sub.turnMember(p)))
+		token, ms(ttl), promise(token), lineTTL, member, nextMember))
 }
 
 // decodeHolder reads the reply of holderScript or lineScript: 1 when

@@ -108,11 +108,18 @@ var (
 	// members, each a caller's promise and then its channel, sort by rank),
 	// keeps the line alive for ARGV[4] milliseconds (keyserver.LineTTL)
 	// and counts the waiters ahead. A key promised to the caller is
-	// claimed without touching the line: the promise was made by taking
-	// the caller out of it. KEYS: key, line. ARGV: token, ttl, promise,
-	// line TTL, member.
+	// claimed without touching the caller's place: the promise was made by
+	// taking the caller out of line. The member ARGV[6], when not empty,
+	// joins the line whatever the answer (AcquireInLine's next); a member
+	// ARGV[5] that is empty (a caller without a rank) never does. KEYS:
+	// key, line. ARGV: token, ttl, promise, line TTL, member, next member.
 	lineScript = newScript(`
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+local renewed = ARGV[6] ~= ''
+if renewed then
+	redis.call('ZADD', KEYS[2], 0, ARGV[6])
+	redis.call('PEXPIRE', KEYS[2], ARGV[4])
+end
 if v == ARGV[3] then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 	return 1
@@ -121,12 +128,19 @@ if not v or v == ARGV[1] then
 	if v then
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 	end
-	redis.call('ZREM', KEYS[2], ARGV[5])
+	if ARGV[5] ~= '' then
+		redis.call('ZREM', KEYS[2], ARGV[5])
+	end
 	return 1
 end
-redis.call('ZADD', KEYS[2], 0, ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
-local ahead = redis.call('ZRANK', KEYS[2], ARGV[5])
+local ahead = 0
+if ARGV[5] ~= '' then
+	redis.call('ZADD', KEYS[2], 0, ARGV[5])
+	if not renewed then
+		redis.call('PEXPIRE', KEYS[2], ARGV[4])
+	end
+	ahead = redis.call('ZRANK', KEYS[2], ARGV[5])
+end
 ` + holder)
 
 	// releaseScript is Release: if the key holds the token or the

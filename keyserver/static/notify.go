@@ -29,8 +29,10 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 // AcquireInLine answers as AcquireOrHolder does, from OpAcquire's script;
 // when it answers from the store, the store's line is joined or left as a
 // Notifier's is. A scripted reply leaves the line alone.
-func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	return s.acquireHolder(ctx, key, token, ttl, s.store.AcquireInLine)
+func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
+	return s.acquireHolder(ctx, key, token, ttl, func(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+		return s.store.AcquireInLine(ctx, key, token, ttl, next)
+	})
 }
 
 func (s *Server) acquireHolder(ctx context.Context, key, token string, ttl time.Duration,

@@ -126,7 +126,7 @@ func TestTurnsComeFromTheStoresLine(t *testing.T) {
 		t.Fatal("Acquire(holder) refused")
 	}
 	for _, w := range []string{second, first} {
-		if ok, _, err := s.AcquireInLine(ctx, "k", w, time.Minute); ok || err != nil {
+		if ok, _, err := s.AcquireInLine(ctx, "k", w, time.Minute, ""); ok || err != nil {
 			t.Fatalf("AcquireInLine of a held key = %v, %v", ok, err)
 		}
 	}

@@ -24,7 +24,7 @@ func (s *suite) permanentErrors(t *testing.T) {
 		"Acquire":       func() error { _, err := srv.Acquire(bg, "jobs", "t", ttl); return err },
 		"Extend":        func() error { _, err := srv.Extend(bg, "jobs", "t", ttl); return err },
 		"Release":       func() error { _, err := srv.Release(bg, "jobs", "t"); return err },
-		"AcquireInLine": func() error { _, _, err := srv.AcquireInLine(bg, "jobs", ranked(1, 1), ttl); return err },
+		"AcquireInLine": func() error { _, _, err := srv.AcquireInLine(bg, "jobs", ranked(1, 1), ttl, ""); return err },
 		"AcquireFenced": func() error { _, _, err := srv.AcquireFenced(bg, "jobs", "t", ttl); return err },
 	}
 	for name, call := range calls {
@@ -94,7 +94,7 @@ func (s *suite) tls(t *testing.T) {
 	addr := c.Nodes[0].Addr()
 	srv := s.server(t, Target{Addr: addr, TLS: c.TLSConfig()})
 	want(t, "Acquire over TLS", true)(srv.Acquire(bg, "k", ranked(1, 1), ttl))
-	ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 1), ttl)
+	ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 1), ttl, "")
 	want(t, "AcquireInLine over TLS", false)(ok, err)
 	turn, stop, err := srv.WatchTurn(bg, "k", ranked(2, 1))
 	must(t, "WatchTurn over TLS", err)
@@ -113,7 +113,7 @@ func (s *suite) tls(t *testing.T) {
 func (s *suite) restart(t *testing.T) {
 	n, srv := s.single(t)
 	want(t, "Acquire", true)(srv.Acquire(bg, "k", ranked(1, 1), ttl))
-	ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 1), ttl)
+	ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 1), ttl, "")
 	want(t, "AcquireInLine", false)(ok, err)
 	turn, stop, err := srv.WatchTurn(bg, "k", ranked(2, 1))
 	must(t, "WatchTurn", err)
@@ -128,7 +128,7 @@ func (s *suite) restart(t *testing.T) {
 		t.Errorf("after Extend the key holds %q; want the holder's token", got)
 	}
 	eventually(t, 5*time.Second, "AcquireInLine after the restart", func() bool { // the line was lost: the waiter tries again
-		ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl)
+		ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl, "")
 		return err == nil && !ok
 	})
 	turn = watched(t, srv, "k", ranked(2, 1), "WatchTurn after the restart")
@@ -203,7 +203,7 @@ func (s *suite) killedConnections(t *testing.T) {
 		return err == nil && ok
 	})
 	eventually(t, 5*time.Second, "AcquireInLine after the killed connections", func() bool { // woken, the waiter tries again
-		ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl)
+		ok, _, err := srv.AcquireInLine(bg, "k", ranked(2, 2), ttl, "")
 		return err == nil && !ok
 	})
 	turn = watched(t, srv, "k", ranked(2, 1), "WatchTurn on a new subscriber connection")
@@ -220,11 +220,11 @@ func (s *suite) aclWithoutPubSub(t *testing.T) {
 	srv := s.server(t, Target{Addr: n.Addr(), Username: "locker", Password: "locker-pw"})
 	h, w := ranked(1, 1), ranked(2, 1)
 	want(t, "Acquire", true)(srv.Acquire(bg, "k", h, ttl))
-	ok, _, err := srv.AcquireInLine(bg, "k", w, ttl)
+	ok, _, err := srv.AcquireInLine(bg, "k", w, ttl, "")
 	want(t, "AcquireInLine", false)(ok, err)
 	want(t, "Release, its PUBLISH denied", true)(srv.Release(bg, "k", h))
 	want(t, "Acquire(other) of the key promised to the waiter", false)(srv.Acquire(bg, "k", "other", ttl))
-	ok, _, err = srv.AcquireInLine(bg, "k", ranked(2, 2), ttl)
+	ok, _, err = srv.AcquireInLine(bg, "k", ranked(2, 2), ttl, "")
 	want(t, "the waiter's claim", true)(ok, err)
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()

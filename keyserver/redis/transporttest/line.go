@@ -25,7 +25,7 @@ func (s *suite) fastPath(t *testing.T) {
 		{"Acquire", func(key string) (bool, error) { return srv.Acquire(bg, key, "t", ttl) }},
 		{"AcquireOrHolder", func(key string) (bool, error) { ok, _, err := srv.AcquireOrHolder(bg, key, "t", ttl); return ok, err }},
 		{"AcquireInLine", func(key string) (bool, error) {
-			ok, _, err := srv.AcquireInLine(bg, key, ranked(1, 1), ttl)
+			ok, _, err := srv.AcquireInLine(bg, key, ranked(1, 1), ttl, "")
 			return ok, err
 		}},
 	} {
@@ -51,7 +51,7 @@ func warm(t *testing.T, srv *redis.Server) {
 	want(t, "Extend", true)(srv.Extend(bg, key, "a", ttl))
 	_, _, err := srv.AcquireOrHolder(bg, key, "b", ttl)
 	must(t, "AcquireOrHolder", err)
-	_, _, err = srv.AcquireInLine(bg, key, ranked(9, 1), ttl)
+	_, _, err = srv.AcquireInLine(bg, key, ranked(9, 1), ttl, "")
 	must(t, "AcquireInLine", err)
 	must(t, "LeaveLine", srv.LeaveLine(bg, key, ranked(9, 1)))
 	want(t, "Release", true)(srv.Release(bg, key, "a"))
@@ -85,7 +85,7 @@ func (s *suite) commandCounts(t *testing.T) {
 		{"refused AcquireInLine", 7, func() {
 			want(t, "Acquire", true)(holder.Acquire(bg, key, h, ttl))
 			c.reset()
-			ok, _, err := waiter.AcquireInLine(bg, key, w, ttl)
+			ok, _, err := waiter.AcquireInLine(bg, key, w, ttl, "")
 			want(t, "AcquireInLine", false)(ok, err)
 		}},
 	}
@@ -110,7 +110,7 @@ func (s *suite) commandCounts(t *testing.T) {
 	want(t, "Release with a waiter", true)(holder.Release(bg, key, h))
 	t.Logf("Release with a waiter: %d commands", c.total())
 	awaitClosed(t, turn, 5*time.Second, "the waiter's turn")
-	ok, _, err := waiter.AcquireInLine(bg, key, ranked(2, 2), ttl)
+	ok, _, err := waiter.AcquireInLine(bg, key, ranked(2, 2), ttl, "")
 	want(t, "AcquireInLine claiming", true)(ok, err)
 	t.Logf("claiming AcquireInLine: %d commands", c.total())
 	want(t, "Release without waiters", true)(waiter.Release(bg, key, ranked(2, 2)))
@@ -126,7 +126,7 @@ func (s *suite) turnAcrossServers(t *testing.T) {
 	const key = "across"
 	h, w := ranked(1, 1), ranked(2, 1)
 	want(t, "Acquire(holder) through a", true)(a.Acquire(bg, key, h, ttl))
-	ok, hd, err := b.AcquireInLine(bg, key, w, ttl)
+	ok, hd, err := b.AcquireInLine(bg, key, w, ttl, "")
 	want(t, "AcquireInLine(waiter) through b", false)(ok, err)
 	if hd.Rank != keyserver.HolderFirst || hd.Left <= 0 {
 		t.Errorf("refusal reported %+v; want the holder first, with its TTL", hd)
@@ -140,7 +140,7 @@ func (s *suite) turnAcrossServers(t *testing.T) {
 	want(t, "Release(holder) through a", true)(a.Release(bg, key, h))
 	awaitClosed(t, turn, 5*time.Second, "b's waiter's turn after a's release")
 	want(t, "Acquire(other) of the promised key", false)(a.Acquire(bg, key, "other", ttl))
-	ok, _, err = b.AcquireInLine(bg, key, ranked(2, 2), ttl)
+	ok, _, err = b.AcquireInLine(bg, key, ranked(2, 2), ttl, "")
 	want(t, "the waiter's claim", true)(ok, err)
 	want(t, "Release(waiter)", true)(b.Release(bg, key, ranked(2, 2)))
 }
@@ -154,7 +154,7 @@ func (s *suite) oneSubscriberConnection(t *testing.T) {
 	for i := uint32(1); i <= 10; i++ {
 		key := fmt.Sprint("shared/", i)
 		want(t, "Acquire", true)(holder.Acquire(bg, key, ranked(i, 1), ttl))
-		ok, _, err := waiter.AcquireInLine(bg, key, ranked(100+i, 1), ttl)
+		ok, _, err := waiter.AcquireInLine(bg, key, ranked(100+i, 1), ttl, "")
 		want(t, "AcquireInLine", false)(ok, err)
 		turn, stop, err := waiter.WatchTurn(bg, key, ranked(100+i, 1))
 		must(t, "WatchTurn", err)

@@ -1,0 +1,179 @@
+package chaos
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// recorder is a key server that records the TTLs it is given and reports
+// a fixed time left for every holder.
+type recorder struct {
+	ttls  []time.Duration
+	calls []string
+	left  time.Duration
+}
+
+func (r *recorder) note(call string, ttl time.Duration) {
+	r.calls = append(r.calls, call)
+	if ttl != 0 {
+		r.ttls = append(r.ttls, ttl)
+	}
+}
+
+func (r *recorder) Acquire(_ context.Context, _, _ string, ttl time.Duration) (bool, error) {
+	r.note("Acquire", ttl)
+	return true, nil
+}
+
+func (r *recorder) Extend(_ context.Context, _, _ string, ttl time.Duration) (bool, error) {
+	r.note("Extend", ttl)
+	return true, nil
+}
+
+func (r *recorder) Release(context.Context, string, string) (bool, error) {
+	r.note("Release", 0)
+	return true, nil
+}
+
+func (r *recorder) AcquireOrHolder(_ context.Context, _, _ string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	r.note("AcquireOrHolder", ttl)
+	return false, keyserver.Holder{Left: r.left, Rank: keyserver.HolderFirst}, nil
+}
+
+func (r *recorder) AcquireInLine(_ context.Context, _, _ string, ttl time.Duration, _ string) (bool, keyserver.Holder, error) {
+	r.note("AcquireInLine", ttl)
+	return false, keyserver.Holder{Left: r.left, Rank: keyserver.CallerFirst}, nil
+}
+
+func (r *recorder) WatchTurn(context.Context, string, string) (<-chan struct{}, func(), error) {
+	r.note("WatchTurn", 0)
+	return nil, func() {}, nil
+}
+
+func (r *recorder) LeaveLine(context.Context, string, string) error {
+	r.note("LeaveLine", 0)
+	return nil
+}
+
+func (r *recorder) AcquireFenced(_ context.Context, _, _ string, ttl time.Duration) (bool, uint64, error) {
+	r.note("AcquireFenced", ttl)
+	return true, 7, nil
+}
+
+func (r *recorder) RaiseFence(context.Context, string, uint64) (uint64, error) {
+	r.note("RaiseFence", 0)
+	return 3, nil
+}
+
+func (r *recorder) InProcess() {}
+
+// The four sets of abilities a server can have, made of one recorder.
+type (
+	plainServer    struct{ keyserver.KeyServer }
+	notifierServer struct{ keyserver.Notifier }
+	fencerServer   struct{ keyserver.Fencer }
+	bothServer     struct{ *recorder }
+)
+
+func TestSkewedKeepsTheAbilitiesOfTheServer(t *testing.T) {
+	r := &recorder{}
+	clocks := NewClocks(1)
+	for _, tc := range []struct {
+		name             string
+		ks               keyserver.KeyServer
+		notifier, fencer bool
+	}{
+		{"plain", plainServer{r}, false, false},
+		{"notifier", notifierServer{r}, true, false},
+		{"fencer", fencerServer{r}, false, true},
+		{"both", bothServer{r}, true, true},
+	} {
+		s := Skewed(tc.ks, clocks, 0)
+		if _, ok := s.(keyserver.Notifier); ok != tc.notifier {
+			t.Errorf("%s: Skewed is a Notifier: %v, want %v", tc.name, ok, tc.notifier)
+		}
+		if _, ok := s.(keyserver.Fencer); ok != tc.fencer {
+			t.Errorf("%s: Skewed is a Fencer: %v, want %v", tc.name, ok, tc.fencer)
+		}
+		if _, ok := s.(keyserver.InProcess); ok {
+			t.Errorf("%s: Skewed is InProcess, which a forwarding wrapper must not be", tc.name)
+		}
+	}
+}
+
+func TestSkewedScalesEveryTTLAndForwardsEveryMethod(t *testing.T) {
+	ctx := context.Background()
+	r := &recorder{left: 400 * time.Millisecond}
+	clocks := NewClocks(2)
+	clocks.Set(1, 1.25) // runs 25% fast: a 1 s TTL lives 800 ms
+	s := Skewed(bothServer{r}, clocks, 1)
+	n, f := s.(keyserver.Notifier), s.(keyserver.Fencer)
+
+	const ttl = time.Second
+	s.Acquire(ctx, "k", "t", ttl) //nolint:errcheck // recorded
+	s.Extend(ctx, "k", "t", ttl)  //nolint:errcheck
+	s.Release(ctx, "k", "t")      //nolint:errcheck
+	_, h1, _ := n.AcquireOrHolder(ctx, "k", "t", ttl)
+	_, h2, _ := n.AcquireInLine(ctx, "k", "t", ttl, "")
+	_, stop, _ := n.WatchTurn(ctx, "k", "t")
+	stop()
+	n.LeaveLine(ctx, "k", "t") //nolint:errcheck
+	_, fence, _ := f.AcquireFenced(ctx, "k", "t", ttl)
+	prev, _ := f.RaiseFence(ctx, "k", 9)
+
+	want := []string{"Acquire", "Extend", "Release", "AcquireOrHolder", "AcquireInLine", "WatchTurn", "LeaveLine", "AcquireFenced", "RaiseFence"}
+	if len(r.calls) != len(want) {
+		t.Fatalf("calls %v, want %v", r.calls, want)
+	}
+	for i := range want {
+		if r.calls[i] != want[i] {
+			t.Fatalf("calls %v, want %v", r.calls, want)
+		}
+	}
+	for _, got := range r.ttls {
+		if got != 800*time.Millisecond {
+			t.Errorf("TTLs sent %v, want each 800ms", r.ttls)
+			break
+		}
+	}
+	// 400 ms left in true time is 500 ms on a clock that runs 25% fast.
+	for _, h := range []keyserver.Holder{h1, h2} {
+		if h.Left != 500*time.Millisecond {
+			t.Errorf("holder's time left %v, want 500ms", h.Left)
+		}
+	}
+	if h1.Rank != keyserver.HolderFirst || h2.Rank != keyserver.CallerFirst || fence != 7 || prev != 3 {
+		t.Errorf("replies changed on the way: ranks %v %v, fence %d, prev %d", h1.Rank, h2.Rank, fence, prev)
+	}
+
+	// A node that keeps true time is left alone, and a bad TTL is passed
+	// on for the server to refuse.
+	r.ttls = nil
+	Skewed(plainServer{r}, clocks, 0).Acquire(ctx, "k", "t", 1234*time.Microsecond) //nolint:errcheck
+	s.Acquire(ctx, "k", "t", 0)                                                     //nolint:errcheck
+	if len(r.ttls) != 1 || r.ttls[0] != 1234*time.Microsecond {
+		t.Errorf("TTLs sent %v, want [1.234ms] (and the zero TTL passed on)", r.ttls)
+	}
+}
+
+func TestClockRates(t *testing.T) {
+	c := NewClocks(1)
+	for _, tc := range []struct {
+		rate     float64
+		ttl, got time.Duration
+	}{
+		{1, time.Second, time.Second},
+		{1.009, time.Second, 991 * time.Millisecond},
+		{1.1, time.Second, 909 * time.Millisecond},
+		{0.5, time.Second, 2 * time.Second},
+		{1000, 10 * time.Millisecond, time.Millisecond}, // never under a millisecond
+	} {
+		c.Set(0, tc.rate)
+		if got := c.toNode(0, tc.ttl); got != tc.got {
+			t.Errorf("rate %v: TTL %v is sent as %v, want %v", tc.rate, tc.ttl, got, tc.got)
+		}
+	}
+}

@@ -1,0 +1,259 @@
+package chaos
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// Store is the storage a lock protects, as a service on a loopback port
+// that the client processes write to while they hold a lock: the place
+// where a holder that was stopped past its validity does its harm. It
+// checks fencing tokens as a careful store would: a write carrying a token
+// lower than one it already accepted for the name is rejected; a write
+// without a token (fence 0) is always accepted, since the store has
+// nothing to check it by.
+//
+// Independently of the tokens it records, for each write, whether it was
+// stale: whether a holder granted the name later had already written.
+// That is what the fencing must catch, and what an unfenced store lets
+// through.
+type Store struct {
+	h      *History
+	origin int64 // h's zero on CLOCK_MONOTONIC, in nanoseconds
+	ln     net.Listener
+
+	mu      sync.Mutex
+	highest map[string]uint64 // the highest fencing token accepted, by name
+	latest  map[string]int64  // the latest grant time of a writer, by name
+	writes  []Write
+	conns   map[net.Conn]struct{}
+	closed  bool
+
+	wg sync.WaitGroup // the accept loop and one goroutine per connection
+}
+
+// Write is one write the store received.
+type Write struct {
+	Client   int
+	Token    string // of the writer's grant; never printed
+	Name     string
+	Fence    uint64        // 0: an unfenced write
+	Granted  time.Duration // when the writer's grant was returned to it, on the history's clock
+	At       time.Duration // when the store received the write, on the history's clock
+	Stale    bool          // a holder granted the name after the writer had written first
+	Accepted bool
+}
+
+// writeRequest is a write as a client process sends it, one JSON line;
+// the store answers "ok" or "rejected" on a line.
+type writeRequest struct {
+	Client  int
+	Token   string
+	Name    string
+	Fence   uint64
+	Granted int64 // CLOCK_MONOTONIC nanoseconds
+}
+
+// ListenStore starts a store on a free loopback port. Its records are on
+// h's clock, whose zero is origin on CLOCK_MONOTONIC.
+func ListenStore(h *History, origin int64) (*Store, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{h: h, origin: origin, ln: ln, highest: make(map[string]uint64), latest: make(map[string]int64),
+		conns: make(map[net.Conn]struct{})}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Addr returns the store's host:port.
+func (s *Store) Addr() string { return s.ln.Addr().String() }
+
+// Writes returns a copy of the writes received so far.
+func (s *Store) Writes() []Write {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Write(nil), s.writes...)
+}
+
+// Close stops the store, ends its connections and waits for its
+// goroutines.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Store) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serve(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+// serve answers one connection's writes until it ends.
+func (s *Store) serve(c net.Conn) {
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		var req writeRequest
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			fmt.Fprintf(c, "error: %v\n", err)
+			return
+		}
+		reply := "rejected\n"
+		if s.write(req) {
+			reply = "ok\n"
+		}
+		if _, err := c.Write([]byte(reply)); err != nil {
+			return
+		}
+	}
+}
+
+// write applies one write and records it.
+func (s *Store) write(req writeRequest) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := Write{Client: req.Client, Token: req.Token, Name: req.Name, Fence: req.Fence,
+		Granted: time.Duration(req.Granted - s.origin), At: s.h.Now()}
+	w.Stale = req.Granted < s.latest[req.Name]
+	s.latest[req.Name] = max(s.latest[req.Name], req.Granted)
+	w.Accepted = req.Fence == 0 || req.Fence >= s.highest[req.Name]
+	if w.Accepted && req.Fence > 0 {
+		s.highest[req.Name] = req.Fence
+	}
+	s.writes = append(s.writes, w)
+	return w.Accepted
+}
+
+// storeClient is a client process's connection to the store.
+type storeClient struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func dialStore(addr string) (*storeClient, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &storeClient{conn: c, r: bufio.NewReader(c)}, nil
+}
+
+// write sends one write and reports whether the store accepted it.
+func (sc *storeClient) write(req writeRequest) (bool, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return false, err
+	}
+	if _, err := sc.conn.Write(append(b, '\n')); err != nil {
+		return false, err
+	}
+	line, err := sc.r.ReadString('\n')
+	switch {
+	case err != nil:
+		return false, err
+	case line == "ok\n":
+		return true, nil
+	case line == "rejected\n":
+		return false, nil
+	}
+	return false, fmt.Errorf("store: %q", line)
+}
+
+func (sc *storeClient) Close() error { return sc.conn.Close() }
+
+// WriteReport sums up the writes of a run against its grants.
+type WriteReport struct {
+	Fenced, Unfenced int // writes received
+	// Late are writes received after their grant's Until: the holder was
+	// stopped past its validity and wrote on when it resumed.
+	Late int
+	// FencedStale are fenced writes that came after a later holder's:
+	// every one must have been rejected. FencedStaleAccepted are those
+	// that were not (each also a StaleWrite violation).
+	FencedStale, FencedStaleAccepted int
+	// UnfencedStale are unfenced writes that came after a later holder's,
+	// which the store accepted: the known limit of a lease without
+	// fencing.
+	UnfencedStale int
+}
+
+// CheckWrites sums up writes against the grants of the history, and
+// reports a StaleWrite violation for each fenced stale write the store
+// accepted.
+func CheckWrites(writes []Write, grants []Grant) (WriteReport, []Violation) {
+	byToken := make(map[string]Grant, len(grants))
+	for _, g := range grants {
+		byToken[g.Token] = g
+	}
+	var (
+		r  WriteReport
+		vs []Violation
+	)
+	for _, w := range writes {
+		if g, ok := byToken[w.Token]; ok && g.Until != Never && w.At > g.Until {
+			r.Late++
+		}
+		if w.Fence == 0 {
+			r.Unfenced++
+			if w.Stale {
+				r.UnfencedStale++
+			}
+			continue
+		}
+		r.Fenced++
+		if !w.Stale {
+			continue
+		}
+		r.FencedStale++
+		if w.Accepted {
+			r.FencedStaleAccepted++
+			vs = append(vs, Violation{Kind: StaleWrite, Name: w.Name, Detail: fmt.Sprintf(
+				"client %d's write with fencing token %d, granted at %v, accepted at %v after a later holder's write",
+				w.Client, w.Fence, w.Granted.Round(time.Millisecond), w.At.Round(time.Millisecond))})
+		}
+	}
+	return r, vs
+}
+
+// String sums the report up for the table.
+func (r WriteReport) String() string {
+	if r.Fenced+r.Unfenced == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("fenced: %d of %d stale rejected; unfenced: %d stale accepted; %d written past Until",
+		r.FencedStale-r.FencedStaleAccepted, r.FencedStale, r.UnfencedStale, r.Late)
+}
