@@ -5,9 +5,9 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
 # Nested modules: their own go.mod, so the core module's users never
-# download go-redis, rueidis, OpenTelemetry, gocron or the peers of the
-# comparison.
-NESTED      := keyserver/goredis keyserver/rueidis bench redlockotel integration/gocronlock
+# download go-redis, rueidis, valkey-go, OpenTelemetry, gocron or the
+# peers of the comparison.
+NESTED      := keyserver/goredis keyserver/rueidis keyserver/valkey bench redlockotel integration/gocronlock
 
 .PHONY: test lint vet demo bench bench-peers chaos redis-up redis-down
 
@@ -24,9 +24,11 @@ vet:
 	$(GO) vet $(PKGS)
 	@for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-## lint: gofmt, go vet and staticcheck must all be clean, and go mod tidy
-## must leave every go.mod as it is.
+## lint: gofmt, go vet and staticcheck must all be clean, go mod tidy
+## must leave every go.mod as it is, and git must track no built binary
+## and no file over 1 MB (.ci/tracked).
 lint: vet
+	./.ci/tracked
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) mod tidy -diff

@@ -11,6 +11,7 @@ package redistest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -31,6 +32,8 @@ type config struct {
 	password string
 	tls      bool
 	fsync    bool
+	cluster  bool
+	extra    []string
 }
 
 // WithPassword makes every node require password (requirepass).
@@ -59,6 +62,8 @@ type Node struct {
 	dir  string
 	port int
 	args []string
+
+	ready string // what its log says once it is ready; "" for a redis-server's usual line
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -93,6 +98,9 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 			t.Fatalf("redistest: starting node %d: %v", i, err)
 		}
 		t.Cleanup(node.stop)
+		if cfg.cluster {
+			node.serveAllSlots()
+		}
 		c.Nodes = append(c.Nodes, node)
 	}
 	return c
@@ -263,7 +271,7 @@ func (n *Node) startLocked() error {
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
 		log, _ := os.ReadFile(logFile)
-		if bytes.Contains(log, []byte("Ready to accept connections")) {
+		if bytes.Contains(log, []byte(cmp.Or(n.ready, "Ready to accept connections"))) {
 			return nil
 		}
 		if bytes.Contains(log, []byte("# ")) && (bytes.Contains(log, []byte("Address already in use")) || bytes.Contains(log, []byte("Failed"))) {
@@ -307,7 +315,10 @@ func (n *Node) config(bin string, cfg config, c *certs) []string {
 	if cfg.password != "" {
 		args = append(args, "--requirepass", cfg.password)
 	}
-	return args
+	if cfg.cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(n.dir, "nodes.conf"))
+	}
+	return append(args, cfg.extra...)
 }
 
 func freePort(t testing.TB) int {

@@ -5,7 +5,6 @@ go 1.22
 require (
 	github.com/goredlock/goredlock v0.0.0
 	github.com/redis/go-redis/v9 v9.18.0
-	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
 
@@ -16,7 +15,6 @@ require (
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 
 replace github.com/goredlock/goredlock => ../..

@@ -11,11 +11,11 @@ import (
 // client, whose master is whatever the sentinels say it is.
 const failoverAddr = "FailoverClient"
 
-// defaultName names a server after what its client's options say it talks
+// String names the server after what its client's options say it talks
 // to. Options hold no password outside their Password fields, so the name
 // is safe to log.
-func defaultName(client redis.UniversalClient) string {
-	switch c := client.(type) {
+func (t transport) String() string {
+	switch c := t.c.(type) {
 	case *redis.Client:
 		switch addr := c.Options().Addr; addr {
 		case failoverAddr:

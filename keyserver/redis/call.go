@@ -15,17 +15,14 @@ import (
 // back: the caller once it has read the reply, or the reader when the caller
 // had already given up (state tells which).
 type call struct {
-	sc    *script          // the script to run; nil for a SET NX or a SCRIPT LOAD
-	load  *script          // the script a SCRIPT LOAD entry loads
-	set   bool             // a SET key token NX PX ttl, in args[:5], answered 1 if it stored
-	eval  bool             // send the source (EVAL) rather than the hash (EVALSHA)
-	args  [2 + maxArgs]any // hash or source, number of keys, keys and arguments
+	cmd   string
+	args  [maxArgs]any // the words after cmd
 	nargs int
 	due   time.Time // the caller's deadline: the watchdog measures lateness from it
 
 	state atomic.Int32
-	done  chan struct{} // receives once the reply is in n and err
-	n     int64
+	done  chan struct{} // receives once the reply is in reply and err
+	reply any
 	err   error
 }
 
@@ -38,48 +35,41 @@ const (
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-// maxArgs is the most keys and arguments a script takes.
-const maxArgs = 4
+// maxArgs is the most words a command of the Server has after its name:
+// EVALSHA's digest and key count, two keys and up to six arguments.
+const maxArgs = 10
 
-func getCall() *call { return callPool.Get().(*call) }
+// newCall returns a pooled call of cmd with the words of cmd, keys and
+// args, or false when they are more than maxArgs.
+func newCall(cmd, keys, args []string) (*call, bool) {
+	if len(cmd) == 0 || len(cmd)-1+len(keys)+len(args) > maxArgs {
+		return nil, false
+	}
+	c := callPool.Get().(*call)
+	c.cmd = cmd[0]
+	n := 0
+	for _, words := range [][]string{cmd[1:], keys, args} {
+		for _, w := range words {
+			c.args[n] = w
+			n++
+		}
+	}
+	c.nargs = n
+	return c, true
+}
 
 // putCall returns c to the pool without the strings it referenced.
 func putCall(c *call) {
-	c.sc, c.load, c.set, c.eval = nil, nil, false, false
 	clear(c.args[:])
-	c.n, c.err = 0, nil
+	c.reply, c.err = nil, nil
 	c.state.Store(waiting)
 	callPool.Put(c)
 }
 
-// command returns the command and arguments to send for c.
-func (c *call) command() (string, []any) {
-	if c.load != nil {
-		return "SCRIPT", c.args[:2] // LOAD, source
-	}
-	if c.set {
-		return "SET", c.args[:5]
-	}
-	if c.eval {
-		c.args[0] = c.sc.srcArg
-		return "EVAL", c.args[:c.nargs]
-	}
-	c.args[0] = c.sc.hashArg
-	return "EVALSHA", c.args[:c.nargs]
-}
-
-// newLoad returns the SCRIPT LOAD of sc that a new connection sends first.
-// Nobody waits for it and it is not pooled.
-func newLoad(sc *script, due time.Time) *call {
-	c := &call{load: sc, due: due}
-	c.args[0], c.args[1] = "LOAD", sc.srcArg
-	return c
-}
-
 // finish hands the reply to the caller, or recycles c when the caller has
 // given up on it.
-func (c *call) finish(n int64, err error) {
-	c.n, c.err = n, err
+func (c *call) finish(reply any, err error) {
+	c.reply, c.err = reply, err
 	if c.state.CompareAndSwap(waiting, answered) {
 		c.done <- struct{}{}
 		return

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -47,8 +46,7 @@ func (cn *conn) send(batch []*call) bool {
 	}
 	cn.mu.Unlock()
 	for _, c := range batch {
-		cmd, args := c.command()
-		if cn.rc.Send(cmd, args...) != nil {
+		if cn.rc.Send(c.cmd, c.args[:c.nargs]...) != nil {
 			return true // redigo closed the connection; the reader fails the calls
 		}
 	}
@@ -113,40 +111,12 @@ func (p *pipeline) read(cn *conn) {
 	}
 }
 
-// answer settles c with its reply. An EVALSHA that finds the script cache
-// empty (SCRIPT FLUSH since the connection loaded it) is sent again as
-// EVAL, whether or not its caller still waits, so that a queued call runs
-// exactly as it would have.
+// answer settles c with its reply.
 func (p *pipeline) answer(c *call, reply any, err error) {
-	if c.load != nil {
-		// A failed SCRIPT LOAD (a user whose ACL denies SCRIPT, say) only
-		// costs each call the EVAL fallback.
-		return
+	if err == nil {
+		reply, err = normalize(reply)
 	}
-	if err != nil && c.sc != nil && !c.eval && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		c.eval = true
-		p.requeue([]*call{c})
-		return
-	}
-	var n int64
-	switch {
-	case err != nil:
-	case c.set:
-		// SET NX answers OK when it stored the value and nil when the key
-		// exists.
-		if reply != nil {
-			n = 1
-			if s, ok := reply.(string); !ok || s != "OK" {
-				err = fmt.Errorf("unexpected reply %v to SET NX", reply)
-			}
-		}
-	default:
-		var ok bool
-		if n, ok = reply.(int64); !ok {
-			err = fmt.Errorf("unexpected reply %T to a lock script", reply)
-		}
-	}
-	p.settle(c, n, err)
+	p.settle(c, reply, err)
 }
 
 // fail closes a broken connection and fails every call it had sent.
@@ -167,6 +137,6 @@ func (p *pipeline) fail(cn *conn, err error) {
 	cn.mu.Unlock()
 	cn.wmu.Unlock()
 	for _, c := range lost {
-		p.settle(c, 0, err)
+		p.settle(c, nil, err)
 	}
 }

@@ -7,15 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	redigo "github.com/gomodule/redigo/redis"
-
-	"github.com/goredlock/goredlock/internal/redisscript"
 	"github.com/goredlock/goredlock/keyserver"
 )
-
-// ErrClosed is returned by calls on a Server whose Close has been called
-// and whose connections it owned.
-var ErrClosed = errors.New("redis: server closed")
 
 // ErrOverloaded is returned, at once, by a call to a pipelined Server that
 // already holds WithMaxPending calls waiting for their replies: the server
@@ -23,21 +16,37 @@ var ErrClosed = errors.New("redis: server closed")
 // memory and delay.
 var ErrOverloaded = errors.New("redis: too many calls waiting for this server")
 
-// ErrConnectionLost is returned by the calls a pipelined connection had sent
-// when it broke, or was closed for not answering: each of them may or may
-// not have run on the server. The next call opens a new connection.
+// ErrConnectionLost is returned by the calls a connection had sent when it
+// broke, or was closed for not answering: each of them may or may not have
+// run on the server. It also fails a WatchTurn whose subscriber connection
+// broke before Redis confirmed the subscription.
 var ErrConnectionLost = errors.New("redis: connection lost before the reply (the call may have run)")
 
+// permanentCodes are the Redis error replies that the same call will get
+// again, whatever the timing. Replies such as LOADING, BUSY, MASTERDOWN,
+// TRYAGAIN, OOM or "ERR max number of clients reached" can clear up and
+// are left out.
+var permanentCodes = []string{
+	"WRONGTYPE", // also inside the message of a script error
+	"NOAUTH", "WRONGPASS", "ERR AUTH", "invalid password", "ERR Client sent AUTH",
+	"NOPERM",
+	"NOSCRIPT", // only ever returned to the caller after the EVAL fallback
+	"ERR unknown command",
+	"CROSSSLOT", // a key whose fence key hashes elsewhere in a Cluster
+}
+
+// authCodes are the replies of a failed authentication: WRONGPASS (wrong
+// password), NOAUTH (none given) or, before ACLs, "ERR AUTH ... called
+// without any password configured".
+var authCodes = []string{"WRONGPASS", "NOAUTH", "ERR AUTH", "invalid password"}
+
 // permanent reports whether err is a failure that retrying the same call
-// cannot fix: a key holding another type of value (WRONGTYPE), failed
-// authentication or a missing permission, a server that refuses the
-// scripts (NOSCRIPT after EVAL, an unknown or disabled command), or a
+// cannot fix: a Redis error reply among permanentCodes, or a server
 // certificate that is not trusted. Timeouts, lost connections, a server
 // that is loading or busy, and ErrOverloaded are not.
-func permanent(err error) bool {
-	var redisErr redigo.Error
-	if errors.As(err, &redisErr) {
-		return redisscript.PermanentReply(string(redisErr))
+func (s *Server) permanent(err error) bool {
+	if msg, ok := s.t.ReplyText(err); ok {
+		return containsAny(msg, permanentCodes)
 	}
 	var (
 		verify    *tls.CertificateVerificationError
@@ -48,31 +57,27 @@ func permanent(err error) bool {
 	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &host) || errors.As(err, &invalid)
 }
 
-// describe wraps a failed call's error with the server, operation and key,
-// says authentication failures in plain words, and marks the failures that
+// fail wraps a failed call's error with the server, operation and key, so
+// that one line of a log says which of N servers failed and on what; says
+// authentication failures in plain words; and marks the failures that
 // retrying cannot fix with keyserver.ErrPermanent, so that the redlock
-// client stops retrying them.
-func describe(server, op, key string, err error) error {
-	err = describeAuth(err)
-	if permanent(err) {
+// client stops retrying them. Neither the error of a transport nor this
+// wrapping quotes a password or a token.
+func (s *Server) fail(op, key string, err error) error {
+	if containsAny(err.Error(), authCodes) {
+		err = fmt.Errorf("authentication failed (wrong or missing password?): %w", err)
+	}
+	if s.permanent(err) {
 		err = keyserver.Permanent(err)
 	}
-	return fmt.Errorf("%s: %s %q: %w", server, op, key, err)
+	return fmt.Errorf("%s: %s %q: %w", s.name, op, key, err)
 }
 
-// describeAuth makes authentication failures say so in plain words:
-// Redis reports them as WRONGPASS (wrong password), NOAUTH (none given) or,
-// before ACLs, "ERR AUTH ... called without any password configured".
-func describeAuth(err error) error {
-	msg := err.Error()
-	for _, code := range []string{"WRONGPASS", "NOAUTH", "ERR AUTH", "invalid password"} {
+func containsAny(msg string, codes []string) bool {
+	for _, code := range codes {
 		if strings.Contains(msg, code) {
-			return fmt.Errorf("authentication failed (wrong or missing password?): %w", err)
+			return true
 		}
 	}
-	return err
+	return false
 }
-
-// connecting marks a failure to open a connection, so that it reads
-// differently from a call that failed on an open one.
-func connecting(err error) error { return fmt.Errorf("connecting: %w", err) }

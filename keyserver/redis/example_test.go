@@ -66,34 +66,45 @@ func ExampleNew() {
 	defer lock.Release(context.Background())
 }
 
-// A waiter that was refused watches the key, and sleeps until the release
-// or, when the holder crashed or publishes nothing, until the holder's key
-// has expired. Watching before the attempt misses no release in between.
-func ExampleServer_Watch() {
+// A transport for a Redis client this module does not ship is a few
+// methods (see Transport); NewServer puts the lock logic on top.
+func ExampleNewServer() {
+	var t redis.Transport = myTransport() // Do, ReplyText, PubSub, Close
+	srv := redis.NewServer(redis.Detach(t), redis.WithName("10.0.0.1:6379"))
+	defer srv.Close() // closes t
+	_ = srv           // one of the servers given to redlock.New
+}
+
+// myTransport stands for a Transport over another Redis client.
+func myTransport() redis.Transport { return nil }
+
+// A waiter that was refused by one server waits its turn in the key's
+// line: a release promises the key to the earliest waiter and tells it,
+// and its next AcquireInLine claims it. The redlock client does this for
+// every Notifier; this is the one-server view.
+func ExampleServer_WatchTurn() {
 	srv, err := redis.FromURL("redis://10.0.0.1:6379")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
 	ctx := context.Background()
+	// A token carries the rank of its call (see keyserver.RankOf): its
+	// place in line, the same for every attempt of the call.
+	token := "0000019a2b3c4d00.0000000100000000000000000000000a"
 	for {
-		released, stop, err := srv.Watch(ctx, "invoices")
+		ok, holder, err := srv.AcquireInLine(ctx, "invoices", token, 10*time.Second, "")
+		if err != nil || ok {
+			return // granted (or failed)
+		}
+		turn, stop, err := srv.WatchTurn(ctx, "invoices", token)
 		if err != nil {
 			log.Fatal(err)
 		}
-		ok, holder, err := srv.AcquireOrHolder(ctx, "invoices", "my-token", 10*time.Second)
-		if err != nil || ok {
-			stop()
-			return // granted (or failed)
-		}
-		left := holder.Left
-		if left == 0 {
-			left = 200 * time.Millisecond // a key without a TTL: poll
-		}
-		t := time.NewTimer(left)
+		t := time.NewTimer(min(holder.Left, keyserver.LineTTL/3)) // expiry, or renewing the place in line
 		select {
-		case <-released: // released, or the connection broke: try again
-		case <-t.C: // expired without a release
+		case <-turn: // promised to us (or the connection broke): try again
+		case <-t.C:
 		}
 		t.Stop()
 		stop()

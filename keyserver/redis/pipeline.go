@@ -3,12 +3,15 @@ package redis
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
+
+	"github.com/goredlock/goredlock/keyserver"
 )
 
 // The pipelined mode, FromURL's default: every call to a Server shares one
@@ -57,37 +60,23 @@ func newPipeline(dial func(context.Context) (redigo.Conn, error), c config) *pip
 	return p
 }
 
-// do runs sc with the first n of args (its keys, then its arguments), and
-// returns its integer reply.
-func (p *pipeline) do(ctx context.Context, sc *script, args [maxArgs]any, n int) (int64, error) {
-	c := getCall()
-	c.sc = sc
-	c.args[1] = sc.keysArg
-	copy(c.args[2:], args[:n])
-	c.nargs = 2 + n
+// Do runs one command on the pipelined connection.
+func (p *pipeline) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
+	c, ok := newCall(cmd, keys, args)
+	if !ok {
+		return nil, fmt.Errorf("%w: a command of more than %d words", keyserver.ErrInvalidArgument, maxArgs+1)
+	}
 	return p.run(ctx, c)
 }
-
-// setNX runs SET key token NX PX ms, and reports whether it stored token.
-func (p *pipeline) setNX(ctx context.Context, key, token string, ms int64) (bool, error) {
-	c := getCall()
-	c.set = true
-	c.args[0], c.args[1], c.args[2], c.args[3], c.args[4] = key, token, argNX, argPX, ms
-	n, err := p.run(ctx, c)
-	return n == 1, err
-}
-
-// The constant arguments of SET NX, boxed once.
-var argNX, argPX any = "NX", "PX"
 
 // run queues c, a call from getCall, waits for its reply and recycles it.
 // A caller whose context ends first returns at once; its call still runs,
 // and its reply is read and dropped.
-func (p *pipeline) run(ctx context.Context, c *call) (int64, error) {
+func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
 		putCall(c)
-		return 0, ErrOverloaded
+		return nil, ErrOverloaded
 	}
 	p.start.Do(func() {
 		p.wg.Add(1)
@@ -113,22 +102,19 @@ func (p *pipeline) run(ctx context.Context, c *call) (int64, error) {
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(waiting, abandoned) {
-			return 0, ctx.Err() // the reader recycles c when its reply comes
+			return nil, ctx.Err() // the reader recycles c when its reply comes
 		}
 		<-c.done // answered as the context ended: take the answer
 	}
-	reply, err := c.n, c.err
+	reply, err := c.reply, c.err
 	putCall(c)
 	return reply, err
 }
 
 // settle answers c, a call of a caller, with n or err.
-func (p *pipeline) settle(c *call, n int64, err error) {
-	if c.load != nil {
-		return
-	}
+func (p *pipeline) settle(c *call, reply any, err error) {
 	p.pending.Add(-1)
-	c.finish(n, err)
+	c.finish(reply, err)
 }
 
 // requeue puts calls back at the head of the queue, ahead of later calls.
@@ -172,7 +158,7 @@ func (p *pipeline) write() {
 			batch, p.queue = p.queue, nil
 			p.mu.Unlock()
 			for _, c := range batch {
-				p.settle(c, 0, ErrClosed)
+				p.settle(c, nil, ErrClosed)
 			}
 			return
 		case <-down:
@@ -195,7 +181,7 @@ func (p *pipeline) write() {
 				var err error
 				if cn, err = p.connect(); err != nil {
 					for _, c := range batch {
-						p.settle(c, 0, err)
+						p.settle(c, nil, err)
 					}
 				}
 			}
@@ -216,11 +202,7 @@ func (p *pipeline) write() {
 	}
 }
 
-// connect opens a connection, starts its reader, and sends SCRIPT LOAD for
-// every script ahead of any call. The loads are pipelined, not waited for:
-// a server that is paused now runs them, then the calls behind them, in
-// order when it resumes, so a queued EVALSHA never meets an empty script
-// cache.
+// connect opens a connection and starts its reader.
 func (p *pipeline) connect() (*conn, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.dialTimeout)
 	defer cancel()
@@ -232,12 +214,6 @@ func (p *pipeline) connect() (*conn, error) {
 	cn := &conn{rc: rc, down: make(chan struct{})}
 	p.wg.Add(1)
 	go p.read(cn)
-	loads := make([]*call, len(scripts))
-	due := time.Now().Add(ioTimeoutNoCtx)
-	for i, sc := range scripts {
-		loads[i] = newLoad(sc, due)
-	}
-	cn.send(loads)
 	return cn, nil
 }
 

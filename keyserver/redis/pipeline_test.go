@@ -15,26 +15,11 @@ import (
 
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
-	"github.com/goredlock/goredlock/keyserver/keyservertest"
 	"github.com/goredlock/goredlock/keyserver/redis"
 )
 
 // Tests of the pipelined mode, FromURL's default. The tests in
 // redis_test.go run through it too.
-
-func TestConformancePooled(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	t.Run("FromURL", func(t *testing.T) {
-		keyservertest.Run(t, func(t *testing.T) keyserver.KeyServer {
-			return fromURL(t, node.URL(""), redis.WithPooledConnections())
-		})
-	})
-	t.Run("New", func(t *testing.T) {
-		pool := &redigo.Pool{Dial: func() (redigo.Conn, error) { return redigo.Dial("tcp", node.Addr()) }}
-		defer pool.Close()
-		keyservertest.Run(t, func(t *testing.T) keyserver.KeyServer { return redis.New(pool) })
-	})
-}
 
 // TestRepliesNeverCrossCallers runs 64 callers on one connection, each
 // with answers that depend on its own keys, some of them giving up on
@@ -376,32 +361,4 @@ func TestPipelinedAuthAndTLS(t *testing.T) {
 		assert.Contains(t, err.Error(), "certificate")
 		assert.True(t, errors.Is(err, keyserver.ErrPermanent), "an untrusted certificate: %v", err)
 	})
-}
-
-func TestPermanentErrors(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	do(t, node, "RPUSH", "jobs", "x")
-	for name, s := range map[string]*redis.Server{
-		"pipelined": fromURL(t, node.URL("")),
-		"pooled":    fromURL(t, node.URL(""), redis.WithPooledConnections()),
-	} {
-		_, err := s.Acquire(bg, "jobs", "t", time.Second)
-		require.Error(t, err, name)
-		assert.True(t, errors.Is(err, keyserver.ErrPermanent), "%s: WRONGTYPE: %v", name, err)
-
-		ctx, cancel := context.WithCancel(bg)
-		cancel()
-		_, err = s.Acquire(ctx, "k", "t", time.Second)
-		require.ErrorIs(t, err, context.Canceled, name)
-		assert.False(t, errors.Is(err, keyserver.ErrPermanent), name)
-	}
-	assert.False(t, errors.Is(redis.ErrConnectionLost, keyserver.ErrPermanent))
-	assert.False(t, errors.Is(nil, keyserver.ErrPermanent))
-
-	killed := redistest.Start(t, 1).Nodes[0]
-	s := fromURL(t, killed.URL(""))
-	killed.Kill()
-	_, err := s.Acquire(bg, "k", "t", time.Second)
-	require.Error(t, err)
-	assert.False(t, errors.Is(err, keyserver.ErrPermanent), "a server that is down: %v", err)
 }

@@ -10,8 +10,16 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 )
 
-// The pooled mode runs each call on a connection of its own, taken from a
-// Pool: the caller's (New) or one FromURL makes with WithPooledConnections.
+// pooled is the transport of New, and of FromURL with
+// WithPooledConnections: each call runs on a connection of its own taken
+// from a Pool, the caller's or one FromURL made.
+type pooled struct {
+	redigoPubSub
+	pool Pool
+	own  *redigo.Pool // the pool FromURL made, closed by Close
+}
+
+var _ Transport = (*pooled)(nil)
 
 // newPool returns the pool FromURL makes with WithPooledConnections.
 func newPool(dial func(context.Context) (redigo.Conn, error), maxActive int) *redigo.Pool {
@@ -31,53 +39,73 @@ func newPool(dial func(context.Context) (redigo.Conn, error), maxActive int) *re
 	}
 }
 
-// runPooled runs sc on a pooled connection.
-func (s *Server) runPooled(ctx context.Context, sc *script, keysAndArgs []any) (int64, error) {
-	return s.retryPooled(ctx, func(conn redigo.Conn) (int64, error) {
-		return redigo.Int64(sc.pool.DoContext(ctx, conn, keysAndArgs...))
+// Do runs one command on a connection from the pool.
+func (p *pooled) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
+	words := make([]any, 0, len(cmd)-1+len(keys)+len(args))
+	for _, part := range [][]string{cmd[1:], keys, args} {
+		for _, w := range part {
+			words = append(words, w)
+		}
+	}
+	return p.retry(ctx, func(conn redigo.Conn) (any, error) {
+		reply, err := redigo.DoContext(conn, ctx, cmd[0], words...)
+		if err != nil {
+			return nil, err
+		}
+		return normalize(reply)
 	})
 }
 
-// setNXPooled runs SET key token NX PX ms on a pooled connection, and
-// reports whether it stored token.
-func (s *Server) setNXPooled(ctx context.Context, key, token string, ms int64) (bool, error) {
-	n, err := s.retryPooled(ctx, func(conn redigo.Conn) (int64, error) {
-		reply, err := redigo.DoContext(conn, ctx, "SET", key, token, "NX", "PX", ms)
-		if err != nil || reply == nil {
-			return 0, err
+// normalize turns a redigo reply into the kinds Transport.Do returns.
+func normalize(reply any) (any, error) {
+	switch r := reply.(type) {
+	case []byte:
+		return string(r), nil
+	case []any:
+		for i, e := range r {
+			var err error
+			if r[i], err = normalize(e); err != nil {
+				return nil, err
+			}
 		}
-		if s, ok := reply.(string); !ok || s != "OK" {
-			return 0, fmt.Errorf("unexpected reply %v to SET NX", reply)
-		}
-		return 1, nil
-	})
-	return n == 1, err
+	case redigo.Error:
+		return nil, r
+	}
+	return reply, nil
 }
 
-// retryPooled runs cmd on a pooled connection. A connection that turns out
-// to be broken (the server restarted since it was pooled) is replaced once:
+// Close closes the pool FromURL made; a pool given to New stays open.
+func (p *pooled) Close() error {
+	if p.own != nil {
+		return p.own.Close()
+	}
+	return nil
+}
+
+// retry runs cmd on a pooled connection. A connection that turns out to be
+// broken (the server restarted since it was pooled) is replaced once:
 // running a lock operation twice is harmless (the scripts are idempotent,
 // and a SET NX that had run answers nil the second time, so that Acquire
 // runs its script, which finds its own token).
-func (s *Server) retryPooled(ctx context.Context, cmd func(redigo.Conn) (int64, error)) (int64, error) {
+func (p *pooled) retry(ctx context.Context, cmd func(redigo.Conn) (any, error)) (any, error) {
 	var err error
 	for try := 0; try < 2; try++ {
-		var n int64
-		n, err = s.runOnce(ctx, cmd)
+		var reply any
+		reply, err = p.once(ctx, cmd)
 		if err == nil {
-			return n, nil
+			return reply, nil
 		}
 		if !retryable(ctx, err) {
 			break
 		}
 	}
-	return 0, err
+	return nil, err
 }
 
-func (s *Server) runOnce(ctx context.Context, cmd func(redigo.Conn) (int64, error)) (int64, error) {
-	conn, err := s.pool.GetContext(ctx)
+func (p *pooled) once(ctx context.Context, cmd func(redigo.Conn) (any, error)) (any, error) {
+	conn, err := p.pool.GetContext(ctx)
 	if err != nil {
-		return 0, connecting(err)
+		return nil, connecting(err)
 	}
 	defer conn.Close()
 	return cmd(conn)
@@ -99,3 +127,7 @@ func retryable(ctx context.Context, err error) bool {
 	}
 	return true
 }
+
+// connecting marks a failure to open a connection, so that it reads
+// differently from a call that failed on an open one.
+func connecting(err error) error { return fmt.Errorf("connecting: %w", err) }

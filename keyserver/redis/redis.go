@@ -12,17 +12,29 @@
 //	}
 //	client, err := redlock.New(servers)
 //
+// The Server holds the lock logic once: the Lua scripts, the decoding of
+// their replies, the classification of errors, the waiting line of
+// keyserver.Notifier and its Pub/Sub subscriber, keyserver.Fencer. It
+// reaches Redis through a Transport, a thin adapter over a Redis client:
+// FromURL and New here use redigo, and keyserver/goredis, keyserver/rueidis
+// and keyserver/valkey (modules of their own) adapt the other clients.
+// NewServer takes any Transport.
+//
 // Each operation is one Lua script, so that the owner check and the write
-// are atomic; scripts run by EVALSHA, falling back to EVAL when the
-// server's script cache is empty (after SCRIPT FLUSH). Acquire first sends
-// a plain SET NX, which costs Redis a fraction of a script, and runs its
-// script only when the key exists (so a refused Acquire takes two round
-// trips). Every call honours the context's deadline, which the redlock
-// client sets to its per-server timeout: a paused or unreachable server
-// costs at most that long. A key holding another type of value is
-// reported as an error and left untouched, and marked with
-// keyserver.ErrPermanent, as retrying cannot fix it: errors.Is(err,
-// keyserver.ErrPermanent) tells it from an outage.
+// are atomic. Script digests come from the server (SCRIPT LOAD), so no
+// SHA-1 is computed here and a program that allows only FIPS 140
+// algorithms works: a Server runs each script by its source (EVAL) until it
+// knows the digest, then by the digest (EVALSHA), falling back to the
+// source when a server answers NOSCRIPT (a restart, SCRIPT FLUSH, another
+// node of a Cluster). Acquire, AcquireOrHolder and AcquireInLine first
+// send a plain SET NX, which costs Redis a fraction of a script, and run
+// their script only when the key exists. Every call honours the context's
+// deadline, which the redlock client sets to its per-server timeout: a
+// paused or unreachable server costs at most that long. Failures that
+// retrying cannot fix (a key holding another type of value, a rejected
+// password or permission, a script refused, a certificate not trusted) are
+// marked with keyserver.ErrPermanent, the same for every transport. After
+// Close every call fails with ErrClosed.
 //
 // # Pipelining
 //
@@ -33,11 +45,7 @@
 // passes returns at once; its call still runs, and its reply is read and
 // dropped. Calls reach Redis in the order they were made, so a Release
 // made after an Acquire runs after it even when the Acquire's caller gave
-// up on it, unless the connection broke in between.
-//
-// Each new connection loads the scripts (SCRIPT LOAD) ahead of its first
-// call, without waiting for the answer, so a call queued on a server that
-// is paused runs, as sent, when the server resumes. (Opening a connection
+// up on it, unless the connection broke in between. (Opening a connection
 // with a password, a database or TLS takes a round trip, so a paused
 // server gets a new connection only if it resumes within 5 s.)
 //
@@ -53,51 +61,40 @@
 // New runs each call on a connection of its own taken from the caller's
 // Pool, as FromURL does with WithPooledConnections.
 //
-// # Waiting for a release
+// # Waiting in line
 //
-// A Server is a keyserver.Notifier. Release publishes, from the script that
-// deleted the key, with the key as the message, on a channel in the key's
-// Cluster slot: a key with a hash tag of its own followed by ":released",
-// any other in braces ("{job}:7" on "{job}:7:released", "job" on
-// "{job}:released"). Every Redis key server of this module runs the same
-// script, so releases by any of them wake the waiters of all of them.
-// AcquireOrHolder is Acquire that, when it refuses, also reads the
-// holder's PTTL, so that a waiter never sleeps past an expiry (keys of
-// crashed holders and of other libraries publish nothing), and compares
-// the holder's rank with the caller's, in the same script.
+// A Server is a keyserver.Notifier. A key's waiters stand in a sorted set
+// at keyserver.LineKey(key), all scores 0 so that members, the waiters'
+// promises (keyserver.PromiseOf), sort by rank. A Release that finds
+// waiters promises the key to the first of them for keyserver.ClaimTTL and
+// publishes the promise on a channel named as the line key; a Release with
+// nobody waiting deletes the key and publishes nothing. Every transport
+// runs the same scripts, so the waiters of all of them share one line.
 //
-// Watch runs on one Pub/Sub connection per Server, shared by every waiter
-// of the process: a key's channel is subscribed by its first waiter, at the
-// cost of one round trip, and unsubscribed when its last waiter stops;
-// later waiters of a subscribed key share the subscription at no cost. One
-// reader goroutine serves the connection; waiters cost no goroutine. The
-// connection is opened by the first Watch and dialed as FromURL's others
-// are (password, TLS, client name); New's Server takes it from the caller's
-// Pool instead, and holds it until it breaks or Close is called, so a Pool
-// with MaxActive n leaves n-1 connections for the calls. When the
-// connection breaks (a restart, a network failure) every waiter on it is
-// woken to look at its key again, and the next Watch opens a new one. A
-// connection that goes silent is found by a later Watch: one that finds a
-// request unanswered 5 s past its deadline closes the connection, and one
-// that finds it silent for 5 s sends a PING for the next to check. One
-// caller at a time writes the subscriptions queued by all, so a server that
-// stops reading holds up that caller only, up to the connection's write
-// timeout. Close closes the connection and waits for its reader; later
-// Watch calls fail with ErrClosed, in either mode. (A connection from the
-// caller's Pool cannot be closed under a write in progress: Close then
-// waits for that write, up to the Pool's write timeout.)
+// WatchTurn runs on one Pub/Sub connection per Server, shared by every
+// waiter of the process: a line's channel is subscribed by its first
+// waiter, at the cost of one round trip, and kept for two seconds after
+// its last waiter stopped, so that a contended key does not pay a
+// SUBSCRIBE and an UNSUBSCRIBE per wait. Once subscribed, WatchTurn looks
+// at the key once more (one GET), so that a turn that came before the
+// subscription is not missed. While a key's channel is subscribed,
+// AcquireInLine skips the plain SET NX, which would be refused. The
+// connection is opened by the first WatchTurn (New's Server takes it from
+// the caller's Pool, so a Pool with MaxActive n leaves n-1 connections for
+// the calls); when it breaks (a restart, a network failure) every waiter
+// on it is woken to try again, and the next WatchTurn opens a new one. A
+// subscription unconfirmed for 5 s makes the next WatchTurn replace the
+// connection. Close closes the connection and waits for its reader.
 //
-// In a Redis Cluster, PUBLISH reaches the subscribers of every node, at the
-// price of one message on the cluster bus per node and release. A user
-// whose ACL denies the channels still releases (its waiters wake by TTL),
-// and its Watch fails with an error marked keyserver.ErrPermanent.
+// A user whose ACL denies the channels still releases (its waiters find
+// their turn by trying again), and its WatchTurn fails with an error
+// marked keyserver.ErrPermanent.
 package redis
 
 import (
 	"cmp"
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
@@ -109,25 +106,6 @@ import (
 type Pool interface {
 	GetContext(ctx context.Context) (redigo.Conn, error)
 }
-
-// Server is a KeyServer over one Redis master. It is safe for concurrent
-// use.
-type Server struct {
-	name string
-	pool Pool        // pooled mode: one connection per call
-	pipe *pipeline   // pipelined mode (FromURL): every call on one connection
-	own  bool        // FromURL made the pool or the pipeline: Close closes it
-	sub  *subscriber // Watch's Pub/Sub connection, opened by the first Watch
-
-	mu       sync.RWMutex
-	closed   bool
-	inflight sync.WaitGroup
-}
-
-var (
-	_ keyserver.Fencer   = (*Server)(nil)
-	_ keyserver.Notifier = (*Server)(nil)
-)
 
 // Option configures a Server.
 type Option func(*config)
@@ -154,9 +132,9 @@ func WithDialOptions(opts ...redigo.DialOption) Option {
 }
 
 // WithPooledConnections makes FromURL run each call on a connection of its
-// own from a redigo pool, as it did before pipelining, instead of sharing
-// one pipelined connection: for a proxy in front of Redis that does not
-// allow pipelining, or to compare the two.
+// own from a redigo pool, instead of sharing one pipelined connection: for
+// a proxy in front of Redis that does not allow pipelining, or to compare
+// the two.
 func WithPooledConnections() Option { return func(c *config) { c.pooled = true } }
 
 // WithMaxConnections caps the connections a WithPooledConnections pool
@@ -169,24 +147,35 @@ func WithMaxConnections(n int) Option { return func(c *config) { c.maxActive = n
 // it, calls fail at once with ErrOverloaded. Default 4096.
 func WithMaxPending(n int) Option { return func(c *config) { c.maxPending = n } }
 
-// New returns a Server over pool. The caller keeps ownership of pool. The
-// first Watch takes one more connection from pool for the Server's
-// subscriber and keeps it until it breaks or Close is called (see the
-// package doc).
+// New returns a Server over pool, running each call on a connection of its
+// own. The caller keeps ownership of pool. The first WatchTurn takes one
+// more connection from pool for the Server's subscriber and keeps it until
+// it breaks or Close is called (see the package doc).
 func New(pool Pool, opts ...Option) *Server {
-	c := config{name: "redis"}
-	for _, o := range opts {
-		o(&c)
-	}
-	return &Server{pool: pool, name: c.name, sub: newSubscriber(pool.GetContext, true, connectTimeout)}
+	opts = append([]Option{WithName("redis")}, opts...)
+	return NewServer(&pooled{pool: pool, redigoPubSub: redigoPubSub{get: pool.GetContext, borrowed: true, dialTimeout: connectTimeout}}, opts...)
+}
+
+// pipelined is the transport of FromURL: every call on one connection.
+type pipelined struct {
+	*pipeline
+	redigoPubSub
+}
+
+// Close ends the pipeline: calls still queued fail with ErrClosed.
+func (p pipelined) Close() error {
+	p.pipeline.stop()
+	return nil
 }
 
 // newOwned returns the Server FromURL makes, over connections that dial
 // makes: pipelined, or pooled with WithPooledConnections.
 func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Server, error) {
-	sub := newSubscriber(dial, false, cmp.Or(c.dialTimeout, connectTimeout))
+	sub := redigoPubSub{get: dial, dialTimeout: cmp.Or(c.dialTimeout, connectTimeout)}
+	name := WithName(c.name)
 	if c.pooled {
-		return &Server{pool: newPool(dial, c.maxActive), name: c.name, own: true, sub: sub}, nil
+		pool := newPool(dial, c.maxActive)
+		return NewServer(&pooled{pool: pool, own: pool, redigoPubSub: sub}, name), nil
 	}
 	if c.maxPending == 0 {
 		c.maxPending = defaultMaxPending
@@ -194,161 +183,5 @@ func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Serve
 	if c.maxPending < 1 {
 		return nil, fmt.Errorf("%w: max pending calls %d is below 1", keyserver.ErrInvalidArgument, c.maxPending)
 	}
-	return &Server{pipe: newPipeline(dial, c), name: c.name, own: true, sub: sub}, nil
-}
-
-// Close waits for the calls in flight, which the redlock client may have
-// left running in the background, and then closes the connections if
-// FromURL made them: a call queued behind them fails with ErrClosed, and
-// so does every later call. A pool given to New stays open and usable. In
-// either mode Close also closes the subscriber connection, waking every
-// Watch, and waits for its reader; later Watch calls fail with ErrClosed.
-// It is safe to call more than once.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	already := s.closed
-	if s.own {
-		s.closed = true
-	}
-	s.mu.Unlock()
-	s.sub.close()
-	s.inflight.Wait()
-	if !s.own || already {
-		return nil
-	}
-	if s.pipe != nil {
-		s.pipe.stop()
-		return nil
-	}
-	return s.pool.(*redigo.Pool).Close()
-}
-
-// String returns the server's name.
-func (s *Server) String() string { return s.name }
-
-// Acquire stores key=token for ttl if key is absent, or renews it if it
-// already holds token.
-func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
-		return false, err
-	}
-	// Most calls find the key absent, and a plain SET NX costs Redis a
-	// fraction of a script. Only a key that exists needs the script: it may
-	// hold our token (a retried call), whose TTL the script resets.
-	set, err := s.setNX(ctx, key, token, ttl)
-	if err != nil || set {
-		return set, err
-	}
-	n, err := s.run(ctx, "acquire", setScript, key, [maxArgs]any{key, token, ttl.Milliseconds()}, 3)
-	return n == 1, err
-}
-
-// Extend renews key if it holds token, and stores it again if it is
-// absent.
-func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
-		return false, err
-	}
-	n, err := s.run(ctx, "extend", setScript, key, [maxArgs]any{key, token, ttl.Milliseconds()}, 3)
-	return n == 1, err
-}
-
-// Release deletes key if it holds token.
-func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
-	if err := keyserver.CheckArgs(key, token, 0, false); err != nil {
-		return false, err
-	}
-	n, err := s.run(ctx, "release", delScript, key, [maxArgs]any{key, token}, 2)
-	return n == 1, err
-}
-
-// AcquireFenced is Acquire, and reads key's fence counter, kept under
-// keyserver.FenceKey(key) with no TTL, in the same script.
-func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
-	if err := keyserver.CheckArgs(key, token, ttl, true); err != nil {
-		return false, 0, err
-	}
-	n, err := s.run(ctx, "acquire", fencedScript, key, [maxArgs]any{key, keyserver.FenceKey(key), token, ttl.Milliseconds()}, 4)
-	if err != nil || n < 0 {
-		return false, 0, err
-	}
-	return n&1 == 1, uint64(n >> 1), nil
-}
-
-// RaiseFence sets key's fence counter to fence if it holds less, and
-// returns the counter as it was.
-func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint64, error) {
-	if err := keyserver.CheckArgs(key, "-", 0, false); err != nil {
-		return 0, err
-	}
-	if fence > keyserver.MaxFence {
-		return 0, fmt.Errorf("%w: fence %d of key %q is above %d", keyserver.ErrInvalidArgument, fence, key, uint64(keyserver.MaxFence))
-	}
-	n, err := s.run(ctx, "raise fence", raiseScript, key, [maxArgs]any{keyserver.FenceKey(key), int64(fence)}, 2)
-	if err != nil || n < 0 {
-		return 0, err
-	}
-	return uint64(n), nil
-}
-
-// run runs sc with the first n of args in the Server's mode and returns
-// its integer reply; key names the call in errors.
-func (s *Server) run(ctx context.Context, op string, sc *script, key string, args [maxArgs]any, n int) (int64, error) {
-	if err := s.enter(ctx, op, key); err != nil {
-		return 0, err
-	}
-	defer s.inflight.Done()
-	var (
-		reply int64
-		err   error
-	)
-	if s.pipe != nil {
-		reply, err = s.pipe.do(ctx, sc, args, n)
-	} else {
-		reply, err = s.runPooled(ctx, sc, args[:n])
-	}
-	if err != nil {
-		return 0, describe(s.name, op, key, err)
-	}
-	return reply, nil
-}
-
-// setNX runs SET key token NX PX ttl in the Server's mode, and reports
-// whether it stored token.
-func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if err := s.enter(ctx, "acquire", key); err != nil {
-		return false, err
-	}
-	defer s.inflight.Done()
-	var (
-		set bool
-		err error
-	)
-	if s.pipe != nil {
-		set, err = s.pipe.setNX(ctx, key, token, ttl.Milliseconds())
-	} else {
-		set, err = s.setNXPooled(ctx, key, token, ttl.Milliseconds())
-	}
-	if err != nil {
-		return false, describe(s.name, "acquire", key, err)
-	}
-	return set, nil
-}
-
-// enter counts a call in flight, for Close to wait for, unless the Server
-// is closed or the call has already ended (it then reaches no server).
-// The caller calls s.inflight.Done when it returns nil.
-func (s *Server) enter(ctx context.Context, op, key string) error {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return fmt.Errorf("%s: %s %q: %w", s.name, op, key, ErrClosed)
-	}
-	s.inflight.Add(1)
-	s.mu.RUnlock()
-	if err := ctx.Err(); err != nil {
-		s.inflight.Done()
-		return describe(s.name, op, key, err)
-	}
-	return nil
+	return NewServer(pipelined{newPipeline(dial, c), sub}, name), nil
 }

@@ -2,9 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +12,6 @@ import (
 
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
-	"github.com/goredlock/goredlock/keyserver/keyservertest"
 	"github.com/goredlock/goredlock/keyserver/redis"
 )
 
@@ -43,13 +39,6 @@ func do(t *testing.T, node *redistest.Node, cmd string, args ...any) any {
 	return reply
 }
 
-func TestConformance(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	keyservertest.Run(t, func(t *testing.T) keyserver.KeyServer {
-		return fromURL(t, node.URL(""))
-	})
-}
-
 func TestNewOverCallersPool(t *testing.T) {
 	node := redistest.Start(t, 1).Nodes[0]
 	pool := &redigo.Pool{Dial: func() (redigo.Conn, error) { return redigo.Dial("tcp", node.Addr()) }}
@@ -59,108 +48,13 @@ func TestNewOverCallersPool(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 	require.NoError(t, s.Close(), "Close leaves the caller's pool alone")
-	ok, err = s.Release(bg, "k", "t")
-	require.NoError(t, err)
-	assert.True(t, ok)
-}
-
-func TestWrongTypeKeyIsAnErrorAndLeftAlone(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	s := fromURL(t, node.URL(""))
-	do(t, node, "RPUSH", "jobs", "x")
-	for name, call := range map[string]func() (bool, error){
-		"acquire": func() (bool, error) { return s.Acquire(bg, "jobs", "t", time.Second) },
-		"extend":  func() (bool, error) { return s.Extend(bg, "jobs", "t", time.Second) },
-		"release": func() (bool, error) { return s.Release(bg, "jobs", "t") },
-	} {
-		ok, err := call()
-		assert.False(t, ok, name)
-		require.Error(t, err, name)
-		assert.Contains(t, err.Error(), "WRONGTYPE", name)
-		assert.Contains(t, err.Error(), name, "the error names the operation")
-		assert.Contains(t, err.Error(), node.Addr(), "the error names the server")
-	}
-	assert.Equal(t, "list", do(t, node, "TYPE", "jobs"))
-	assert.Equal(t, int64(1), do(t, node, "LLEN", "jobs"))
-	assert.Equal(t, int64(-1), do(t, node, "PTTL", "jobs"), "no TTL was set on it")
-}
-
-// TestAcquireRunsAScriptOnlyOnAKeyThatExists: an Acquire of an absent key
-// is one SET NX, cheaper for Redis than a script; a key that exists gets
-// the script, which renews the caller's own token and refuses another.
-func TestAcquireRunsAScriptOnlyOnAKeyThatExists(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	for name, s := range map[string]*redis.Server{
-		"pipelined": fromURL(t, node.URL("")),
-		"pooled":    fromURL(t, node.URL(""), redis.WithPooledConnections()),
-	} {
-		key := "k/" + name
-		for i := 0; i < 2; i++ { // opens the connection, and loads the script (EVAL on NOSCRIPT)
-			_, err := s.Acquire(bg, "warm/"+name, "t", time.Second)
-			require.NoError(t, err)
-		}
-		do(t, node, "CONFIG", "RESETSTAT")
-		ok, err := s.Acquire(bg, key, "t", time.Minute)
-		require.NoError(t, err)
-		require.True(t, ok)
-		assert.Equal(t, map[string]int{"set": 1}, lockCalls(t, node), name+": a free key")
-
-		do(t, node, "CONFIG", "RESETSTAT")
-		ok, err = s.Acquire(bg, key, "t", 90*time.Second)
-		require.NoError(t, err)
-		assert.True(t, ok, name+": renewed")
-		assert.InDelta(t, 90_000, do(t, node, "PTTL", key).(int64), 1000, name+": renewed")
-		assert.Equal(t, map[string]int{"set": 2, "evalsha": 1, "get": 1, "pexpire": 1}, lockCalls(t, node), name+": a key of ours")
-
-		ok, err = s.Acquire(bg, key, "u", time.Minute)
-		require.NoError(t, err)
-		assert.False(t, ok, name+": held by another token")
-		assert.Equal(t, []byte("t"), do(t, node, "GET", key))
-
-		do(t, node, "CONFIG", "RESETSTAT")
-		ok, _, err = s.AcquireOrHolder(bg, key+"/w", "t", time.Minute)
-		require.NoError(t, err)
-		require.True(t, ok)
-		assert.Equal(t, map[string]int{"set": 1}, lockCalls(t, node), name+": AcquireOrHolder on a free key")
-	}
-}
-
-// lockCalls returns how many times node ran each of the commands the lock
-// operations use since its statistics were reset, scripts' commands
-// included.
-func lockCalls(t *testing.T, node *redistest.Node) map[string]int {
-	t.Helper()
-	stats, err := redigo.String(do(t, node, "INFO", "commandstats"), nil)
-	require.NoError(t, err)
-	calls := map[string]int{}
-	for _, line := range strings.Split(stats, "\r\n") {
-		var cmd string
-		var n int
-		if _, err := fmt.Sscanf(strings.Replace(line, ":", " ", 1), "cmdstat_%s calls=%d,", &cmd, &n); err != nil {
-			continue
-		}
-		switch cmd {
-		case "set", "get", "pexpire", "del", "evalsha", "eval":
-			calls[cmd] = n
-		}
-	}
-	return calls
-}
-
-func TestScriptFlushIsSurvived(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	s := fromURL(t, node.URL(""))
-	ok, err := s.Acquire(bg, "k", "t", time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok)
-	do(t, node, "SCRIPT", "FLUSH")
-	ok, err = s.Extend(bg, "k", "t", time.Minute)
-	require.NoError(t, err)
-	assert.True(t, ok)
-	do(t, node, "SCRIPT", "FLUSH")
-	ok, err = s.Release(bg, "k", "t")
-	require.NoError(t, err)
-	assert.True(t, ok)
+	_, err = s.Release(bg, "k", "t")
+	assert.ErrorIs(t, err, redis.ErrClosed, "a closed Server refuses every call, whoever owns the pool")
+	conn := pool.Get()
+	defer conn.Close()
+	v, err := redigo.String(conn.Do("GET", "k"))
+	require.NoError(t, err, "the pool is still open")
+	assert.Equal(t, "t", v)
 }
 
 func TestTTLIsSetInMilliseconds(t *testing.T) {
@@ -172,86 +66,6 @@ func TestTTLIsSetInMilliseconds(t *testing.T) {
 	pttl := do(t, node, "PTTL", "k").(int64)
 	assert.InDelta(t, 90_000, pttl, 1000)
 	assert.Equal(t, []byte("t"), do(t, node, "GET", "k"))
-}
-
-func TestRestartedNodeIsRepopulatedByExtend(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	s := fromURL(t, node.URL(""))
-	ok, err := s.Acquire(bg, "k", "t", time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok)
-	node.Restart()
-	assert.Nil(t, do(t, node, "GET", "k"), "restarted empty")
-	// The pool's connection broke with the restart; the call replaces it.
-	ok, err = s.Extend(bg, "k", "t", time.Minute)
-	require.NoError(t, err)
-	assert.True(t, ok)
-	assert.Equal(t, []byte("t"), do(t, node, "GET", "k"))
-}
-
-func TestPausedNodeCostsAtMostTheDeadline(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	s := fromURL(t, node.URL(""))
-	_, err := s.Acquire(bg, "warm", "t", time.Second) // a pooled connection
-	require.NoError(t, err)
-	node.Pause()
-	for _, name := range []string{"pooled connection", "new connection"} {
-		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
-		start := time.Now()
-		_, err = s.Acquire(ctx, "k-"+name, "t", time.Second)
-		took := time.Since(start)
-		cancel()
-		require.Error(t, err, name)
-		assert.True(t, errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout"), "%s: %v", name, err)
-		assert.Less(t, took, time.Second, "%s: a paused server held the call for %v", name, took)
-	}
-	node.Resume()
-}
-
-func TestKilledNodeIsAnError(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	s := fromURL(t, node.URL(""))
-	node.Kill()
-	ctx, cancel := context.WithTimeout(bg, time.Second)
-	defer cancel()
-	_, err := s.Acquire(ctx, "k", "t", time.Second)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "connecting")
-}
-
-func TestPassword(t *testing.T) {
-	node := redistest.Start(t, 1, redistest.WithPassword("s3cret")).Nodes[0]
-	s := fromURL(t, node.URL("s3cret"))
-	ok, err := s.Acquire(bg, "k", "t", time.Second)
-	require.NoError(t, err)
-	assert.True(t, ok)
-
-	for _, pw := range []string{"wrong", ""} {
-		bad := fromURL(t, node.URL(pw))
-		_, err = bad.Acquire(bg, "k", "t", time.Second)
-		require.Error(t, err, "password %q", pw)
-		assert.Contains(t, err.Error(), "authentication failed", "password %q", pw)
-	}
-}
-
-func TestTLS(t *testing.T) {
-	c := redistest.Start(t, 1, redistest.WithTLS())
-	url := c.Nodes[0].URL("")
-	require.True(t, strings.HasPrefix(url, "rediss://"))
-	s := fromURL(t, url, redis.WithDialOptions(redigo.DialTLSConfig(c.TLSConfig())))
-	ok, err := s.Acquire(bg, "k", "t", time.Second)
-	require.NoError(t, err)
-	assert.True(t, ok)
-	ok, err = s.Release(bg, "k", "t")
-	require.NoError(t, err)
-	assert.True(t, ok)
-
-	untrusted := fromURL(t, url)
-	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
-	defer cancel()
-	_, err = untrusted.Acquire(ctx, "k", "t", time.Second)
-	require.Error(t, err, "a certificate from an unknown authority is refused")
-	assert.Contains(t, err.Error(), "certificate")
 }
 
 func TestFromURLRefusesBadURLs(t *testing.T) {

@@ -2,176 +2,191 @@ package redis
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	redigo "github.com/gomodule/redigo/redis"
-
-	"github.com/goredlock/goredlock/internal/redisscript"
+	"github.com/goredlock/goredlock/keyserver"
 )
 
-// The subscriber is what Watch runs on: one Pub/Sub connection per Server,
-// shared by every waiter of the process. A key's channel is subscribed when
-// its first waiter comes and unsubscribed when its last one stops, and one
-// reader goroutine per connection hands the releases Redis publishes to the
-// waiters of the key. Waiters cost a channel and a map entry each, no
-// goroutine and no round trip once their key's channel is subscribed.
+// The subscriber is what WatchTurn runs on: one Pub/Sub connection per
+// Server, subscribed to one channel of the Server's own (turnChannel),
+// whatever the keys and the number of waiters. A waiter's place in a
+// line names that channel, so a release that promises a key to the waiter
+// publishes the turn to the waiter's Server alone: a release costs the
+// same however many processes wait, and the subscription is made once per
+// connection, not once per wait. Waiters cost a channel and a map entry
+// each, and no goroutine: the transport's reader hands each message to the
+// handler, which closes the turn of the waiter named in it.
 //
-// Nothing survives a broken connection: its reader wakes every waiter, who
-// tries again, and the next Watch opens a new connection and subscribes
-// anew. A Redis that restarted may have lost the key it was waiting on, and
-// a release published while no connection was open reached nobody, so a
-// waiter must look at the key again anyway.
+// Nothing survives a broken connection: every waiter is woken, and tries
+// again; the next WatchTurn opens a new connection and subscribes anew. A
+// Redis that restarted may have lost the line, and a turn published while
+// no connection was open reached nobody, so a waiter must look at the key
+// again anyway.
 
-// pingAfter is how long a subscriber connection may stay silent before a
-// Watch sends it a PING: a later Watch then finds the PING overdue if the
-// link is dead, and replaces the connection, rather than trusting it with
-// more waiters.
-const pingAfter = 5 * time.Second
+const (
+	// subscribeOverdue is how long the SUBSCRIBE of a connection may go
+	// unconfirmed before a WatchTurn takes the connection for dead and
+	// replaces it (a black-holed link, a server paused for seconds).
+	subscribeOverdue = 5 * time.Second
+	// contendedFor is how long after a waiter of this process last watched
+	// a key the key counts as contended (see contended).
+	contendedFor = 2 * time.Second
+)
 
 // subscriber is the Pub/Sub side of a Server.
 type subscriber struct {
-	get         func(context.Context) (redigo.Conn, error) // dials, or takes a connection from the caller's Pool
-	borrowed    bool                                       // get takes from the caller's Pool (see abort)
-	dialTimeout time.Duration
-	overdue     time.Duration // as the pipeline's: how long past its due a request may go unanswered
-	pingAfter   time.Duration
+	s       *Server
+	channel string // turnChannel: where the Server's waiters hear their turns
+	overdue time.Duration
 
-	dials atomic.Int64 // connections opened, for tests
-
-	mu         sync.Mutex
-	cn         *subConn           // the open connection, nil when none
-	dialing    chan struct{}      // closed when the dial in progress ends; nil when none
-	cancelDial context.CancelFunc // ends the dial in progress
-	closed     bool
-	wg         sync.WaitGroup // the readers
+	mu      sync.Mutex
+	cn      *subConn      // the open connection, nil when none
+	dialing chan struct{} // closed when the dial in progress ends; nil when none
+	closed  bool
+	watches map[watchKey]map[*turnWatch]struct{}
+	watched map[string]time.Time // when a waiter last watched or stopped watching each key
+	broken  []PubSub             // connections that broke, to close (see Broken)
 }
+
+// watchKey is what a turn names: a key and the promise made on it.
+type watchKey struct{ key, promise string }
 
 // subConn is one subscriber connection. Its fields are guarded by the
-// subscriber's mu, which is never held across I/O: rc's Receive is called
-// by the reader alone, and its Send and Flush by one writer at a time.
+// subscriber's mu, which is never held across I/O.
 type subConn struct {
-	rc       redigo.Conn
-	topics   map[string]*topic // by channel: subscribed, or being subscribed
-	sent     []*request        // queued or written, not yet answered, oldest first
-	outbox   []*request        // queued, not yet written
-	writing  bool              // a caller is writing the outbox (see write)
-	lastRead time.Time
-	dead     bool  // closed or broken: nothing more is queued on it
-	reason   error // why it was closed, when this side closed it
-	aborted  bool  // abort has been called
-	read     bool  // the reader has returned
+	s      *subscriber
+	ps     PubSub
+	sent   time.Time     // when its SUBSCRIBE was sent
+	ready  chan struct{} // closed once Redis confirmed the SUBSCRIBE, or the connection died
+	live   bool          // confirmed
+	dead   bool
+	reason error // why it died
 }
 
-// topic is one subscribed channel and its waiters. A channel that is
-// unsubscribed and subscribed again gets a new topic, so that waiters of
-// the new subscription wait for its own confirmation.
-type topic struct {
-	channel string
-	waiters map[*watch]struct{} // until stopped; woken or not
-	ready   chan struct{}       // closed once Redis confirmed or refused the SUBSCRIBE, or the connection broke
-	err     error               // why it failed; set before ready is closed
-	live    bool                // confirmed: releases are delivered to the waiters
+// turnWatch is one WatchTurn, from its start to its stop.
+type turnWatch struct {
+	at      watchKey
+	cn      *subConn
+	turn    chan struct{}
+	fired   bool // turn is closed
+	stopped bool
 }
 
-// watch is one Watch, from its start to its stop.
-type watch struct {
-	key      string
-	topic    *topic
-	cn       *subConn
-	released chan struct{}
-	fired    bool // released is closed
-	stopped  bool
+func newSubscriber(s *Server) *subscriber {
+	var id [12]byte
+	rand.Read(id[:]) //nolint:errcheck // never fails (crypto/rand)
+	return &subscriber{
+		s:       s,
+		channel: "goredlock:turns:" + hex.EncodeToString(id[:]),
+		overdue: subscribeOverdue,
+		watches: make(map[watchKey]map[*turnWatch]struct{}),
+		watched: make(map[string]time.Time),
+	}
 }
 
-// request is a command written to a subscriber connection, answered in
-// order: Redis confirms each channel of a (UN)SUBSCRIBE, and a PING, with a
-// reply of its own.
-type request struct {
-	cmd     string // SUBSCRIBE, UNSUBSCRIBE or PING
-	channel string
-	topic   *topic    // SUBSCRIBE's
-	due     time.Time // the watchdog measures lateness from it
+// contended reports whether a waiter of this process watches key, or did
+// a moment ago: the key is then most likely held (or promised), and a
+// plain SET NX would only be refused.
+func (s *subscriber) contended(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.watched[key]
+	return ok && (at.IsZero() || time.Since(at) < contendedFor)
 }
 
-// newSubscriber returns the subscriber of a Server whose connections get
-// dials, or takes from the caller's Pool when borrowed.
-func newSubscriber(get func(context.Context) (redigo.Conn, error), borrowed bool, dialTimeout time.Duration) *subscriber {
-	return &subscriber{get: get, borrowed: borrowed, dialTimeout: dialTimeout, overdue: overdueLimit, pingAfter: pingAfter}
-}
-
-// watch starts watching key. It returns once Redis has confirmed the
-// subscription to key's channel, at once when another waiter's confirmation
-// covers it. A watch whose connection broke before the confirmation is
-// tried once more on a new connection.
-func (s *subscriber) watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	channel := redisscript.ReleaseChannel(key)
+// watch starts watching key for a turn promised as promise. It returns
+// once the subscription is confirmed: at once when the Server's connection
+// is already subscribed. A watch whose connection broke before the
+// confirmation is tried once more on a new connection.
+func (s *subscriber) watch(ctx context.Context, key, promise string) (*turnWatch, error) {
 	for retried := false; ; retried = true {
 		cn, err := s.conn(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		s.mu.Lock()
-		writer := s.checkLocked(cn, time.Now())
-		if cn.dead { // closed since conn returned it, or just now as overdue
+		if !cn.live && !cn.dead && time.Since(cn.sent) > s.overdue {
+			s.endLocked(cn, fmt.Errorf("%w: the subscription unconfirmed for %v, so the subscriber connection was closed", ErrConnectionLost, s.overdue))
+			s.broken = append(s.broken, cn.ps)
+		}
+		if cn.dead { // it broke (a refused SUBSCRIBE, say) before a watch was on it
 			s.mu.Unlock()
+			if retried || ctx.Err() != nil || s.s.permanent(cn.reason) {
+				return nil, cn.reason
+			}
 			continue
 		}
-		t := cn.topics[channel]
-		if t == nil {
-			t = &topic{channel: channel, waiters: make(map[*watch]struct{}), ready: make(chan struct{})}
-			cn.topics[channel] = t
-			writer = cn.queueLocked(&request{cmd: "SUBSCRIBE", channel: channel, topic: t, due: due(ctx)}) || writer
+		w := &turnWatch{at: watchKey{key, promise}, cn: cn, turn: make(chan struct{})}
+		ws := s.watches[w.at]
+		if ws == nil {
+			ws = make(map[*turnWatch]struct{})
+			s.watches[w.at] = ws
 		}
-		w := &watch{key: key, topic: t, cn: cn, released: make(chan struct{})}
-		t.waiters[w] = struct{}{}
+		ws[w] = struct{}{}
+		s.watched[key] = time.Time{} // watched now
 		s.mu.Unlock()
-		if writer {
-			s.write(cn)
-		}
 
 		select {
-		case <-t.ready:
+		case <-cn.ready:
 		case <-ctx.Done():
 			s.stop(w)
-			return nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		}
-		if t.err == nil { // set before ready was closed
-			return w.released, func() { s.stop(w) }, nil
+		if cn.live { // set before ready was closed
+			return w, nil
 		}
 		s.stop(w)
-		if retried || !errors.Is(t.err, ErrConnectionLost) || ctx.Err() != nil {
-			return nil, nil, t.err
+		if retried || ctx.Err() != nil || s.s.permanent(cn.reason) {
+			return nil, cn.reason
 		}
 	}
 }
 
-// stop ends w, and unsubscribes its channel when w was its last waiter.
-func (s *subscriber) stop(w *watch) {
+// fire closes w's turn, once.
+func (s *subscriber) fire(w *turnWatch) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	w.fireLocked()
+}
+
+func (w *turnWatch) fireLocked() {
+	if !w.fired {
+		w.fired = true
+		close(w.turn)
+	}
+}
+
+// stop ends w.
+func (s *subscriber) stop(w *turnWatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if w.stopped {
-		s.mu.Unlock()
 		return
 	}
 	w.stopped = true
-	t, cn := w.topic, w.cn
-	delete(t.waiters, w)
-	if len(t.waiters) > 0 || cn.dead || cn.topics[t.channel] != t {
-		s.mu.Unlock()
+	ws := s.watches[w.at]
+	delete(ws, w)
+	if len(ws) > 0 {
 		return
 	}
-	delete(cn.topics, t.channel)
-	writer := cn.queueLocked(&request{cmd: "UNSUBSCRIBE", channel: t.channel, due: time.Now()})
-	s.mu.Unlock()
-	if writer {
-		s.write(cn)
+	delete(s.watches, w.at)
+	now := time.Now()
+	s.watched[w.at.key] = now
+	if len(s.watched) > 1024 { // forget the keys not watched for a while
+		for k, at := range s.watched {
+			if !at.IsZero() && now.Sub(at) >= contendedFor {
+				delete(s.watched, k)
+			}
+		}
 	}
 }
 
-// conn returns the open connection, or opens one. One caller dials at a
-// time, bounded by its context and the dial timeout; the others wait for
+// conn returns the open connection, or opens one and sends its SUBSCRIBE.
+// One caller dials at a time, bounded by its context; the others wait for
 // it, and dial themselves if it failed and their context allows.
 func (s *subscriber) conn(ctx context.Context) (*subConn, error) {
 	for {
@@ -195,57 +210,80 @@ func (s *subscriber) conn(ctx context.Context) (*subConn, error) {
 			}
 		}
 		dialing := make(chan struct{})
-		dctx, cancel := context.WithTimeout(ctx, s.dialTimeout)
-		s.dialing, s.cancelDial = dialing, cancel
+		s.dialing = dialing
+		broken := s.broken
+		s.broken = nil
 		s.mu.Unlock()
-
-		rc, err := s.get(dctx)
-		cancel()
-
+		closeAll(broken)
+		cn, err := s.open(ctx)
 		s.mu.Lock()
-		s.dialing, s.cancelDial = nil, nil
+		s.dialing = nil
 		close(dialing)
-		if s.closed {
-			s.mu.Unlock()
-			if err == nil {
-				rc.Close() //nolint:errcheck // never used
-			}
-			return nil, ErrClosed
-		}
-		if err != nil {
-			s.mu.Unlock()
-			return nil, connecting(err)
-		}
-		cn := &subConn{rc: rc, topics: make(map[string]*topic), lastRead: time.Now()}
-		s.cn = cn
-		s.dials.Add(1)
-		s.wg.Add(1)
-		go s.read(cn)
 		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 		return cn, nil
 	}
 }
 
-// close ends the dial in progress and the open connection, and waits for
-// its reader, which wakes every waiter. Later calls fail with ErrClosed.
+// open opens a connection and subscribes it to the Server's channel.
+// s.dialing must be this caller's.
+func (s *subscriber) open(ctx context.Context) (*subConn, error) {
+	cn := &subConn{s: s, ready: make(chan struct{}), sent: time.Now()}
+	ps, err := s.s.t.PubSub(ctx, cn)
+	if err != nil {
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	s.mu.Lock()
+	cn.ps = ps
+	if s.closed || cn.dead {
+		s.mu.Unlock()
+		ps.Close() //nolint:errcheck // never used
+		if cn.dead {
+			return cn, nil // the caller sees it dead and tries again
+		}
+		return nil, ErrClosed
+	}
+	s.cn = cn
+	s.mu.Unlock()
+	// Bounded by the caller's context too: some clients wait for the
+	// confirmation here. A SUBSCRIBE cut short breaks the connection.
+	if err := ps.Subscribe(ctx, s.channel); err != nil {
+		cn.Broken(err)
+	}
+	return cn, nil
+}
+
+// close closes the open connection, waking every waiter, and makes later
+// watches fail with ErrClosed.
 func (s *subscriber) close() {
 	s.mu.Lock()
 	s.closed = true
-	if s.cancelDial != nil {
-		s.cancelDial()
+	cn := s.cn
+	if cn != nil {
+		s.endLocked(cn, ErrClosed)
 	}
-	if s.cn != nil {
-		s.closeLocked(s.cn, ErrClosed)
-	}
+	broken := s.broken
+	s.broken = nil
 	s.mu.Unlock()
-	s.wg.Wait()
+	if cn != nil {
+		broken = append(broken, cn.ps)
+	}
+	closeAll(broken)
 }
 
-// due is when a request made under ctx is due: its deadline, or for a
-// context without one, the bound the pipeline gives such calls.
-func due(ctx context.Context) time.Time {
-	if d, ok := ctx.Deadline(); ok {
-		return d
+// closeAll closes connections that are of no more use.
+func closeAll(conns []PubSub) {
+	for _, ps := range conns {
+		ps.Close() //nolint:errcheck // of no more use
 	}
-	return time.Now().Add(ioTimeoutNoCtx)
 }
+
+// turnMember is what stands for a waiter in a key's line: its promise,
+// which sorts by rank, then the channel its Server hears turns on.
+func (s *subscriber) turnMember(promise string) string { return promise + s.channel }
+
+// promiseLen is the length of a promise, where a line member's channel
+// begins and a turn's key does.
+const promiseLen = keyserver.TokenLen

@@ -2,91 +2,33 @@ package rueidis_test
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
 	rueidisks "github.com/goredlock/goredlock/keyserver/rueidis"
-	"github.com/goredlock/goredlock/redlock"
 )
 
-// A lock on three independent Redis masters, through the rueidis clients
-// the service already has.
+// A Redis Cluster through rueidis is ONE key server: give redlock.New
+// several independent deployments for a lock that survives failovers. The
+// server shares the client's auto-pipelined connections.
 func Example() {
-	var servers []keyserver.KeyServer
-	for _, addr := range []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"} {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer c.Close()
-		s := rueidisks.New(c) // errors name it by its address
-		defer s.Close()       // runs before c.Close: waits for commands in flight
-		servers = append(servers, s)
-	}
-	client, err := redlock.New(servers)
-	if err != nil {
-		log.Fatal(err)
-	}
-	err = client.Do(context.Background(), "nightly-report", 30*time.Second, func(ctx context.Context) error {
-		return nil // the work; ctx ends if the lock is lost
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-}
-
-// A Sentinel-managed master or a Cluster is one key server: Redlock's
-// independent servers are whole deployments, not their nodes.
-func ExampleNew_sentinel() {
-	c, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress: []string{"10.0.1.1:26379", "10.0.1.2:26379", "10.0.1.3:26379"},
-		Sentinel:    rueidis.SentinelOption{MasterSet: "locks"},
-	})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"10.0.1.1:7000", "10.0.1.2:7000"}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	s := rueidisks.New(c, rueidisks.WithName("locks-eu")) // the master's address would change on failover
-	defer s.Close()
-	_ = s // one of the servers given to redlock.New
-}
+	srv := rueidisks.New(c, redis.WithName("orders-cluster")) // how errors name it
+	defer srv.Close()                                         // first: waits for the calls in flight
 
-// A waiter that was refused watches the key, and sleeps until the release
-// or, when the holder crashed or publishes nothing, until the holder's key
-// has expired. Watching before the attempt misses no release in between.
-// redlock does this itself for a Notifier; this is the one-server view.
-func ExampleServer_Watch() {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"10.0.0.1:6379"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	ok, holder, err := srv.AcquireOrHolder(ctx, "{orders}:export", "my-token", 30*time.Second)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
-	srv := rueidisks.New(c)
-	defer srv.Close()
-	ctx := context.Background()
-	for {
-		released, stop, err := srv.Watch(ctx, "invoices")
-		if err != nil {
-			log.Fatal(err)
-		}
-		ok, holder, err := srv.AcquireOrHolder(ctx, "invoices", "my-token", 10*time.Second)
-		if err != nil || ok {
-			stop()
-			return // granted (or failed)
-		}
-		left := holder.Left
-		if left == 0 {
-			left = 200 * time.Millisecond // a key without a TTL: poll
-		}
-		t := time.NewTimer(left)
-		select {
-		case <-released: // released, or the connection broke: try again
-		case <-t.C: // expired without a release
-		}
-		t.Stop()
-		stop()
-	}
+	fmt.Println(ok, holder.Left)
 }

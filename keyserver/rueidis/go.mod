@@ -5,7 +5,6 @@ go 1.22.0
 require (
 	github.com/goredlock/goredlock v0.0.0
 	github.com/redis/rueidis v1.0.55
-	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
 
@@ -13,7 +12,6 @@ require (
 	github.com/gomodule/redigo v1.9.3 // indirect
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 )
 

@@ -1,6 +1,7 @@
-// Package rueidis is a KeyServer over a rueidis (github.com/redis/rueidis)
-// client, for services that already talk to Redis through rueidis and want
-// their locks on the same auto-pipelined connections and hooks:
+// Package rueidis runs the Redis key server (keyserver/redis) over a
+// rueidis (github.com/redis/rueidis) client, for services that already
+// talk to Redis through rueidis and want their locks on the same
+// auto-pipelined connections and hooks:
 //
 //	var servers []keyserver.KeyServer
 //	for _, c := range []rueidis.Client{c1, c2, c3} { // three independent masters
@@ -22,114 +23,86 @@
 // minority of its servers. For a lock that survives failovers, give
 // redlock.New several independent deployments, not one deployment's nodes.
 //
-// Each operation is one Lua script (the same text as the other Redis key
-// servers, so they share script cache entries), run by EVALSHA and by EVAL
-// when the server's script cache is empty (after a restart or SCRIPT
-// FLUSH). rueidis pipelines the calls of concurrent goroutines onto shared
-// connections by itself. A key holding another type of value is reported as
-// an error and left untouched.
+// This package is only the transport: the scripts, the waiting line, the
+// fencing counters and the classification of errors are keyserver/redis's,
+// the same for every Redis client, and so are the keys. The subscriber
+// runs on one dedicated connection.
 //
-// A Server is a keyserver.Fencer, for redlock.WithFencing: the fence
-// counter of a lock key lives under keyserver.FenceKey(key), in the key's
-// hash slot, so the script that reads it with the vote runs on a Cluster
-// too. The counters are the ones the other Redis key servers keep, so
-// servers of different kinds over one Redis share them.
-//
-// A Server is also a keyserver.Notifier: AcquireOrHolder reports with a
-// refusal how long the holder has left and how it ranks, and Watch tells a waiter when the
-// key is released, over one dedicated connection per Server whatever the
-// number of waiters (see Watch).
-//
-// Every call returns when its context ends. rueidis bounds a command by the
-// context's deadline, but not always by its cancellation: a command that
-// has a connection to itself waits for the deadline, and the commands
-// queued behind it on that connection wait with it. Such commands finish in
-// the background, and Close waits for them.
+// rueidis bounds a command by the context's deadline, but not always by
+// its cancellation, so every call runs detached (redis.Detach): it returns
+// when its context ends, and Close waits for what is still running.
 package rueidis
 
 import (
+	"context"
 	"errors"
-	"sync"
+	"sort"
+	"strings"
 
 	"github.com/redis/rueidis"
 
-	"github.com/goredlock/goredlock/internal/redisscript"
-	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
 )
 
-// Server is a KeyServer over one rueidis client. It is safe for concurrent
-// use.
-type Server struct {
-	client rueidis.Client
-	name   string
-
-	mu       sync.Mutex
-	closed   bool
-	inflight sync.WaitGroup // commands running, also after their call returned
-
-	sub *subscriber // Watch's
+// New returns a key server over client, named after the nodes the client
+// knows unless redis.WithName says otherwise. The caller keeps ownership of
+// client: close the server first, which waits for the calls still in
+// flight, then the client.
+func New(client rueidis.Client, opts ...redis.Option) *redis.Server {
+	return redis.NewServer(redis.Detach(transport{client}), opts...)
 }
 
-var _ keyserver.Fencer = (*Server)(nil)
+// transport is a redis.Transport over a rueidis client.
+type transport struct{ c rueidis.Client }
 
-// Option configures a Server.
-type Option func(*config)
-
-type config struct {
-	name string
-}
-
-// WithName sets how errors name this server, e.g. "orders-redis-1". The
-// default is the address of the nodes the client knows when New is called:
-// the node of a single-node client, the master of a Sentinel client at that
-// moment, the nodes of a Cluster (comma-separated).
-func WithName(name string) Option { return func(c *config) { c.name = name } }
-
-// New returns a Server over client. The caller keeps ownership of client and
-// closes it after the Server's Close has returned.
-func New(client rueidis.Client, opts ...Option) *Server {
-	var c config
-	for _, o := range opts {
-		o(&c)
+// Do runs one command; rueidis routes it in a Cluster by its keys.
+func (t transport) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
+	reply, err := t.c.Do(ctx, t.c.B().Arbitrary(cmd...).Keys(keys...).Args(args...).Build()).ToAny()
+	if rueidis.IsRedisNil(err) {
+		return nil, nil
 	}
-	if c.name == "" {
-		c.name = defaultName(client)
+	return reply, err
+}
+
+// ReplyText reads a rueidis error reply, also wrapped (rueidis.IsRedisErr
+// would not unwrap it).
+func (transport) ReplyText(err error) (string, bool) {
+	var reply *rueidis.RedisError
+	if errors.As(err, &reply) && !reply.IsNil() {
+		return reply.Error(), true
 	}
-	return &Server{client: client, name: c.name, sub: newSubscriber(client)}
+	return "", false
 }
 
-// ErrClosed is returned by calls on a Server whose Close has been called.
-var ErrClosed = errors.New("rueidis key server: closed")
-
-// ErrConnectionLost is returned by a Watch whose subscriber connection
-// broke before Redis confirmed the subscription, twice in a row.
-var ErrConnectionLost = errors.New("rueidis key server: subscriber connection lost")
-
-// String returns the server's name.
-func (s *Server) String() string { return s.name }
-
-// Close waits for the commands still running, including those whose call
-// already returned because its context ended, wakes every waiter of Watch
-// and waits for the subscriber's goroutine, and makes later calls fail
-// with ErrClosed. It does not close the rueidis client, which belongs to
-// the caller. Close the redlock client first (it waits for the calls it left
-// running), then the Server, then the rueidis client. It is safe to call
-// more than once.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.inflight.Wait()
-	s.sub.close()
-	return nil
+// PubSub takes a dedicated connection whose Pub/Sub hooks feed h.
+func (t transport) PubSub(_ context.Context, h redis.PubSubHandler) (redis.PubSub, error) {
+	dc, give := t.c.Dedicate()
+	ends := dc.SetPubSubHooks(rueidis.PubSubHooks{
+		OnMessage:      func(m rueidis.PubSubMessage) { h.Message(m.Channel, m.Message) },
+		OnSubscription: func(s rueidis.PubSubSubscription) { redis.Confirm(h, s.Kind, s.Channel) },
+	})
+	send := redis.Send{
+		Subscribe: func(ctx context.Context, ch string) error {
+			return dc.Do(ctx, dc.B().Subscribe().Channel(ch).Build()).Error()
+		},
+		Unsubscribe: func(ctx context.Context, ch string) error {
+			return dc.Do(ctx, dc.B().Unsubscribe().Channel(ch).Build()).Error()
+		},
+	}
+	return redis.HookedPubSub(h, ends, send, func() { dc.Close(); give() }), nil
 }
 
-// The scripts are parsed once: rueidis.Lua keeps the SHA-1 that EVALSHA
-// needs.
-var (
-	setScript    = rueidis.NewLuaScript(redisscript.Set)
-	delScript    = rueidis.NewLuaScript(redisscript.Del)
-	fencedScript = rueidis.NewLuaScript(redisscript.AcquireFenced)
-	raiseScript  = rueidis.NewLuaScript(redisscript.RaiseFence)
-	holderScript = rueidis.NewLuaScript(redisscript.AcquireOrHolder)
-)
+// Close leaves the caller's client open.
+func (transport) Close() error { return nil }
+
+// String names the server after the nodes the client knows: their
+// addresses, sorted, which carry no credentials.
+func (t transport) String() string {
+	nodes := t.c.Nodes()
+	addrs := make([]string, 0, len(nodes))
+	for addr := range nodes {
+		addrs = append(addrs, addr)
+	}
+	sort.Strings(addrs)
+	return strings.Join(addrs, ",")
+}

@@ -1,0 +1,130 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// The waiting line of keyserver.Notifier. A key's line is a sorted set at
+// keyserver.LineKey(key) whose scores are all 0, so that its members sort
+// by their text: each is a waiter's promise (keyserver.PromiseOf), which
+// sorts by rank, then the Pub/Sub channel of the waiter's Server. It lives
+// keyserver.LineTTL after the last AcquireInLine. A release that finds
+// waiters promises the key to the first (the key holds that promise for
+// keyserver.ClaimTTL) and publishes the turn on that waiter's channel; one
+// with nobody waiting deletes the key and publishes nothing.
+
+// AcquireOrHolder is Acquire that, when another token holds key, also
+// describes the holder: its PTTL (0 for a key without one) and how it
+// ranks, read by the script that refuses.
+func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
+		return false, keyserver.Holder{}, err
+	}
+	if !s.sub.contended(key) {
+		if set, err := s.setNX(ctx, key, token, ttl); err != nil || set {
+			return set, keyserver.Holder{}, err
+		}
+	}
+	return decodeHolder(s.evalAny(ctx, "acquire", holderScript, []string{key}, token, ms(ttl), promise(token)))
+}
+
+// AcquireInLine is AcquireOrHolder for a call that waits its turn: a
+// refused caller takes or keeps its place in key's line, a granted one
+// leaves it, and a key promised to the caller's call is claimed. next, if
+// it carries a rank, takes or keeps its place in line either way: another
+// waiter of this process, which so needs no refused attempt of its own.
+//
+// A key that no waiter of this process watches, or watched a moment ago,
+// is tried first with a plain SET NX, as Acquire does, unless next must
+// join; one that is contended goes to the script at once, as the SET NX
+// would be refused. A refusal reports the waiters ahead of the caller in
+// Holder.Ahead.
+func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
+	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
+		return false, keyserver.Holder{}, err
+	}
+	p, n := keyserver.PromiseOf(token), keyserver.PromiseOf(next)
+	if p == "" && n == "" { // nobody to put in line
+		return s.AcquireOrHolder(ctx, key, token, ttl)
+	}
+	if n == "" && !s.sub.contended(key) {
+		if set, err := s.setNX(ctx, key, token, ttl); err != nil || set {
+			return set, keyserver.Holder{}, err
+		}
+	}
+	member, nextMember := "", ""
+	if p != "" {
+		member = s.sub.turnMember(p)
+	}
+	if n != "" {
+		nextMember = s.sub.turnMember(n)
+	}
+	return decodeHolder(s.evalAny(ctx, "acquire", lineScript, []string{key, keyserver.LineKey(key)},
+		token, ms(ttl), promise(token), lineTTL, member, nextMember))
+}
+
+// decodeHolder reads the reply of holderScript or lineScript: 1 when
+// granted, and otherwise {left, order, ahead} (see holder).
+func decodeHolder(reply any, err error) (bool, keyserver.Holder, error) {
+	if err != nil || reply == int64(1) {
+		return err == nil, keyserver.Holder{}, err
+	}
+	parts, _ := reply.([]any)
+	var n [3]int64
+	for i := range n {
+		if i >= len(parts) {
+			return false, keyserver.Holder{}, fmt.Errorf("unexpected reply %v to a lock script", reply)
+		}
+		n[i], _ = parts[i].(int64)
+	}
+	return false, keyserver.Holder{Left: time.Duration(n[0]) * time.Millisecond, Rank: keyserver.Order(n[1]), Ahead: int(n[2])}, nil
+}
+
+// WatchTurn watches key's line for the waiter ranked as token. It returns
+// once the Server's subscription is confirmed (at once when it already
+// is), and then looks at the key once more (one GET), so that a turn that
+// came between the waiter's refusal and the subscription is not missed: a
+// key promised to the waiter closes turn at once.
+func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
+	if err := keyserver.CheckToken(key, token); err != nil {
+		return nil, nil, err
+	}
+	if err := s.enter(ctx, "watch", key); err != nil {
+		return nil, nil, err
+	}
+	defer s.inflight.Done()
+	p := keyserver.PromiseOf(token)
+	w, err := s.sub.watch(ctx, key, p)
+	if err != nil {
+		return nil, nil, s.fail("watch", key, err)
+	}
+	if p != "" {
+		v, _, err := s.get(ctx, "watch", key)
+		if err != nil {
+			s.sub.stop(w)
+			return nil, nil, err
+		}
+		if v == p {
+			s.sub.fire(w)
+		}
+	}
+	return w.turn, func() { s.sub.stop(w) }, nil
+}
+
+// LeaveLine takes the waiter ranked as token out of key's line, and passes
+// a promise made to it on.
+func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
+	if err := keyserver.CheckToken(key, token); err != nil {
+		return err
+	}
+	p := keyserver.PromiseOf(token)
+	if p == "" {
+		return nil
+	}
+	_, err := s.eval(ctx, "leave line", leaveScript, []string{key, keyserver.LineKey(key)}, s.sub.turnMember(p), p, claimTTL, promiseLenArg)
+	return err
+}

@@ -1,0 +1,196 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// Server is a KeyServer over one Redis master (or one Redis Cluster or
+// Sentinel-watched master, through a client that follows them), reached
+// through a Transport. It is safe for concurrent use.
+type Server struct {
+	t    Transport
+	name string
+	sub  *subscriber
+
+	// digests holds, by script id, the digest SCRIPT LOAD returned.
+	digests []atomic.Pointer[string]
+
+	mu       sync.RWMutex
+	closed   bool
+	inflight sync.WaitGroup
+}
+
+var (
+	_ keyserver.Fencer   = (*Server)(nil)
+	_ keyserver.Notifier = (*Server)(nil)
+)
+
+// ErrClosed is returned by every call on a Server whose Close has been
+// called.
+var ErrClosed = errors.New("redis: server closed")
+
+// NewServer returns a Server over t, which it owns: Close closes it. Of
+// the options only WithName applies; by default the server is named after
+// t when t is a fmt.Stringer with a name (what it connects to: never a
+// password), and "redis" otherwise.
+func NewServer(t Transport, opts ...Option) *Server {
+	c := config{}
+	if n, ok := t.(fmt.Stringer); ok {
+		c.name = n.String()
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.name == "" {
+		c.name = "redis"
+	}
+	s := &Server{t: t, name: c.name, digests: make([]atomic.Pointer[string], len(scripts))}
+	s.sub = newSubscriber(s)
+	return s
+}
+
+// String returns the server's name.
+func (s *Server) String() string { return s.name }
+
+// Close waits for the calls in flight, which the redlock client may have
+// left running in the background, closes the subscriber connection (every
+// WatchTurn's channel is closed) and then the transport. Later calls fail
+// with ErrClosed. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if already {
+		return nil
+	}
+	s.sub.close()
+	s.inflight.Wait()
+	return s.t.Close()
+}
+
+// enter counts a call in flight, for Close to wait for, unless the Server
+// is closed or the call's context has already ended (it then reaches no
+// server). The caller calls s.inflight.Done when enter returns nil.
+func (s *Server) enter(ctx context.Context, op, key string) error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return s.fail(op, key, ErrClosed)
+	}
+	s.inflight.Add(1)
+	s.mu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		s.inflight.Done()
+		return s.fail(op, key, err)
+	}
+	return nil
+}
+
+// eval runs sc on the transport with keys and args, and returns its
+// integer reply.
+func (s *Server) eval(ctx context.Context, op string, sc *script, keys []string, args ...string) (int64, error) {
+	reply, err := s.evalAny(ctx, op, sc, keys, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := reply.(int64)
+	if !ok {
+		return 0, s.fail(op, keys[0], fmt.Errorf("unexpected reply %T to a lock script", reply))
+	}
+	return n, nil
+}
+
+// evalAny runs sc on the transport with keys and args, and returns its
+// reply. It runs the script by the digest SCRIPT LOAD gave for it;
+// until a Server knows that digest, or when a server answers NOSCRIPT (a
+// restart, SCRIPT FLUSH, another node of a Cluster), it sends the source
+// (EVAL, which also loads the script), so that a call queued on a paused
+// server runs as sent when it resumes. A server that refuses SCRIPT LOAD
+// (an ACL, say) gets the source every time.
+func (s *Server) evalAny(ctx context.Context, op string, sc *script, keys []string, args ...string) (any, error) {
+	if err := s.enter(ctx, op, keys[0]); err != nil {
+		return nil, err
+	}
+	defer s.inflight.Done()
+	numKeys := strconv.Itoa(len(keys))
+	d := s.digests[sc.id].Load()
+	var (
+		reply any
+		err   error
+	)
+	if d != nil && *d != "" {
+		reply, err = s.t.Do(ctx, []string{"EVALSHA", *d, numKeys}, keys, args...)
+	}
+	if d == nil || *d == "" || s.noScript(err) {
+		reply, err = s.t.Do(ctx, []string{"EVAL", sc.src, numKeys}, keys, args...)
+	}
+	if err != nil {
+		return nil, s.fail(op, keys[0], err)
+	}
+	if d == nil {
+		s.load(ctx, sc)
+	}
+	return reply, nil
+}
+
+// load asks the server for sc's digest (SCRIPT LOAD), once it has run sc.
+func (s *Server) load(ctx context.Context, sc *script) {
+	reply, err := s.t.Do(ctx, []string{"SCRIPT", "LOAD", sc.src}, nil)
+	if digest, ok := reply.(string); err == nil && ok {
+		s.digests[sc.id].Store(&digest)
+	} else if err != nil && s.permanent(err) {
+		s.digests[sc.id].Store(new(string)) // "": by source from now on
+	}
+}
+
+// noScript reports whether err is Redis's answer to an EVALSHA of a
+// script it does not know.
+func (s *Server) noScript(err error) bool {
+	msg, ok := s.t.ReplyText(err)
+	return ok && strings.HasPrefix(msg, "NOSCRIPT")
+}
+
+// setNX runs SET key token NX PX ttl, the fast path of a lock on a free
+// key, and reports whether it stored token.
+func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if err := s.enter(ctx, "acquire", key); err != nil {
+		return false, err
+	}
+	defer s.inflight.Done()
+	reply, err := s.t.Do(ctx, []string{"SET"}, []string{key}, token, "NX", "PX", ms(ttl))
+	switch {
+	case err != nil:
+		return false, s.fail("acquire", key, err)
+	case reply == nil:
+		return false, nil
+	case reply != "OK":
+		return false, s.fail("acquire", key, fmt.Errorf("unexpected reply %T to SET NX", reply))
+	}
+	return true, nil
+}
+
+// get runs GET key: its value, and whether it exists.
+func (s *Server) get(ctx context.Context, op, key string) (string, bool, error) {
+	reply, err := s.t.Do(ctx, []string{"GET"}, []string{key})
+	if err != nil {
+		return "", false, s.fail(op, key, err)
+	}
+	v, ok := reply.(string)
+	if reply != nil && !ok {
+		return "", false, s.fail(op, key, fmt.Errorf("unexpected reply %T to GET", reply))
+	}
+	return v, ok, nil
+}
+
+// ms writes d in the whole milliseconds Redis takes.
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

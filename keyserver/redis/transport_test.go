@@ -1,0 +1,62 @@
+package redis_test
+
+import (
+	"context"
+	"net/url"
+	"testing"
+
+	redigo "github.com/gomodule/redigo/redis"
+
+	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/keyserver/redis/transporttest"
+)
+
+// targetURL writes a transporttest target as FromURL's URL, with the
+// options its TLS configuration needs.
+func targetURL(target transporttest.Target) (string, []redis.Option) {
+	u := url.URL{Scheme: "redis", Host: target.Addr}
+	if target.Password != "" || target.Username != "" {
+		u.User = url.UserPassword(target.Username, target.Password)
+	}
+	var opts []redis.Option
+	if target.TLS != nil {
+		u.Scheme = "rediss"
+		opts = append(opts, redis.WithDialOptions(redigo.DialTLSConfig(target.TLS)))
+	}
+	return u.String(), opts
+}
+
+func TestTransportPipelined(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
+		u, opts := targetURL(target)
+		return redis.FromURL(u, opts...)
+	})
+}
+
+func TestTransportPooled(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
+		u, opts := targetURL(target)
+		return redis.FromURL(u, append(opts, redis.WithPooledConnections())...)
+	})
+}
+
+// TestTransportCallersPool runs the suite through New, over a pool the
+// test owns, as a caller's.
+func TestTransportCallersPool(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
+		u, _ := targetURL(target)
+		var dialOpts []redigo.DialOption
+		if target.TLS != nil {
+			dialOpts = append(dialOpts, redigo.DialTLSConfig(target.TLS))
+		}
+		pool := &redigo.Pool{
+			DialContext: func(ctx context.Context) (redigo.Conn, error) {
+				return redigo.DialURLContext(ctx, u, dialOpts...)
+			},
+			MaxActive: 16,
+			Wait:      true,
+		}
+		t.Cleanup(func() { pool.Close() })
+		return redis.New(pool), nil
+	})
+}

@@ -1,0 +1,110 @@
+package transporttest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+)
+
+func contextBackground() context.Context { return context.Background() }
+
+// ranked returns a token that carries a rank, as the redlock client's do:
+// call orders the calls (lower is earlier), attempt tells the tokens of
+// one call apart.
+func ranked(call, attempt uint32) string {
+	return fmt.Sprintf("%016x.%08x%024x", 0x19a2b3c4d00+uint64(call), call, attempt)
+}
+
+// counter counts the commands a node runs, scripts' commands included, as
+// Redis's own statistics do (total_commands_processed counts them the same
+// way), leaving out the commands of the count itself.
+type counter struct {
+	t *testing.T
+	n *redistest.Node
+}
+
+// reset starts counting from zero.
+func (c counter) reset() { c.n.MustDo("CONFIG", "RESETSTAT") }
+
+// calls returns the commands run since reset, by name.
+func (c counter) calls() map[string]int {
+	c.t.Helper()
+	stats := redistest.Text(c.n.MustDo("INFO", "commandstats"))
+	calls := map[string]int{}
+	for _, line := range strings.Split(stats, "\r\n") {
+		var cmd string
+		var n int
+		if _, err := fmt.Sscanf(strings.Replace(line, ":", " ", 1), "cmdstat_%s calls=%d,", &cmd, &n); err != nil {
+			continue
+		}
+		if cmd != "config|resetstat" && cmd != "info" {
+			calls[cmd] = n
+		}
+	}
+	return calls
+}
+
+// total returns how many commands ran since reset, and resets.
+func (c counter) total() int {
+	c.t.Helper()
+	n := 0
+	for _, k := range c.calls() {
+		n += k
+	}
+	c.reset()
+	return n
+}
+
+// awaitClosed fails t unless ch is closed within d.
+func awaitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("%s: not within %v", what, d)
+	}
+}
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// must fails t on err.
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// want fails t unless a call returned (want, nil).
+func want(t *testing.T, what string, want bool) func(bool, error) {
+	t.Helper()
+	return func(got bool, err error) {
+		t.Helper()
+		must(t, what, err)
+		if got != want {
+			t.Fatalf("%s = %v, want %v", what, got, want)
+		}
+	}
+}
+
+// eventually retries cond every 20 ms for up to d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+// Package valkey runs the Redis key server (keyserver/redis) over a
+// valkey-go (github.com/valkey-io/valkey-go) client, for Valkey, the
+// Linux Foundation's fork of Redis, or for Redis itself:
+//
+//	var servers []keyserver.KeyServer
+//	for _, c := range []valkey.Client{c1, c2, c3} { // three independent masters
+//		s := valkeyks.New(c)
+//		defer s.Close() // before c.Close: waits for calls still in flight
+//		servers = append(servers, s)
+//	}
+//	client, err := redlock.New(servers)
+//
+// Import it under another name than valkey-go's own package (the examples
+// use valkeyks). Any valkey.Client counts as ONE key server, as with
+// keyserver/rueidis, whose client valkey-go was forked from: a single node,
+// a Sentinel-managed master or a Cluster, each replicating asynchronously,
+// so give redlock.New several independent deployments for locks that
+// survive failovers.
+//
+// This package is only the transport, and shows what adding a Redis client
+// costs: the scripts, the waiting line, the fencing counters and the
+// classification of errors are keyserver/redis's, and so are the keys, so
+// locks taken through valkey-go and through the other clients exclude each
+// other. Every call runs detached (redis.Detach), as valkey-go, like
+// rueidis, bounds a command by its context's deadline but not always by
+// its cancellation; Close waits for what is still running.
+package valkey
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/goredlock/goredlock/keyserver/redis"
+)
+
+// New returns a key server over client, named after the nodes the client
+// knows unless redis.WithName says otherwise. The caller keeps ownership of
+// client: close the server first, then the client.
+func New(client valkey.Client, opts ...redis.Option) *redis.Server {
+	return redis.NewServer(redis.Detach(&transport{client}), opts...)
+}
+
+// transport is a redis.Transport over a valkey-go client.
+type transport struct{ client valkey.Client }
+
+// Do builds the command from its words, keys marked for Cluster routing.
+func (t *transport) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
+	built := t.client.B().Arbitrary(cmd...).Keys(keys...).Args(args...).Build()
+	v, err := t.client.Do(ctx, built).ToAny()
+	if valkey.IsValkeyNil(err) {
+		err = nil // an absent key: v is nil
+	}
+	return v, err
+}
+
+// ReplyText finds a Valkey error reply in err's chain.
+func (*transport) ReplyText(err error) (string, bool) {
+	var e *valkey.ValkeyError
+	ok := errors.As(err, &e) && !e.IsNil()
+	if !ok {
+		return "", false
+	}
+	return e.Error(), true
+}
+
+// PubSub dedicates a connection to the subscriber; its hooks feed h.
+func (t *transport) PubSub(_ context.Context, h redis.PubSubHandler) (redis.PubSub, error) {
+	conn, release := t.client.Dedicate()
+	hooks := valkey.PubSubHooks{
+		OnMessage:      func(m valkey.PubSubMessage) { h.Message(m.Channel, m.Message) },
+		OnSubscription: func(s valkey.PubSubSubscription) { redis.Confirm(h, s.Kind, s.Channel) },
+	}
+	do := func(ctx context.Context, cmd valkey.Completed) error { return conn.Do(ctx, cmd).Error() }
+	return redis.HookedPubSub(h, conn.SetPubSubHooks(hooks), redis.Send{
+		Subscribe:   func(ctx context.Context, ch string) error { return do(ctx, conn.B().Subscribe().Channel(ch).Build()) },
+		Unsubscribe: func(ctx context.Context, ch string) error { return do(ctx, conn.B().Unsubscribe().Channel(ch).Build()) },
+	}, func() {
+		conn.Close()
+		release()
+	}), nil
+}
+
+// Close leaves the caller's client open.
+func (*transport) Close() error { return nil }
+
+// String lists the addresses of the nodes the client knows, which carry
+// no credentials: the server's default name.
+func (t *transport) String() string {
+	return strings.Join(slices.Sorted(maps.Keys(t.client.Nodes())), ",")
+}
