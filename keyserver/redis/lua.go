@@ -143,17 +143,17 @@ if ARGV[5] ~= '' then
 end
 ` + holder)
 
-	// releaseScript is Release: if the key holds the token or the
-	// caller's promise, the key is handed over to the next waiter or
-	// deleted. KEYS: key, line. ARGV: token, promise, claim TTL, promise
-	// length. Returns 1, or 0 when another value holds the key or none
-	// does.
+	// releaseScript is Release: if the key holds the token itself (not a
+	// promise to the token's call, which a failed attempt's clean-up must
+	// not give away: see keyserver.Notifier), the key is handed over to
+	// the next waiter or deleted. KEYS: key, line. ARGV: token, claim TTL,
+	// promise length. Returns 1, or 0 when another value holds the key or
+	// none does.
 	releaseScript = newScript(handOver + `
-local v = redis.call('GET', KEYS[1])
-if v ~= ARGV[1] and v ~= ARGV[2] then
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
-handOver(ARGV[3], ARGV[4])
+handOver(ARGV[2], ARGV[3])
 return 1
 `)
 

@@ -32,14 +32,14 @@ func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	return n == 1, err
 }
 
-// Release lets go of key if it holds token (or is promised to token's
-// call): the key is promised to the first waiter in its line, which is
-// told, or deleted when nobody waits.
+// Release lets go of key if it holds token itself: the key is promised to
+// the first waiter in its line, which is told, or deleted when nobody
+// waits.
 func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release", releaseScript, []string{key, keyserver.LineKey(key)}, token, promise(token), claimTTL, promiseLenArg)
+	n, err := s.eval(ctx, "release", releaseScript, []string{key, keyserver.LineKey(key)}, token, claimTTL, promiseLenArg)
 	return n == 1, err
 }
 
