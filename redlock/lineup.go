@@ -122,13 +122,6 @@ func (c *Client) leaveLineup(q *lineup, w *waiting) {
 	}
 }
 
-// front reports whether w is the front of q.
-func (q *lineup) front(w *waiting) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.calls) > 0 && q.calls[0] == w
-}
-
 // next returns the rank of the first call behind w that no attempt has
 // put in the servers' lines yet, and marks it put there: the attempt w is
 // about to make will; that call is woken to wait there.

@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,10 +202,4 @@ func TestRedisNodeRestartedEmptyDuringContention(t *testing.T) {
 	t.Logf("%d grants, %d overlaps, a node restarted empty after 1 s", grants, overlaps)
 	assert.Zero(t, overlaps, "two holders at once")
 	assert.Greater(t, grants, int64(100), "the lock stopped moving")
-}
-
-// percentiles returns the 50th and 99th percentiles and the maximum of ds.
-func percentiles(ds []time.Duration) (p50, p99, top time.Duration) {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2], ds[len(ds)*99/100], ds[len(ds)-1]
 }
