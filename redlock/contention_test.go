@@ -140,6 +140,8 @@ func TestNoLostWakeUp(t *testing.T) {
 	l, err := waiter.Acquire(bg, "job", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, t0, fc.Now(), "granted without the clock moving")
+	rival.bg.Wait() // the calls not waited for
+	waiter.bg.Wait()
 	assert.Equal(t, 2, servers[0].Count(static.OpAcquire)-1, "the waiter's attempts: refused, then granted")
 	require.NoError(t, l.Release(bg))
 }
