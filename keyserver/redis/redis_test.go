@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -108,4 +109,31 @@ func TestCloseWaitsForCallsThenRefuses(t *testing.T) {
 	_, err = s.Acquire(bg, "k", "t", time.Second)
 	require.ErrorIs(t, err, redis.ErrClosed)
 	require.NoError(t, s.Close(), "a second Close")
+}
+
+// TestZeroServerFailsWithoutPanic: a Server that was not made by a
+// constructor answers every call with ErrInvalidArgument; it used to panic,
+// in a goroutine of the client's.
+func TestZeroServerFailsWithoutPanic(t *testing.T) {
+	var s redis.Server
+	ctx := context.Background()
+	token := "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef"
+	for what, call := range map[string]func() error{
+		"Acquire":         func() error { _, err := s.Acquire(ctx, "k", token, time.Second); return err },
+		"Extend":          func() error { _, err := s.Extend(ctx, "k", token, time.Second); return err },
+		"Release":         func() error { _, err := s.Release(ctx, "k", token); return err },
+		"AcquireOrHolder": func() error { _, _, err := s.AcquireOrHolder(ctx, "k", token, time.Second); return err },
+		"AcquireInLine":   func() error { _, _, err := s.AcquireInLine(ctx, "k", token, time.Second, ""); return err },
+		"WatchTurn":       func() error { _, _, err := s.WatchTurn(ctx, "k", token); return err },
+		"LeaveLine":       func() error { return s.LeaveLine(ctx, "k", token) },
+		"AcquireFenced":   func() error { _, _, err := s.AcquireFenced(ctx, "k", token, time.Second); return err },
+		"RaiseFence":      func() error { _, err := s.RaiseFence(ctx, "k", 1); return err },
+	} {
+		if err := call(); !errors.Is(err, keyserver.ErrInvalidArgument) {
+			t.Errorf("%s on a zero Server = %v, want ErrInvalidArgument", what, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close of a zero Server = %v", err)
+	}
 }

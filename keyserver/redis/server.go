@@ -66,6 +66,9 @@ func (s *Server) String() string { return s.name }
 // WatchTurn's channel is closed) and then the transport. Later calls fail
 // with ErrClosed. It is safe to call more than once.
 func (s *Server) Close() error {
+	if s.t == nil {
+		return nil // a zero Server holds nothing
+	}
 	s.mu.Lock()
 	already := s.closed
 	s.closed = true
@@ -78,10 +81,17 @@ func (s *Server) Close() error {
 	return s.t.Close()
 }
 
+// errZeroServer is what every call of a Server that was not made by New,
+// FromURL or NewServer returns, instead of panicking.
+var errZeroServer = fmt.Errorf("redis: %w: a Server must be made by New, FromURL or NewServer", keyserver.ErrInvalidArgument)
+
 // enter counts a call in flight, for Close to wait for, unless the Server
 // is closed or the call's context has already ended (it then reaches no
 // server). The caller calls s.inflight.Done when enter returns nil.
 func (s *Server) enter(ctx context.Context, op, key string) error {
+	if s.t == nil {
+		return errZeroServer
+	}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()

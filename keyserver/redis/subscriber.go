@@ -92,6 +92,9 @@ func newSubscriber(s *Server) *subscriber {
 // a moment ago: the key is then most likely held (or promised), and a
 // plain SET NX would only be refused.
 func (s *subscriber) contended(key string) bool {
+	if s == nil { // a zero Server, whose calls fail
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at, ok := s.watched[key]
@@ -282,7 +285,12 @@ func closeAll(conns []PubSub) {
 
 // turnMember is what stands for a waiter in a key's line: its promise,
 // which sorts by rank, then the channel its Server hears turns on.
-func (s *subscriber) turnMember(promise string) string { return promise + s.channel }
+func (s *subscriber) turnMember(promise string) string {
+	if s == nil { // a zero Server, whose calls fail
+		return promise
+	}
+	return promise + s.channel
+}
 
 // promiseLen is the length of a promise, where a line member's channel
 // begins and a turn's key does.
