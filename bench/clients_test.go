@@ -147,7 +147,9 @@ func TestCaseDealsOverIndependentClients(t *testing.T) {
 		return l, nil
 	}}
 	w := workload{name: "8c-64-one-key", goroutines: 64, oneKey: true, clients: 8}
-	if _, err := runCase(context.Background(), p, w, []string{nodes[0].addr}, settings{}, timing{duration: 50 * time.Millisecond}, counters, "test"); err != nil {
+	// Long enough for every goroutine to run on a busy machine: a locker
+	// that the goroutines were not dealt to gets no call however long.
+	if _, err := runCase(context.Background(), p, w, []string{nodes[0].addr}, settings{}, timing{duration: 2 * time.Second}, counters, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if len(opened) != 8 {
