@@ -195,6 +195,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		return nil, err
 	}
 	defer c.exit()
+	if err := c.checkIdentities(ctx, a.timeout); err != nil {
+		return nil, err
+	}
 	a.attempts++
 	if !a.kept { // a fresh token: no earlier call of it to wait for
 		token, err := o.newToken(a.rank)

@@ -28,6 +28,8 @@ type Client struct {
 	// releases); lineups the waiting calls by key (*lineup).
 	released releases
 	lineups  sync.Map
+	// identities tells servers that reach one store (see identities).
+	identities identities
 
 	// closing ends when Close begins: calls that wait for a lock stop
 	// waiting, and Do and DoOrSkip end fn's context and release.
@@ -91,6 +93,7 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 		health:    health{failures: make([]atomic.Int64, len(servers))},
 	}
 	c.closing, c.stopClosing = context.WithCancel(context.Background())
+	c.identities.init(c.servers)
 	for i, s := range servers {
 		if _, ok := s.(keyserver.Notifier); ok {
 			c.notifiers = append(c.notifiers, i)

@@ -612,3 +612,29 @@ func TestLongNamesAreRefusedWithoutQuotingThem(t *testing.T) {
 	_, err = c.TryAcquire(bg, strings.Repeat("y", MaxNameLen), ttl3)
 	require.NoError(t, err, "a name of MaxNameLen bytes")
 }
+
+// identified is a key server that says which store it reaches.
+type identified struct {
+	keyserver.KeyServer
+	id string
+}
+
+func (s identified) ServerID(context.Context) (string, error) { return s.id, nil }
+
+func TestOneStoreReachedTwiceIsRefused(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	ks := []keyserver.KeyServer{identified{servers[0], "a"}, identified{servers[1], "b"}, identified{servers[2], "a"}}
+	c := testClient(t, fc, ks)
+	_, err := c.Acquire(bg, "job", ttl3)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "key servers 0 and 2 reach the same store")
+	assert.Zero(t, servers.Count(static.OpAcquire), "no vote was asked")
+	_, err = c.TryAcquire(bg, "job", ttl3)
+	require.ErrorIs(t, err, ErrInvalidArgument, "and every later call")
+
+	distinct := testClient(t, fc, []keyserver.KeyServer{identified{servers[0], "a"}, identified{servers[1], "b"}, identified{servers[2], "c"}})
+	l, err := distinct.Acquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(bg))
+}

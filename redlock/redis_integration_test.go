@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"net"
 	"errors"
 	"sort"
 	"sync"
@@ -262,4 +263,27 @@ func TestRedisKeepAliveLossSignalledBeforeUntil(t *testing.T) {
 	assert.True(t, lostAt.Before(l.Until()), "signalled %v after Until", lostAt.Sub(l.Until()))
 	require.ErrorIs(t, <-kept, redlock.ErrLockLost)
 	require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
+}
+
+// TestRedisOneRedisUnderTwoURLsIsRefused: two URLs that name one Redis
+// differently would let it vote twice; the client asks each server's run
+// id and refuses.
+func TestRedisOneRedisUnderTwoURLsIsRefused(t *testing.T) {
+	cluster := redistest.Start(t, 2)
+	_, port, err := net.SplitHostPort(cluster.Nodes[0].Addr())
+	require.NoError(t, err)
+	var servers []keyserver.KeyServer
+	for _, u := range []string{cluster.Nodes[0].URL(""), "redis://localhost:" + port, cluster.Nodes[1].URL("")} {
+		s, err := redis.FromURL(u)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		servers = append(servers, s)
+	}
+	c, err := redlock.New(servers)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	_, err = c.Acquire(context.Background(), "twice", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "key servers 0 and 1 reach the same store")
+	assert.Empty(t, get(t, cluster.Nodes[0], "twice"), "no vote was asked")
 }

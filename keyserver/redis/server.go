@@ -202,5 +202,31 @@ func (s *Server) get(ctx context.Context, op, key string) (string, bool, error) 
 	return v, ok, nil
 }
 
+var _ keyserver.Identifier = (*Server)(nil)
+
+// ServerID returns the run id of the Redis this Server reaches (INFO
+// server), so that a client can tell two Servers of one Redis apart from
+// two Redis. In a Cluster it is the run id of the node that answered.
+func (s *Server) ServerID(ctx context.Context) (string, error) {
+	if err := s.enter(ctx, "server id", ""); err != nil {
+		return "", err
+	}
+	defer s.inflight.Done()
+	reply, err := s.t.Do(ctx, []string{"INFO"}, nil, "server")
+	if err != nil {
+		return "", s.fail("server id", "", err)
+	}
+	info, ok := reply.(string)
+	if !ok {
+		return "", s.fail("server id", "", fmt.Errorf("unexpected reply %T to INFO", reply))
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok && id != "" {
+			return id, nil
+		}
+	}
+	return "", s.fail("server id", "", errors.New("INFO server has no run_id"))
+}
+
 // ms writes d in the whole milliseconds Redis takes.
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
