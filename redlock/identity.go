@@ -18,9 +18,9 @@ import (
 type identities struct {
 	settled atomic.Bool // every Identifier answered, or two were one store
 	mu      sync.Mutex
-	ids  []string // by server; "" until it answered (or when it cannot tell)
-	left int      // Identifiers that have not answered yet
-	err  error
+	ids     []string // by server; "" until it answered (or when it cannot tell)
+	left    int      // Identifiers that have not answered yet
+	err     error
 }
 
 // init sets id up for servers.

@@ -2,8 +2,8 @@ package redlock_test
 
 import (
 	"context"
-	"net"
 	"errors"
+	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
