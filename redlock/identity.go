@@ -16,7 +16,7 @@ import (
 // ErrInvalidArgument. A server that does not answer is asked again by
 // the next call.
 type identities struct {
-	settled atomic.Bool // every Identifier answered, or two were one store
+	settled atomic.Bool // every Identifier answered, and no two were one store
 	mu      sync.Mutex
 	ids     []string // by server; "" until it answered (or when it cannot tell)
 	left    int      // Identifiers that have not answered yet
@@ -38,7 +38,7 @@ func (id *identities) init(servers []keyserver.KeyServer) {
 // two of them reach one store.
 func (c *Client) checkIdentities(ctx context.Context, timeout time.Duration) error {
 	id := &c.identities
-	if id.settled.Load() && id.err == nil {
+	if id.settled.Load() {
 		return nil
 	}
 	id.mu.Lock()
