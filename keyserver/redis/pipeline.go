@@ -40,8 +40,9 @@ type pipeline struct {
 	dialTimeout time.Duration // bound on opening a connection
 	callTimeout time.Duration // bound on a call whose context has no deadline
 
-	pending atomic.Int64 // calls queued, sent or unanswered: abandoned ones too
-	dials   atomic.Int64 // connections opened
+	pending    atomic.Int64 // calls queued, sent or unanswered: abandoned ones too
+	dials      atomic.Int64 // connections opened
+	connecting atomic.Bool  // the writer is opening a connection
 
 	mu    sync.Mutex
 	queue []*call       // waiting for the writer, in call order
@@ -102,6 +103,9 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(waiting, abandoned) {
+			if p.connecting.Load() { // say why nothing answered
+				return nil, fmt.Errorf("still connecting: %w", ctx.Err())
+			}
 			return nil, ctx.Err() // the reader recycles c when its reply comes
 		}
 		<-c.done // answered as the context ended: take the answer
@@ -179,7 +183,10 @@ func (p *pipeline) write() {
 		if len(batch) > 0 {
 			if cn == nil {
 				var err error
-				if cn, err = p.connect(); err != nil {
+				p.connecting.Store(true)
+				cn, err = p.connect()
+				p.connecting.Store(false)
+				if err != nil {
 					for _, c := range batch {
 						p.settle(c, nil, err)
 					}

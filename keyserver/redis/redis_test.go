@@ -137,3 +137,20 @@ func TestZeroServerFailsWithoutPanic(t *testing.T) {
 		t.Errorf("Close of a zero Server = %v", err)
 	}
 }
+
+// TestRedissToAPlainServer: rediss:// to a Redis that does not serve TLS
+// never finishes the handshake; the call says it was still connecting, and
+// Close does not wait for the handshake's own timeout (5 s).
+func TestRedissToAPlainServer(t *testing.T) {
+	cluster := redistest.Start(t, 1)
+	s, err := redis.FromURL("rediss://" + cluster.Nodes[0].Addr())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = s.Acquire(ctx, "k", "t", time.Second)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "still connecting")
+	start := time.Now()
+	require.NoError(t, s.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close waited for the TLS handshake's timeout")
+}

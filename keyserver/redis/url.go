@@ -3,6 +3,8 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
@@ -62,8 +64,13 @@ func FromURL(rawurl string, opts ...Option) (*Server, error) {
 	if c.maxActive < 1 {
 		return nil, fmt.Errorf("%w: max connections %d is below 1", keyserver.ErrInvalidArgument, c.maxActive)
 	}
-	dialOpts := append(u.dialOptions(), c.dialOpts...)
+	// Clipped: redigo appends to the options of each dial, and dials run
+	// concurrently.
+	dialOpts := slices.Clip(append(append(u.dialOptions(), guardedDialer(u.dialTimeout)), c.dialOpts...))
+	tls := strings.HasPrefix(rawurl, "rediss:")
 	return newOwned(c, func(ctx context.Context) (redigo.Conn, error) {
-		return redigo.DialURLContext(ctx, rawurl, dialOpts...)
+		return guarded(ctx, tls, func(ctx context.Context) (redigo.Conn, error) {
+			return redigo.DialURLContext(ctx, rawurl, dialOpts...)
+		})
 	})
 }

@@ -1,0 +1,57 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+)
+
+// redigo bounds a TLS handshake by its own timeout, not by the dial's
+// context: a server that accepts the connection and never answers the
+// handshake (a plain Redis under rediss://) held a dial, and Close, until
+// that timeout. The dialer FromURL gives redigo closes the connection it is
+// making as soon as the dial's context ends, which Close's does.
+
+// dialGuardKey carries a dial's guard in its context.
+type dialGuardKey struct{}
+
+// dialGuard holds, for one dial, what stops the watch of its connection.
+type dialGuard struct{ stop func() bool }
+
+// guardedDialer returns the net dialer FromURL gives redigo: it dials as
+// redigo would, and closes the connection when the dial's context ends
+// before the dial (handshake and AUTH included) returns.
+func guardedDialer(timeout time.Duration) redigo.DialOption {
+	d := net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
+	return redigo.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if g, ok := ctx.Value(dialGuardKey{}).(*dialGuard); ok {
+			g.stop = context.AfterFunc(ctx, func() { c.Close() }) //nolint:errcheck // abandoned
+		}
+		return c, nil
+	})
+}
+
+// guarded runs dial under a guard (see guardedDialer). A dial that its
+// context ended says so, and that a TLS server was expected when it was.
+func guarded(ctx context.Context, tls bool, dial func(context.Context) (redigo.Conn, error)) (redigo.Conn, error) {
+	g := &dialGuard{}
+	rc, err := dial(context.WithValue(ctx, dialGuardKey{}, g))
+	if g.stop != nil {
+		g.stop()
+	}
+	if err != nil && ctx.Err() != nil {
+		err = errors.Join(ctx.Err(), err)
+		if tls {
+			err = fmt.Errorf("the TLS handshake did not finish (does the server serve TLS, as rediss:// asks?): %w", err)
+		}
+	}
+	return rc, err
+}
