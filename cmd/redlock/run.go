@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -215,8 +216,10 @@ func (f *firstAttempt) failed(ctx context.Context, op, _ string, server int, err
 		return
 	}
 	f.seen[server] = true
-	msg := fmt.Sprintf("redlock: server %d of %d (%s) failed the first attempt: %v",
-		server+1, len(f.t.addrs), f.t.serverName(server), err)
+	// The key server's errors start with its host:port already.
+	addr := f.t.serverName(server)
+	msg := fmt.Sprintf("redlock: server %s failed the first attempt: %s",
+		addr, strings.TrimPrefix(err.Error(), addr+": "))
 	if f.live {
 		f.t.say(msg)
 		return
