@@ -38,7 +38,10 @@
 //	                   declared lost a little before the TTL runs out.
 //	--wait D           how long to keep trying while the lock is held elsewhere
 //	                   [0: one attempt]. Attempts are spaced 100ms, doubling up to
-//	                   about 1s. Servers failing are retried within --wait too.
+//	                   about 1s. Servers failing are retried within --wait too,
+//	                   but not failures that retrying cannot fix (a rejected
+//	                   password, a key of the wrong type): these end it at once
+//	                   with status 69.
 //	--skip             when the lock is (still, after --wait) held elsewhere, say so
 //	                   on stderr and exit 0 without running COMMAND: for a job that
 //	                   every host starts and one should do. Servers that do not
@@ -49,6 +52,8 @@
 //	--grace D          after the lock is lost, time between SIGTERM and SIGKILL to
 //	                   COMMAND [10s].
 //
+// A server that fails the first attempt (down, or rejecting the password)
+// gets a line on stderr, even when the other servers grant the lock.
 // A URL's password never appears in the tool's messages; percent-encode
 // % / ? # @ in it. A rediss:// server is verified against the system's
 // certificate authorities; SSL_CERT_FILE or SSL_CERT_DIR add a private one.
@@ -76,8 +81,9 @@
 // Signals reach COMMAND's process only, not its children: a shell script
 // should exec its last command, or trap the signal and pass it on. In the
 // foreground of a terminal, Ctrl-C reaches COMMAND from the terminal and
-// again from redlock, so COMMAND sees SIGINT twice. On Linux, if redlock itself is killed (SIGKILL), the kernel sends COMMAND
-// SIGTERM: nothing keeps the lock alive any more.
+// again from redlock, so COMMAND sees SIGINT twice. On Linux, if redlock
+// itself is killed (SIGKILL), the kernel sends COMMAND SIGTERM: nothing
+// keeps the lock alive any more.
 //
 // If the lock is lost while COMMAND runs (the servers stopped answering
 // for most of a TTL, or another holder took it), redlock sends COMMAND
@@ -94,19 +100,30 @@
 // (PTTL and GET, over a connection of its own to each server, at most 2s
 // each) and never prints a token.
 //
+// # redlock help, redlock --version
+//
+// redlock help (or redlock -h) prints this manual; redlock help run and
+// redlock run -h, redlock help status and redlock status -h, a subcommand's
+// flags. redlock --version (or redlock version) prints the module version
+// the binary was built from, "(devel)" for a build from a checkout.
+//
 // # Exit status
 //
-//	0        run: COMMAND exited 0, or --skip skipped it; status: no quorum holds NAME
+//	0        run: COMMAND exited 0, or --skip skipped it; status: no quorum holds NAME;
+//	         help and --version
 //	1        status: a quorum of servers holds NAME with one token
 //	N        run: COMMAND's exit status; 128+N when signal N ended it
 //	64       usage: bad flags, missing NAME, "--" or COMMAND, no servers, a bad URL;
 //	         one line on stderr, and no server was contacted
-//	69       too few servers answered: run could not take the lock (never a skip);
-//	         status could not tell, as the servers that did not answer could
-//	         complete a quorum
+//	69       too few servers answered: run could not take the lock (never a skip),
+//	         or failed at once on an error retrying cannot fix; status could not
+//	         tell, as the servers that failed could complete a quorum
 //	70       run: the lock was lost while COMMAND ran, or a quorum of servers no
 //	         longer held it when COMMAND ended
 //	75       run: the lock is held elsewhere (after --wait); the message names it
 //	126, 127 run: COMMAND cannot be executed, or was not found; the lock is not
 //	         taken, or released at once
 package main
+
+// The package doc above is also manual.txt, which redlock help prints:
+// change both (TestManualMatchesDoc checks that they agree).

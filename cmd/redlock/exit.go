@@ -42,7 +42,10 @@ func failf(code int, format string, args ...any) *exitError {
 // usagef is a command line that does not parse: the problem, then the
 // one line of help for the subcommand, all on one line.
 func usagef(sub, format string, args ...any) *exitError {
-	more := strings.TrimSpace("redlock " + sub + " -h")
+	more := "redlock -h"
+	if sub != "" {
+		more = "redlock " + sub + " -h"
+	}
 	return failf(exitUsage, "%s (usage: %s; %s for more)", fmt.Sprintf(format, args...), synopsis[sub], more)
 }
 

@@ -1,29 +1,31 @@
 package main
 
 import (
+	_ "embed"
 	"errors"
 	"flag"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 )
 
 // synopsis is the one line of help each usage error ends with.
 var synopsis = map[string]string{
-	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] NAME",
+	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] NAME | redlock help | redlock --version",
 	"run":    "redlock run [--servers URL,...] [--ttl D] [--wait D] [--skip] [--fence] [--grace D] NAME -- COMMAND [ARGS...]",
 	"status": "redlock status [--servers URL,...] NAME",
 }
 
-// help is what -h prints, on stdout.
-var help = map[string]string{
-	"": `usage:
-  redlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
-  redlock status [--servers URL,...] NAME          show which servers hold the lock NAME
+// manual is what redlock help and redlock -h print: the package doc.
+//
+//go:embed manual.txt
+var manual string
 
-redlock run -h and redlock status -h list the flags; go doc
-github.com/goredlock/goredlock/cmd/redlock is the manual.
-`,
+// help is what redlock SUBCOMMAND -h prints, on stdout; redlock -h
+// prints the manual.
+var help = map[string]string{
+	"": manual,
 	"run": `usage: ` + synopsis["run"] + `
 
 Runs COMMAND (directly, not through a shell) while holding the lock NAME on a
@@ -170,9 +172,31 @@ func parseFlags(fs *flag.FlagSet, sub string, args []string) error {
 	case errors.Is(err, flag.ErrHelp):
 		return errHelp(sub)
 	case err != nil:
-		return usagef(sub, "%v", err)
+		return usagef(sub, "%s", dashDash(err.Error()))
 	}
 	return nil
+}
+
+// flagName is a flag as the flag package's errors name it, "-ttl".
+var flagName = regexp.MustCompile(`(^|[ ])-([A-Za-z][A-Za-z0-9_-]*)`)
+
+// dashDash names flags in a flag package error as the help does: --ttl,
+// not -ttl.
+func dashDash(msg string) string {
+	return flagName.ReplaceAllString(msg, "${1}--${2}")
+}
+
+// helpFor is redlock help [SUBCOMMAND].
+func helpFor(args []string) error {
+	switch {
+	case len(args) == 0:
+		return errHelp("")
+	case len(args) > 1:
+		return usagef("", "unexpected %q after help %s", args[1], args[0])
+	case args[0] == "run" || args[0] == "status":
+		return errHelp(args[0])
+	}
+	return usagef("", "no help for %q: redlock help, redlock help run or redlock help status", args[0])
 }
 
 // duration is a flag.Value for a time.Duration whose error says what a

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -19,8 +20,19 @@ func TestClientWarningsAreOneLineEach(t *testing.T) {
 	log.Info("redlock: server recovered")
 	tl.quiet.Store(true)
 	log.Warn("redlock: while acquiring")
-	assert.Equal(t, "redlock: extension failed lock=job error=\"first line\\nsecond line\" n=3\n"+
-		"redlock: server down lock=job\n", b.String())
+	tl.quiet.Store(false)
+	log.Warn("redlock: lock lost: not extended in time", "until", 98765*time.Microsecond)
+	log.Warn("redlock: key server failing", "op", "acquire", "server", 1, "error", "reported by the run")
+	log.Warn("redlock: key server failing", "op", "extend", "server", 1, "error", "connection refused")
+	tl.addrs = []string{"127.0.0.1:7601", "127.0.0.1:7602"}
+	log.Warn("redlock: key server failing", "op", "extend", "server", 1, "error", "connection refused")
+	log.Warn("redlock: quorum came too late", "validity", 1500*time.Microsecond, "loss_margin", time.Second)
+	assert.Equal(t, "redlock: extension failed (lock \"job\", n 3): first line second line\n"+
+		"redlock: server down (lock \"job\")\n"+
+		"redlock: lock lost: not extended in time (lock \"job\", 99ms before it expires)\n"+
+		"redlock: key server failing (lock \"job\", extend, server #2): connection refused\n"+
+		"redlock: key server failing (lock \"job\", extend, server 127.0.0.1:7602): connection refused\n"+
+		"redlock: quorum came too late (lock \"job\", validity 2ms, loss margin 1s)\n", b.String())
 }
 
 // TestEvenServerCountWarns: two servers tolerate no more failures than

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -24,6 +25,15 @@ type tool struct {
 
 	mu    sync.Mutex  // serialises lines on stderr: the client logs from its goroutines
 	quiet atomic.Bool // the client's warnings would repeat what the tool says
+	addrs []string    // host:port of each server, set before the client is made
+}
+
+// serverName is server i's host:port, as the tool's messages name it.
+func (t *tool) serverName(i int) string {
+	if i >= 0 && i < len(t.addrs) {
+		return t.addrs[i]
+	}
+	return "#" + strconv.Itoa(i+1)
 }
 
 // main runs the subcommand args name and returns the exit status.
@@ -38,8 +48,12 @@ func (t *tool) main(args []string) int {
 		err = t.run(args[1:])
 	case "status":
 		err = t.status(args[1:])
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		err = errHelp("")
+	case "help":
+		err = helpFor(args[1:])
+	case "version", "-version", "--version":
+		err = t.version(args[1:])
 	case "":
 		err = usagef("", "no subcommand")
 	default:

@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/redlock"
 )
 
@@ -35,7 +39,8 @@ func (t *tool) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := []redlock.Option{redlock.WithLogger(t.logger())}
+	first := &firstAttempt{t: t, seen: map[int]bool{}}
+	opts := []redlock.Option{redlock.WithLogger(t.logger()), redlock.WithHooks(redlock.Hooks{ServerFailed: first.failed})}
 	if cfg.fence {
 		opts = append(opts, redlock.WithFencing())
 	}
@@ -44,6 +49,7 @@ func (t *tool) run(args []string) error {
 		return err
 	}
 	defer srv.close()
+	t.addrs = srv.addrs
 
 	// Caught from here to the end, so that no signal ends redlock between
 	// taking the lock and its release reaching the servers.
@@ -59,7 +65,7 @@ func (t *tool) run(args []string) error {
 	// timed out, so that no key outlives the tool but by its TTL.
 	defer client.Close()
 
-	lock, err := t.acquire(cfg, client, sigs)
+	lock, err := t.acquire(cfg, client, sigs, first)
 	if err != nil {
 		return err
 	}
@@ -84,7 +90,7 @@ func lookCommand(name string) (string, error) {
 // acquire takes the lock, trying again while it is held elsewhere until
 // --wait has passed. A forwarded signal ends the wait: redlock exits with
 // 128+N and COMMAND never runs.
-func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Signal) (*redlock.Lock, error) {
+func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Signal, first *firstAttempt) (*redlock.Lock, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var caught os.Signal
@@ -100,8 +106,14 @@ func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Si
 	// Quiet until the lock is held: the attempts' stragglers, which report
 	// in the background, would repeat what the error says.
 	t.quiet.Store(true)
-	lock, err := tryFor(ctx, client, cfg)
+	lock, err := tryFor(ctx, client, cfg, first)
 	cancel()
+	if err != nil && !errors.Is(err, redlock.ErrHeldElsewhere) {
+		// The error names every server's failure.
+		first.drop()
+	} else {
+		first.flush()
+	}
 	<-watched
 	t.quiet.Store(err != nil || caught != nil)
 
@@ -122,6 +134,8 @@ func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Si
 		return nil, failf(exitTempFail, "lock %q is held elsewhere", cfg.name)
 	case errors.Is(err, redlock.ErrInvalidArgument):
 		return nil, badf("%v", err)
+	case hopeless(err) && cfg.wait > 0:
+		return nil, failf(exitUnavailable, "%v; not retried for --wait: retrying cannot fix these failures", err)
 	}
 	// Too few servers answered: never a skip.
 	return nil, &exitError{code: exitUnavailable, msg: err.Error()}
@@ -130,17 +144,22 @@ func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Si
 // tryFor makes one attempt, and more while the lock is not granted and
 // --wait has not passed, or until ctx ends. Outages are retried as
 // contention is: the last attempt's votes decide what the error says.
-func tryFor(ctx context.Context, client *redlock.Client, cfg *runConfig) (*redlock.Lock, error) {
+//
+// Failures that retrying cannot fix (a rejected password, a key of the
+// wrong type) on so many servers that no quorum is left end it at once.
+func tryFor(ctx context.Context, client *redlock.Client, cfg *runConfig, first *firstAttempt) (*redlock.Lock, error) {
 	deadline := time.Now().Add(cfg.wait)
-	for poll := firstPoll; ; poll = min(2*poll, maxPoll) {
-		lock, err := client.TryAcquire(ctx, cfg.name, cfg.ttl)
-		if err == nil || !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
+	for n, poll := 1, firstPoll; ; n, poll = n+1, min(2*poll, maxPoll) {
+		lock, err := client.TryAcquire(context.WithValue(ctx, attemptKey{}, n), cfg.name, cfg.ttl)
+		if err == nil || !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil || hopeless(err) {
 			return lock, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
 			return nil, err
 		}
+		// Waiting: say now which servers failed the first attempt.
+		first.flush()
 		timer := time.NewTimer(min(poll/2+rand.N(poll), left))
 		select {
 		case <-ctx.Done():
@@ -148,6 +167,85 @@ func tryFor(ctx context.Context, client *redlock.Client, cfg *runConfig) (*redlo
 			return nil, err
 		case <-timer.C:
 		}
+	}
+}
+
+// hopeless reports whether err is an acquisition that failed on so many
+// servers with errors retrying cannot fix (keyserver.ErrPermanent) that
+// no quorum can be reached by trying again.
+func hopeless(err error) bool {
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || qe.Servers == 0 {
+		return false
+	}
+	permanent := 0
+	for _, se := range qe.Failed {
+		if errors.Is(se, keyserver.ErrPermanent) {
+			permanent++
+		}
+	}
+	return permanent > qe.Servers-(qe.Servers/2+1)
+}
+
+// attemptKey is the context key of the number of an attempt of tryFor,
+// 1 for the first, which the ServerFailed hook reads.
+type attemptKey struct{}
+
+// firstAttempt reports, one line each, the servers that failed the first
+// attempt to take the lock: a server down or rejecting the password from
+// the start would otherwise go unnoticed while the others grant the lock.
+// The lines wait until the attempt's outcome is known: an error that ends
+// the run names every failure itself, and then they are dropped.
+type firstAttempt struct {
+	t       *tool
+	mu      sync.Mutex
+	seen    map[int]bool // servers reported or pending
+	pending []string
+	live    bool // flushed: print at once (a straggler of the first attempt)
+	dropped bool
+}
+
+// failed is the client's ServerFailed hook.
+func (f *firstAttempt) failed(ctx context.Context, op, _ string, server int, err error) {
+	if n, _ := ctx.Value(attemptKey{}).(int); n != 1 || op != "acquire" || errors.Is(err, context.Canceled) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.seen[server] || f.dropped {
+		return
+	}
+	f.seen[server] = true
+	// The key server's errors start with its host:port already.
+	addr := f.t.serverName(server)
+	msg := fmt.Sprintf("redlock: server %s failed the first attempt: %s",
+		addr, strings.TrimPrefix(err.Error(), addr+": "))
+	if f.live {
+		f.t.say(msg)
+		return
+	}
+	f.pending = append(f.pending, msg)
+}
+
+// flush prints the failures so far, and any later one at once.
+func (f *firstAttempt) flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dropped {
+		return
+	}
+	for _, msg := range f.pending {
+		f.t.say(msg)
+	}
+	f.pending, f.live = nil, true
+}
+
+// drop forgets the failures: the error that ends the run names them.
+func (f *firstAttempt) drop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.live {
+		f.pending, f.dropped = nil, true
 	}
 }
 

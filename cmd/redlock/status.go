@@ -85,9 +85,10 @@ func (t *tool) status(args []string) error {
 	case most >= quorum:
 		return &exitError{code: exitHeld}
 	case most+failed >= quorum:
-		// The servers that did not answer could complete a quorum.
-		return failf(exitUnavailable, "%d of %d servers did not answer: too few answered to tell whether a quorum (%d) holds lock %q",
-			failed, n, quorum, cfg.name)
+		// The servers that failed could complete a quorum. Their lines
+		// say why: no answer, or an error reply.
+		return failf(exitUnavailable, "could not read lock %q on %d of %d servers (see their errors): too few to tell whether a quorum (%d) holds it",
+			cfg.name, failed, n, quorum)
 	}
 	return nil
 }

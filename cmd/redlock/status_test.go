@@ -98,7 +98,7 @@ func TestStatus(t *testing.T) {
 	set(t, c.Nodes[2], "job", "y", 10*time.Second)
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitUnavailable, r.code, r.stderr)
-	assert.Equal(t, []string{`redlock: 1 of 3 servers did not answer: too few answered to tell whether a quorum (2) holds lock "job"`}, r.lines())
+	assert.Equal(t, []string{`redlock: could not read lock "job" on 1 of 3 servers (see their errors): too few to tell whether a quorum (2) holds it`}, r.lines())
 	statusLines(t, r, a+" free", b+" error: .*", d+" "+held)
 
 	// Two down: fewer than a quorum answered.
