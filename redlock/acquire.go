@@ -195,7 +195,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		return nil, err
 	}
 	defer c.exit()
-	if err := c.checkIdentities(ctx, a.timeout); err != nil {
+	if err := c.checkIdentities(ctx, a.name, a.timeout); err != nil {
 		return nil, err
 	}
 	a.attempts++

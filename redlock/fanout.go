@@ -20,6 +20,7 @@ const (
 	opRelease
 	opRaiseFence
 	opLeaveLine // Notifiers only; other servers vote for without a call
+	opIdentify  // keyserver.Identifier's ServerID (see identities)
 )
 
 func (k opKind) String() string {
@@ -32,6 +33,8 @@ func (k opKind) String() string {
 		return "release"
 	case opLeaveLine:
 		return "leave_line"
+	case opIdentify:
+		return "identify"
 	}
 	return "raise_fence"
 }

@@ -36,7 +36,7 @@ func (id *identities) init(servers []keyserver.KeyServer) {
 // checkIdentities asks the Identifiers that have not answered yet who they are, each
 // bounded by timeout, and returns the error every call must fail with, if
 // two of them reach one store.
-func (c *Client) checkIdentities(ctx context.Context, timeout time.Duration) error {
+func (c *Client) checkIdentities(ctx context.Context, name string, timeout time.Duration) error {
 	id := &c.identities
 	if id.settled.Load() {
 		return nil
@@ -59,14 +59,14 @@ func (c *Client) checkIdentities(ctx context.Context, timeout time.Duration) err
 			defer wg.Done()
 			ictx, cancel := c.clock.WithTimeout(ctx, timeout)
 			defer cancel()
-			if v, err := is.ServerID(ictx); err == nil {
-				answers[i] = v
-			}
+			v, err := is.ServerID(ictx)
+			c.observe(ctx, opIdentify, name, i, err)
+			answers[i] = v
 		}()
 	}
 	wg.Wait()
 	for i, v := range answers {
-		if v == "" {
+		if v == "" { // no answer, or it cannot tell
 			continue
 		}
 		id.ids[i] = v

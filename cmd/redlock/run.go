@@ -207,7 +207,7 @@ type firstAttempt struct {
 
 // failed is the client's ServerFailed hook.
 func (f *firstAttempt) failed(ctx context.Context, op, _ string, server int, err error) {
-	if n, _ := ctx.Value(attemptKey{}).(int); n != 1 || op != "acquire" || errors.Is(err, context.Canceled) {
+	if n, _ := ctx.Value(attemptKey{}).(int); n != 1 || (op != "acquire" && op != "identify") || errors.Is(err, context.Canceled) {
 		return
 	}
 	f.mu.Lock()

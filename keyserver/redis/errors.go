@@ -70,6 +70,9 @@ func (s *Server) fail(op, key string, err error) error {
 	if s.permanent(err) {
 		err = keyserver.Permanent(err)
 	}
+	if key == "" { // a call about the server, not a key
+		return fmt.Errorf("%s: %s: %w", s.name, op, err)
+	}
 	return fmt.Errorf("%s: %s %q: %w", s.name, op, key, err)
 }
 

@@ -208,24 +208,24 @@ var _ keyserver.Identifier = (*Server)(nil)
 // server), so that a client can tell two Servers of one Redis apart from
 // two Redis. In a Cluster it is the run id of the node that answered.
 func (s *Server) ServerID(ctx context.Context) (string, error) {
-	if err := s.enter(ctx, "server id", ""); err != nil {
+	if err := s.enter(ctx, "identify", ""); err != nil {
 		return "", err
 	}
 	defer s.inflight.Done()
 	reply, err := s.t.Do(ctx, []string{"INFO"}, nil, "server")
 	if err != nil {
-		return "", s.fail("server id", "", err)
+		return "", s.fail("identify", "", err)
 	}
 	info, ok := reply.(string)
 	if !ok {
-		return "", s.fail("server id", "", fmt.Errorf("unexpected reply %T to INFO", reply))
+		return "", s.fail("identify", "", fmt.Errorf("unexpected reply %T to INFO", reply))
 	}
 	for _, line := range strings.Split(info, "\n") {
 		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok && id != "" {
 			return id, nil
 		}
 	}
-	return "", s.fail("server id", "", errors.New("INFO server has no run_id"))
+	return "", s.fail("identify", "", errors.New("INFO server has no run_id"))
 }
 
 // ms writes d in the whole milliseconds Redis takes.
