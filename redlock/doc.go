@@ -205,6 +205,11 @@
 //     several it calls each on its own.
 //   - New warns, through the logger, of an even number of servers: it
 //     tolerates no more failures than one server fewer.
+//   - New refuses a server given twice, and the first call refuses servers
+//     that reach one store (keyserver.Identifier: one Redis under two
+//     URLs), with ErrInvalidArgument, before any vote is counted.
+//   - A nil context panics, as in the standard library; a nil *Client's
+//     Close and a nil *Lock's methods do not.
 //
 // # Errors
 //
