@@ -9,7 +9,7 @@ PKGS        := ./...
 # peers of the comparison.
 NESTED      := keyserver/goredis keyserver/rueidis keyserver/valkey bench redlockotel integration/gocronlock
 
-.PHONY: test lint vet demo bench bench-peers chaos redis-up redis-down
+.PHONY: test lint vet demo bench bench-peers chaos fuzz redis-up redis-down
 
 ## test: vet, then every test with the race detector, in this module (the
 ## short fault-injection run of internal/chaos included) and in the nested
@@ -59,6 +59,15 @@ bench-peers:
 chaos:
 	$(GO) test -count=1 -timeout $(if $(LONG),90m,20m) -run '^TestChaos$$' -v ./internal/chaos -args \
 	  $(if $(LONG),-chaos.long,$(if $(SHORT),,-chaos.full)) $(if $(SEED),-chaos.seed=$(SEED))
+
+## fuzz: each fuzz target for FUZZTIME (default 1m): FromURL's parser
+## (keyserver/redis) and the token format's rules (keyserver). make test
+## runs their seeds; a finding is written under the package's
+## testdata/fuzz, to commit with its fix.
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzFromURL$$' -fuzztime $(FUZZTIME) ./keyserver/redis
+	$(GO) test -run '^$$' -fuzz '^FuzzRanks$$' -fuzztime $(FUZZTIME) ./keyserver
 
 ## redis-up: throwaway Redis masters on 127.0.0.1, one per port of
 ## REDIS_PORTS (default 7001-7005), for examples/multiredis, which reads the
