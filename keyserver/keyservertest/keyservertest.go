@@ -418,11 +418,36 @@ type line struct {
 
 func (l line) inLine(what, token string, want bool) keyserver.Holder {
 	l.t.Helper()
-	ok, h, err := l.ns.AcquireInLine(context.Background(), l.key, token, ttl, "")
+	return l.inLineWith(what, token, "", want)
+}
+
+// inLineWith is inLine with AcquireInLine's next.
+func (l line) inLineWith(what, token, next string, want bool) keyserver.Holder {
+	l.t.Helper()
+	ok, h, err := l.ns.AcquireInLine(context.Background(), l.key, token, ttl, next)
 	if err != nil || ok != want {
 		l.t.Fatalf("%s = %v, %+v, %v; want %v, nil", what, ok, h, err, want)
 	}
 	return h
+}
+
+// free checks that the key is free, as a token without a rank finds it,
+// and leaves it free.
+func (l line) free(what string) {
+	l.t.Helper()
+	ctx := context.Background()
+	expect(l.t, "Acquire(x) "+what, true)(l.ns.Acquire(ctx, l.key, "x", ttl))
+	expect(l.t, "Release(x)", true)(l.ns.Release(ctx, l.key, "x"))
+}
+
+// promise has holder take the key and waiter join its line, and holder
+// release it: the key is then promised to waiter's call.
+func (l line) promise(holder, waiter string) {
+	l.t.Helper()
+	ctx := context.Background()
+	expect(l.t, "Acquire(holder)", true)(l.ns.Acquire(ctx, l.key, holder, ttl))
+	l.inLine("AcquireInLine(waiter)", waiter, false)
+	expect(l.t, "Release(holder)", true)(l.ns.Release(ctx, l.key, holder))
 }
 
 // watch starts a WatchTurn for token, stopped when the test ends.
@@ -499,8 +524,7 @@ func (s *suite) lineServesInRankOrder(t *testing.T, ks keyserver.KeyServer, key 
 	awaitClosed(t, "late's turn, after early's release", lateTurn)
 	l.inLine("AcquireInLine by late's call, claiming", ranked(3, 3), true)
 	expect(t, "Release(late's claim), nobody waiting", true)(ks.Release(ctx, key, ranked(3, 3)))
-	expect(t, "Acquire(x) after the line emptied", true)(ks.Acquire(ctx, key, "x", ttl))
-	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+	l.free("after the line emptied")
 }
 
 // turnIsNotMissed checks that a WatchTurn started after the turn came (the
@@ -553,8 +577,7 @@ func (s *suite) leaveLinePassesThePromise(t *testing.T, ks keyserver.KeyServer, 
 	awaitClosed(t, "third's turn, second having left with the promise", thirdTurn)
 	l.inLine("AcquireInLine(third), claiming", third, true)
 	expect(t, "Release(third)", true)(ks.Release(ctx, key, third))
-	expect(t, "Acquire(x) after the line emptied", true)(ks.Acquire(ctx, key, "x", ttl))
-	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+	l.free("after the line emptied")
 }
 
 // promiseLapses checks that a key promised to a waiter that never claims
@@ -566,14 +589,10 @@ func (s *suite) promiseLapses(t *testing.T, ks keyserver.KeyServer, key string) 
 	}
 	ctx := context.Background()
 	l := line{t, ns, key}
-	holder, gone := ranked(1, 1), ranked(2, 1)
-	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
-	l.inLine("AcquireInLine(gone)", gone, false)
-	expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
+	l.promise(ranked(1, 1), ranked(2, 1))
 	expect(t, "Acquire(x) of a key promised to gone", false)(ks.Acquire(ctx, key, "x", ttl))
 	s.wait(keyserver.ClaimTTL + s.d(100*time.Millisecond))
-	expect(t, "Acquire(x) after the promise lapsed", true)(ks.Acquire(ctx, key, "x", ttl))
-	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+	l.free("after the promise lapsed")
 }
 
 // promiseIsTheCallers checks that a key promised to a call is that call's
@@ -588,26 +607,19 @@ func (s *suite) promiseIsTheCallers(t *testing.T, ks keyserver.KeyServer, key st
 	ctx := context.Background()
 	l := line{t, ns, key}
 	holder, waiter := ranked(1, 1), ranked(2, 1)
-	promise := func() {
-		t.Helper()
-		expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
-		l.inLine("AcquireInLine(waiter)", waiter, false)
-		expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
-	}
-	promise()
+	l.promise(holder, waiter)
 	expect(t, "Release by the waiter's call of its promise", false)(ks.Release(ctx, key, ranked(2, 2)))
 	expect(t, "Acquire(x) of the key still promised", false)(ks.Acquire(ctx, key, "x", ttl))
 	expect(t, "Extend by the waiter's call of its promise", true)(ks.Extend(ctx, key, ranked(2, 2), ttl))
 	expect(t, "Release by the waiter's call", true)(ks.Release(ctx, key, ranked(2, 2)))
-	promise()
+	l.promise(holder, waiter)
 	expect(t, "Acquire by the waiter's call of its promise", true)(ks.Acquire(ctx, key, ranked(2, 4), ttl))
 	expect(t, "Release by the waiter's call", true)(ks.Release(ctx, key, ranked(2, 4)))
-	promise()
+	l.promise(holder, waiter)
 	if err := ns.LeaveLine(ctx, key, ranked(2, 5)); err != nil {
 		t.Fatalf("LeaveLine by the waiter's call of its promise: %v", err)
 	}
-	expect(t, "Acquire(x) after the promise was passed on to nobody", true)(ks.Acquire(ctx, key, "x", ttl))
-	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+	l.free("after the promise was passed on to nobody")
 }
 
 // onlyAcquireInLineJoins checks that AcquireOrHolder and tokens without a
@@ -627,8 +639,7 @@ func (s *suite) onlyAcquireInLineJoins(t *testing.T, ks keyserver.KeyServer, key
 	}
 	l.inLine("AcquireInLine with a token without rank", "u", false)
 	expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
-	expect(t, "Acquire(x): nobody was in line", true)(ks.Acquire(ctx, key, "x", ttl))
-	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+	l.free("after the release: nobody was in line")
 }
 
 // nextJoinsTheLine checks AcquireInLine's next: the call it names takes
@@ -640,29 +651,23 @@ func (s *suite) nextJoinsTheLine(t *testing.T, ks keyserver.KeyServer, key strin
 		return
 	}
 	ctx := context.Background()
+	l := line{t, ns, key}
 	holder, a, b, c := ranked(1, 1), ranked(2, 1), ranked(3, 1), ranked(4, 1)
-	inLine := func(what, token, next string, want bool) {
-		t.Helper()
-		if ok, h, err := ns.AcquireInLine(ctx, key, token, ttl, next); err != nil || ok != want {
-			t.Fatalf("%s = %v, %+v, %v; want %v, nil", what, ok, h, err, want)
-		}
-	}
 	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
-	inLine("AcquireInLine(a) with next b, refused", a, b, false)
-	bTurn := (line{t, ns, key}).watch(b)
+	l.inLineWith("AcquireInLine(a) with next b, refused", a, b, false)
+	bTurn := l.watch(b)
 	expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
-	inLine("AcquireInLine(a) with next c, claiming", ranked(2, 2), c, true)
-	cTurn := (line{t, ns, key}).watch(c)
+	l.inLineWith("AcquireInLine(a) with next c, claiming", ranked(2, 2), c, true)
+	cTurn := l.watch(c)
 	quiet(t, "b's and c's turns while a holds", bTurn, cTurn)
 	expect(t, "Release(a)", true)(ks.Release(ctx, key, ranked(2, 2)))
 	awaitClosed(t, "b's turn: b joined the line with a's refused attempt", bTurn)
-	inLine("AcquireInLine(b), claiming", b, "", true)
+	l.inLine("AcquireInLine(b), claiming", b, true)
 	expect(t, "Release(b)", true)(ks.Release(ctx, key, b))
 	awaitClosed(t, "c's turn: c joined the line with a's granted attempt", cTurn)
-	inLine("AcquireInLine(c), claiming", c, "", true)
+	l.inLine("AcquireInLine(c), claiming", c, true)
 	expect(t, "Release(c)", true)(ks.Release(ctx, key, c))
-	expect(t, "Acquire(x) after the line emptied", true)(ks.Acquire(ctx, key, "x", ttl))
-	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+	l.free("after the line emptied")
 }
 
 // lineArguments checks that a Notifier refuses what the other calls
