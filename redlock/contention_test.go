@@ -32,28 +32,7 @@ func TestLineServesCallsInOrderAcrossClients(t *testing.T) {
 	require.NoError(t, err)
 
 	const n = 8
-	var (
-		mu    sync.Mutex
-		order []int
-		wg    sync.WaitGroup
-	)
-	for i := 0; i < n; i++ {
-		fc.Advance(time.Millisecond) // a call that begins later ranks later
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l, err := clients[(i*3)%len(clients)].Acquire(bg, "job", time.Minute)
-			if !assert.NoError(t, err) {
-				return
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			assert.NoError(t, l.Release(bg))
-		}()
-		_, err := fc.BlockUntilSleepers(i+1, wait) // refused, and waiting in line
-		require.NoError(t, err)
-	}
+	grants := startWaiters(t, fc, n, func(i int) *Client { return clients[(i*3)%len(clients)] })
 	// The first waiter of each client is refused, and waits in the servers'
 	// lines; the calls behind it in its client wait behind it, and join
 	// the servers' lines with its attempts.
@@ -63,8 +42,7 @@ func TestLineServesCallsInOrderAcrossClients(t *testing.T) {
 	}
 	assert.Equal(t, 3*(1+firsts), servers.Count(static.OpAcquire), "acquire calls before the release")
 	require.NoError(t, first.Release(bg))
-	wg.Wait()
-	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "the order of the grants")
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, grants(), "the order of the grants")
 	for _, c := range clients {
 		c.bg.Wait() // the calls not waited for
 	}
@@ -86,6 +64,26 @@ func TestOneClientsCallsLineUp(t *testing.T) {
 	first, err := c.Acquire(bg, "job", time.Minute)
 	require.NoError(t, err)
 	const n = 8
+	grants := startWaiters(t, fc, n, func(int) *Client { return c })
+	c.bg.Wait() // the calls not waited for
+	assert.Equal(t, 3*2, servers.Count(static.OpAcquire), "acquire calls before the release: the first lock's, one refusal")
+	require.NoError(t, first.Release(bg))
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, grants(), "the order of the grants")
+	c.bg.Wait() // the calls not waited for
+	assert.Equal(t, 3*(2+n), servers.Count(static.OpAcquire), "acquire calls: one granted per waiter, no other refusal")
+	assert.Equal(t, t0.Add(n*time.Millisecond), fc.Now(), "served without the clock moving")
+	for i, s := range servers {
+		assert.Zero(t, s.Watching("job"), "server %d: a watch outlived its call", i)
+	}
+}
+
+// startWaiters starts n calls of Acquire of "job", call i on client(i),
+// each 1 ms of fc after the one before (so that it ranks after it) and
+// once the one before waits; each releases the lock as soon as it is
+// granted. grants waits for them all and returns the order they were
+// granted in.
+func startWaiters(t *testing.T, fc *clock.Fake, n int, client func(i int) *Client) (grants func() []int) {
+	t.Helper()
 	var (
 		mu    sync.Mutex
 		order []int
@@ -96,7 +94,7 @@ func TestOneClientsCallsLineUp(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := c.Acquire(bg, "job", time.Minute)
+			l, err := client(i).Acquire(bg, "job", time.Minute)
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -105,19 +103,14 @@ func TestOneClientsCallsLineUp(t *testing.T) {
 			mu.Unlock()
 			assert.NoError(t, l.Release(bg))
 		}()
-		_, err := fc.BlockUntilSleepers(i+1, wait)
+		_, err := fc.BlockUntilSleepers(i+1, wait) // refused, and waiting
 		require.NoError(t, err)
 	}
-	c.bg.Wait() // the calls not waited for
-	assert.Equal(t, 3*2, servers.Count(static.OpAcquire), "acquire calls before the release: the first lock's, one refusal")
-	require.NoError(t, first.Release(bg))
-	wg.Wait()
-	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "the order of the grants")
-	c.bg.Wait() // the calls not waited for
-	assert.Equal(t, 3*(2+n), servers.Count(static.OpAcquire), "acquire calls: one granted per waiter, no other refusal")
-	assert.Equal(t, t0.Add(n*time.Millisecond), fc.Now(), "served without the clock moving")
-	for i, s := range servers {
-		assert.Zero(t, s.Watching("job"), "server %d: a watch outlived its call", i)
+	return func() []int {
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return order
 	}
 }
 
