@@ -246,7 +246,10 @@ func TestRedisSplitVoteIsNoSkip(t *testing.T) {
 }
 
 // TestRedisOneServerDownLogsQuietly: with one node of three down, a
-// thousand locks write one warning, then one line when the node is back.
+// thousand locks write one warning about it, then one line when it is
+// back. (The lines about the other nodes are not counted: on a busy
+// machine a call to a healthy node can outlast the 100 ms timeout, and
+// saying so is right.)
 func TestRedisOneServerDownLogsQuietly(t *testing.T) {
 	var (
 		mu  sync.Mutex
@@ -279,8 +282,18 @@ func TestRedisOneServerDownLogsQuietly(t *testing.T) {
 	require.NoError(t, c.Close())
 	mu.Lock()
 	defer mu.Unlock()
-	assert.LessOrEqual(t, strings.Count(buf.String(), "level=WARN"), 2, buf.String())
-	assert.Equal(t, 1, strings.Count(buf.String(), "level=INFO"), buf.String())
+	var warned, recovered int
+	for _, line := range strings.Split(buf.String(), "\n") {
+		switch {
+		case !strings.Contains(line, " server=1 "):
+		case strings.Contains(line, "level=WARN"):
+			warned++
+		case strings.Contains(line, "level=INFO"):
+			recovered++
+		}
+	}
+	assert.LessOrEqual(t, warned, 2, buf.String())
+	assert.Equal(t, 1, recovered, buf.String())
 }
 
 type writerFunc func(p []byte) (int, error)
