@@ -28,7 +28,11 @@
 // source when a server answers NOSCRIPT (a restart, SCRIPT FLUSH, another
 // node of a Cluster). Acquire, AcquireOrHolder and AcquireInLine first
 // send a plain SET NX, which costs Redis a fraction of a script, and run
-// their script only when the key exists. Every call honours the context's
+// their script only when the key exists. A Release runs GET and DEL alone
+// when no waiter joined the key's line while it was held (waiters mark the
+// value they queue behind), so that an uncontended lock costs Redis four
+// commands, as a bare SET NX and a compare-and-delete do. Every call
+// honours the context's
 // deadline, which the redlock client sets to its per-server timeout: a
 // paused or unreachable server costs at most that long. Failures that
 // retrying cannot fix (a key holding another type of value, a rejected
