@@ -119,6 +119,9 @@ type config struct {
 	// From FromURL's URL: the bound on dialing, and on a pipelined call
 	// whose context has no deadline (the URL's read timeout).
 	dialTimeout, callTimeout time.Duration
+	// inline: FromURL's own dialer makes the connections (no dial
+	// options of the caller's), so pipelined calls may be made inline.
+	inline bool
 }
 
 // WithName sets how errors name this server, e.g. its address; FromURL
