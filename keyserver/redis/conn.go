@@ -2,6 +2,7 @@ package redis
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -174,19 +175,47 @@ func (p *pipeline) readUntilIdle(cn *conn, timeout time.Duration) bool {
 		cn.mu.Lock()
 		c := cn.sent.pop()
 		idle := cn.idle != nil && cn.sent.size == 0
-		if idle {
-			cn.reading = false
-		}
 		cn.mu.Unlock()
 		if c == nil {
 			p.fail(cn, fmt.Errorf("a reply with no call waiting for it: %v", reply))
 			return false
 		}
 		p.answer(c, reply, err)
-		if idle {
+		if idle && p.letGo(cn) {
 			return true
 		}
 	}
+}
+
+// letGo gives the reading role up once the connection is idle, and
+// reports whether it did. Under load the callers just answered call again
+// at once: they run first, and find the role held, so that their calls
+// queue for the writer's next batch rather than each going inline.
+func (p *pipeline) letGo(cn *conn) bool {
+	runtime.Gosched()
+	cn.mu.Lock()
+	if cn.sent.size > 0 {
+		cn.mu.Unlock()
+		return false
+	}
+	pass := cn.releaseLocked()
+	cn.mu.Unlock()
+	if pass {
+		cn.pass()
+	}
+	return true
+}
+
+// releaseLocked gives the reading role of an idle connection up, and
+// reports whether it must be passed to the reader instead: the writer
+// closed the connection while the role was held, and the reader must read
+// to find that out, fail it and return. cn.mu must be held.
+func (cn *conn) releaseLocked() (pass bool) {
+	if cn.reason != nil {
+		return true
+	}
+	cn.reading = false
+	return false
 }
 
 // answer settles c with its reply.

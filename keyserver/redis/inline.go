@@ -141,6 +141,9 @@ func (w *idleWatch) interrupt() {
 // reports whether it did; c is then answered, or its reply left to the
 // reader. Otherwise the caller queues c.
 func (p *pipeline) inline(ctx context.Context, c *call) bool {
+	if p.pending.Load() > 1 { // others are on their way
+		return false
+	}
 	p.mu.Lock()
 	cn := p.cn
 	if cn == nil || cn.idle == nil || p.writing || len(p.queue) > 0 || !cn.claim() {
@@ -175,11 +178,10 @@ func (p *pipeline) inline(ctx context.Context, c *call) bool {
 	}
 	cn.mu.Lock()
 	cn.sent.pop() // c: it was pushed on an idle connection, and first
-	idle := cn.sent.size == 0
-	cn.reading = !idle
+	pass := cn.sent.size > 0 || cn.releaseLocked()
 	cn.mu.Unlock()
-	if !idle {
-		cn.pass() // the calls the writer sent meanwhile
+	if pass {
+		cn.pass() // the calls the writer sent meanwhile, or the close
 	}
 	p.answer(c, reply, err)
 	return true
