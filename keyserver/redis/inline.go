@@ -195,19 +195,7 @@ func (p *pipeline) sendInline(cn *conn, c *call) bool {
 		p.fail(cn, err)
 		return false
 	}
-	cn.wmu.Lock()
-	defer cn.wmu.Unlock()
-	cn.mu.Lock()
-	if cn.dead {
-		cn.mu.Unlock()
-		return false
-	}
-	cn.sent.push(c)
-	cn.mu.Unlock()
-	if cn.rc.Send(c.cmd, c.args[:c.nargs]...) == nil {
-		cn.rc.Flush() //nolint:errcheck // redigo closed the connection; the read fails
-	}
-	return true
+	return cn.send([]*call{c}) // the role is held: send passes it to nobody
 }
 
 // claim takes the reading role of an idle connection: sound as far as

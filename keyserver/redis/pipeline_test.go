@@ -122,14 +122,10 @@ func TestDeadlinePassesMidFlight(t *testing.T) {
 // TestCallsRunInTheOrderMade: a Release made after an Acquire whose caller
 // gave up on a paused server still runs after it, so it deletes the key.
 func TestCallsRunInTheOrderMade(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	s := fromURL(t, node.URL(""))
-	_, err := s.Acquire(bg, "warm", "t", time.Second)
-	require.NoError(t, err)
-	node.Pause()
+	node, s := pausedAfterACall(t)
 	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 	defer cancel()
-	_, err = s.Acquire(ctx, "k", "t", time.Minute)
+	_, err := s.Acquire(ctx, "k", "t", time.Minute)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
@@ -391,17 +387,11 @@ func TestIdleConnectionClosedByServerIsReplaced(t *testing.T) {
 // deadline; its reply is read and dropped when the server resumes, on the
 // same connection.
 func TestCallAloneEndsWithItsContext(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	s := fromURL(t, node.URL(""))
-	_, err := s.Acquire(bg, "warm", "t", time.Second)
-	require.NoError(t, err)
-	node.Pause()
-	defer node.Resume()
-
+	node, s := pausedAfterACall(t)
 	ctx, cancel := context.WithTimeout(bg, time.Minute)
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	_, err = s.Acquire(ctx, "k", "t", time.Minute)
+	_, err := s.Acquire(ctx, "k", "t", time.Minute)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, time.Since(start), 30*time.Second, "returned at the cancellation, not the deadline")
 	assert.Equal(t, int64(1), redis.Pending(s), "its reply is still awaited")
@@ -412,4 +402,18 @@ func TestCallAloneEndsWithItsContext(t *testing.T) {
 	assert.True(t, ok, "the call given up on ran, before the one after it")
 	assert.Equal(t, int64(0), redis.Pending(s))
 	assert.Equal(t, int64(1), redis.Dials(s), "a late reply is no reason to reconnect")
+}
+
+// pausedAfterACall returns a node, paused until the test ends or it
+// resumes it, and a pipelined Server whose connection to it is open and
+// idle.
+func pausedAfterACall(t *testing.T) (*redistest.Node, *redis.Server) {
+	t.Helper()
+	node := redistest.Start(t, 1).Nodes[0]
+	s := fromURL(t, node.URL(""))
+	_, err := s.Acquire(bg, "warm", "t", time.Second)
+	require.NoError(t, err)
+	node.Pause()
+	t.Cleanup(node.Resume)
+	return node, s
 }
