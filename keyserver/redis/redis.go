@@ -45,7 +45,11 @@
 // A Server made by FromURL sends all its calls over one connection: calls
 // made at the same time are written together in one flush and their
 // replies read back in order, so under load many calls share one write and
-// one read, and no goroutine is started per call. A caller whose deadline
+// one read, and no goroutine is started per call; a call alone on an idle
+// connection is written and read by its caller itself, which costs one
+// round trip as on a pooled connection (a plain connection only: over TLS,
+// or through the caller's dial options, calls always pass through the
+// connection's writer and reader goroutines). A caller whose deadline
 // passes returns at once; its call still runs, and its reply is read and
 // dropped. Calls reach Redis in the order they were made, so a Release
 // made after an Acquire runs after it even when the Acquire's caller gave
@@ -123,6 +127,9 @@ type config struct {
 	// From FromURL's URL: the bound on dialing, and on a pipelined call
 	// whose context has no deadline (the URL's read timeout).
 	dialTimeout, callTimeout time.Duration
+	// inline: FromURL's own dialer makes the connections (no dial
+	// options of the caller's), so pipelined calls may be made inline.
+	inline bool
 }
 
 // WithName sets how errors name this server, e.g. its address; FromURL
