@@ -141,5 +141,7 @@ func TestRedisNoOverlapWithPausedServers(t *testing.T) {
 	<-pauser
 	t.Logf("%d grants, %d overlaps", grants.Load(), overlaps.Load())
 	assert.Zero(t, overlaps.Load(), "two holders at once")
-	assert.Greater(t, grants.Load(), int64(100), "the lock stopped moving")
+	// Hundreds on an idle machine, scores on a busy one; a lock that
+	// stopped moving gives a handful.
+	assert.Greater(t, grants.Load(), int64(20), "the lock stopped moving")
 }
