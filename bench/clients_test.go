@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/goredlock/goredlock/internal/redistest"
 )
 
 // TestClientOf checks the dealing: round-robin, equal shares when the
@@ -124,12 +120,7 @@ func equalMaps(a, b map[string]int) bool {
 // peer that records its lockers: each was opened on its own, each was used
 // by its goroutines, and each was closed.
 func TestCaseDealsOverIndependentClients(t *testing.T) {
-	redistest.RequireServer(t)
-	nodes, err := startNodes(context.Background(), "redis-server", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopNodes(nodes)
+	nodes := testNodes(t, 1)
 	counters, err := openCounters([]string{nodes[0].addr})
 	if err != nil {
 		t.Fatal(err)
@@ -213,16 +204,7 @@ func TestPeersOpenIndependentClients(t *testing.T) {
 // TestQuickRunClients runs the smoke mode with 8 clients and checks that
 // the rows say so and compare their commands with the uncontended ones.
 func TestQuickRunClients(t *testing.T) {
-	redistest.RequireServer(t)
-	cfg, err := parse([]string{"-quick", "-nodes=1", "-peers=goredlock,redsync", "-workloads=1-distinct,8c-one-key-hold"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	res, err := run(context.Background(), cfg, &out, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, res, out := quickRun(t, "-peers=goredlock,redsync", "-workloads=1-distinct,8c-one-key-hold")
 	for pi, p := range cfg.peers {
 		rw, ok := res.row(pi, 1)
 		if !ok {
@@ -234,8 +216,8 @@ func TestQuickRunClients(t *testing.T) {
 		if _, ok := res.uncontendedCmds(pi); !ok {
 			t.Errorf("%s: no uncontended commands count", p.name)
 		}
-		if !strings.Contains(out.String(), "| "+p.name+" × 8 clients |") {
-			t.Errorf("%s: no multi-client row in the table:\n%s", p.name, out.String())
+		if !strings.Contains(out, "| "+p.name+" × 8 clients |") {
+			t.Errorf("%s: no multi-client row in the table:\n%s", p.name, out)
 		}
 	}
 }

@@ -20,16 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestQuickRun runs the smoke mode on one node with goredlock and the floor
 // on the contended workload, and checks that the table has what it must.
 func TestQuickRun(t *testing.T) {
-	redistest.RequireServer(t)
-	cfg, err := parse([]string{"-quick", "-nodes=1", "-peers=goredlock,floor", "-workloads=8-one-key-hold"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	res, err := run(context.Background(), cfg, &out, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, res, out := quickRun(t, "-peers=goredlock,floor", "-workloads=8-one-key-hold")
 	for pi, p := range cfg.peers {
 		rw, ok := res.row(pi, 0)
 		if !ok {
@@ -41,24 +32,48 @@ func TestQuickRun(t *testing.T) {
 		if rw.overlaps != 0 {
 			t.Errorf("%s: %d overlapping holders", p.name, rw.overlaps)
 		}
-		if !strings.Contains(out.String(), "| "+p.name+" |") {
-			t.Errorf("%s: no row in the table:\n%s", p.name, out.String())
+		if !strings.Contains(out, "| "+p.name+" |") {
+			t.Errorf("%s: no row in the table:\n%s", p.name, out)
 		}
 	}
-	if !strings.Contains(out.String(), "cd bench && go run . -quick -nodes=1") {
-		t.Errorf("the table does not say how it was made:\n%s", out.String())
+	if !strings.Contains(out, "cd bench && go run . -quick -nodes=1") {
+		t.Errorf("the table does not say how it was made:\n%s", out)
 	}
+}
+
+// quickRun runs the smoke mode (-quick) on one node with the flags args
+// adds, and returns what was run, its results and the tables printed.
+func quickRun(t *testing.T, args ...string) (config, *results, string) {
+	t.Helper()
+	redistest.RequireServer(t)
+	cfg, err := parse(append([]string{"-quick", "-nodes=1"}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := run(context.Background(), cfg, &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, res, out.String()
+}
+
+// testNodes starts n redis-server nodes that the test's end stops.
+func testNodes(t *testing.T, n int) []*node {
+	t.Helper()
+	redistest.RequireServer(t)
+	nodes, err := startNodes(context.Background(), "redis-server", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopNodes(nodes) })
+	return nodes
 }
 
 // TestOverlapsAreCounted checks the overlap counter with a "lock" that
 // excludes nobody.
 func TestOverlapsAreCounted(t *testing.T) {
-	redistest.RequireServer(t)
-	nodes, err := startNodes(context.Background(), "redis-server", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopNodes(nodes)
+	nodes := testNodes(t, 1)
 	counters, err := openCounters([]string{nodes[0].addr})
 	if err != nil {
 		t.Fatal(err)
@@ -137,12 +152,7 @@ func TestParse(t *testing.T) {
 // TestRueidislockKeysOnIndependentNodes checks the client-builder hook: key
 // i of a lock lives on node i and nowhere else.
 func TestRueidislockKeysOnIndependentNodes(t *testing.T) {
-	redistest.RequireServer(t)
-	nodes, err := startNodes(context.Background(), "redis-server", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopNodes(nodes)
+	nodes := testNodes(t, 3)
 	var addrs []string
 	for _, nd := range nodes {
 		addrs = append(addrs, nd.addr)
