@@ -20,12 +20,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestQuickRun runs the smoke mode on one node with goredlock and the floor
 // on the contended workload, and checks that the table has what it must.
 func TestQuickRun(t *testing.T) {
-	cfg, res, out := quickRun(t, "-peers=goredlock,floor", "-workloads=8-one-key-hold")
-	for pi, p := range cfg.peers {
-		rw, ok := res.row(pi, 0)
-		if !ok {
-			t.Fatalf("%s: no result", p.name)
-		}
+	res, rows, out := quickRun(t, 0, "-peers=goredlock,floor", "-workloads=8-one-key-hold")
+	for pi, rw := range rows {
+		p := res.cfg.peers[pi]
 		if rw.ops <= 0 || rw.p50 <= 0 || rw.cmds <= 0 || rw.jain <= 0 {
 			t.Errorf("%s: nothing measured: %+v", p.name, rw)
 		}
@@ -42,8 +39,9 @@ func TestQuickRun(t *testing.T) {
 }
 
 // quickRun runs the smoke mode (-quick) on one node with the flags args
-// adds, and returns what was run, its results and the tables printed.
-func quickRun(t *testing.T, args ...string) (config, *results, string) {
+// adds, and returns its results, every peer's row of workload wl (by the
+// peer's index) and the tables printed.
+func quickRun(t *testing.T, wl int, args ...string) (*results, []row, string) {
 	t.Helper()
 	redistest.RequireServer(t)
 	cfg, err := parse(append([]string{"-quick", "-nodes=1"}, args...))
@@ -55,7 +53,15 @@ func quickRun(t *testing.T, args ...string) (config, *results, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg, res, out.String()
+	rows := make([]row, len(cfg.peers))
+	for pi, p := range cfg.peers {
+		rw, ok := res.row(pi, wl)
+		if !ok {
+			t.Fatalf("%s: no result for workload %d", p.name, wl)
+		}
+		rows[pi] = rw
+	}
+	return res, rows, out.String()
 }
 
 // testNodes starts n redis-server nodes that the test's end stops.
@@ -70,18 +76,26 @@ func testNodes(t *testing.T, n int) []*node {
 	return nodes
 }
 
-// TestOverlapsAreCounted checks the overlap counter with a "lock" that
-// excludes nobody.
-func TestOverlapsAreCounted(t *testing.T) {
-	nodes := testNodes(t, 1)
-	counters, err := openCounters([]string{nodes[0].addr})
+// countedNode starts one node for runCase, and the counters of the
+// commands it is sent; the test's end closes and stops both.
+func countedNode(t *testing.T) (addrs []string, counters *nodeCounters) {
+	t.Helper()
+	addrs = []string{testNodes(t, 1)[0].addr}
+	counters, err := openCounters(addrs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer counters.close()
+	t.Cleanup(counters.close)
+	return addrs, counters
+}
+
+// TestOverlapsAreCounted checks the overlap counter with a "lock" that
+// excludes nobody.
+func TestOverlapsAreCounted(t *testing.T) {
+	addrs, counters := countedNode(t)
 	p := peer{name: "none", open: func([]string, settings) (locker, error) { return noLock{}, nil }}
 	w := workload{name: "8-one-key-hold", goroutines: 8, oneKey: true, hold: time.Millisecond}
-	sm, err := runCase(context.Background(), p, w, []string{nodes[0].addr}, settings{}, timing{duration: 100 * time.Millisecond}, counters, "test")
+	sm, err := runCase(context.Background(), p, w, addrs, settings{}, timing{duration: 100 * time.Millisecond}, counters, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
