@@ -13,8 +13,7 @@ import (
 // keeps the lock alive any more.
 func TestKilledRedlockStopsCommand(t *testing.T) {
 	t.Parallel()
-	_, environ := cluster(t, 3)
-	environ, dir := withDir(t, environ)
+	_, environ, dir := jobCluster(t)
 	p := start(t, environ, append([]string{"run", "job", "--"},
 		script(`trap 'echo term > "$D/got"; exit 0' TERM; `+waiting)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)

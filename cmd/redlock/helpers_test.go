@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,6 +121,14 @@ func get(node *redistest.Node, key string) any {
 	return v
 }
 
+// pause stops nodes (SIGSTOP) until the test ends.
+func pause(t *testing.T, nodes ...*redistest.Node) {
+	for _, n := range nodes {
+		n.Pause()
+		t.Cleanup(n.Resume)
+	}
+}
+
 // requireNoKey fails the test if any node still holds key.
 func requireNoKey(t *testing.T, c *redistest.Cluster, key string) {
 	t.Helper()
@@ -206,11 +213,14 @@ func (l *listener) url() string { return "redis://" + l.Addr().String() }
 // script runs sh -c body with dir as $D: the COMMAND of most tests.
 func script(body string) []string { return []string{"/bin/sh", "-c", body} }
 
-// withDir gives the COMMANDs of a test a directory of their own: it
-// returns environ with $D set to it, and the directory.
-func withDir(t *testing.T, environ []string) ([]string, string) {
+// jobCluster starts three nodes and returns them with the environment
+// that points redlock at them and gives the test's COMMANDs a directory of
+// their own, $D, and that directory.
+func jobCluster(t *testing.T) (*redistest.Cluster, []string, string) {
+	t.Helper()
+	c, environ := cluster(t, 3)
 	dir := t.TempDir()
-	return append(slices.Clip(environ), "D="+dir), dir
+	return c, append(environ, "D="+dir), dir
 }
 
 // holdLock starts a run of job whose COMMAND (waiting, in dir, the $D of

@@ -21,8 +21,7 @@ import (
 // willing to wait its turn: every one runs, one at a time.
 func TestConcurrentRunsNeverOverlap(t *testing.T) {
 	t.Parallel()
-	_, environ := cluster(t, 3)
-	environ, dir := withDir(t, environ)
+	_, environ, dir := jobCluster(t)
 	// mkdir fails if another COMMAND is inside.
 	job := script(`mkdir "$D/in" || echo overlap >> "$D/log"; sleep 0.15; rmdir "$D/in"; echo ran >> "$D/log"`)
 	var ps []*proc
@@ -40,8 +39,7 @@ func TestConcurrentRunsNeverOverlap(t *testing.T) {
 // one runs and the other exits 75, naming the lock, without running.
 func TestSecondRunIsTurnedAway(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
-	environ, dir := withDir(t, environ)
+	c, environ, dir := jobCluster(t)
 	job := script(`echo ran >> "$D/log"; ` + waiting)
 	a := start(t, environ, append([]string{"run", "--ttl", "1s", "job", "--"}, job...)...)
 	b := start(t, environ, append([]string{"run", "--ttl", "1s", "job", "--"}, job...)...)
@@ -73,8 +71,7 @@ func TestSecondRunIsTurnedAway(t *testing.T) {
 // holder's has ended, not before.
 func TestWaitTakesItsTurn(t *testing.T) {
 	t.Parallel()
-	_, environ := cluster(t, 3)
-	environ, dir := withDir(t, environ)
+	_, environ, dir := jobCluster(t)
 	first := start(t, environ, append([]string{"run", "--ttl", "1s", "job", "--"},
 		script(`echo "first start" >> "$D/log"; `+waiting+`; echo "first end" >> "$D/log"`)...)...)
 	waitFile(t, filepath.Join(dir, "started"), first)
@@ -95,8 +92,7 @@ func TestWaitTakesItsTurn(t *testing.T) {
 // held elsewhere, without running COMMAND.
 func TestWaitRunsOut(t *testing.T) {
 	t.Parallel()
-	_, environ := cluster(t, 3)
-	environ, dir := withDir(t, environ)
+	_, environ, dir := jobCluster(t)
 	release := holdLock(t, environ, dir)
 
 	r := run(t, environ, append([]string{"run", "--wait", "500ms", "job", "--"}, script(`touch "$D/ran"`)...)...)
@@ -113,8 +109,7 @@ func TestWaitRunsOut(t *testing.T) {
 // a skip.
 func TestSkip(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
-	environ, dir := withDir(t, environ)
+	c, environ, dir := jobCluster(t)
 	release := holdLock(t, environ, dir)
 
 	skipper := append([]string{"run", "--skip", "job", "--"}, script(`touch "$D/ran"`)...)
@@ -143,7 +138,7 @@ func TestSkip(t *testing.T) {
 // other way round.
 func TestHeldByTheLibrary(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
+	c, environ, dir := jobCluster(t)
 	servers, err := openServers(c.URLs("")) // redis.FromURL, as a program would
 	require.NoError(t, err)
 	defer servers.close()
@@ -157,7 +152,6 @@ func TestHeldByTheLibrary(t *testing.T) {
 	assert.Equal(t, exitTempFail, r.code, r.stderr)
 	require.NoError(t, lock.Release(bg))
 
-	environ, dir := withDir(t, environ)
 	release := holdLock(t, environ, dir)
 	_, err = client.TryAcquire(bg, "job", 10*time.Second)
 	assert.ErrorIs(t, err, redlock.ErrHeldElsewhere)
@@ -262,8 +256,7 @@ func TestSignalReachesCommand(t *testing.T) {
 // with 128+N, without running COMMAND.
 func TestSignalWhileWaiting(t *testing.T) {
 	t.Parallel()
-	_, environ := cluster(t, 3)
-	environ, dir := withDir(t, environ)
+	_, environ, dir := jobCluster(t)
 	release := holdLock(t, environ, dir)
 	waiter := start(t, environ, append([]string{"run", "--wait", "1m", "job", "--"}, script(`touch "$D/ran"`)...)...)
 	time.Sleep(300 * time.Millisecond)
@@ -281,16 +274,12 @@ func TestSignalWhileWaiting(t *testing.T) {
 // before the lock runs out, and exits 70.
 func TestLostLockStopsCommand(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
-	environ, dir := withDir(t, environ)
+	c, environ, dir := jobCluster(t)
 	p := start(t, environ, append([]string{"run", "--ttl", "1s", "--grace", "5s", "job", "--"},
 		script(`trap 'echo term > "$D/got"; exit 0' TERM; `+waiting)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
 	paused := time.Now()
-	c.Nodes[0].Pause()
-	c.Nodes[2].Pause()
-	defer c.Nodes[0].Resume()
-	defer c.Nodes[2].Resume()
+	pause(t, c.Nodes[0], c.Nodes[2])
 
 	r := p.wait(t)
 	assert.Equal(t, exitLost, r.code, r.stderr)
@@ -303,15 +292,11 @@ func TestLostLockStopsCommand(t *testing.T) {
 // --grace later.
 func TestLostLockKillsAfterGrace(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
-	environ, dir := withDir(t, environ)
+	c, environ, dir := jobCluster(t)
 	p := start(t, environ, append([]string{"run", "--ttl", "1s", "--grace", "400ms", "job", "--"},
 		script(`trap '' TERM; touch "$D/started"; i=0; while [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done`)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
-	c.Nodes[1].Pause()
-	c.Nodes[2].Pause()
-	defer c.Nodes[1].Resume()
-	defer c.Nodes[2].Resume()
+	pause(t, c.Nodes[1], c.Nodes[2])
 
 	r := p.wait(t)
 	assert.Equal(t, exitLost, r.code, r.stderr)

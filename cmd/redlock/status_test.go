@@ -36,7 +36,7 @@ func statusLines(t *testing.T, r result, patterns ...string) {
 // and exits 1 only when a quorum holds it with one token.
 func TestStatus(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
+	c, environ, dir := jobCluster(t)
 	a, b, d := regexp.QuoteMeta(c.Nodes[0].Addr()), regexp.QuoteMeta(c.Nodes[1].Addr()), regexp.QuoteMeta(c.Nodes[2].Addr())
 	const held = `held \d+(\.\d+)?m?s`
 
@@ -46,7 +46,6 @@ func TestStatus(t *testing.T) {
 	statusLines(t, r, a+" free", b+" free", d+" free")
 
 	// Held by a run: every server, a TTL under --ttl, and exit 1.
-	environ, dir := withDir(t, environ)
 	p := start(t, environ, append([]string{"run", "--ttl", "20s", "job", "--"}, script(waiting)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
 	r = run(t, environ, "status", "job")
