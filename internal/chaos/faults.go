@@ -123,7 +123,7 @@ func (f *faults) runDue() {
 // outage is one round of the scenarios that strike a set of nodes at
 // once: fault on each of nodes, a wait drawn from [lo, hi], then undo on
 // each. The wait is drawn after the faults, which may draw values of their
-// own, so that a seed replays the same schedule.
+// own, as the scenarios drew them before outage took their place.
 func (f *faults) outage(nodes []int, fault, undo func(i int), lo, hi time.Duration) {
 	for _, i := range nodes {
 		fault(i)
