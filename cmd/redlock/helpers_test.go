@@ -121,6 +121,24 @@ func get(node *redistest.Node, key string) any {
 	return v
 }
 
+// awaitHeld waits until every node holds key, and returns the values it
+// holds. A run starts COMMAND once a quorum granted the lock; the call to
+// the last server may land a moment later on a busy machine (or, if it
+// timed out, the next extension stores the key there), so a test that
+// looks at every server waits for it.
+func awaitHeld(t *testing.T, c *redistest.Cluster, key string) map[any]bool {
+	t.Helper()
+	values := map[any]bool{}
+	require.Eventually(t, func() bool {
+		clear(values)
+		for _, n := range c.Nodes {
+			values[get(n, key)] = true
+		}
+		return !values[nil]
+	}, procTimeout, 10*time.Millisecond, "key %q never held on every server", key)
+	return values
+}
+
 // pause stops nodes (SIGSTOP) until the test ends.
 func pause(t *testing.T, nodes ...*redistest.Node) {
 	for _, n := range nodes {

@@ -19,6 +19,11 @@ import (
 
 // TestConcurrentRunsNeverOverlap starts four runs of a job at once, each
 // willing to wait its turn: every one runs, one at a time.
+//
+// The tests whose point is not the lock's expiry use a 10 s TTL: each
+// server then has 500 ms to answer (5% of the TTL), which a busy machine
+// does not miss, where a 1 s TTL's 50 ms made a server "fail" the first
+// attempt and say so on stderr.
 func TestConcurrentRunsNeverOverlap(t *testing.T) {
 	t.Parallel()
 	_, environ, dir := jobCluster(t)
@@ -26,7 +31,7 @@ func TestConcurrentRunsNeverOverlap(t *testing.T) {
 	job := script(`mkdir "$D/in" || echo overlap >> "$D/log"; sleep 0.15; rmdir "$D/in"; echo ran >> "$D/log"`)
 	var ps []*proc
 	for range 4 {
-		ps = append(ps, start(t, environ, append([]string{"run", "--ttl", "1s", "--wait", "15s", "job", "--"}, job...)...))
+		ps = append(ps, start(t, environ, append([]string{"run", "--ttl", "10s", "--wait", "15s", "job", "--"}, job...)...))
 	}
 	for _, p := range ps {
 		r := p.wait(t)
@@ -41,8 +46,8 @@ func TestSecondRunIsTurnedAway(t *testing.T) {
 	t.Parallel()
 	c, environ, dir := jobCluster(t)
 	job := script(`echo ran >> "$D/log"; ` + waiting)
-	a := start(t, environ, append([]string{"run", "--ttl", "1s", "job", "--"}, job...)...)
-	b := start(t, environ, append([]string{"run", "--ttl", "1s", "job", "--"}, job...)...)
+	a := start(t, environ, append([]string{"run", "--ttl", "10s", "job", "--"}, job...)...)
+	b := start(t, environ, append([]string{"run", "--ttl", "10s", "job", "--"}, job...)...)
 	waitFile(t, filepath.Join(dir, "started"), nil)
 
 	// The loser ends on its own; the winner when its COMMAND is told to.
@@ -72,10 +77,10 @@ func TestSecondRunIsTurnedAway(t *testing.T) {
 func TestWaitTakesItsTurn(t *testing.T) {
 	t.Parallel()
 	_, environ, dir := jobCluster(t)
-	first := start(t, environ, append([]string{"run", "--ttl", "1s", "job", "--"},
+	first := start(t, environ, append([]string{"run", "--ttl", "10s", "job", "--"},
 		script(`echo "first start" >> "$D/log"; `+waiting+`; echo "first end" >> "$D/log"`)...)...)
 	waitFile(t, filepath.Join(dir, "started"), first)
-	second := start(t, environ, append([]string{"run", "--ttl", "1s", "--wait", "15s", "job", "--"},
+	second := start(t, environ, append([]string{"run", "--ttl", "10s", "--wait", "15s", "job", "--"},
 		script(`echo "second start" >> "$D/log"`)...)...)
 	time.Sleep(300 * time.Millisecond) // the second is polling by now
 	touch(t, filepath.Join(dir, "go"))
@@ -192,10 +197,7 @@ func TestEnvironmentReachesCommand(t *testing.T) {
 	p := start(t, environ, append([]string{"run", "nightly", "--"},
 		script(`echo "$REDLOCK_NAME $REDLOCK_TOKEN $EXTRA ${REDLOCK_FENCE-unset}"; `+waiting)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
-	values := map[any]bool{}
-	for _, n := range c.Nodes {
-		values[get(n, "nightly")] = true
-	}
+	values := awaitHeld(t, c, "nightly")
 	touch(t, filepath.Join(dir, "go"))
 	r := p.wait(t)
 	require.Equal(t, exitOK, r.code, r.stderr)
@@ -239,7 +241,7 @@ func TestSignalReachesCommand(t *testing.T) {
 		{syscall.SIGHUP, `touch "$D/got"; ` + waiting, exitSignal + int(syscall.SIGHUP)},
 	} {
 		dir := t.TempDir()
-		p := start(t, append(environ, "D="+dir), append([]string{"run", "--ttl", "1s", "job", "--"}, script(tc.body)...)...)
+		p := start(t, append(environ, "D="+dir), append([]string{"run", "--ttl", "10s", "job", "--"}, script(tc.body)...)...)
 		waitFile(t, filepath.Join(dir, "started"), p)
 		p.signal(t, tc.sig)
 		r := p.wait(t)

@@ -48,6 +48,7 @@ func TestStatus(t *testing.T) {
 	// Held by a run: every server, a TTL under --ttl, and exit 1.
 	p := start(t, environ, append([]string{"run", "--ttl", "20s", "job", "--"}, script(waiting)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
+	awaitHeld(t, c, "job")
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitHeld, r.code, r.stderr)
 	statusLines(t, r, a+" held 1\\d\\.\\d+s", b+" held 1\\d\\.\\d+s", d+" held 1\\d\\.\\d+s")
