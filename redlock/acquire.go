@@ -47,7 +47,7 @@ type acquisition struct {
 	last                 tally // the votes of the last attempt
 	token                string
 	tails                []<-chan struct{} // the last attempt's calls
-	calls                *background       // and their answers, when some were still running at the verdict
+	calls                *background       // and their answers; nil when they were made on the caller's goroutine
 	kept                 bool
 	// patience is when the call gives up, after a refused attempt (see
 	// outOfPatience); zero until its first refusal. ahead is how many
@@ -252,7 +252,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	c.settle(ctx, &f, &res, !granted && !kept)
 	a.tails, a.kept, a.last = res.done, kept, t
 	a.calls = nil
-	if res.done != nil {
+	if res.bg != oneServer {
 		a.calls = res.bg
 	}
 	if f.op == opAcquireInLine {

@@ -35,36 +35,45 @@ type background struct {
 
 // serverCall is one server's call of a fan-out.
 type serverCall struct {
-	// done is closed once the call, and its undo if any, have finished.
-	done chan struct{}
-	// ok is the server's answer, written before done is closed: read it
-	// after that close.
+	// ok is the server's answer, written before answered is set (under
+	// the mutex) and before done is closed.
 	ok bool
-	// granted: the server granted before the outcome was decided, so the
-	// undo of a failed verdict waits for it (bg.mu guards it until then).
-	granted bool
+	// answered: the call has finished (bg.mu guards it); granted: it
+	// granted before the outcome was decided, so that the undo of a
+	// failed verdict waits for it.
+	answered, granted bool
+	// skipped: the fan-out made no call to the server (see fan.only).
+	skipped bool
+	// state and done tell when the call, and its undo if any, have
+	// finished: done is made only for a call still running at the
+	// verdict, which most are not (see watch).
+	state atomic.Int32
+	done  chan struct{}
 }
+
+// The states of a serverCall.
+const (
+	callRunning  int32 = iota
+	callWatched        // running, and done is to be closed when it finishes
+	callFinished       // done, if made, is closed
+)
 
 // fanOutConcurrent calls every server on its own goroutine, except those
 // that f calls not at all (see fan.only) and has nothing to undo on, which
-// vote for at once. Each
-// call counts its own answer, and the caller wakes once, when the votes
-// decide.
+// vote for at once. Each call counts its own answer, and the caller wakes
+// once, when the votes decide.
 func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	n := len(c.servers)
 	bg := &background{f: f, ctx: ctx, servers: make([]serverCall, n)}
 	bg.votes.n = n
 	bg.voted.L, bg.verdict.L = &bg.mu, &bg.mu
-	r := fanned{done: make([]<-chan struct{}, n), bg: bg}
 	calls := n
 	for i := range c.servers {
 		if !f.undo && f.only != 0 && f.only&bit(i) == 0 { // as fan.call would answer
 			calls--
-			r.done[i] = closedChan
-			if f.after != nil {
-				r.done[i] = f.after[i] // what a call here would have followed
-			}
-			bg.servers[i].ok = true
+			s := &bg.servers[i]
+			s.ok, s.skipped = true, true
+			s.state.Store(callFinished)
 			c.observe(ctx, f.op, f.name, i, nil)
 			bg.count(i, vote{server: i, ok: true})
 		}
@@ -75,9 +84,7 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 		c.bg.Add(calls)
 	}
 	for i, ks := range c.servers {
-		if r.done[i] == nil {
-			bg.servers[i].done = make(chan struct{})
-			r.done[i] = bg.servers[i].done
+		if !bg.servers[i].skipped {
 			go c.serve(bg, i, ks)
 		}
 	}
@@ -85,7 +92,7 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	for !bg.decided {
 		bg.voted.Wait()
 	}
-	r.tally = bg.votes
+	r := fanned{tally: bg.votes, bg: bg}
 	bg.mu.Unlock()
 	return r
 }
@@ -95,7 +102,11 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 func (c *Client) serve(bg *background, i int, ks keyserver.KeyServer) {
 	defer c.bg.Done()
 	s := &bg.servers[i]
-	defer close(s.done)
+	defer func() {
+		if s.state.Swap(callFinished) == callWatched {
+			close(s.done)
+		}
+	}()
 	ok, v, h, err := c.callAfter(bg, i, ks)
 	s.ok = ok
 	if bg.pending.Add(-1) == 0 {
@@ -108,11 +119,12 @@ func (c *Client) serve(bg *background, i int, ks keyserver.KeyServer) {
 	}
 }
 
-// count counts server i's answer v, unless the outcome was decided
-// already, and wakes the caller when v decides it.
+// count records server i's answer v and counts it, unless the outcome was
+// decided already, waking the caller when v decides it.
 func (bg *background) count(i int, v vote) {
 	bg.mu.Lock()
 	defer bg.mu.Unlock()
+	bg.servers[i].answered = true
 	if bg.decided {
 		return
 	}
@@ -124,12 +136,52 @@ func (bg *background) count(i int, v vote) {
 	}
 }
 
-// settle records the fan-out's verdict and wakes the calls waiting for it.
-func (bg *background) settle(failed bool) {
+// settle records the fan-out's verdict, wakes the calls waiting for it,
+// and returns the fan-out's done (see fanned): a call that answered is
+// done unless an undo follows, and one the fan-out did not make is done
+// once the call it would have followed is.
+func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 	bg.mu.Lock()
 	bg.settled, bg.failed = true, failed
+	undoes := failed && bg.f.undo
+	for i := range bg.servers {
+		s := &bg.servers[i]
+		var ch <-chan struct{}
+		switch {
+		case s.skipped:
+			if bg.f.after != nil && !closed(bg.f.after[i]) {
+				ch = bg.f.after[i]
+			}
+		case !s.answered || undoes:
+			ch = s.watch()
+		}
+		if ch == nil {
+			continue
+		}
+		if done == nil {
+			done = make([]<-chan struct{}, len(bg.servers))
+			for j := range done {
+				done[j] = closedChan
+			}
+		}
+		done[i] = ch
+	}
 	bg.mu.Unlock()
 	bg.verdict.Broadcast()
+	return done
+}
+
+// watch returns a channel closed once the call has finished, or nil if it
+// has already.
+func (s *serverCall) watch() <-chan struct{} {
+	if s.state.Load() == callFinished {
+		return nil
+	}
+	s.done = make(chan struct{})
+	if !s.state.CompareAndSwap(callRunning, callWatched) {
+		return nil // it finished meanwhile
+	}
+	return s.done
 }
 
 // awaitVerdict waits for settle and reports whether the fan-out failed.
@@ -143,27 +195,27 @@ func (bg *background) awaitVerdict() bool {
 }
 
 // callAfter makes server i's call once the calls it must follow have
-// finished. A call that had to wait gets a timeout of its own, as the
-// shared one started with the fan-out; one that turns out to need no call
-// gets none.
+// finished, unless the call it follows granted what this one would undo
+// (see fan.unlessGranted). A call that had to wait gets a timeout of its
+// own, as the shared one started with the fan-out.
 func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	f, callCtx := &bg.f, bg.callCtx
+	waited := false
 	if f.after != nil {
-		waited := false
 		select {
 		case <-f.after[i]:
 		default:
 			<-f.after[i]
 			waited = true
 		}
-		if f.unlessGranted != nil && f.unlessGranted.servers[i].ok {
-			return true, 0, keyserver.Holder{}, nil
-		}
-		if waited {
-			own, cancel := c.clock.WithTimeout(bg.ctx, f.timeout)
-			defer cancel()
-			callCtx = own
-		}
+	}
+	if f.unlessGranted != nil && f.unlessGranted.servers[i].ok {
+		return true, 0, keyserver.Holder{}, nil
+	}
+	if waited {
+		own, cancel := c.clock.WithTimeout(bg.ctx, f.timeout)
+		defer cancel()
+		callCtx = own
 	}
 	return f.call(callCtx, i, ks)
 }

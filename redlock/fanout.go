@@ -116,7 +116,7 @@ type fanned struct {
 	tally
 	// done holds per server a channel closed once that server's call,
 	// and its undo if any, have finished: the "after" of the lock's next
-	// call. nil when every call has finished already.
+	// call. nil when every call has finished already. Set by settle.
 	done []<-chan struct{}
 	bg   *background // the calls still running; nil when there are none
 }
@@ -186,11 +186,11 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 		}
 		return
 	}
-	bg.settle(failed)
-	if f.undo && failed {
+	r.done = bg.settle(failed)
+	if f.undo && failed && r.done != nil {
 		for i := range bg.servers {
 			if bg.servers[i].granted {
-				<-bg.servers[i].done
+				<-r.done[i]
 			}
 		}
 	}
