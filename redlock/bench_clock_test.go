@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,19 +33,6 @@ func BenchmarkClockReads(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		l, err := c.Acquire(ctx, "bench", 10*time.Second)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
+	lockUnlock(b, c)
 	b.ReportMetric(float64(clk.reads.Load())/float64(b.N), "clock-reads/op")
-	c.bg.Wait()
 }
