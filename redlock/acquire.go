@@ -47,7 +47,7 @@ type acquisition struct {
 	last                 tally // the votes of the last attempt
 	token                string
 	tails                []<-chan struct{} // the last attempt's calls
-	calls                *background       // and their answers, when some were still running at the verdict
+	calls                *background       // and their answers; nil when they were made on the caller's goroutine
 	kept                 bool
 	// patience is when the call gives up, after a refused attempt (see
 	// outOfPatience); zero until its first refusal. ahead is how many
@@ -224,10 +224,19 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	case a.mode == skips:
 		f.rule = untilKnownHeld
 	}
-	start := c.clock.Now()
+	// The attempt starts at a clock reading taken before its first server
+	// call. On in-process servers, the first attempt of a call that did not
+	// wait behind others of its client reuses the call's own reading: only
+	// in-process work lies between them, and an earlier start can only
+	// understate validity. It saves a clock read, ~100 ns on some VMs.
+	start := a.began
+	if a.attempts > 1 || a.lineup != nil || !c.inProcess {
+		start = c.clock.Now()
+	}
 	res := c.fanOut(ctx, f)
 	t := res.tally
-	granted := t.won() && validity(a.ttl, c.clock.Since(start), o.driftFactor) > a.margin
+	elapsed := c.clock.Since(start)
+	granted := t.won() && validity(a.ttl, elapsed, o.driftFactor) > a.margin
 	var fence uint64
 	if granted && o.fencing {
 		// The token is drawn while the keys are held, before the verdict:
@@ -236,14 +245,14 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		if fence, ft = c.fence(ctx, o, a.name, a.key, a.ttl, t.maxN); fence == 0 {
 			granted, t = false, ft
 		}
-		granted = granted && validity(a.ttl, c.clock.Since(start), o.driftFactor) > a.margin
+		elapsed = c.clock.Since(start)
+		granted = granted && validity(a.ttl, elapsed, o.driftFactor) > a.margin
 	}
-	elapsed := c.clock.Since(start)
 	kept := !granted && !a.finalAttempt() && !t.won() && t.keep()
 	c.settle(ctx, &f, &res, !granted && !kept)
 	a.tails, a.kept, a.last = res.done, kept, t
 	a.calls = nil
-	if res.done != nil {
+	if res.bg != oneServer {
 		a.calls = res.bg
 	}
 	if f.op == opAcquireInLine {

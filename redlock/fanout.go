@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -117,20 +116,9 @@ type fanned struct {
 	tally
 	// done holds per server a channel closed once that server's call,
 	// and its undo if any, have finished: the "after" of the lock's next
-	// call. nil when every call has finished already.
+	// call. nil when every call has finished already. Set by settle.
 	done []<-chan struct{}
 	bg   *background // the calls still running; nil when there are none
-}
-
-// background is the state a fan-out shares with its calls still running.
-type background struct {
-	failed  bool          // written before decided is closed
-	decided chan struct{} // closed by settle
-	granted []int         // the servers that granted before the verdict
-	chans   []chan struct{}
-	// ok holds each server's answer, written before its chans entry is
-	// closed: read it after that close.
-	ok []bool
 }
 
 // fanOut sends f's call to every server and returns as soon as the votes
@@ -184,48 +172,6 @@ func (c *Client) fanOutOne(ctx context.Context, f *fan) (r fanned) {
 	return r
 }
 
-// fanOutConcurrent calls every server on its own goroutine.
-func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
-	n := len(c.servers)
-	callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
-	votes := make(chan vote, n)
-	bg := &background{decided: make(chan struct{}), chans: make([]chan struct{}, n), ok: make([]bool, n)}
-	r := fanned{tally: tally{n: n}, done: make([]<-chan struct{}, n), bg: bg}
-	var pending atomic.Int32
-	pending.Store(int32(n))
-	c.bg.Add(n)
-	for i, ks := range c.servers {
-		bg.chans[i] = make(chan struct{})
-		r.done[i] = bg.chans[i]
-		go func(i int, ks keyserver.KeyServer) {
-			defer c.bg.Done()
-			defer close(bg.chans[i])
-			ok, v, h, err := c.callAfter(ctx, callCtx, &f, i, ks)
-			bg.ok[i] = ok
-			if pending.Add(-1) == 0 {
-				cancel()
-			}
-			c.observe(ctx, f.op, f.name, i, err)
-			votes <- vote{server: i, ok: ok, n: v, holder: h, err: err}
-			if !f.undo {
-				return
-			}
-			<-bg.decided
-			if bg.failed {
-				c.undo(ctx, &f, i, ks)
-			}
-		}(i, ks)
-	}
-	for !r.decided(f.rule) {
-		v := <-votes
-		if v.ok {
-			bg.granted = append(bg.granted, v.server)
-		}
-		r.add(v)
-	}
-	return r
-}
-
 // settle gives a fan-out its final verdict. When failed and the fan-out
 // undoes, the servers' calls are undone: those that granted before the
 // verdict, which answer fast, before settle returns; the others in the
@@ -240,33 +186,14 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 		}
 		return
 	}
-	bg.failed = failed
-	close(bg.decided)
-	if f.undo && failed {
-		for _, i := range bg.granted {
-			<-bg.chans[i]
+	r.done = bg.settle(failed)
+	if f.undo && failed && r.done != nil {
+		for i := range bg.servers {
+			if bg.servers[i].granted {
+				<-r.done[i]
+			}
 		}
 	}
-}
-
-// callAfter makes server i's call once the calls it must follow have
-// finished. A call that had to wait gets a timeout of its own, as the
-// shared one started with the fan-out.
-func (c *Client) callAfter(ctx, callCtx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	if f.after != nil {
-		select {
-		case <-f.after[i]:
-		default:
-			<-f.after[i]
-			own, cancel := c.clock.WithTimeout(ctx, f.timeout)
-			defer cancel()
-			callCtx = own
-		}
-		if f.unlessGranted != nil && f.unlessGranted.ok[i] {
-			return true, 0, keyserver.Holder{}, nil
-		}
-	}
-	return f.call(callCtx, i, ks)
 }
 
 // undo cleans up after a failed attempt on server i. It runs even when the

@@ -1,0 +1,221 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// background is the state a fan-out shares with its calls still running.
+// It is one allocation for the fan-out, with its per-server state in one
+// more: under load these were most of the client's allocations.
+type background struct {
+	f       fan
+	ctx     context.Context // the caller's
+	callCtx context.Context // bounded by f.timeout from the fan-out's start
+	cancel  context.CancelFunc
+	pending atomic.Int32 // calls still running; the last one cancels callCtx
+
+	mu sync.Mutex
+	// votes counts the answers until they decide the outcome under
+	// f.rule (then decided is set and voted signalled, for the caller);
+	// later answers are not counted.
+	votes   tally
+	decided bool
+	voted   sync.Cond
+	// verdict is broadcast once settle has set settled and failed, for
+	// the calls that undo.
+	settled, failed bool
+	verdict         sync.Cond
+
+	servers []serverCall
+}
+
+// serverCall is one server's call of a fan-out.
+type serverCall struct {
+	// ok is the server's answer, written before answered is set (under
+	// the mutex) and before done is closed.
+	ok bool
+	// answered: the call has finished (bg.mu guards it); granted: it
+	// granted before the outcome was decided, so that the undo of a
+	// failed verdict waits for it.
+	answered, granted bool
+	// skipped: the fan-out made no call to the server (see fan.only).
+	skipped bool
+	// state and done tell when the call, and its undo if any, have
+	// finished: done is made only for a call still running at the
+	// verdict, which most are not (see watch).
+	state atomic.Int32
+	done  chan struct{}
+}
+
+// The states of a serverCall.
+const (
+	callRunning  int32 = iota
+	callWatched        // running, and done is to be closed when it finishes
+	callFinished       // done, if made, is closed
+)
+
+// fanOutConcurrent calls every server on its own goroutine, except those
+// that f calls not at all (see fan.only) and has nothing to undo on, which
+// vote for at once. Each call counts its own answer, and the caller wakes
+// once, when the votes decide.
+func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
+	n := len(c.servers)
+	bg := &background{f: f, ctx: ctx, servers: make([]serverCall, n)}
+	bg.votes.n = n
+	bg.voted.L, bg.verdict.L = &bg.mu, &bg.mu
+	calls := n
+	for i := range c.servers {
+		if !f.undo && f.only != 0 && f.only&bit(i) == 0 { // as fan.call would answer
+			calls--
+			s := &bg.servers[i]
+			s.ok, s.skipped = true, true
+			s.state.Store(callFinished)
+			c.observe(ctx, f.op, f.name, i, nil)
+			bg.count(i, vote{server: i, ok: true})
+		}
+	}
+	if calls > 0 {
+		bg.callCtx, bg.cancel = c.clock.WithTimeout(ctx, f.timeout)
+		bg.pending.Store(int32(calls))
+		c.bg.Add(calls)
+	}
+	for i, ks := range c.servers {
+		if !bg.servers[i].skipped {
+			go c.serve(bg, i, ks)
+		}
+	}
+	bg.mu.Lock()
+	for !bg.decided {
+		bg.voted.Wait()
+	}
+	r := fanned{tally: bg.votes, bg: bg}
+	bg.mu.Unlock()
+	return r
+}
+
+// serve makes server i's call of the fan-out bg, counts its answer, and
+// undoes the call if the fan-out undoes and its verdict is a failure.
+func (c *Client) serve(bg *background, i int, ks keyserver.KeyServer) {
+	defer c.bg.Done()
+	s := &bg.servers[i]
+	defer func() {
+		if s.state.Swap(callFinished) == callWatched {
+			close(s.done)
+		}
+	}()
+	ok, v, h, err := c.callAfter(bg, i, ks)
+	s.ok = ok
+	if bg.pending.Add(-1) == 0 {
+		bg.cancel()
+	}
+	c.observe(bg.ctx, bg.f.op, bg.f.name, i, err)
+	bg.count(i, vote{server: i, ok: ok, n: v, holder: h, err: err})
+	if bg.f.undo && bg.awaitVerdict() {
+		c.undo(bg.ctx, &bg.f, i, ks)
+	}
+}
+
+// count records server i's answer v and counts it, unless the outcome was
+// decided already, waking the caller when v decides it.
+func (bg *background) count(i int, v vote) {
+	bg.mu.Lock()
+	defer bg.mu.Unlock()
+	bg.servers[i].answered = true
+	if bg.decided {
+		return
+	}
+	bg.votes.add(v)
+	bg.servers[i].granted = v.ok
+	if bg.votes.decided(bg.f.rule) {
+		bg.decided = true
+		bg.voted.Signal()
+	}
+}
+
+// settle records the fan-out's verdict, wakes the calls waiting for it,
+// and returns the fan-out's done (see fanned): a call that answered is
+// done unless an undo follows, and one the fan-out did not make is done
+// once the call it would have followed is.
+func (bg *background) settle(failed bool) (done []<-chan struct{}) {
+	bg.mu.Lock()
+	bg.settled, bg.failed = true, failed
+	undoes := failed && bg.f.undo
+	for i := range bg.servers {
+		s := &bg.servers[i]
+		var ch <-chan struct{}
+		switch {
+		case s.skipped:
+			if bg.f.after != nil && !closed(bg.f.after[i]) {
+				ch = bg.f.after[i]
+			}
+		case !s.answered || undoes:
+			ch = s.watch()
+		}
+		if ch == nil {
+			continue
+		}
+		if done == nil {
+			done = make([]<-chan struct{}, len(bg.servers))
+			for j := range done {
+				done[j] = closedChan
+			}
+		}
+		done[i] = ch
+	}
+	bg.mu.Unlock()
+	bg.verdict.Broadcast()
+	return done
+}
+
+// watch returns a channel closed once the call has finished, or nil if it
+// has already.
+func (s *serverCall) watch() <-chan struct{} {
+	if s.state.Load() == callFinished {
+		return nil
+	}
+	s.done = make(chan struct{})
+	if !s.state.CompareAndSwap(callRunning, callWatched) {
+		return nil // it finished meanwhile
+	}
+	return s.done
+}
+
+// awaitVerdict waits for settle and reports whether the fan-out failed.
+func (bg *background) awaitVerdict() bool {
+	bg.mu.Lock()
+	defer bg.mu.Unlock()
+	for !bg.settled {
+		bg.verdict.Wait()
+	}
+	return bg.failed
+}
+
+// callAfter makes server i's call once the calls it must follow have
+// finished, unless the call it follows granted what this one would undo
+// (see fan.unlessGranted). A call that had to wait gets a timeout of its
+// own, as the shared one started with the fan-out.
+func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+	f, callCtx := &bg.f, bg.callCtx
+	waited := false
+	if f.after != nil {
+		select {
+		case <-f.after[i]:
+		default:
+			<-f.after[i]
+			waited = true
+		}
+	}
+	if f.unlessGranted != nil && f.unlessGranted.servers[i].ok {
+		return true, 0, keyserver.Holder{}, nil
+	}
+	if waited {
+		own, cancel := c.clock.WithTimeout(bg.ctx, f.timeout)
+		defer cancel()
+		callCtx = own
+	}
+	return f.call(callCtx, i, ks)
+}
