@@ -108,8 +108,10 @@ func (p *slotPick) ops() primOps {
 	return &permitOps{permits: p.permits, slot: p.next, free: make(map[int][]int)}
 }
 
-// again picks the next slot from the refusals of the last attempt, and
-// reports whether one was free on a quorum of servers.
+// again picks the next slot from the answers of the last attempt, and
+// reports whether one was free on a quorum of servers. (The slot it asked
+// for is not: where it was granted, its undone grant is no sign that
+// its holder elsewhere left.)
 func (p *slotPick) again(ops primOps, t tally) bool {
 	po := ops.(*permitOps)
 	po.mu.Lock()
@@ -151,7 +153,7 @@ func (po *permitOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeySe
 	switch f.op {
 	case opAcquire:
 		ok, p, err := ss.AcquirePermit(ctx, f.key, po.permits, po.slot, f.token, f.ttl)
-		if err == nil && !ok {
+		if err == nil {
 			po.mu.Lock()
 			po.free[i] = p.Free
 			po.mu.Unlock()

@@ -87,12 +87,14 @@ func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot in
 		} else if m.permits != permits {
 			return false, keyserver.PermitsDiffer(key, permits, m.permits)
 		}
+		ok := true
 		if e, held := m.slots[slot]; held && e.token != token {
-			p = m.describe(s.now())
-			return false, nil
+			ok = false
+		} else {
+			s.setSlotLocked(key, m, slot, token, ttl)
 		}
-		s.setSlotLocked(key, m, slot, token, ttl)
-		return true, nil
+		p = m.describe(s.now())
+		return ok, nil
 	})
 	return ok, p, err
 }
