@@ -54,10 +54,20 @@ func (o *observed) all() []string {
 // TestElectionOneLeaderAtATime: 4 campaigners in 2 Clients: one leads
 // at a time, Leader and Observe in a third Client report each leader's
 // value while it leads, each term is greater than the one before, and
-// each resignation hands over to the next campaigner without the clock
-// moving (woken by the servers, not by the retry delay).
+// each resignation hands over to the next campaigner within 500 ms (woken
+// by the servers, not by the retry delay: the clock moves only past the
+// short back-offs of campaigners that split the servers).
 func TestElectionOneLeaderAtATime(t *testing.T) {
 	fc := clock.NewFake(t0)
+	stopClock := make(chan struct{})
+	defer close(stopClock)
+	go func() {
+		for !closed(stopClock) {
+			if ds, err := fc.BlockUntilSleepers(1, 10*time.Millisecond); err == nil && ds[0] <= DefaultRetryDelay/4 {
+				fc.Advance(ds[0])
+			}
+		}
+	}()
 	servers := memoryServers(t, fc, 3)
 	clients := []*Client{testClient(t, fc, servers), testClient(t, fc, servers)}
 	watcher := testClient(t, fc, servers).Election("primary")
@@ -66,11 +76,13 @@ func TestElectionOneLeaderAtATime(t *testing.T) {
 	require.Eventually(t, func() bool { return obs.last() == "" }, wait, time.Millisecond, "Observe's first value with nobody leading")
 
 	var (
-		mu      sync.Mutex
-		leading int
-		order   []string
-		terms   []uint64
-		wg      sync.WaitGroup
+		mu       sync.Mutex
+		leading  int
+		order    []string
+		terms    []uint64
+		resigned time.Time
+		gaps     []time.Duration
+		wg       sync.WaitGroup
 	)
 	for i := range 4 {
 		wg.Add(1)
@@ -87,6 +99,9 @@ func TestElectionOneLeaderAtATime(t *testing.T) {
 				t.Errorf("%d leaders at once", leading)
 			}
 			order, terms = append(order, value), append(terms, l.Fence())
+			if !resigned.IsZero() {
+				gaps = append(gaps, fc.Since(resigned))
+			}
 			mu.Unlock()
 			got, err := watcher.Leader(bg)
 			assert.NoError(t, err)
@@ -94,6 +109,7 @@ func TestElectionOneLeaderAtATime(t *testing.T) {
 			assert.Eventually(t, func() bool { return obs.last() == value }, wait, time.Millisecond, "Observe from another Client")
 			mu.Lock()
 			leading--
+			resigned = fc.Now()
 			mu.Unlock()
 			assert.NoError(t, l.Release(bg))
 		}()
@@ -117,7 +133,10 @@ func TestElectionOneLeaderAtATime(t *testing.T) {
 		}
 	}
 	assert.Equal(t, order, leaders, "the leaders Observe reported")
-	assert.Equal(t, t0, fc.Now(), "handed over without the clock moving")
+	for i, gap := range gaps {
+		assert.LessOrEqual(t, gap, 500*time.Millisecond, "hand-over %d: from a resignation to the next leader", i+1)
+	}
+	t.Logf("hand-overs: %v", gaps)
 	_, err := watcher.Leader(bg)
 	assert.ErrorIs(t, err, ErrNoLeader, "Leader once everyone resigned")
 }

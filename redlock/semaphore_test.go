@@ -78,7 +78,8 @@ func runWorkers(t *testing.T, fc *clock.Fake, n int, work func(i int)) {
 	deadline := time.Now().Add(wait)
 	for !closed(done) {
 		if time.Now().After(deadline) {
-			t.Fatalf("workers not done after %v (at %v of fake time)", wait, fc.Now().Sub(t0))
+			ds, _ := fc.BlockUntilSleepers(0, 0)
+			t.Fatalf("workers not done after %v (at %v of fake time; %d running, sleeping: %v)", wait, fc.Now().Sub(t0), live.Load(), ds)
 		}
 		ds, err := fc.BlockUntilSleepers(int(max(live.Load(), 1)), 20*time.Millisecond)
 		if err != nil || int64(len(ds)) < live.Load() {
