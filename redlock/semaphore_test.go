@@ -22,7 +22,6 @@ import (
 type occupancy struct {
 	mu       sync.Mutex
 	now, max map[string]int
-	clash    []string // what was found together that must not be
 }
 
 func newOccupancy() *occupancy {
