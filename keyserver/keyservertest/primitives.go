@@ -56,11 +56,7 @@ func (s *suite) permitSlotsAreLocks(t *testing.T, ks keyserver.KeyServer, key st
 	key = keyserver.SemaphoreKey(name)
 	take := func(what string, slot int, token string, want bool) keyserver.Permits {
 		t.Helper()
-		ok, p, err := ss.AcquirePermit(ctx, key, 3, slot, token, ttl)
-		if err != nil || ok != want {
-			t.Fatalf("%s = %v, %+v, %v; want %v, nil", what, ok, p, err, want)
-		}
-		return p
+		return permit(t, what, ss, key, 3, slot, token, want)
 	}
 	if p := take("AcquirePermit(slot 0, a)", 0, "a", true); !slices.Equal(p.Free, []int{1, 2}) {
 		t.Fatalf("grant of slot 0 of 3 reported %+v; want Free [1 2]", p)
@@ -91,6 +87,17 @@ func (s *suite) permitSlotsAreLocks(t *testing.T, ks keyserver.KeyServer, key st
 	}
 }
 
+// permit checks one AcquirePermit of a semaphore of permits, and returns
+// what it reported.
+func permit(t *testing.T, what string, ss keyserver.Semaphorer, key string, permits, slot int, token string, want bool) keyserver.Permits {
+	t.Helper()
+	ok, p, err := ss.AcquirePermit(context.Background(), key, permits, slot, token, ttl)
+	if err != nil || ok != want {
+		t.Fatalf("%s = %v, %+v, %v; want %v, nil", what, ok, p, err, want)
+	}
+	return p
+}
+
 // permitCountIsStored checks that the permit count binds while a slot is
 // held, and is replaced once none is.
 func (s *suite) permitCountIsStored(t *testing.T, ks keyserver.KeyServer, key string) {
@@ -100,17 +107,13 @@ func (s *suite) permitCountIsStored(t *testing.T, ks keyserver.KeyServer, key st
 	}
 	ctx := context.Background()
 	key = keyserver.SemaphoreKey(key)
-	if ok, _, err := ss.AcquirePermit(ctx, key, 3, 0, "a", ttl); err != nil || !ok {
-		t.Fatalf("AcquirePermit(3 permits, slot 0) = %v, %v; want true", ok, err)
-	}
+	permit(t, "AcquirePermit(3 permits, slot 0)", ss, key, 3, 0, "a", true)
 	ok, _, err := ss.AcquirePermit(ctx, key, 5, 4, "b", ttl)
 	if ok || !errors.Is(err, keyserver.ErrPermitsDiffer) || !errors.Is(err, keyserver.ErrPermanent) {
 		t.Fatalf("AcquirePermit(5 permits) while held with 3 = %v, %v; want false, ErrPermitsDiffer and ErrPermanent", ok, err)
 	}
 	expect(t, "ReleasePermit(a)", true)(ss.ReleasePermit(ctx, key, 0, "a"))
-	if ok, _, err := ss.AcquirePermit(ctx, key, 5, 4, "b", ttl); err != nil || !ok {
-		t.Fatalf("AcquirePermit(5 permits, slot 4) once no slot was held = %v, %v; want true", ok, err)
-	}
+	permit(t, "AcquirePermit(5 permits, slot 4) once no slot was held", ss, key, 5, 4, "b", true)
 	expect(t, "ReleasePermit(b)", true)(ss.ReleasePermit(ctx, key, 4, "b"))
 }
 
@@ -123,13 +126,9 @@ func (s *suite) permitReleaseWakes(t *testing.T, ks keyserver.KeyServer, key str
 	}
 	ctx := context.Background()
 	key = keyserver.SemaphoreKey(key)
-	if ok, _, err := ss.AcquirePermit(ctx, key, 1, 0, "a", ttl); err != nil || !ok {
-		t.Fatalf("AcquirePermit(a) = %v, %v; want true", ok, err)
-	}
+	permit(t, "AcquirePermit(a)", ss, key, 1, 0, "a", true)
 	changed := watchOf(t, "WatchPermits", ss.WatchPermits, key)
-	if ok, _, err := ss.AcquirePermit(ctx, key, 1, 0, "b", ttl); err != nil || ok {
-		t.Fatalf("AcquirePermit(b) of a full semaphore = %v, %v; want false", ok, err)
-	}
+	permit(t, "AcquirePermit(b) of a full semaphore", ss, key, 1, 0, "b", false)
 	quiet(t, "a refused AcquirePermit", changed)
 	expect(t, "ReleasePermit(a)", true)(ss.ReleasePermit(ctx, key, 0, "a"))
 	awaitClosed(t, "WatchPermits after ReleasePermit", changed)
