@@ -269,3 +269,24 @@ func TestSemaphorePermitIsALock(t *testing.T) {
 	assert.True(t, ran)
 	require.NoError(t, lock.Release(bg))
 }
+
+// TestPrimitivesFence: with WithFencing, permits and write holds carry
+// fencing tokens that rise with every grant of the name, as a lock's do.
+func TestPrimitivesFence(t *testing.T) {
+	fc := clock.NewFake(t0)
+	c := testClient(t, fc, memoryServers(t, fc, 3), WithFencing())
+	sem := c.Semaphore("pool", 2)
+	m := c.RWMutex("table")
+	var last, lastWrite uint64
+	for i := range 3 {
+		p, err := sem.Acquire(bg, time.Minute)
+		require.NoError(t, err)
+		w, err := m.Lock(bg, time.Minute)
+		require.NoError(t, err)
+		assert.Greater(t, p.Fence(), last, "permit %d's token", i)
+		assert.Greater(t, w.Fence(), lastWrite, "write hold %d's token", i)
+		last, lastWrite = p.Fence(), w.Fence()
+		require.NoError(t, p.Release(bg))
+		require.NoError(t, w.Release(bg))
+	}
+}
