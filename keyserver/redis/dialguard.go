@@ -35,6 +35,9 @@ func guardedDialer(timeout time.Duration) redigo.DialOption {
 		if g, ok := ctx.Value(dialGuardKey{}).(*dialGuard); ok {
 			g.stop = context.AfterFunc(ctx, func() { c.Close() }) //nolint:errcheck // abandoned
 		}
+		if box, ok := ctx.Value(netConnKey{}).(*netConnBox); ok && box != nil {
+			box.conn = c // the pipeline makes calls inline on it (see inline.go)
+		}
 		return c, nil
 	})
 }
@@ -42,6 +45,9 @@ func guardedDialer(timeout time.Duration) redigo.DialOption {
 // guarded runs dial under a guard (see guardedDialer). A dial that its
 // context ended says so, and that a TLS server was expected when it was.
 func guarded(ctx context.Context, tls bool, dial func(context.Context) (redigo.Conn, error)) (redigo.Conn, error) {
+	if tls { // its socket carries records, not replies
+		ctx = context.WithValue(ctx, netConnKey{}, (*netConnBox)(nil))
+	}
 	g := &dialGuard{}
 	rc, err := dial(context.WithValue(ctx, dialGuardKey{}, g))
 	if g.stop != nil {

@@ -576,7 +576,7 @@ func (s *Server) watchPrim(ctx context.Context, key string) (<-chan struct{}, fu
 		return nil, nil, err
 	}
 	defer s.inflight.Done()
-	w, err := s.sub.watch(ctx, key, primWatch)
+	w, _, err := s.sub.watch(ctx, key, primWatch)
 	if err != nil {
 		return nil, nil, s.fail("watch", key, err)
 	}
