@@ -279,3 +279,27 @@ func TestPrimitivesKeepTheirOwnKeys(t *testing.T) {
 		require.NoError(t, l.Release(bg))
 	}
 }
+
+// TestCampaignRetryLimitIsACallOption: Campaign waits without a limit by
+// default, and a call option can set one: WithRetryCount(0) fails at once
+// with ErrHeldElsewhere while another leads.
+func TestCampaignRetryLimitIsACallOption(t *testing.T) {
+	fc := clock.NewFake(t0)
+	c := testClient(t, fc, memoryServers(t, fc, 3))
+	l, err := c.Election("primary").Campaign(bg, time.Minute, "a")
+	require.NoError(t, err)
+	_, err = c.Election("primary").Campaign(bg, time.Minute, "b", WithRetryCount(0))
+	require.ErrorIs(t, err, ErrHeldElsewhere)
+
+	ctx, cancel := context.WithCancel(bg)
+	waiting := async(t, func() error { _, err := c.Election("primary").Campaign(ctx, time.Minute, "b"); return err })
+	// Far past the default patience (10 retries of 200 ms), still waiting.
+	for range 20 {
+		ds, err := fc.BlockUntilSleepers(2, wait) // the leader's keep-alive and the campaigner
+		require.NoError(t, err)
+		fc.Advance(min(ds[0], time.Second))
+	}
+	cancel()
+	require.ErrorIs(t, waiting(), context.Canceled, "a campaign without a limit ends with its ctx")
+	require.NoError(t, l.Release(bg))
+}
