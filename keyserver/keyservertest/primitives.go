@@ -43,17 +43,30 @@ func watchOf(t *testing.T, what string, start func(context.Context, string) (<-c
 	return ch
 }
 
+// semaphorer returns ks as a Semaphorer, if it is one, and the key of the
+// semaphore named key.
+func semaphorer(ks keyserver.KeyServer, key string) (keyserver.Semaphorer, string, bool) {
+	ss, ok := ks.(keyserver.Semaphorer)
+	return ss, keyserver.SemaphoreKey(key), ok
+}
+
+// elector returns ks as an Elector, if it is one, and the key of the
+// election named key.
+func elector(ks keyserver.KeyServer, key string) (keyserver.Elector, string, bool) {
+	es, ok := ks.(keyserver.Elector)
+	return es, keyserver.ElectionKey(key), ok
+}
+
 // permitSlotsAreLocks checks that each slot of a semaphore is held by one
 // token at a time, owner-checked like a lock key, and that a refusal lists
 // the free slots and the soonest TTL.
 func (s *suite) permitSlotsAreLocks(t *testing.T, ks keyserver.KeyServer, key string) {
-	ss, ok := ks.(keyserver.Semaphorer)
+	name := key
+	ss, key, ok := semaphorer(ks, key)
 	if !ok {
 		return
 	}
 	ctx := context.Background()
-	name := key
-	key = keyserver.SemaphoreKey(name)
 	take := func(what string, slot int, token string, want bool) keyserver.Permits {
 		t.Helper()
 		return permit(t, what, ss, key, 3, slot, token, want)
@@ -101,12 +114,11 @@ func permit(t *testing.T, what string, ss keyserver.Semaphorer, key string, perm
 // permitCountIsStored checks that the permit count binds while a slot is
 // held, and is replaced once none is.
 func (s *suite) permitCountIsStored(t *testing.T, ks keyserver.KeyServer, key string) {
-	ss, ok := ks.(keyserver.Semaphorer)
+	ss, key, ok := semaphorer(ks, key)
 	if !ok {
 		return
 	}
 	ctx := context.Background()
-	key = keyserver.SemaphoreKey(key)
 	permit(t, "AcquirePermit(3 permits, slot 0)", ss, key, 3, 0, "a", true)
 	ok, _, err := ss.AcquirePermit(ctx, key, 5, 4, "b", ttl)
 	if ok || !errors.Is(err, keyserver.ErrPermitsDiffer) || !errors.Is(err, keyserver.ErrPermanent) {
@@ -120,12 +132,11 @@ func (s *suite) permitCountIsStored(t *testing.T, ks keyserver.KeyServer, key st
 // permitReleaseWakes checks that a release of a slot wakes the
 // semaphore's watches, and a refusal does not.
 func (s *suite) permitReleaseWakes(t *testing.T, ks keyserver.KeyServer, key string) {
-	ss, ok := ks.(keyserver.Semaphorer)
+	ss, key, ok := semaphorer(ks, key)
 	if !ok {
 		return
 	}
 	ctx := context.Background()
-	key = keyserver.SemaphoreKey(key)
 	permit(t, "AcquirePermit(a)", ss, key, 1, 0, "a", true)
 	changed := watchOf(t, "WatchPermits", ss.WatchPermits, key)
 	permit(t, "AcquirePermit(b) of a full semaphore", ss, key, 1, 0, "b", false)
@@ -137,12 +148,11 @@ func (s *suite) permitReleaseWakes(t *testing.T, ks keyserver.KeyServer, key str
 // permitArguments checks that AcquirePermit refuses a permit count under
 // one and a slot outside the permits.
 func (s *suite) permitArguments(t *testing.T, ks keyserver.KeyServer, key string) {
-	ss, ok := ks.(keyserver.Semaphorer)
+	ss, key, ok := semaphorer(ks, key)
 	if !ok {
 		return
 	}
 	ctx := context.Background()
-	key = keyserver.SemaphoreKey(key)
 	for _, c := range []struct {
 		what          string
 		permits, slot int
@@ -290,13 +300,12 @@ func (s *suite) readHoldsEndOneByOne(t *testing.T, ks keyserver.KeyServer, key s
 // time, its value read back with its TTL, the fence counter read with the
 // vote.
 func (s *suite) leaderKeepsValueAndTerm(t *testing.T, ks keyserver.KeyServer, key string) {
-	es, ok := ks.(keyserver.Elector)
+	name := key
+	es, key, ok := elector(ks, key)
 	if !ok {
 		return
 	}
 	ctx := context.Background()
-	name := key
-	key = keyserver.ElectionKey(name)
 	read := func(what string, want keyserver.Leadership) {
 		t.Helper()
 		got, err := es.ReadLeader(ctx, key)
@@ -341,12 +350,11 @@ func (s *suite) leaderKeepsValueAndTerm(t *testing.T, ks keyserver.KeyServer, ke
 // leaderChangeWakes checks that a new leader and a resignation wake the
 // election's watches, and an extension by the leader does not.
 func (s *suite) leaderChangeWakes(t *testing.T, ks keyserver.KeyServer, key string) {
-	es, ok := ks.(keyserver.Elector)
+	es, key, ok := elector(ks, key)
 	if !ok {
 		return
 	}
 	ctx := context.Background()
-	key = keyserver.ElectionKey(key)
 	changed := watchOf(t, "WatchLeader", es.WatchLeader, key)
 	if ok, _, err := es.AcquireLeader(ctx, key, "a", "host-a", ttl); err != nil || !ok {
 		t.Fatalf("AcquireLeader(a) = %v, %v; want true", ok, err)
