@@ -20,6 +20,7 @@ const (
 	opRaiseFence
 	opLeaveLine // Notifiers only; other servers vote for without a call
 	opIdentify  // keyserver.Identifier's ServerID (see identities)
+	opRead      // a primitive's read of its state (see primOps)
 )
 
 func (k opKind) String() string {
@@ -34,6 +35,8 @@ func (k opKind) String() string {
 		return "leave_line"
 	case opIdentify:
 		return "identify"
+	case opRead:
+		return "read"
 	}
 	return "raise_fence"
 }
@@ -64,6 +67,9 @@ type fan struct {
 	// next is a token of the call of this client that waits behind this
 	// one, for AcquireInLine to put in line too (see keyserver.Notifier).
 	next string
+	// prim, if set, makes the calls to a primitive's keys instead of a
+	// lock key's (a permit, a read or write hold, a leadership).
+	prim primOps
 }
 
 // call makes f's call to ks: its vote, with the number it read (a fence
@@ -71,6 +77,9 @@ type fan struct {
 func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
 	if f.only != 0 && f.only&bit(i) == 0 {
 		return true, 0, h, nil
+	}
+	if f.prim != nil {
+		return f.prim.call(ctx, f, i, ks)
 	}
 	switch f.op {
 	case opAcquire, opAcquireInLine:
@@ -202,7 +211,7 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 func (c *Client) undo(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) {
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
-	u := fan{op: opRelease, key: f.key, token: f.token}
+	u := fan{op: opRelease, key: f.key, token: f.token, prim: f.prim}
 	_, _, _, err := u.call(uctx, i, ks)
 	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt
 }

@@ -23,6 +23,8 @@ type Lock struct {
 	key   string
 	token string
 	fence uint64 // 0 without WithFencing; never changes
+	// prim makes the calls of a primitive's hold; nil for a lock.
+	prim primOps
 	// callCtx is the acquiring call's context without its cancellation,
 	// for the Lost hook; nil when there are no hooks.
 	callCtx context.Context
@@ -62,10 +64,11 @@ type grant struct {
 	tails            []<-chan struct{} // its calls, per server
 	fence            uint64
 	ctx              context.Context // the acquiring call's
+	prim             primOps
 }
 
 func newLock(c *Client, o *options, g grant) *Lock {
-	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.start, tails: g.tails, fence: g.fence}
+	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.start, tails: g.tails, fence: g.fence, prim: g.prim}
 	if c.hooks.Lost != nil {
 		l.callCtx = context.WithoutCancel(g.ctx)
 	}
@@ -199,7 +202,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	}
 	defer c.exit()
 	start := c.clock.Now()
-	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: ttl, timeout: l.o.timeoutFor(ttl), after: l.tails}
+	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: ttl, timeout: l.o.timeoutFor(ttl), after: l.tails, prim: l.prim}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
 	l.tails = res.done

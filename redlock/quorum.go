@@ -89,11 +89,17 @@ const (
 	// itself granted any server (then the refusals may come from several
 	// contenders that split the vote).
 	untilKnownHeld
+	// everyAnswer waits for every server's answer (or its timeout): a
+	// read that must see which holder a quorum agrees on.
+	everyAnswer
 )
 
 // decided reports whether the votes so far settle the outcome under r.
 func (t *tally) decided(r rule) bool {
 	q := quorum(t.n)
+	if r == everyAnswer {
+		return t.granted+t.against() == t.n
+	}
 	if r == earliest {
 		return t.granted >= q || t.refused >= q || t.against() > t.n-q
 	}

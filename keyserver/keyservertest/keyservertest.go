@@ -15,7 +15,10 @@
 // concurrent takers and invalid input, and the optional interfaces a server
 // implements: keyserver.Fencer's counters, keyserver.Notifier's remaining
 // TTL, and its line of waiters: served in rank order, one wake per
-// release, no turn missed, promises that pass on and lapse. Keys carry a random prefix, so a shared
+// release, no turn missed, promises that pass on and lapse; and the
+// primitives' interfaces (primitives.go): keyserver.Semaphorer's slots,
+// stored count and wakes, keyserver.RWLocker's modes and waiting writers,
+// keyserver.Elector's leader, term and wakes. Keys carry a random prefix, so a shared
 // server (one Redis for the whole test run) does no harm.
 package keyservertest
 
@@ -87,6 +90,7 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"NextJoinsTheLine", s.nextJoinsTheLine},
 		{"LineArguments", s.lineArguments},
 	}
+	tests = append(tests, s.primitiveChecks()...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, s.newServer(t), randomKey(t))

@@ -45,6 +45,9 @@ type Server struct {
 	lines  map[string]*line
 	turns  map[string]map[*turnWatch]struct{}
 	closed bool
+	// prims are the semaphores, read-write locks and elections
+	// (primitives.go).
+	prims prims
 
 	stop chan struct{} // closed by Close; nil when there is no sweep
 	done chan struct{} // closed when the sweep goroutine has returned
@@ -123,6 +126,7 @@ func (s *Server) Close() error {
 	already := s.closed
 	s.closed = true
 	s.keys, s.lines = nil, nil
+	s.closePrims()
 	for _, ws := range s.turns {
 		for w := range ws {
 			w.fire()

@@ -283,6 +283,9 @@ func (s *Server) call(ctx context.Context, c Call, store func(context.Context, s
 
 // check validates c's arguments as a real server would.
 func (c Call) check() error {
+	if ok, err := c.checkPrimitive(); ok {
+		return err
+	}
 	switch c.Op {
 	case OpAcquire, OpExtend:
 		return keyserver.CheckTTL(c.Key, c.Token, c.TTL)

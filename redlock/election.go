@@ -1,0 +1,284 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// ErrNoLeader is Election.Leader's error when no holder leads on a quorum
+// of servers: nobody campaigned, the leader resigned or was lost, or the
+// servers disagree.
+var ErrNoLeader = errors.New("redlock: no leader")
+
+// Election is one leader of a name at a time, which everyone can see:
+// campaigners wait until they lead, and the leader's value (an address, a
+// host name) is what Leader and Observe report while it leads. Get one
+// with Client.Election; it is safe for concurrent use.
+type Election struct {
+	c    *Client
+	name string
+	err  error
+}
+
+// Election returns the election called name. Every server must implement
+// keyserver.Elector; an empty name, or a server that does not, makes
+// every method fail with ErrInvalidArgument before any server is asked
+// (Observe's channel is then closed at once).
+func (c *Client) Election(name string) *Election {
+	e := &Election{c: c, name: name}
+	if name == "" {
+		e.err = invalidArgument("empty election name")
+	} else {
+		e.err = c.checkServers("an election", "Elector", func(ks keyserver.KeyServer) bool {
+			_, ok := ks.(keyserver.Elector)
+			return ok
+		})
+	}
+	return e
+}
+
+// Campaign waits until this caller leads, with value as the value Leader
+// and Observe report; by default it waits without a retry limit (as with
+// WithRetryCount(-1)), and a call option can set one. Once it leads, the
+// leadership is kept alive in the background, as KeepAlive keeps a lock,
+// until it is released (resigning: Release on the returned *Lock), lost
+// (its Done closes), or ctx ends, which resigns. Client.Close resigns too.
+//
+// The leadership's Fence is its term: greater than the term of every
+// earlier leader of the election, so that followers and the stores they
+// write to can refuse a deposed leader.
+func (e *Election) Campaign(ctx context.Context, ttl time.Duration, value string, opts ...Option) (l *Lock, err error) {
+	c := e.c
+	ctx = c.start(ctx, "campaign", e.name)
+	defer func() { c.end(ctx, "campaign", e.name, err) }()
+	if e.err != nil {
+		return nil, e.err
+	}
+	if value == "" {
+		return nil, invalidArgument("empty value for election %q", e.name)
+	}
+	o, err := c.primOptions(e.name, ttl, append([]Option{WithRetryCount(-1)}, opts...))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := keepAliveInterval(o, e.name, ttl); err != nil {
+		return nil, err
+	}
+	if err := c.enterDo(); err != nil {
+		return nil, err
+	}
+	l, err = c.acquirePrim(ctx, o, e.name, e.key(o), ttl, waits, true, &leaderOps{value: value})
+	if err != nil {
+		c.dos.Done()
+		return nil, err
+	}
+	go c.lead(ctx, l)
+	return l, nil
+}
+
+// lead keeps the leadership l alive until it is released or lost, or
+// ctx ends or the client closes, which resign. Close waits for it.
+func (c *Client) lead(ctx context.Context, l *Lock) {
+	defer c.dos.Done()
+	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	defer context.AfterFunc(c.closing, cancel)()
+	_ = l.KeepAlive(kctx) // a loss is told by Done and Err
+	if l.Err() == nil {
+		if err := l.Release(context.WithoutCancel(ctx)); err != nil {
+			c.logger.Warn("redlock: resigning failed", "election", l.name, "error", err)
+		}
+	}
+}
+
+// Leader returns the value of the election's leader, when a quorum of
+// servers agrees on the same holder; ErrNoLeader when none does, and
+// another error (a *QuorumError) when too few servers answered to tell.
+// Each server's read is bounded by the server timeout (WithServerTimeout;
+// 500 ms by default, as a read has no TTL to take 5% of).
+func (e *Election) Leader(ctx context.Context) (string, error) {
+	if e.err != nil {
+		return "", e.err
+	}
+	v, _, err := e.leader(ctx)
+	return v, err
+}
+
+// leaderReadTimeout bounds a server's read of the leader when no server
+// timeout is set.
+const leaderReadTimeout = 500 * time.Millisecond
+
+// leader reads the leader from every server, and returns its value and
+// the shortest TTL that any holder reported has left (when it may change
+// without an announcement).
+func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
+	c := e.c
+	if err := c.enter(); err != nil {
+		return "", 0, err
+	}
+	defer c.exit()
+	timeout := c.serverTimeout
+	if timeout <= 0 {
+		timeout = leaderReadTimeout
+	}
+	r := &leaderRead{got: make([]keyserver.Leadership, len(c.servers))}
+	f := fan{op: opRead, name: e.name, key: e.key(&c.options), timeout: timeout, rule: everyAnswer, prim: r}
+	res := c.fanOut(ctx, f)
+	c.settle(ctx, &f, &res, false)
+	t := res.tally
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	votes := make(map[string]int)
+	var left time.Duration
+	for i, ld := range r.got {
+		if ld.Token == "" || failed(t, i) {
+			continue
+		}
+		votes[ld.Token]++
+		if left == 0 || ld.Left < left {
+			left = max(ld.Left, time.Millisecond)
+		}
+		if votes[ld.Token] >= c.quorum {
+			return ld.Value, left, nil
+		}
+	}
+	if t.granted < c.quorum {
+		return "", left, newQuorumError("read", e.name, 1, t, ctx.Err())
+	}
+	return "", left, fmt.Errorf("%w of election %q", ErrNoLeader, e.name)
+}
+
+// Observe returns a channel that receives the leader's value: first the
+// current one ("" when none leads), then each change, never the same
+// value twice in a row. It is woken by the servers' announcements of
+// changes (and by the TTL of a leader that may expire unannounced), not
+// by polling. The channel is closed when ctx ends or the client closes. A
+// read that too few servers answered sends nothing; the next change or
+// the retry delay brings the next read.
+func (e *Election) Observe(ctx context.Context) <-chan string {
+	ch := make(chan string)
+	c := e.c
+	if e.err != nil || c.enterDo() != nil {
+		close(ch)
+		return ch
+	}
+	go e.observe(ctx, ch)
+	return ch
+}
+
+func (e *Election) observe(ctx context.Context, ch chan<- string) {
+	c := e.c
+	defer c.dos.Done()
+	defer close(ch)
+	watch := &primAcquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), timeout: leaderReadTimeout}
+	if c.serverTimeout > 0 {
+		watch.timeout = c.serverTimeout
+	}
+	defer watch.stopWatches()
+	sent, last := false, ""
+	for {
+		watch.armWatches(ctx) // before the read: a change after it is not missed
+		v, left, err := e.leader(ctx)
+		if errors.Is(err, ErrNoLeader) {
+			v, err = "", nil
+		}
+		if err == nil && (!sent || v != last) {
+			select {
+			case ch <- v:
+				sent, last = true, v
+			case <-ctx.Done():
+				return
+			case <-c.closing.Done():
+				return
+			}
+		}
+		wake := []<-chan struct{}{ctx.Done(), c.closing.Done()}
+		all := true
+		for _, w := range watch.watches {
+			if w.changed == nil {
+				all = false
+				continue
+			}
+			wake = append(wake, w.changed)
+		}
+		d := left
+		if err != nil || !all {
+			d = c.retryWait() // servers that did not answer announce nothing
+			if left > 0 {
+				d = min(d, left)
+			}
+		}
+		if waitAny(ctx, c, d, wake) != nil || c.closing.Err() != nil {
+			return
+		}
+	}
+}
+
+// waitAny waits until one of wake is closed, or d has passed on the
+// client's clock when d > 0.
+func waitAny(ctx context.Context, c *Client, d time.Duration, wake []<-chan struct{}) error {
+	if d > 0 {
+		return c.clock.SleepOrWake(ctx, d, wake)
+	}
+	cases := make([]reflect.SelectCase, len(wake))
+	for i, w := range wake {
+		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)}
+	}
+	reflect.Select(cases)
+	return ctx.Err()
+}
+
+func (e *Election) key(o *options) string { return keyserver.ElectionKey(o.keyPrefix + e.name) }
+
+// leaderOps are the calls of a leadership with its value.
+type leaderOps struct {
+	value string
+}
+
+func (p *leaderOps) ops() primOps              { return p }
+func (p *leaderOps) again(primOps, tally) bool { return false }
+func (p *leaderOps) watch(ctx context.Context, ks keyserver.KeyServer, key string) (<-chan struct{}, func(), error) {
+	return ks.(keyserver.Elector).WatchLeader(ctx, key)
+}
+
+func (p *leaderOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+	es := ks.(keyserver.Elector)
+	var (
+		ok    bool
+		fence uint64
+		err   error
+	)
+	switch f.op {
+	case opAcquire:
+		ok, fence, err = es.AcquireLeader(ctx, f.key, f.token, p.value, f.ttl)
+	case opExtend:
+		ok, err = es.ExtendLeader(ctx, f.key, f.token, p.value, f.ttl)
+	default:
+		ok, err = es.ReleaseLeader(ctx, f.key, f.token)
+	}
+	return ok, fence, keyserver.Holder{}, err
+}
+
+// leaderRead is the read of the leader from every server, by server.
+type leaderRead struct {
+	mu  sync.Mutex
+	got []keyserver.Leadership
+}
+
+func (r *leaderRead) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+	ld, err := ks.(keyserver.Elector).ReadLeader(ctx, f.key)
+	if err != nil {
+		return false, 0, keyserver.Holder{}, err
+	}
+	r.mu.Lock()
+	r.got[i] = ld
+	r.mu.Unlock()
+	return true, 0, keyserver.Holder{}, nil
+}

@@ -1,0 +1,185 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// TestRedisSemaphoreWhileTwoOfFivePause: 12 goroutines in 3 Clients take
+// a 3-permit semaphore on 5 real Redis nodes for 3 s, while 2 of the
+// nodes are paused for a second and resumed: never more than 3 hold at
+// once, 3 do, and the permits keep being granted throughout.
+func TestRedisSemaphoreWhileTwoOfFivePause(t *testing.T) {
+	cluster := redistest.Start(t, 5)
+	clients := make([]*redlock.Client, 3)
+	for i := range clients {
+		clients[i] = clientOn(t, cluster, redlock.WithRetryCount(-1))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var (
+		holders, most, grants atomic.Int64
+		unconfirmed           atomic.Int64
+		wg                    sync.WaitGroup
+	)
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem := clients[i%3].Semaphore("encoders", 3)
+			for ctx.Err() == nil {
+				l, err := sem.Acquire(ctx, 5*time.Second)
+				if err != nil {
+					assert.ErrorIs(t, err, context.DeadlineExceeded)
+					return
+				}
+				n := holders.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				grants.Add(1)
+				time.Sleep(5 * time.Millisecond)
+				holders.Add(-1)
+				// A release that too few nodes confirm in time (two are
+				// paused, the machine is busy) leaves the slot to its
+				// TTL: it costs a permit for a while, never safety.
+				if err := l.Release(context.Background()); err != nil {
+					unconfirmed.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	before := grants.Load()
+	cluster.Nodes[1].Pause()
+	cluster.Nodes[3].Pause()
+	time.Sleep(time.Second)
+	during := grants.Load() - before
+	cluster.Nodes[1].Resume()
+	cluster.Nodes[3].Resume()
+	wg.Wait()
+	assert.LessOrEqual(t, most.Load(), int64(3), "the most holders of 3 permits at once")
+	assert.Equal(t, int64(3), most.Load(), "the most holders of 3 permits at once")
+	assert.Positive(t, during, "grants while 2 of 5 nodes were paused")
+	t.Logf("%d grants, %d of them while 2 nodes were paused; %d releases unconfirmed", grants.Load(), during, unconfirmed.Load())
+}
+
+// TestRedisWriterAgainstReaders: 8 readers in 2 Clients take a read-write
+// lock on 3 real Redis nodes again as soon as they release it; a writer
+// that asks gets it within 2 s, never with a reader.
+func TestRedisWriterAgainstReaders(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	clients := []*redlock.Client{clientOn(t, cluster, redlock.WithRetryCount(-1)), clientOn(t, cluster, redlock.WithRetryCount(-1))}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var readers, reads atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := clients[i%2].RWMutex("catalog")
+			for ctx.Err() == nil {
+				l, err := m.RLock(ctx, 2*time.Second)
+				if err != nil {
+					return
+				}
+				readers.Add(1)
+				reads.Add(1)
+				time.Sleep(20 * time.Millisecond)
+				readers.Add(-1)
+				_ = l.Release(context.Background())
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	asked := time.Now()
+	w, err := clients[0].RWMutex("catalog").Lock(ctx, 2*time.Second)
+	require.NoError(t, err)
+	waited := time.Since(asked)
+	assert.Zero(t, readers.Load(), "readers holding with the writer")
+	time.Sleep(20 * time.Millisecond)
+	assert.Zero(t, readers.Load(), "readers holding with the writer")
+	require.NoError(t, w.Release(context.Background()))
+	cancel()
+	wg.Wait()
+	assert.Less(t, waited, 2*time.Second, "the writer's wait")
+	t.Logf("the writer waited %v; %d reads", waited, reads.Load())
+}
+
+// TestRedisElectionHandOver: 4 campaigners in 2 Clients on 3 real Redis
+// nodes lead one at a time; Observe in a third Client reports each, and
+// each resignation hands over within 500 ms.
+func TestRedisElectionHandOver(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	clients := []*redlock.Client{clientOn(t, cluster), clientOn(t, cluster)}
+	watcher := clientOn(t, cluster).Election("scheduler")
+	octx, stop := context.WithCancel(context.Background())
+	changes := watcher.Observe(octx)
+	require.Equal(t, "", <-changes, "Observe's first value")
+	var (
+		mu       sync.Mutex
+		leading  int
+		resigned time.Time
+		gaps     []time.Duration
+		seen     []string
+		wg       sync.WaitGroup
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for v := range changes {
+			mu.Lock()
+			seen = append(seen, v)
+			mu.Unlock()
+		}
+	}()
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			value := fmt.Sprintf("host-%d", i)
+			l, err := clients[i%2].Election("scheduler").Campaign(context.Background(), 2*time.Second, value)
+			if !assert.NoError(t, err) {
+				return
+			}
+			mu.Lock()
+			leading++
+			assert.Equal(t, 1, leading, "leaders at once")
+			if !resigned.IsZero() {
+				gaps = append(gaps, time.Since(resigned))
+			}
+			mu.Unlock()
+			assert.Eventually(t, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(seen) > 0 && seen[len(seen)-1] == value
+			}, 5*time.Second, time.Millisecond, "Observe from another Client")
+			got, err := watcher.Leader(context.Background())
+			assert.NoError(t, err)
+			assert.Equal(t, value, got, "Leader from another Client")
+			mu.Lock()
+			leading--
+			resigned = time.Now()
+			mu.Unlock()
+			assert.NoError(t, l.Release(context.Background()))
+		}()
+	}
+	wg.Wait()
+	stop()
+	<-done
+	require.Len(t, gaps, 3)
+	for i, g := range gaps {
+		assert.Less(t, g, 500*time.Millisecond, "hand-over %d", i+1)
+	}
+	t.Logf("hand-overs: %v", gaps)
+}

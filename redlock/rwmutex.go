@@ -1,0 +1,147 @@
+package redlock
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// RWMutex is a read-write lock over the servers: many readers or one
+// writer, each hold on a quorum. A writer that waits keeps new readers
+// out, so that readers who keep taking the lock cannot starve it (see
+// "Semaphores, read-write locks and elections" in the package doc). Get
+// one with Client.RWMutex; it is safe for concurrent use.
+type RWMutex struct {
+	c    *Client
+	name string
+	err  error
+}
+
+// RWMutex returns the read-write lock called name. Every server must
+// implement keyserver.RWLocker; an empty name, or a server that does not,
+// makes every method fail with ErrInvalidArgument before any server is
+// asked.
+func (c *Client) RWMutex(name string) *RWMutex {
+	m := &RWMutex{c: c, name: name}
+	if name == "" {
+		m.err = invalidArgument("empty read-write lock name")
+	} else {
+		m.err = c.checkServers("a read-write lock", "RWLocker", func(ks keyserver.KeyServer) bool {
+			_, ok := ks.(keyserver.RWLocker)
+			return ok
+		})
+	}
+	return m
+}
+
+// Lock takes the lock exclusively for ttl, waiting as Client.Acquire does
+// while readers or another writer hold it; while it waits, new readers
+// are refused. The *Lock it returns is the write hold.
+func (m *RWMutex) Lock(ctx context.Context, ttl time.Duration, opts ...Option) (*Lock, error) {
+	return m.acquire(ctx, "rw_lock", ttl, waits, true, opts)
+}
+
+// RLock takes a shared hold for ttl, beside other readers, waiting as
+// Client.Acquire does while a writer holds the lock or waits for it. Each
+// read hold is a *Lock of its own, extended and released on its own.
+func (m *RWMutex) RLock(ctx context.Context, ttl time.Duration, opts ...Option) (*Lock, error) {
+	return m.acquire(ctx, "rw_rlock", ttl, waits, false, opts)
+}
+
+// TryLock makes one attempt at Lock; it fails at once with an error
+// matching ErrHeldElsewhere when readers or a writer hold the lock, and
+// leaves no mark that would keep readers out.
+func (m *RWMutex) TryLock(ctx context.Context, ttl time.Duration, opts ...Option) (*Lock, error) {
+	return m.acquire(ctx, "rw_try_lock", ttl, once, true, opts)
+}
+
+// TryRLock makes one attempt at RLock; it fails at once with an error
+// matching ErrHeldElsewhere when a writer holds the lock or waits for it.
+func (m *RWMutex) TryRLock(ctx context.Context, ttl time.Duration, opts ...Option) (*Lock, error) {
+	return m.acquire(ctx, "rw_try_rlock", ttl, once, false, opts)
+}
+
+// Do runs fn while holding the lock exclusively, as Client.Do runs fn
+// under a lock.
+func (m *RWMutex) Do(ctx context.Context, ttl time.Duration, fn func(context.Context) error, opts ...Option) error {
+	return m.do(ctx, "rw_do", ttl, fn, true, opts)
+}
+
+// RDo runs fn while holding a read hold, as Client.Do runs fn under a
+// lock.
+func (m *RWMutex) RDo(ctx context.Context, ttl time.Duration, fn func(context.Context) error, opts ...Option) error {
+	return m.do(ctx, "rw_rdo", ttl, fn, false, opts)
+}
+
+func (m *RWMutex) acquire(ctx context.Context, op string, ttl time.Duration, md mode, write bool, opts []Option) (l *Lock, err error) {
+	c := m.c
+	ctx = c.start(ctx, op, m.name)
+	defer func() { c.end(ctx, op, m.name, err) }()
+	if m.err != nil {
+		return nil, m.err
+	}
+	o, err := c.primOptions(m.name, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquirePrim(ctx, o, m.name, m.key(o), ttl, md, false, m.mode(write, md == waits && o.retryCount != 0))
+}
+
+func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(context.Context) error, write bool, opts []Option) (err error) {
+	c := m.c
+	ctx = c.start(ctx, op, m.name)
+	defer func() { c.end(ctx, op, m.name, err) }()
+	if m.err != nil {
+		return m.err
+	}
+	return c.doPrim(ctx, m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
+		return c.acquirePrim(ctx, o, m.name, m.key(o), ttl, waits, false, m.mode(write, o.retryCount != 0))
+	})
+}
+
+func (m *RWMutex) key(o *options) string { return keyserver.RWKey(o.keyPrefix + m.name) }
+
+func (m *RWMutex) mode(write, wait bool) *rwOps { return &rwOps{write: write, wait: write && wait} }
+
+// rwOps are the calls of a read or write hold; wait marks a writer
+// waiting with each refused attempt.
+type rwOps struct {
+	write, wait bool
+}
+
+func (r *rwOps) ops() primOps              { return r }
+func (r *rwOps) again(primOps, tally) bool { return false }
+func (r *rwOps) watch(ctx context.Context, ks keyserver.KeyServer, key string) (<-chan struct{}, func(), error) {
+	return ks.(keyserver.RWLocker).WatchHolds(ctx, key)
+}
+
+// maxWait keeps a waiting writer's attempts, which renew its mark, well
+// within the mark's TTL, whatever the retry delay.
+func (r *rwOps) maxWait() time.Duration {
+	if r.wait {
+		return keyserver.WriterWaitTTL / 3
+	}
+	return time.Duration(math.MaxInt64)
+}
+
+func (r *rwOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+	rs := ks.(keyserver.RWLocker)
+	var (
+		ok  bool
+		h   keyserver.Holder
+		err error
+	)
+	switch {
+	case f.op == opAcquire && r.write:
+		ok, h, err = rs.AcquireWrite(ctx, f.key, f.token, f.ttl, r.wait)
+	case f.op == opAcquire:
+		ok, h, err = rs.AcquireRead(ctx, f.key, f.token, f.ttl)
+	case f.op == opExtend:
+		ok, err = rs.ExtendHold(ctx, f.key, f.token, f.ttl, r.write)
+	default:
+		ok, err = rs.ReleaseHold(ctx, f.key, f.token, r.write)
+	}
+	return ok, 0, h, err
+}

@@ -1,0 +1,181 @@
+package redlock
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// Semaphore lets at most permits holders of a name hold it at once, with
+// the fault tolerance of a lock: a minority of servers may fail. Each
+// permit is one of permits slots, taken like a lock on a quorum (see
+// "Semaphores, read-write locks and elections" in the package doc). Get
+// one with Client.Semaphore; it is safe for concurrent use.
+type Semaphore struct {
+	c       *Client
+	name    string
+	permits int
+	err     error // a bad name or count, reported by every method
+}
+
+// Semaphore returns the semaphore called name with permits permits. Every
+// server must implement keyserver.Semaphorer. A name or count that is not
+// valid (permits < 1, an empty name) makes every method fail with
+// ErrInvalidArgument before any server is asked. The count is stored on
+// the servers with the semaphore while it is held: a call with another
+// count fails with an error matching keyserver.ErrPermitsDiffer until
+// every permit of the stored count is released.
+func (c *Client) Semaphore(name string, permits int) *Semaphore {
+	s := &Semaphore{c: c, name: name, permits: permits}
+	switch {
+	case permits < 1:
+		s.err = invalidArgument("semaphore %q with %d permits: it needs at least 1", name, permits)
+	case name == "":
+		s.err = invalidArgument("empty semaphore name")
+	default:
+		s.err = c.checkServers("a semaphore", "Semaphorer", func(ks keyserver.KeyServer) bool {
+			_, ok := ks.(keyserver.Semaphorer)
+			return ok
+		})
+	}
+	return s
+}
+
+// Acquire takes a permit for ttl, waiting while all are held as
+// Client.Acquire waits for a lock (woken by the servers when a permit is
+// released). The *Lock it returns is the permit: Extend, Release,
+// KeepAlive, Done, Err, Until and Fence work on it as on a lock.
+func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...Option) (l *Lock, err error) {
+	return s.acquire(ctx, "semaphore_acquire", ttl, waits, opts)
+}
+
+// TryAcquire makes one attempt to take a permit; it fails at once with an
+// error matching ErrHeldElsewhere when all permits are held. (It may ask
+// the servers up to three times when they report a permit free that
+// another caller then takes first.)
+func (s *Semaphore) TryAcquire(ctx context.Context, ttl time.Duration, opts ...Option) (l *Lock, err error) {
+	return s.acquire(ctx, "semaphore_try_acquire", ttl, once, opts)
+}
+
+// Do runs fn while holding a permit, as Client.Do runs fn under a lock:
+// kept alive while fn runs, fn's context cancelled if it is lost,
+// released when fn returns.
+func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
+	c := s.c
+	ctx = c.start(ctx, "semaphore_do", s.name)
+	defer func() { c.end(ctx, "semaphore_do", s.name, err) }()
+	if s.err != nil {
+		return s.err
+	}
+	return c.doPrim(ctx, s.name, ttl, fn, opts, func(o *options) (*Lock, error) {
+		return c.acquirePrim(ctx, o, s.name, s.key(o), ttl, waits, false, s.newPick())
+	})
+}
+
+func (s *Semaphore) acquire(ctx context.Context, op string, ttl time.Duration, m mode, opts []Option) (l *Lock, err error) {
+	c := s.c
+	ctx = c.start(ctx, op, s.name)
+	defer func() { c.end(ctx, op, s.name, err) }()
+	if s.err != nil {
+		return nil, s.err
+	}
+	o, err := c.primOptions(s.name, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquirePrim(ctx, o, s.name, s.key(o), ttl, m, false, s.newPick())
+}
+
+func (s *Semaphore) key(o *options) string { return keyserver.SemaphoreKey(o.keyPrefix + s.name) }
+
+// newPick returns the slot picker of one call.
+func (s *Semaphore) newPick() *slotPick {
+	return &slotPick{permits: s.permits, next: rand.IntN(s.permits)}
+}
+
+// slotPick chooses the slot each attempt of one call asks for: at random
+// first, so that callers spread over the free slots, then one that the
+// refusals reported free on a quorum.
+type slotPick struct {
+	permits int
+	next    int
+}
+
+func (p *slotPick) ops() primOps {
+	return &permitOps{permits: p.permits, slot: p.next, free: make(map[int][]int)}
+}
+
+// again picks the next slot from the answers of the last attempt, and
+// reports whether one may be free on a quorum of servers: free on a
+// quorum by the answers, or else free wherever it was reported on and
+// on enough servers that were not waited for (the votes may decide
+// before every server has answered). The slot it asked for is never
+// picked: where it was granted, its undone grant is no sign that its
+// holder elsewhere left.
+func (p *slotPick) again(ops primOps, t tally) bool {
+	po := ops.(*permitOps)
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	count := make(map[int]int)
+	for _, free := range po.free {
+		for _, slot := range free {
+			if slot != po.slot {
+				count[slot]++
+			}
+		}
+	}
+	q := quorum(t.n)
+	unknown := max(t.n-len(po.free)-len(t.errs), 0)
+	var sure, maybe []int
+	for slot, n := range count {
+		switch {
+		case n >= q:
+			sure = append(sure, slot)
+		case n+unknown >= q:
+			maybe = append(maybe, slot)
+		}
+	}
+	if len(sure) == 0 {
+		sure = maybe
+	}
+	if len(sure) == 0 {
+		p.next = rand.IntN(p.permits)
+		return false
+	}
+	p.next = sure[rand.IntN(len(sure))]
+	return true
+}
+
+func (p *slotPick) watch(ctx context.Context, ks keyserver.KeyServer, key string) (<-chan struct{}, func(), error) {
+	return ks.(keyserver.Semaphorer).WatchPermits(ctx, key)
+}
+
+// permitOps are the calls of one permit: its slot, and the free slots the
+// refusals of its attempt reported, by server.
+type permitOps struct {
+	permits, slot int
+	mu            sync.Mutex
+	free          map[int][]int
+}
+
+func (po *permitOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+	ss := ks.(keyserver.Semaphorer)
+	switch f.op {
+	case opAcquire:
+		ok, p, err := ss.AcquirePermit(ctx, f.key, po.permits, po.slot, f.token, f.ttl)
+		if err == nil {
+			po.mu.Lock()
+			po.free[i] = p.Free
+			po.mu.Unlock()
+		}
+		return ok, 0, keyserver.Holder{Left: p.Left}, err
+	case opExtend:
+		ok, err := ss.ExtendPermit(ctx, f.key, po.slot, f.token, f.ttl)
+		return ok, 0, keyserver.Holder{}, err
+	}
+	ok, err := ss.ReleasePermit(ctx, f.key, po.slot, f.token)
+	return ok, 0, keyserver.Holder{}, err
+}
