@@ -183,6 +183,94 @@
 // writer's writes as stale: fencing then fails safe for the storage but
 // can block the new holder until the counters pass the old value.
 //
+// # Semaphores, read-write locks and elections
+//
+// Three more primitives run on the same servers and the same quorum, each
+// handing out a *Lock, so that Extend, Release, KeepAlive, Done, Err,
+// Until, Fence and LockFromContext work on a permit, a read or write hold
+// and a leadership as on a lock (Name is the name given):
+//
+//	sem := client.Semaphore("encoder", 3)         // at most 3 holders at once
+//	permit, err := sem.Acquire(ctx, 30*time.Second)
+//	rw := client.RWMutex("catalog")               // many readers or one writer
+//	err = rw.RDo(ctx, 10*time.Second, readCatalog)
+//	e := client.Election("scheduler")             // one leader, seen by all
+//	leadership, err := e.Campaign(ctx, 10*time.Second, "host-a:8080")
+//	leader, err := e.Leader(ctx)                  // "host-a:8080", or ErrNoLeader
+//
+// Each needs its servers to implement keyserver.Semaphorer, RWLocker or
+// Elector (memory and static do; see the package keyserver for what each
+// server keeps), and each keeps its own keys: a lock, a semaphore, a
+// read-write lock and an election of one name do not exclude each other.
+// A full semaphore, or a read-write lock held in the other mode, makes
+// TryAcquire, TryLock and TryRLock fail at once with ErrHeldElsewhere.
+// permits < 1, an empty name or an empty value is ErrInvalidArgument at
+// the call, before any server is asked.
+//
+// Why a semaphore is not a counter. Counting holders on each server and
+// granting a permit on a majority of servers whose count is under the
+// permits is NOT safe for permits ≥ 2: on five servers with two permits,
+// three holders can be granted by {1,2,3}, {3,4,5} and {1,2,4}, each a
+// majority, while no server counts more than two of them (the test
+// TestNaiveCounterAdmitsThreeSlotsRefuse plays that schedule). Counting
+// cannot be fixed by a larger quorum either without giving up the
+// tolerance of a minority of failures. So a semaphore of n permits is n
+// independent slots, each taken like a lock key: a permit is one slot held
+// on a quorum. Two majorities share a server, and a server holds one token
+// per slot, so a slot has at most one holder, and at most n slots exist:
+// at most n holders, with the fault tolerance of a lock. What the servers
+// add is a hint: each answer lists the slots free there, so that a caller
+// refused on one slot asks next for one free on a quorum, and a free
+// permit is usually taken in one attempt (the first slot is drawn at
+// random, which spreads callers over the free ones).
+//
+// The permit count is stored with the semaphore on each server while any
+// of its slots is held there, and a call with another count fails with an
+// error matching keyserver.ErrPermitsDiffer (a permanent failure, not
+// retried). Holders that share a server were all granted under the count
+// that server stores, and any two holders share a server, so holders at
+// once were all granted under one count: Clients that disagree on it never
+// together exceed it.
+//
+// Why a reader and a writer never both hold a quorum. Each server grants a
+// read hold only when no writer holds the name there, and a write hold
+// only when nobody holds it there. A reader's quorum and a writer's quorum
+// are majorities, so they share a server, and that server refused
+// whichever of the two came second (until the first's hold ended there);
+// likewise for two writers. Readers share servers freely. Each reader's
+// hold is its own token with its own TTL on each server, extended and
+// released one by one. A writer that waits leaves a mark on the servers
+// that refused it, which keeps new readers out (held ones are still
+// extended) for keyserver.WriterWaitTTL (1 s) after its last attempt; it
+// tries again at least every third of that, so readers who keep taking the
+// lock cannot starve it, and a writer that died keeps readers out for
+// about a second at most. TryLock leaves no mark.
+//
+// An election is a lock whose key also stores the leader's value. Campaign
+// waits until this caller leads (by default without a retry limit), then
+// keeps the leadership alive in the background until it is released
+// (resigning), lost, or ctx ends or the client closes, which resign. A
+// leadership's Fence is its term, drawn as fencing tokens are (the
+// election always fences; see Fencing tokens): greater than every earlier
+// leader's, so followers and stores can refuse a deposed leader. Leader
+// reads every server and returns a value only when a quorum holds the same
+// leader's token; ErrNoLeader when none does, another error when too few
+// servers answer to tell. Observe sends the current value ("" when none
+// leads) and then each change, never one twice in a row; it is woken by
+// the servers' announcements (and by a leader's TTL, as an expiry is not
+// announced), not by polling.
+//
+// Waiting. A refused Acquire, Lock, RLock or Campaign watches the servers
+// (WatchPermits, WatchHolds, WatchLeader) once refused, looks again, and
+// then tries when a server announces a release or change, when the
+// soonest holder's TTL runs out, or after the retry delay with jitter,
+// while its patience lasts: retries × retry delay from its first refusal
+// (WithRetryCount). Its own clean-up does not wake it, and after a split
+// vote it backs off a random moment up to a quarter of the retry delay.
+// Unlike a lock's, these waiters do not queue: every waiter of a name is
+// woken by a release, and who comes first is a race (rules 7 and 8 of the
+// lock's line do not hold for them yet).
+//
 // # Options
 //
 // Options configure a Client in New, or one call in Acquire, TryAcquire, Do

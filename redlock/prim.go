@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -106,6 +107,10 @@ func (c *Client) acquirePrim(ctx context.Context, o *options, name, key string, 
 			a.armWatches(ctx)
 			continue
 		}
+		a.ignoreOwnUndo(ctx)
+		if err := a.backOff(ctx); err != nil {
+			return nil, a.notAcquired(err)
+		}
 		if err := a.wait(ctx); err != nil {
 			return nil, a.notAcquired(err)
 		}
@@ -204,6 +209,35 @@ func (a *primAcquisition) armWatches(ctx context.Context) {
 			*w = watchOf{changed: changed, stop: stop}
 		}
 	}
+}
+
+// ignoreOwnUndo watches anew on the servers that granted the last
+// attempt: the undo of those grants, which settle waited for, fired
+// their watches, and a waiter woken by its own clean-up would try again
+// at once, and again, without anything having changed.
+func (a *primAcquisition) ignoreOwnUndo(ctx context.Context) {
+	for i := range a.watches {
+		w := &a.watches[i]
+		if a.last.granters&bit(i) != 0 && w.stop != nil && closed(w.changed) {
+			w.stop()
+			*w = watchOf{}
+		}
+	}
+	a.armWatches(ctx)
+}
+
+// backOff waits a moment, whatever the servers announce, after an
+// attempt that some servers granted and others refused: contenders that
+// split the servers wake each other with the clean-up of their grants,
+// and would otherwise try again, and split again, at once. The moment is
+// drawn from (0, retry delay / 4], so that they come back apart.
+func (a *primAcquisition) backOff(ctx context.Context) error {
+	if a.last.granted == 0 || a.last.won() {
+		return nil
+	}
+	c := a.c
+	d := time.Duration(rand.Int64N(int64(a.o.retryDelay/4)+1)) + 1
+	return c.clock.SleepOrWake(ctx, d, []<-chan struct{}{c.closing.Done()})
 }
 
 // stopWatches ends every watch.

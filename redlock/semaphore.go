@@ -109,9 +109,12 @@ func (p *slotPick) ops() primOps {
 }
 
 // again picks the next slot from the answers of the last attempt, and
-// reports whether one was free on a quorum of servers. (The slot it asked
-// for is not: where it was granted, its undone grant is no sign that
-// its holder elsewhere left.)
+// reports whether one may be free on a quorum of servers: free on a
+// quorum by the answers, or else free wherever it was reported on and
+// on enough servers that were not waited for (the votes may decide
+// before every server has answered). The slot it asked for is never
+// picked: where it was granted, its undone grant is no sign that its
+// holder elsewhere left.
 func (p *slotPick) again(ops primOps, t tally) bool {
 	po := ops.(*permitOps)
 	po.mu.Lock()
@@ -119,20 +122,30 @@ func (p *slotPick) again(ops primOps, t tally) bool {
 	count := make(map[int]int)
 	for _, free := range po.free {
 		for _, slot := range free {
-			count[slot]++
+			if slot != po.slot {
+				count[slot]++
+			}
 		}
 	}
-	var candidates []int
+	q := quorum(t.n)
+	unknown := max(t.n-len(po.free)-len(t.errs), 0)
+	var sure, maybe []int
 	for slot, n := range count {
-		if n >= quorum(t.n) {
-			candidates = append(candidates, slot)
+		switch {
+		case n >= q:
+			sure = append(sure, slot)
+		case n+unknown >= q:
+			maybe = append(maybe, slot)
 		}
 	}
-	if len(candidates) == 0 {
+	if len(sure) == 0 {
+		sure = maybe
+	}
+	if len(sure) == 0 {
 		p.next = rand.IntN(p.permits)
 		return false
 	}
-	p.next = candidates[rand.IntN(len(candidates))]
+	p.next = sure[rand.IntN(len(sure))]
 	return true
 }
 

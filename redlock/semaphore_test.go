@@ -3,7 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +22,6 @@ import (
 type occupancy struct {
 	mu       sync.Mutex
 	now, max map[string]int
-	clash    []string // what was found together that must not be
 }
 
 func newOccupancy() *occupancy {
@@ -52,21 +53,46 @@ func (o *occupancy) most(kind string) int {
 	return o.max[kind]
 }
 
-// runWorkers runs n workers on fc's time, advancing the clock past their
-// waits until all have returned.
+// runWorkers runs n workers on fc's time until all have returned. It
+// moves the clock to the next wake-up only when every worker still
+// running sleeps on it (holding, or waiting for a retry) and the sleepers
+// stay the same for a moment, so that time does not pass while one of
+// them is acting. The workers must have no
+// other sleepers beside them (no Do, no KeepAlive).
 func runWorkers(t *testing.T, fc *clock.Fake, n int, work func(i int)) {
 	t.Helper()
+	var live atomic.Int64
+	live.Store(int64(n))
 	var wg sync.WaitGroup
-	done := make(chan struct{})
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer live.Add(-1)
 			work(i)
 		}()
 	}
+	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	advanceUntil(t, fc, done)
+	deadline := time.Now().Add(wait)
+	for !closed(done) {
+		if time.Now().After(deadline) {
+			ds, _ := fc.BlockUntilSleepers(0, 0)
+			t.Fatalf("workers not done after %v (at %v of fake time; %d running, sleeping: %v)", wait, fc.Now().Sub(t0), live.Load(), ds)
+		}
+		ds, err := fc.BlockUntilSleepers(int(max(live.Load(), 1)), 20*time.Millisecond)
+		if err != nil || int64(len(ds)) < live.Load() {
+			continue
+		}
+		// A worker woken by a server's watch still counts as a sleeper
+		// until it runs: look again a moment later, and advance only if
+		// nothing changed.
+		time.Sleep(200 * time.Microsecond)
+		again, err := fc.BlockUntilSleepers(len(ds), time.Millisecond)
+		if err == nil && slices.Equal(ds, again) {
+			fc.Advance(ds[0])
+		}
+	}
 }
 
 // TestSemaphoreHoldsAtMostPermits: 12 goroutines in 3 Clients take a

@@ -52,7 +52,8 @@ func (s *suite) permitSlotsAreLocks(t *testing.T, ks keyserver.KeyServer, key st
 		return
 	}
 	ctx := context.Background()
-	key = keyserver.SemaphoreKey(key)
+	name := key
+	key = keyserver.SemaphoreKey(name)
 	take := func(what string, slot int, token string, want bool) keyserver.Permits {
 		t.Helper()
 		ok, p, err := ss.AcquirePermit(ctx, key, 3, slot, token, ttl)
@@ -81,10 +82,10 @@ func (s *suite) permitSlotsAreLocks(t *testing.T, ks keyserver.KeyServer, key st
 	if len(p.Free) != 0 {
 		t.Fatalf("refusal with every slot held = %+v; want no free slot", p)
 	}
-	if ok, err := ks.Acquire(ctx, key, "x", ttl); err != nil || !ok {
-		t.Fatalf("Acquire of a lock key named as the semaphore = %v, %v; want true: they keep their own keys", ok, err)
+	if ok, err := ks.Acquire(ctx, name, "x", ttl); err != nil || !ok {
+		t.Fatalf("Acquire of the lock of the semaphore's name = %v, %v; want true: they keep their own keys", ok, err)
 	}
-	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+	expect(t, "Release(x)", true)(ks.Release(ctx, name, "x"))
 	for slot, token := range []string{"c", "b", "d"} {
 		expect(t, "ReleasePermit("+token+")", true)(ss.ReleasePermit(ctx, key, slot, token))
 	}
@@ -167,9 +168,9 @@ func (s *suite) permitArguments(t *testing.T, ks keyserver.KeyServer, key string
 
 // rw is an RWLocker under test with the helpers of its checks.
 type rw struct {
-	t   *testing.T
-	rs  keyserver.RWLocker
-	key string
+	t         *testing.T
+	rs        keyserver.RWLocker
+	key, name string // keyserver.RWKey(name), and name
 }
 
 func (r rw) read(what, token string, want bool) keyserver.Holder {
@@ -197,7 +198,7 @@ func (r rw) release(what, token string, write, want bool) {
 
 func rwLocker(t *testing.T, ks keyserver.KeyServer, key string) (rw, bool) {
 	rs, ok := ks.(keyserver.RWLocker)
-	return rw{t: t, rs: rs, key: keyserver.RWKey(key)}, ok
+	return rw{t: t, rs: rs, key: keyserver.RWKey(key), name: key}, ok
 }
 
 // readersShareWritersExclude checks the modes: readers together, a
@@ -227,10 +228,10 @@ func (s *suite) readersShareWritersExclude(t *testing.T, ks keyserver.KeyServer,
 	r.release("ReleaseHold(w)", "w", true, true)
 	r.read("AcquireRead(r1) after the writer left", "r1", true)
 	r.release("ReleaseHold(r1)", "r1", false, true)
-	if ok, err := ks.Acquire(context.Background(), r.key, "x", ttl); err != nil || !ok {
-		t.Fatalf("Acquire of a lock key named as the read-write key = %v, %v; want true", ok, err)
+	if ok, err := ks.Acquire(context.Background(), r.name, "x", ttl); err != nil || !ok {
+		t.Fatalf("Acquire of the lock of the read-write lock's name = %v, %v; want true", ok, err)
 	}
-	expect(t, "Release(x)", true)(ks.Release(context.Background(), r.key, "x"))
+	expect(t, "Release(x)", true)(ks.Release(context.Background(), r.name, "x"))
 }
 
 // waitingWriterKeepsReadersOut checks the waiting writer's mark: new
@@ -295,7 +296,8 @@ func (s *suite) leaderKeepsValueAndTerm(t *testing.T, ks keyserver.KeyServer, ke
 		return
 	}
 	ctx := context.Background()
-	key = keyserver.ElectionKey(key)
+	name := key
+	key = keyserver.ElectionKey(name)
 	read := func(what string, want keyserver.Leadership) {
 		t.Helper()
 		got, err := es.ReadLeader(ctx, key)
@@ -324,10 +326,10 @@ func (s *suite) leaderKeepsValueAndTerm(t *testing.T, ks keyserver.KeyServer, ke
 	read("ReadLeader after the release", keyserver.Leadership{})
 	lead("AcquireLeader(b) after a resigned", "b", "host-b", true, 4)
 	read("ReadLeader", keyserver.Leadership{Token: "b", Value: "host-b"})
-	if ok, err := ks.Acquire(ctx, key, "x", ttl); err != nil || !ok {
-		t.Fatalf("Acquire of a lock key named as the election = %v, %v; want true", ok, err)
+	if ok, err := ks.Acquire(ctx, name, "x", ttl); err != nil || !ok {
+		t.Fatalf("Acquire of the lock of the election's name = %v, %v; want true", ok, err)
 	}
-	expect(t, "Release(x)", true)(ks.Release(ctx, key, "x"))
+	expect(t, "Release(x)", true)(ks.Release(ctx, name, "x"))
 	expect(t, "ReleaseLeader(b)", true)(es.ReleaseLeader(ctx, key, "b"))
 	if ok, _, err := es.AcquireLeader(ctx, key, "c", "", ttl); ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
 		t.Errorf("AcquireLeader with an empty value = %v, %v; want false and ErrInvalidArgument", ok, err)

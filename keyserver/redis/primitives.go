@@ -1,0 +1,588 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// The Server's semaphores, read-write locks and elections
+// (keyserver.Semaphorer, RWLocker and Elector). Each primitive lives under
+// the key the client passes (keyserver.SemaphoreKey and its kin, which
+// carry a Cluster hash tag) and keys made by appending to it, in its slot:
+//
+//   - a semaphore: key, a hash of slot → token with the stored permit
+//     count under "#"; key:exp, a sorted set of slot → expiry (server
+//     time, ms). Both expire with the last slot.
+//   - a read-write lock: key:w, the writer's token with its TTL; key:r, a
+//     sorted set of reader token → expiry; key:wait, a sorted set of
+//     waiting writer's mark → expiry.
+//   - an election: key, a hash of t (token) and v (value) with the
+//     leader's TTL; its term counter is keyserver.FenceKey(key), which
+//     RaiseFence raises.
+//   - key:watchers, the set of the channels of the Servers that watch the
+//     primitive. A release (or a new leader) publishes to each of them and
+//     empties the set: a watcher registers again when it watches again.
+//     The message is primWatch and the key, which the subscriber reads as
+//     a turn of the watch (key, primWatch), so that watches share the
+//     Server's one Pub/Sub connection with the lines' turns.
+
+var (
+	_ keyserver.Semaphorer = (*Server)(nil)
+	_ keyserver.RWLocker   = (*Server)(nil)
+	_ keyserver.Elector    = (*Server)(nil)
+)
+
+// primWatch stands where a turn has a promise, for the watches of the
+// primitives: as long as a promise, and never one (a promise is made of a
+// rank's characters and '~').
+var primWatch = strings.Repeat("!", promiseLen)
+
+// watchersTTL bounds how long a set of watchers outlives its last
+// registration, for primitives nobody releases any more.
+const watchersTTL = "86400000"
+
+// Lua helpers of the primitives' scripts.
+const (
+	// clock is the server's time in milliseconds: expiries inside sorted
+	// sets are absolute.
+	luaClock = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+	// notify publishes ARGV[#ARGV] (primWatch and the key) to every
+	// watcher registered in the set wkey, and empties it.
+	luaNotify = `
+local function notify(wkey)
+	local chans = redis.call('SMEMBERS', wkey)
+	if #chans > 0 then
+		redis.call('DEL', wkey)
+		for _, ch in ipairs(chans) do
+			pcall(redis.call, 'PUBLISH', ch, ARGV[#ARGV])
+		end
+	end
+end
+`
+	// semTidy drops the expired slots of the semaphore KEYS[1], KEYS[2];
+	// semExpire makes both keys live as long as their last slot, or
+	// deletes them when none is held.
+	luaSemaphore = `
+local function semTidy()
+	local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+	for _, slot in ipairs(gone) do
+		redis.call('HDEL', KEYS[1], slot)
+	end
+	if #gone > 0 then
+		redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+	end
+end
+local function semExpire()
+	local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+	if last[2] then
+		local left = math.max(tonumber(last[2]) - now, 1)
+		redis.call('PEXPIRE', KEYS[1], left)
+		redis.call('PEXPIRE', KEYS[2], left)
+	else
+		redis.call('DEL', KEYS[1], KEYS[2])
+	end
+end
+`
+)
+
+// The scripts of the primitives.
+var (
+	// permitScript is AcquirePermit. KEYS: key, key:exp. ARGV: permits,
+	// slot, token, ttl, max free slots to list. Returns {-1, stored} when
+	// the stored count differs, else {ok, left, free slots...}.
+	permitScript = newScript(luaClock + luaSemaphore + `
+semTidy()
+local permits = tonumber(ARGV[1])
+local held = redis.call('ZCARD', KEYS[2])
+local stored = tonumber(redis.call('HGET', KEYS[1], '#') or '0')
+if held > 0 and stored ~= permits then
+	return {-1, stored}
+end
+if held == 0 then
+	redis.call('HSET', KEYS[1], '#', permits)
+end
+local cur = redis.call('HGET', KEYS[1], ARGV[2])
+local ok = 0
+if not cur or cur == ARGV[3] then
+	redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+	redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[2])
+	ok = 1
+end
+local members = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+local taken, soonest = {}, nil
+for i = 1, #members, 2 do
+	taken[members[i]] = true
+	local e = tonumber(members[i + 1])
+	if not soonest or e < soonest then
+		soonest = e
+	end
+end
+local reply = {ok, 0}
+if soonest then
+	reply[2] = math.max(soonest - now, 1)
+end
+local limit = tonumber(ARGV[5])
+local i = 0
+while i < permits and #reply - 2 < limit do
+	if not taken[tostring(i)] then
+		reply[#reply + 1] = i
+	end
+	i = i + 1
+end
+semExpire()
+return reply
+`)
+
+	// extendPermitScript is ExtendPermit. KEYS: key, key:exp. ARGV: slot,
+	// token, ttl. Returns 1 or 0.
+	extendPermitScript = newScript(luaClock + luaSemaphore + `
+semTidy()
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur and cur ~= ARGV[2] then
+	return 0
+end
+if redis.call('HEXISTS', KEYS[1], '#') == 0 then
+	redis.call('HSET', KEYS[1], '#', tonumber(ARGV[1]) + 1)
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
+semExpire()
+return 1
+`)
+
+	// releasePermitScript is ReleasePermit. KEYS: key, key:exp,
+	// key:watchers. ARGV: slot, token, message. Returns 1 or 0.
+	releasePermitScript = newScript(luaClock + luaSemaphore + luaNotify + `
+semTidy()
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then
+	return 0
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+semExpire()
+notify(KEYS[3])
+return 1
+`)
+
+	// luaRW has the helpers of the read-write scripts: rwTidy drops the
+	// expired readers and marks, soonest is the shortest TTL left of
+	// the holds, sortedExpire makes a sorted set live as long as its last
+	// member.
+	luaRW = `
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local function soonest()
+	local left = redis.call('PTTL', KEYS[1])
+	if left < 0 then
+		left = 0
+	end
+	local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+	if first[2] then
+		local l = tonumber(first[2]) - now
+		if left == 0 or l < left then
+			left = l
+		end
+	end
+	return math.max(left, 1)
+end
+local function sortedExpire(key)
+	local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+	if last[2] then
+		redis.call('PEXPIRE', key, math.max(tonumber(last[2]) - now, 1))
+	end
+end
+`
+
+	// readScript is AcquireRead. KEYS: key:w, key:r, key:wait. ARGV:
+	// token, ttl. Returns {1, 0} or {0, left}.
+	readScript = newScript(luaClock + luaRW + `
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+	local left = redis.call('PTTL', KEYS[1])
+	if left == -1 then
+		left = 1
+	end
+	local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+	if last[2] then
+		left = math.max(left, tonumber(last[2]) - now)
+	end
+	if left > 0 then
+		return {0, left}
+	end
+end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+sortedExpire(KEYS[2])
+return {1, 0}
+`)
+
+	// writeScript is AcquireWrite. KEYS: key:w, key:r, key:wait. ARGV:
+	// token, ttl, wait ("1" or "0"), mark, mark TTL. Returns {1, 0} or
+	// {0, left}.
+	writeScript = newScript(luaClock + luaRW + `
+local w = redis.call('GET', KEYS[1])
+if (w and w ~= ARGV[1]) or redis.call('ZCARD', KEYS[2]) > 0 then
+	local left = soonest()
+	if ARGV[3] == '1' then
+		redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), ARGV[4])
+		sortedExpire(KEYS[3])
+	end
+	return {0, left}
+end
+redis.call('ZREM', KEYS[3], ARGV[4])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {1, 0}
+`)
+
+	// extendHoldScript is ExtendHold. KEYS: key:w, key:r, key:wait.
+	// ARGV: token, ttl, write ("1" or "0"). Returns 1 or 0.
+	extendHoldScript = newScript(luaClock + luaRW + `
+if ARGV[3] == '1' then
+	local w = redis.call('GET', KEYS[1])
+	if (w and w ~= ARGV[1]) or redis.call('ZCARD', KEYS[2]) > 0 then
+		return 0
+	end
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return 1
+end
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('EXISTS', KEYS[1]) == 1 then
+	return 0
+end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+sortedExpire(KEYS[2])
+return 1
+`)
+
+	// releaseHoldScript is ReleaseHold. KEYS: key:w, key:r, key:wait,
+	// key:watchers. ARGV: token, write ("1" or "0"), message. Returns 1
+	// or 0.
+	releaseHoldScript = newScript(luaClock + luaRW + luaNotify + `
+if ARGV[2] == '1' then
+	if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+		return 0
+	end
+	redis.call('DEL', KEYS[1])
+elseif redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
+	return 0
+end
+notify(KEYS[4])
+return 1
+`)
+
+	// leaderScript is AcquireLeader and ExtendLeader. KEYS: key, its
+	// fence key, key:watchers. ARGV: token, value, ttl, message. Returns
+	// {ok, fence counter}; a new leader or value is published.
+	leaderScript = newScript(luaNotify + `
+local f = tonumber(redis.call('GET', KEYS[2]) or '0')
+local cur = redis.call('HMGET', KEYS[1], 't', 'v')
+if cur[1] and cur[1] ~= ARGV[1] then
+	return {0, f}
+end
+redis.call('HSET', KEYS[1], 't', ARGV[1], 'v', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
+	notify(KEYS[3])
+end
+return {1, f}
+`)
+
+	// resignScript is ReleaseLeader. KEYS: key, key:watchers. ARGV:
+	// token, message. Returns 1 or 0.
+	resignScript = newScript(luaNotify + `
+if redis.call('HGET', KEYS[1], 't') ~= ARGV[1] then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+notify(KEYS[2])
+return 1
+`)
+
+	// readLeaderScript is ReadLeader. KEYS: key. Returns {} or {token,
+	// value, left}.
+	readLeaderScript = newScript(`
+local cur = redis.call('HMGET', KEYS[1], 't', 'v')
+if not cur[1] then
+	return {}
+end
+return {cur[1], cur[2], math.max(redis.call('PTTL', KEYS[1]), 1)}
+`)
+
+	// registerScript puts the Server's channel ARGV[1] in the set of
+	// watchers KEYS[1], which lives ARGV[2] ms after the last one.
+	registerScript = newScript(`
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+)
+
+// message is what a release of the primitive key publishes.
+func message(key string) string { return primWatch + key }
+
+// ints reads a script's reply of integers.
+func ints(reply any, want int) ([]int64, error) {
+	parts, ok := reply.([]any)
+	if !ok || len(parts) < want {
+		return nil, fmt.Errorf("unexpected reply %v to a script", reply)
+	}
+	n := make([]int64, len(parts))
+	for i, p := range parts {
+		if n[i], ok = p.(int64); !ok {
+			return nil, fmt.Errorf("unexpected reply %v to a script", reply)
+		}
+	}
+	return n, nil
+}
+
+// AcquirePermit takes slot of the semaphore key for token, after checking
+// permits against the stored count, and lists the free slots.
+func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot int, token string, ttl time.Duration) (bool, keyserver.Permits, error) {
+	var p keyserver.Permits
+	if err := keyserver.CheckPermit(key, permits, slot, token, ttl); err != nil {
+		return false, p, err
+	}
+	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, key + ":exp"},
+		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint))
+	if err != nil {
+		return false, p, err
+	}
+	n, err := ints(reply, 2)
+	if err != nil {
+		return false, p, s.fail("acquire permit", key, err)
+	}
+	if n[0] < 0 {
+		return false, p, keyserver.PermitsDiffer(key, permits, int(n[1]))
+	}
+	p.Left = time.Duration(n[1]) * time.Millisecond
+	for _, f := range n[2:] {
+		p.Free = append(p.Free, int(f))
+	}
+	return n[0] == 1, p, nil
+}
+
+// ExtendPermit renews slot if it holds token, or stores it again if free.
+func (s *Server) ExtendPermit(ctx context.Context, key string, slot int, token string, ttl time.Duration) (bool, error) {
+	if err := checkSlot(key, slot, token, ttl, true); err != nil {
+		return false, err
+	}
+	n, err := s.eval(ctx, "extend permit", extendPermitScript, []string{key, key + ":exp"}, strconv.Itoa(slot), token, ms(ttl))
+	return n == 1, err
+}
+
+// ReleasePermit frees slot if it holds token, and tells the watchers.
+func (s *Server) ReleasePermit(ctx context.Context, key string, slot int, token string) (bool, error) {
+	if err := checkSlot(key, slot, token, 0, false); err != nil {
+		return false, err
+	}
+	n, err := s.eval(ctx, "release permit", releasePermitScript, []string{key, key + ":exp", key + ":watchers"},
+		strconv.Itoa(slot), token, message(key))
+	return n == 1, err
+}
+
+func checkSlot(key string, slot int, token string, ttl time.Duration, needTTL bool) error {
+	var err error
+	if needTTL {
+		err = keyserver.CheckTTL(key, token, ttl)
+	} else {
+		err = keyserver.CheckToken(key, token)
+	}
+	if err != nil {
+		return err
+	}
+	return keyserver.CheckSlot(key, slot)
+}
+
+// WatchPermits watches the semaphore key for the release of a slot.
+func (s *Server) WatchPermits(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	return s.watchPrim(ctx, key)
+}
+
+// rwKeys are the keys of the read-write lock key.
+func rwKeys(key string) []string { return []string{key + ":w", key + ":r", key + ":wait"} }
+
+// AcquireRead adds token to key's readers unless a writer holds the key or
+// waits for it.
+func (s *Server) AcquireRead(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
+		return false, keyserver.Holder{}, err
+	}
+	return s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(key), token, ms(ttl)))
+}
+
+// AcquireWrite stores token as key's writer if nobody holds the key; a
+// refused caller that will wait marks a writer waiting.
+func (s *Server) AcquireWrite(ctx context.Context, key, token string, ttl time.Duration, wait bool) (bool, keyserver.Holder, error) {
+	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
+		return false, keyserver.Holder{}, err
+	}
+	return s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(key),
+		token, ms(ttl), flag(wait), keyserver.WaiterOf(token), ms(keyserver.WriterWaitTTL)))
+}
+
+// hold reads the reply of readScript or writeScript.
+func (s *Server) hold(reply any, err error) (bool, keyserver.Holder, error) {
+	if err != nil {
+		return false, keyserver.Holder{}, err
+	}
+	n, err := ints(reply, 2)
+	if err != nil {
+		return false, keyserver.Holder{}, err
+	}
+	return n[0] == 1, keyserver.Holder{Left: time.Duration(n[1]) * time.Millisecond}, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// ExtendHold renews token's hold of key, or stores it again where it
+// would be granted.
+func (s *Server) ExtendHold(ctx context.Context, key, token string, ttl time.Duration, write bool) (bool, error) {
+	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
+		return false, err
+	}
+	n, err := s.eval(ctx, "extend hold", extendHoldScript, rwKeys(key), token, ms(ttl), flag(write))
+	return n == 1, err
+}
+
+// ReleaseHold ends token's hold of key and tells the watchers.
+func (s *Server) ReleaseHold(ctx context.Context, key, token string, write bool) (bool, error) {
+	if err := keyserver.CheckToken(key, token); err != nil {
+		return false, err
+	}
+	n, err := s.eval(ctx, "release hold", releaseHoldScript, append(rwKeys(key), key+":watchers"), token, flag(write), message(key))
+	return n == 1, err
+}
+
+// WatchHolds watches key for the release of a hold.
+func (s *Server) WatchHolds(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	return s.watchPrim(ctx, key)
+}
+
+// AcquireLeader stores token and value as key's leader if none leads or
+// token does, and reads key's term counter.
+func (s *Server) AcquireLeader(ctx context.Context, key, token, value string, ttl time.Duration) (bool, uint64, error) {
+	if err := checkLeader(key, token, value, ttl); err != nil {
+		return false, 0, err
+	}
+	reply, err := s.evalAny(ctx, "acquire leader", leaderScript, []string{key, keyserver.FenceKey(key), key + ":watchers"},
+		token, value, ms(ttl), message(key))
+	if err != nil {
+		return false, 0, err
+	}
+	n, err := ints(reply, 2)
+	if err != nil {
+		return false, 0, s.fail("acquire leader", key, err)
+	}
+	return n[0] == 1, uint64(n[1]), nil
+}
+
+// ExtendLeader renews key if token leads, or stores token and value again
+// if none does.
+func (s *Server) ExtendLeader(ctx context.Context, key, token, value string, ttl time.Duration) (bool, error) {
+	if err := checkLeader(key, token, value, ttl); err != nil {
+		return false, err
+	}
+	reply, err := s.evalAny(ctx, "extend leader", leaderScript, []string{key, keyserver.FenceKey(key), key + ":watchers"},
+		token, value, ms(ttl), message(key))
+	if err != nil {
+		return false, err
+	}
+	n, err := ints(reply, 2)
+	if err != nil {
+		return false, s.fail("extend leader", key, err)
+	}
+	return n[0] == 1, nil
+}
+
+func checkLeader(key, token, value string, ttl time.Duration) error {
+	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
+		return err
+	}
+	if value == "" {
+		return fmt.Errorf("%w: empty value for election %q", keyserver.ErrInvalidArgument, key)
+	}
+	return nil
+}
+
+// ReleaseLeader frees key if token leads, and tells the watchers.
+func (s *Server) ReleaseLeader(ctx context.Context, key, token string) (bool, error) {
+	if err := keyserver.CheckToken(key, token); err != nil {
+		return false, err
+	}
+	n, err := s.eval(ctx, "resign", resignScript, []string{key, key + ":watchers"}, token, message(key))
+	return n == 1, err
+}
+
+// ReadLeader returns key's leader, with the TTL its key has left.
+func (s *Server) ReadLeader(ctx context.Context, key string) (keyserver.Leadership, error) {
+	var ld keyserver.Leadership
+	if err := keyserver.CheckKey(key); err != nil {
+		return ld, err
+	}
+	reply, err := s.evalAny(ctx, "read leader", readLeaderScript, []string{key})
+	if err != nil {
+		return ld, err
+	}
+	parts, _ := reply.([]any)
+	if len(parts) == 0 {
+		return ld, nil
+	}
+	if len(parts) == 3 {
+		token, ok1 := text(parts[0])
+		value, ok2 := text(parts[1])
+		left, ok3 := parts[2].(int64)
+		if ok1 && ok2 && ok3 {
+			return keyserver.Leadership{Token: token, Value: value, Left: time.Duration(left) * time.Millisecond}, nil
+		}
+	}
+	return ld, s.fail("read leader", key, fmt.Errorf("unexpected reply %v to a script", reply))
+}
+
+// text reads a bulk string reply, which transports hand over as string or
+// []byte.
+func text(v any) (string, bool) {
+	switch t := v.(type) {
+	case string:
+		return t, true
+	case []byte:
+		return string(t), true
+	}
+	return "", false
+}
+
+// WatchLeader watches key for a change of its leader.
+func (s *Server) WatchLeader(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	return s.watchPrim(ctx, key)
+}
+
+// watchPrim watches the primitive key: it waits for the Server's
+// subscription, then registers the Server's channel with key's watchers,
+// so that a release after the registration reaches it.
+func (s *Server) watchPrim(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	if err := keyserver.CheckKey(key); err != nil {
+		return nil, nil, err
+	}
+	if err := s.enter(ctx, "watch", key); err != nil {
+		return nil, nil, err
+	}
+	defer s.inflight.Done()
+	w, err := s.sub.watch(ctx, key, primWatch)
+	if err != nil {
+		return nil, nil, s.fail("watch", key, err)
+	}
+	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, s.sub.channel, watchersTTL); err != nil {
+		s.sub.stop(w)
+		return nil, nil, err
+	}
+	return w.turn, func() { s.sub.stop(w) }, nil
+}

@@ -1,0 +1,281 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/static"
+)
+
+// observed collects what an Observe channel sends, until it closes.
+type observed struct {
+	mu     sync.Mutex
+	values []string
+	closed chan struct{}
+}
+
+func observeAll(ch <-chan string) *observed {
+	o := &observed{closed: make(chan struct{})}
+	go func() {
+		defer close(o.closed)
+		for v := range ch {
+			o.mu.Lock()
+			o.values = append(o.values, v)
+			o.mu.Unlock()
+		}
+	}()
+	return o
+}
+
+func (o *observed) last() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.values) == 0 {
+		return "<nothing>"
+	}
+	return o.values[len(o.values)-1]
+}
+
+func (o *observed) all() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.values...)
+}
+
+// TestElectionOneLeaderAtATime: 4 campaigners in 2 Clients: one leads
+// at a time, Leader and Observe in a third Client report each leader's
+// value while it leads, each term is greater than the one before, and
+// each resignation hands over to the next campaigner within 500 ms (woken
+// by the servers, not by the retry delay: the clock moves only past the
+// short back-offs of campaigners that split the servers).
+func TestElectionOneLeaderAtATime(t *testing.T) {
+	fc := clock.NewFake(t0)
+	stopClock := make(chan struct{})
+	defer close(stopClock)
+	go func() {
+		for !closed(stopClock) {
+			if ds, err := fc.BlockUntilSleepers(1, 10*time.Millisecond); err == nil && ds[0] <= DefaultRetryDelay/4 {
+				fc.Advance(ds[0])
+			}
+		}
+	}()
+	servers := memoryServers(t, fc, 3)
+	clients := []*Client{testClient(t, fc, servers), testClient(t, fc, servers)}
+	watcher := testClient(t, fc, servers).Election("primary")
+	octx, stopObserving := context.WithCancel(bg)
+	obs := observeAll(watcher.Observe(octx))
+	require.Eventually(t, func() bool { return obs.last() == "" }, wait, time.Millisecond, "Observe's first value with nobody leading")
+
+	var (
+		mu       sync.Mutex
+		leading  int
+		order    []string
+		terms    []uint64
+		resigned time.Time
+		gaps     []time.Duration
+		wg       sync.WaitGroup
+	)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			value := fmt.Sprintf("campaigner-%d", i)
+			l, err := clients[i%2].Election("primary").Campaign(bg, 10*time.Second, value)
+			if !assert.NoError(t, err) {
+				return
+			}
+			mu.Lock()
+			leading++
+			if leading > 1 {
+				t.Errorf("%d leaders at once", leading)
+			}
+			order, terms = append(order, value), append(terms, l.Fence())
+			if !resigned.IsZero() {
+				gaps = append(gaps, fc.Since(resigned))
+			}
+			mu.Unlock()
+			got, err := watcher.Leader(bg)
+			assert.NoError(t, err)
+			assert.Equal(t, value, got, "Leader from another Client")
+			assert.Eventually(t, func() bool { return obs.last() == value }, wait, time.Millisecond, "Observe from another Client")
+			mu.Lock()
+			leading--
+			resigned = fc.Now()
+			mu.Unlock()
+			assert.NoError(t, l.Release(bg))
+		}()
+	}
+	wg.Wait()
+	stopObserving()
+	<-obs.closed
+	assert.Len(t, order, 4, "leaderships")
+	for i := 1; i < len(terms); i++ {
+		assert.Greater(t, terms[i], terms[i-1], "term %d after term %d", i, i-1)
+	}
+	assert.Positive(t, terms[0], "the first term")
+	values := obs.all()
+	var leaders []string
+	for i, v := range values {
+		if i > 0 {
+			assert.NotEqual(t, values[i-1], v, "Observe sent %q twice in a row: %q", v, values)
+		}
+		if v != "" {
+			leaders = append(leaders, v)
+		}
+	}
+	assert.Equal(t, order, leaders, "the leaders Observe reported")
+	for i, gap := range gaps {
+		assert.LessOrEqual(t, gap, 500*time.Millisecond, "hand-over %d: from a resignation to the next leader", i+1)
+	}
+	t.Logf("hand-overs: %v", gaps)
+	_, err := watcher.Leader(bg)
+	assert.ErrorIs(t, err, ErrNoLeader, "Leader once everyone resigned")
+}
+
+// TestLeadershipOutlivesItsTTLAndResignsWithCtx: a leader is kept alive
+// in the background past its TTL, and resigns when its ctx ends: the next
+// campaigner leads at once.
+func TestLeadershipOutlivesItsTTLAndResignsWithCtx(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 3)
+	e := testClient(t, fc, servers).Election("primary")
+	other := testClient(t, fc, servers).Election("primary")
+	ctx, cancel := context.WithCancel(bg)
+	l, err := e.Campaign(ctx, 3*time.Second, "a")
+	require.NoError(t, err)
+	first := l.Fence()
+	sleeps(t, fc, 10) // ten keep-alive intervals: 10 s of a 3 s TTL
+	require.NoError(t, l.Err())
+	got, err := other.Leader(bg)
+	require.NoError(t, err)
+	assert.Equal(t, "a", got, "the leader past its TTL")
+
+	next := async(t, func() lockResult { l, err := other.Campaign(bg, 3*time.Second, "b"); return lockResult{l, err} })
+	_, err = fc.BlockUntilSleepers(2, wait) // the keep-alive and the waiting campaigner
+	require.NoError(t, err)
+	now := fc.Now()
+	cancel()
+	r := next()
+	require.NoError(t, r.err)
+	assert.Equal(t, now, fc.Now(), "the next leader, after a resignation")
+	assert.Greater(t, r.lock.Fence(), first, "the next term")
+	assert.ErrorIs(t, l.Err(), ErrNotHeld, "the resigned leadership")
+	require.NoError(t, r.lock.Release(bg))
+}
+
+// TestLeadershipLostWhenAMajorityFails: when a majority of servers stop
+// answering, the leader cannot extend, its Done closes by Until − loss
+// margin, and Err reports ErrLockLost.
+func TestLeadershipLostWhenAMajorityFails(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3, static.WithNow(fc.Now))
+	c := testClient(t, fc, servers.KeyServers())
+	l, err := c.Election("primary").Campaign(bg, 3*time.Second, "a")
+	require.NoError(t, err)
+	down := errors.New("paused")
+	servers[0].Script(static.OpExtendLeader, static.Fail(down))
+	servers[1].Script(static.OpExtendLeader, static.Fail(down))
+	advanceTimersUntil(t, fc, 1, l.Done())
+	assert.ErrorIs(t, l.Err(), ErrLockLost)
+	assert.False(t, fc.Now().After(l.Until()), "lost by Until")
+}
+
+// TestLeaderNeedsAQuorum: Leader reports ErrNoLeader when no holder has a
+// quorum, and another error when too few servers answer to tell.
+func TestLeaderNeedsAQuorum(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3, static.WithNow(fc.Now))
+	c := testClient(t, fc, servers.KeyServers())
+	e := c.Election("primary")
+	_, err := e.Leader(bg)
+	require.ErrorIs(t, err, ErrNoLeader, "nobody campaigned")
+
+	// A leader on one server only, as a campaigner cut off from the
+	// others would leave behind.
+	ok, _, err := servers[0].AcquireLeader(bg, keyserver.ElectionKey("primary"), "t", "minority", time.Minute)
+	require.True(t, ok)
+	require.NoError(t, err)
+	_, err = e.Leader(bg)
+	require.ErrorIs(t, err, ErrNoLeader, "a leader on one server of three")
+
+	servers[1].Script(static.OpReadLeader, static.Fail(errors.New("down")))
+	servers[2].Script(static.OpReadLeader, static.Fail(errors.New("down")))
+	_, err = e.Leader(bg)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrNoLeader, "two of three servers down")
+	var qe *QuorumError
+	assert.ErrorAs(t, err, &qe)
+}
+
+// TestPrimitivesRefuseBadArguments: permits < 1, an empty name or value,
+// and servers that lack the primitive's interface are ErrInvalidArgument
+// before any server is asked.
+func TestPrimitivesRefuseBadArguments(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3, static.WithNow(fc.Now))
+	c := testClient(t, fc, servers.KeyServers())
+	fn := func(context.Context) error { return nil }
+	calls := map[string]func() error{
+		"0 permits":             func() error { _, err := c.Semaphore("s", 0).Acquire(bg, time.Minute); return err },
+		"-1 permits, Do":        func() error { return c.Semaphore("s", -1).Do(bg, time.Minute, fn) },
+		"an empty semaphore":    func() error { _, err := c.Semaphore("", 1).TryAcquire(bg, time.Minute); return err },
+		"an empty rwmutex":      func() error { _, err := c.RWMutex("").RLock(bg, time.Minute); return err },
+		"an empty rwmutex, Do":  func() error { return c.RWMutex("").Do(bg, time.Minute, fn) },
+		"an empty election":     func() error { _, err := c.Election("").Campaign(bg, time.Minute, "v"); return err },
+		"an empty value":        func() error { _, err := c.Election("e").Campaign(bg, time.Minute, ""); return err },
+		"Leader of an empty":    func() error { _, err := c.Election("").Leader(bg); return err },
+		"a TTL under the drift": func() error { _, err := c.RWMutex("m").Lock(bg, time.Millisecond); return err },
+	}
+	for what, call := range calls {
+		assert.ErrorIs(t, call(), ErrInvalidArgument, what)
+	}
+	_, open := <-c.Election("").Observe(bg)
+	assert.False(t, open, "Observe of an empty election is closed at once")
+	assert.Empty(t, servers[0].Calls(), "calls that reached a server")
+
+	plain, err := New([]keyserver.KeyServer{lockOnly{servers[0]}}, withClock(fc))
+	require.NoError(t, err)
+	defer plain.Close()
+	_, err = plain.Semaphore("s", 2).Acquire(bg, time.Minute)
+	assert.ErrorIs(t, err, ErrInvalidArgument, "a semaphore over a server that is not a Semaphorer")
+	_, err = plain.RWMutex("m").Lock(bg, time.Minute)
+	assert.ErrorIs(t, err, ErrInvalidArgument, "a read-write lock over a server that is not an RWLocker")
+	_, err = plain.Election("e").Campaign(bg, time.Minute, "v")
+	assert.ErrorIs(t, err, ErrInvalidArgument, "an election over a server that is not an Elector")
+}
+
+// lockOnly is a key server with none of the optional interfaces.
+type lockOnly struct{ keyserver.KeyServer }
+
+// TestPrimitivesKeepTheirOwnKeys: a lock, a semaphore, a read-write lock
+// and an election of one name do not exclude each other.
+func TestPrimitivesKeepTheirOwnKeys(t *testing.T) {
+	fc := clock.NewFake(t0)
+	c := testClient(t, fc, memoryServers(t, fc, 3))
+	var held []*Lock
+	take := func(what string, l *Lock, err error) {
+		t.Helper()
+		require.NoError(t, err, what)
+		held = append(held, l)
+	}
+	l, err := c.TryAcquire(bg, "job", time.Minute)
+	take("the lock", l, err)
+	l, err = c.Semaphore("job", 1).TryAcquire(bg, time.Minute)
+	take("the semaphore's only permit", l, err)
+	l, err = c.RWMutex("job").TryLock(bg, time.Minute)
+	take("the read-write lock, exclusively", l, err)
+	l, err = c.Election("job").Campaign(bg, time.Minute, "me")
+	take("the election", l, err)
+	for _, l := range held {
+		require.NoError(t, l.Release(bg))
+	}
+}
