@@ -183,3 +183,36 @@ func TestRedisElectionHandOver(t *testing.T) {
 	}
 	t.Logf("hand-overs: %v", gaps)
 }
+
+// TestRedisLeadershipOutlivesItsTTLAndIsLost: on 3 real Redis nodes a
+// leadership with a 500 ms TTL is kept alive for three TTLs, Leader in
+// another Client reports it all along, and when two of the nodes pause it
+// is lost (Done closes, ErrLockLost); Leader then reports no stale value.
+func TestRedisLeadershipOutlivesItsTTLAndIsLost(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	const ttl = 500 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l, err := clientOn(t, cluster).Election("sched").Campaign(ctx, ttl, "host-a")
+	require.NoError(t, err)
+	watcher := clientOn(t, cluster, redlock.WithServerTimeout(100*time.Millisecond)).Election("sched")
+	for range 3 {
+		time.Sleep(ttl)
+		got, err := watcher.Leader(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "host-a", got, "the leadership did not outlive its TTL")
+	}
+	cluster.Nodes[0].Pause()
+	cluster.Nodes[1].Pause()
+	defer cluster.Nodes[1].Resume()
+	defer cluster.Nodes[0].Resume()
+	select {
+	case <-l.Done():
+		assert.ErrorIs(t, l.Err(), redlock.ErrLockLost)
+	case <-time.After(10 * ttl):
+		t.Fatal("the leadership was not lost with a majority of the nodes paused")
+	}
+	got, err := watcher.Leader(ctx)
+	assert.Error(t, err, "Leader with a majority paused reported %q", got)
+	assert.Empty(t, got)
+}

@@ -7,6 +7,8 @@
 //	redlock run --skip nightly-report -- /usr/local/bin/nightly-report --full
 //	redlock run --wait 10m schema-migration -- ./migrate up
 //	redlock status nightly-report
+//	redlock run --permits 2 --wait 1h reindex -- ./reindex   # at most 2 hosts at once
+//	redlock leader scheduler                                # who leads the election "scheduler"
 //
 // Install it with
 //
@@ -49,6 +51,12 @@
 //	--fence            take the lock with a fencing token, passed as $REDLOCK_FENCE:
 //	                   a number that grows with every grant of NAME, for storage
 //	                   that rejects writes from a holder whose lock was lost.
+//	--permits N        hold one of N permits of the semaphore NAME instead of the
+//	                   lock NAME [0: the lock]: at most N hosts run COMMAND at once,
+//	                   as with consul lock -n. A semaphore keeps its own keys, so a
+//	                   lock and a semaphore of one name do not exclude each other;
+//	                   every host must give the same N (one that differs while
+//	                   permits are held fails with status 69).
 //	--grace D          after the lock is lost, time between SIGTERM and SIGKILL to
 //	                   COMMAND [10s].
 //
@@ -100,24 +108,32 @@
 // (PTTL and GET, over a connection of its own to each server, at most 2s
 // each) and never prints a token.
 //
+// # redlock leader
+//
+//	redlock leader [--servers URL,...] NAME
+//
+// leader prints the value of the leader of the election NAME (what a
+// program of package redlock passed to Election.Campaign), when a quorum
+// of the servers agree on the same leader; it only reads, at most 2s.
+//
 // # redlock help, redlock --version
 //
 // redlock help (or redlock -h) prints this manual; redlock help run and
-// redlock run -h, redlock help status and redlock status -h, a subcommand's
-// flags. redlock --version (or redlock version) prints the module version
+// redlock run -h, redlock help status and redlock status -h (and leader),
+// a subcommand's flags. redlock --version (or redlock version) prints the module version
 // the binary was built from, "(devel)" for a build from a checkout.
 //
 // # Exit status
 //
 //	0        run: COMMAND exited 0, or --skip skipped it; status: no quorum holds NAME;
-//	         help and --version
-//	1        status: a quorum of servers holds NAME with one token
+//	         leader: a leader's value printed; help and --version
+//	1        status: a quorum of servers holds NAME with one token; leader: no leader
 //	N        run: COMMAND's exit status; 128+N when signal N ended it
 //	64       usage: bad flags, missing NAME, "--" or COMMAND, no servers, a bad URL;
 //	         one line on stderr, and no server was contacted
 //	69       too few servers answered: run could not take the lock (never a skip),
-//	         or failed at once on an error retrying cannot fix; status could not
-//	         tell, as the servers that failed could complete a quorum
+//	         or failed at once on an error retrying cannot fix; status and leader
+//	         could not tell, as the servers that failed could complete a quorum
 //	70       run: the lock was lost while COMMAND ran, or a quorum of servers no
 //	         longer held it when COMMAND ended
 //	75       run: the lock is held elsewhere (after --wait); the message names it

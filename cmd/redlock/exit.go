@@ -11,6 +11,7 @@ import (
 const (
 	exitOK          = 0   // COMMAND succeeded, a --skip, or status found no quorum holding the lock
 	exitHeld        = 1   // status: a quorum holds the lock
+	exitNoLeader    = 1   // leader: no holder leads on a quorum
 	exitUsage       = 64  // EX_USAGE: bad flags or arguments, no servers, a bad URL
 	exitUnavailable = 69  // EX_UNAVAILABLE: too few servers answered
 	exitLost        = 70  // EX_SOFTWARE: the lock was lost while COMMAND ran

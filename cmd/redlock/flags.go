@@ -12,9 +12,10 @@ import (
 
 // synopsis is the one line of help each usage error ends with.
 var synopsis = map[string]string{
-	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] NAME | redlock help | redlock --version",
-	"run":    "redlock run [--servers URL,...] [--ttl D] [--wait D] [--skip] [--fence] [--grace D] NAME -- COMMAND [ARGS...]",
+	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] NAME | redlock leader [--servers URL,...] NAME | redlock help | redlock --version",
+	"run":    "redlock run [--servers URL,...] [--ttl D] [--wait D] [--skip] [--fence] [--permits N] [--grace D] NAME -- COMMAND [ARGS...]",
 	"status": "redlock status [--servers URL,...] NAME",
+	"leader": "redlock leader [--servers URL,...] NAME",
 }
 
 // manual is what redlock help and redlock -h print: the package doc.
@@ -39,6 +40,9 @@ majority of the Redis servers, and releases it when COMMAND exits.
   --skip             when the lock is still held elsewhere, exit 0 without
                      running COMMAND instead of exiting 75
   --fence            pass a fencing token to COMMAND as $REDLOCK_FENCE
+  --permits N        run while holding one of N permits of the semaphore NAME
+                     instead of the lock NAME: at most N hosts at once
+                     (default 0: the lock)
   --grace D          after the lock is lost, time between SIGTERM and SIGKILL
                      to COMMAND (default 10s)
 
@@ -55,6 +59,16 @@ the time the key has left, "free", or "error" and why.
 
 Exit status: 0 when no quorum holds NAME, 1 when a quorum holds it, 64 usage,
 69 when too few servers answered to tell.
+`,
+	"leader": `usage: ` + synopsis["leader"] + `
+
+Prints the value of the leader of the election NAME, as a quorum of the
+servers agree on it (what the leader passed to Election.Campaign).
+
+  --servers URL,...  redis:// or rediss:// URLs (default: $REDLOCK_SERVERS)
+
+Exit status: 0 and the value on stdout when a quorum agrees on a leader, 1
+when none leads, 64 usage, 69 when too few servers answered to tell.
 `,
 }
 
@@ -77,9 +91,11 @@ type runConfig struct {
 	grace   time.Duration
 	skip    bool
 	fence   bool
+	permits int // 0: the lock NAME; N: a permit of the semaphore NAME
 }
 
-// statusConfig is a parsed command line of redlock status.
+// statusConfig is a parsed command line of redlock status, and of redlock
+// leader.
 type statusConfig struct {
 	servers []string
 	name    string
@@ -105,6 +121,7 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 	fs.Var(duration{&c.grace}, "grace", "")
 	fs.BoolVar(&c.skip, "skip", false, "")
 	fs.BoolVar(&c.fence, "fence", false, "")
+	fs.IntVar(&c.permits, "permits", 0, "")
 
 	// COMMAND starts after the first "--"; the flag package would take
 	// that "--" for the end of the flags and lose it.
@@ -132,6 +149,8 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 		return nil, badf("--wait %v is negative", c.wait)
 	case c.grace < 0:
 		return nil, badf("--grace %v is negative", c.grace)
+	case c.permits < 0:
+		return nil, badf("--permits %d is negative", c.permits)
 	}
 	c.name, c.command = rest[0], command
 	var err error
@@ -141,23 +160,24 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 	return c, nil
 }
 
-// parseStatus reads redlock status's arguments: flags, then NAME.
-func parseStatus(args []string, getenv func(string) string) (*statusConfig, error) {
-	fs := newFlagSet("status")
+// parseStatus reads the arguments of redlock status, or of redlock
+// leader (sub): flags, then NAME.
+func parseStatus(sub string, args []string, getenv func(string) string) (*statusConfig, error) {
+	fs := newFlagSet(sub)
 	servers := fs.String("servers", "", "")
-	if err := parseFlags(fs, "status", args); err != nil {
+	if err := parseFlags(fs, sub, args); err != nil {
 		return nil, err
 	}
 	rest := fs.Args()
 	switch {
 	case len(rest) == 0:
-		return nil, usagef("status", "missing NAME")
+		return nil, usagef(sub, "missing NAME")
 	case len(rest) > 1:
-		return nil, usagef("status", "unexpected %q after NAME: flags go before NAME", rest[1])
+		return nil, usagef(sub, "unexpected %q after NAME: flags go before NAME", rest[1])
 	case rest[0] == "":
-		return nil, usagef("status", "empty NAME")
+		return nil, usagef(sub, "empty NAME")
 	}
-	urls, err := serverList("status", *servers, getenv)
+	urls, err := serverList(sub, *servers, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -193,10 +213,10 @@ func helpFor(args []string) error {
 		return errHelp("")
 	case len(args) > 1:
 		return usagef("", "unexpected %q after help %s", args[1], args[0])
-	case args[0] == "run" || args[0] == "status":
+	case args[0] == "run" || args[0] == "status" || args[0] == "leader":
 		return errHelp(args[0])
 	}
-	return usagef("", "no help for %q: redlock help, redlock help run or redlock help status", args[0])
+	return usagef("", "no help for %q: redlock help, redlock help run, redlock help status or redlock help leader", args[0])
 }
 
 // duration is a flag.Value for a time.Duration whose error says what a

@@ -48,6 +48,8 @@ func (t *tool) main(args []string) int {
 		err = t.run(args[1:])
 	case "status":
 		err = t.status(args[1:])
+	case "leader":
+		err = t.leader(args[1:])
 	case "-h", "-help", "--help":
 		err = errHelp("")
 	case "help":

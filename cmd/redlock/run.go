@@ -121,17 +121,17 @@ func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Si
 		if lock != nil {
 			_ = lock.Release(context.Background())
 		}
-		return nil, failf(exitSignal+signalNumber(caught), "%v while waiting for lock %q; COMMAND not run", caught, cfg.name)
+		return nil, failf(exitSignal+signalNumber(caught), "%v while waiting for %s; COMMAND not run", caught, cfg.what())
 	}
 	switch {
 	case err == nil:
 		return lock, nil
 	case errors.Is(err, redlock.ErrHeldElsewhere) && cfg.skip:
-		return nil, failf(exitOK, "lock %q is held elsewhere; COMMAND skipped", cfg.name)
+		return nil, failf(exitOK, "%s is held elsewhere; COMMAND skipped", cfg.what())
 	case errors.Is(err, redlock.ErrHeldElsewhere) && cfg.wait > 0:
-		return nil, failf(exitTempFail, "lock %q is still held elsewhere after waiting %v", cfg.name, cfg.wait)
+		return nil, failf(exitTempFail, "%s is still held elsewhere after waiting %v", cfg.what(), cfg.wait)
 	case errors.Is(err, redlock.ErrHeldElsewhere):
-		return nil, failf(exitTempFail, "lock %q is held elsewhere", cfg.name)
+		return nil, failf(exitTempFail, "%s is held elsewhere", cfg.what())
 	case errors.Is(err, redlock.ErrInvalidArgument):
 		return nil, badf("%v", err)
 	case hopeless(err) && cfg.wait > 0:
@@ -139,6 +139,24 @@ func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Si
 	}
 	// Too few servers answered: never a skip.
 	return nil, &exitError{code: exitUnavailable, msg: err.Error()}
+}
+
+// what names what run waits for, in its messages: the lock NAME, or the
+// permits of the semaphore NAME.
+func (c *runConfig) what() string {
+	if c.permits > 0 {
+		return fmt.Sprintf("every one of the %d permits of semaphore %q", c.permits, c.name)
+	}
+	return fmt.Sprintf("lock %q", c.name)
+}
+
+// tryOnce makes one attempt at the lock NAME, or at a permit of the
+// semaphore NAME with --permits.
+func tryOnce(ctx context.Context, client *redlock.Client, cfg *runConfig) (*redlock.Lock, error) {
+	if cfg.permits > 0 {
+		return client.Semaphore(cfg.name, cfg.permits).TryAcquire(ctx, cfg.ttl)
+	}
+	return client.TryAcquire(ctx, cfg.name, cfg.ttl)
 }
 
 // tryFor makes one attempt, and more while the lock is not granted and
@@ -150,7 +168,7 @@ func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Si
 func tryFor(ctx context.Context, client *redlock.Client, cfg *runConfig, first *firstAttempt) (*redlock.Lock, error) {
 	deadline := time.Now().Add(cfg.wait)
 	for n, poll := 1, firstPoll; ; n, poll = n+1, min(2*poll, maxPoll) {
-		lock, err := client.TryAcquire(context.WithValue(ctx, attemptKey{}, n), cfg.name, cfg.ttl)
+		lock, err := tryOnce(context.WithValue(ctx, attemptKey{}, n), client, cfg)
 		if err == nil || !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil || hopeless(err) {
 			return lock, err
 		}

@@ -32,7 +32,7 @@ type holding struct {
 // status opens a connection of its own to each server and asks PTTL and
 // GET: read-only commands that leave the key, and the lock, as they are.
 func (t *tool) status(args []string) error {
-	cfg, err := parseStatus(args, t.getenv)
+	cfg, err := parseStatus("status", args, t.getenv)
 	if err != nil {
 		return err
 	}
