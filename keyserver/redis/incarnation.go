@@ -1,0 +1,104 @@
+package redis
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+var _ keyserver.Incarnator = (*Server)(nil)
+
+// incarnation is what a Server last read of its Redis's life: INFO
+// server's run_id and uptime_in_seconds, and CONFIG GET's appendonly and
+// appendfsync. It is read again only when it may be out of date: after a
+// failed call (a restart breaks the connections), or when the transport
+// opened a connection since (a restart between two calls is noticed by
+// the first call after it, which dials). A transport that cannot count
+// its connections (New's pool, the other Redis clients) has INFO read at
+// every ask; CONFIG is read again only when the run id changed.
+type incarnation struct {
+	stale atomic.Bool // a call failed since the last read
+
+	mu      sync.Mutex
+	read    bool
+	id      string
+	up      time.Duration // uptime when read
+	readAt  time.Time
+	durable bool
+	dials   int64 // the transport's connections opened when read
+}
+
+// Incarnation reports how long the Redis this Server reaches has been up,
+// and whether it persists every write (appendonly yes and appendfsync
+// always; a server whose CONFIG an ACL denies counts as not durable).
+func (s *Server) Incarnation(ctx context.Context) (keyserver.Incarnation, error) {
+	if err := s.enter(ctx, "incarnation", ""); err != nil {
+		return keyserver.Incarnation{}, err
+	}
+	defer s.inflight.Done()
+	in := &s.inc
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	dials, counted := s.dials()
+	if !in.read || in.stale.Load() || !counted || dials != in.dials {
+		in.stale.Store(false)
+		if err := s.readIncarnation(ctx, dials); err != nil {
+			in.stale.Store(true)
+			return keyserver.Incarnation{}, err
+		}
+	}
+	return keyserver.Incarnation{ID: in.id, Up: in.up + time.Since(in.readAt), Durable: in.durable}, nil
+}
+
+// readIncarnation reads INFO server, and CONFIG when the run id is new.
+// The caller holds s.inc.mu.
+func (s *Server) readIncarnation(ctx context.Context, dials int64) error {
+	in := &s.inc
+	readAt := time.Now()
+	id, up, err := s.info(ctx, "incarnation")
+	if err != nil {
+		return err
+	}
+	if !in.read || id != in.id {
+		durable, err := s.durable(ctx)
+		if err != nil {
+			return err
+		}
+		in.durable = durable
+	}
+	in.read, in.id, in.up, in.readAt, in.dials = true, id, up, readAt, dials
+	return nil
+}
+
+// durable reports whether Redis persists every write before it answers.
+// A refused CONFIG GET (an ACL, a renamed command) means it cannot be
+// known, which counts as not durable; a failed call is an error.
+func (s *Server) durable(ctx context.Context) (bool, error) {
+	want := map[string]string{"appendonly": "yes", "appendfsync": "always"}
+	for param, value := range want {
+		reply, err := s.t.Do(ctx, []string{"CONFIG", "GET"}, nil, param)
+		if _, isReply := s.t.ReplyText(err); isReply {
+			return false, nil
+		}
+		if err != nil {
+			return false, s.fail("incarnation", "", err)
+		}
+		pair, ok := reply.([]any)
+		if !ok || len(pair) != 2 || pair[1] != value {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// dials returns how many connections the transport has opened, and false
+// when it cannot tell.
+func (s *Server) dials() (int64, bool) {
+	if s.opened == nil {
+		return 0, false
+	}
+	return s.opened.Load(), true
+}
