@@ -65,6 +65,8 @@ type fan struct {
 	// next is a token of the call of this client that waits behind this
 	// one, for AcquireInLine to put in line too (see keyserver.Notifier).
 	next string
+	// quarantine judges grants of restarted servers (quarantine.go).
+	quarantine quarantineRule
 }
 
 // call makes f's call to ks: its vote, with the number it read (a fence
@@ -98,6 +100,9 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 			err = ns.LeaveLine(ctx, f.key, f.token)
 		}
 		ok = err == nil
+	}
+	if ok && f.quarantine.q != nil {
+		ok, err = f.quarantine.admit(ctx, i, f.ttl)
 	}
 	return ok, n, h, err
 }
