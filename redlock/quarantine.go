@@ -24,14 +24,14 @@ import (
 // has passed since it came back, unless it persists every write.
 //
 // Which restarts: the ones that happen while this client runs, whether it
-// saw the server before (its ID changed) or reaches it first after it came
-// back. A store that changed ID without restarting since the client last
-// saw it (a failover to a replica, which may lack the latest writes) is
-// quarantined from the moment the client sees it. A server that restarted
-// before the client was made is counted at once: every new deployment, and
-// every program started just after its servers, would otherwise wait a
-// TTL; WithQuarantine(d) quarantines every server up less than d, first
-// sight included, for programs that start while locks may be held.
+// saw the server before (its ID changed, and it has been up less time
+// than since the client last saw it) or reaches it first after it came
+// back. A new ID up for longer is not a restart (another node of a Redis
+// Cluster, a promoted replica). A server that restarted before the client
+// was made is counted at once: every new deployment, and every program
+// started just after its servers, would otherwise wait a TTL;
+// WithQuarantine(d) quarantines every server up less than d, first sight
+// included, for programs that start while locks may be held.
 //
 // Which TTL: the TTL of the call that asks (WithQuarantine(d) sets one).
 // A lock lost by the restart threatens only the callers of the same name,
@@ -148,9 +148,10 @@ func (q *quarantine) sight(i int, in keyserver.Incarnation, now time.Time) time.
 		}
 	case in.ID != s.id && !up.Before(s.at):
 		s.back = up
-	case in.ID != s.id: // a new ID, up since before the client last saw the old one
-		s.back = now
 	}
+	// A new ID up since before the client last saw the old one is no
+	// restart: another node of a Redis Cluster (keyless commands such as
+	// INFO go to any of them), or a replica promoted by a failover.
 	s.id, s.at = in.ID, now
 	return s.back
 }

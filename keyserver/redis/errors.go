@@ -64,7 +64,6 @@ func (s *Server) permanent(err error) bool {
 // client stops retrying them. Neither the error of a transport nor this
 // wrapping quotes a password or a token.
 func (s *Server) fail(op, key string, err error) error {
-	s.inc.stale.Store(true) // a restart breaks connections: read the incarnation again
 	if containsAny(err.Error(), authCodes) {
 		err = fmt.Errorf("authentication failed (wrong or missing password?): %w", err)
 	}

@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,14 +15,14 @@ var _ keyserver.Incarnator = (*Server)(nil)
 
 // incarnation is what a Server last read of its Redis's life: INFO
 // server's run_id and uptime_in_seconds, and CONFIG GET's appendonly and
-// appendfsync. It is read again only when it may be out of date: after a
-// failed call (a restart breaks the connections), or when the transport
-// opened a connection since (a restart between two calls is noticed by
-// the first call after it, which dials). A transport that cannot count
-// its connections (New's pool, the other Redis clients) has INFO read at
-// every ask; CONFIG is read again only when the run id changed.
+// appendfsync. It is read again only when it may be out of date: when the
+// transport opened a connection since (a restart breaks every connection,
+// so the first call after it dials), or the last read failed. A transport
+// that cannot count its connections (New's pool, the other Redis clients)
+// has INFO read at every ask; CONFIG is read again only when the run id
+// changed.
 type incarnation struct {
-	stale atomic.Bool // a call failed since the last read
+	stale atomic.Bool // the last read failed
 
 	mu      sync.Mutex
 	read    bool
@@ -86,12 +88,36 @@ func (s *Server) durable(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, s.fail("incarnation", "", err)
 		}
-		pair, ok := reply.([]any)
-		if !ok || len(pair) != 2 || pair[1] != value {
+		if got, ok := configValue(reply, param); !ok || got != value {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// configValue reads param's value in a reply to CONFIG GET: a list of
+// names and values (RESP2), or a map (RESP3, which go-redis, rueidis and
+// valkey-go speak and return as Go maps of their own types).
+func configValue(reply any, param string) (string, bool) {
+	if pairs, ok := reply.([]any); ok {
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if pairs[i] == param {
+				v, ok := pairs[i+1].(string)
+				return v, ok
+			}
+		}
+		return "", false
+	}
+	m := reflect.ValueOf(reply)
+	if m.Kind() != reflect.Map {
+		return "", false
+	}
+	for it := m.MapRange(); it.Next(); {
+		if fmt.Sprint(it.Key().Interface()) == param {
+			return fmt.Sprint(it.Value().Interface()), true
+		}
+	}
+	return "", false
 }
 
 // dials returns how many connections the transport has opened, and false
