@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -17,20 +16,20 @@ var _ keyserver.Incarnator = (*Server)(nil)
 // server's run_id and uptime_in_seconds, and CONFIG GET's appendonly and
 // appendfsync. It is read again only when it may be out of date: when the
 // transport opened a connection since (a restart breaks every connection,
-// so the first call after it dials), or the last read failed. A transport
-// that cannot count its connections (New's pool, the other Redis clients)
-// has INFO read at every ask; CONFIG is read again only when the run id
-// changed.
+// so the first call after it dials), or the last read failed. One read
+// runs at a time, and the callers that need it wait for it as long as
+// their context lets them. A transport that cannot count its connections
+// (New's pool, the other Redis clients) has INFO read at every ask;
+// CONFIG is read again only when the run id changed.
 type incarnation struct {
-	stale atomic.Bool // the last read failed
-
 	mu      sync.Mutex
-	read    bool
+	read    bool // id, up, readAt, durable and dials hold a good read
 	id      string
 	up      time.Duration // uptime when read
 	readAt  time.Time
 	durable bool
-	dials   int64 // the transport's connections opened when read
+	dials   int64         // the transport's connections opened when read
+	reading chan struct{} // while a read runs; closed when it ends
 }
 
 // Incarnation reports how long the Redis this Server reaches has been up,
@@ -42,37 +41,59 @@ func (s *Server) Incarnation(ctx context.Context) (keyserver.Incarnation, error)
 	}
 	defer s.inflight.Done()
 	in := &s.inc
-	in.mu.Lock()
-	defer in.mu.Unlock()
 	dials, counted := s.dials()
-	if !in.read || in.stale.Load() || !counted || dials != in.dials {
-		in.stale.Store(false)
-		if err := s.readIncarnation(ctx, dials); err != nil {
-			in.stale.Store(true)
-			return keyserver.Incarnation{}, err
-		}
+	if !counted {
+		return s.readIncarnation(ctx, dials)
 	}
-	return keyserver.Incarnation{ID: in.id, Up: in.up + time.Since(in.readAt), Durable: in.durable}, nil
+	for {
+		in.mu.Lock()
+		if in.read && dials == in.dials {
+			v := keyserver.Incarnation{ID: in.id, Up: in.up + time.Since(in.readAt), Durable: in.durable}
+			in.mu.Unlock()
+			return v, nil
+		}
+		if wait := in.reading; wait != nil {
+			in.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return keyserver.Incarnation{}, s.fail("incarnation", "", ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		in.reading = done
+		in.mu.Unlock()
+		v, err := s.readIncarnation(ctx, dials)
+		in.mu.Lock()
+		in.reading = nil
+		in.mu.Unlock()
+		close(done)
+		return v, err
+	}
 }
 
-// readIncarnation reads INFO server, and CONFIG when the run id is new.
-// The caller holds s.inc.mu.
-func (s *Server) readIncarnation(ctx context.Context, dials int64) error {
+// readIncarnation reads INFO server, and CONFIG when the run id is new,
+// and keeps what it read.
+func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.Incarnation, error) {
 	in := &s.inc
 	readAt := time.Now()
 	id, up, err := s.info(ctx, "incarnation")
 	if err != nil {
-		return err
+		return keyserver.Incarnation{}, err
 	}
-	if !in.read || id != in.id {
-		durable, err := s.durable(ctx)
-		if err != nil {
-			return err
+	in.mu.Lock()
+	durable, known := in.durable, in.read && in.id == id
+	in.mu.Unlock()
+	if !known {
+		if durable, err = s.durable(ctx); err != nil {
+			return keyserver.Incarnation{}, err
 		}
-		in.durable = durable
 	}
-	in.read, in.id, in.up, in.readAt, in.dials = true, id, up, readAt, dials
-	return nil
+	in.mu.Lock()
+	in.read, in.id, in.up, in.readAt, in.durable, in.dials = true, id, up, readAt, durable, dials
+	in.mu.Unlock()
+	return keyserver.Incarnation{ID: id, Up: up + time.Since(readAt), Durable: durable}, nil
 }
 
 // durable reports whether Redis persists every write before it answers.
