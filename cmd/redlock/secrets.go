@@ -34,15 +34,15 @@ func secretsOf(args []string, env string) secrets {
 		return r == '\n' || r == ',' || r == '='
 	}) {
 		part = strings.TrimSpace(part)
-		_, rest, ok := strings.Cut(part, "://")
-		if !ok {
-			continue
-		}
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if _, pw, ok := strings.Cut(rest[:at], ":"); ok && pw != "" {
-				s = append(s, pw)
+		if _, rest, ok := strings.Cut(part, "://"); ok {
+			if at := strings.LastIndex(rest, "@"); at >= 0 {
+				if _, pw, ok := strings.Cut(rest[:at], ":"); ok && pw != "" {
+					s = append(s, pw)
+				}
 			}
 		}
+		// Also a URL without a scheme ("//:pw@host"), which FromURL
+		// refuses but a message could quote.
 		if u, err := url.Parse(part); err == nil && u.User != nil {
 			if pw, ok := u.User.Password(); ok && pw != "" {
 				s = append(s, pw)
