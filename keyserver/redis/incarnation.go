@@ -96,24 +96,45 @@ func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.In
 	return keyserver.Incarnation{ID: id, Up: up + time.Since(readAt), Durable: durable}, nil
 }
 
-// durable reports whether Redis persists every write before it answers.
-// A refused CONFIG GET (an ACL, a renamed command) means it cannot be
-// known, which counts as not durable; a failed call is an error.
+// durable reports whether Redis persists every write before it answers,
+// with one CONFIG GET of both parameters (Redis 7), or one per parameter
+// where that is refused (Redis 6). A refused CONFIG GET (an ACL, a renamed
+// command) means it cannot be known, which counts as not durable; a
+// failed call is an error.
 func (s *Server) durable(ctx context.Context) (bool, error) {
-	want := map[string]string{"appendonly": "yes", "appendfsync": "always"}
-	for param, value := range want {
-		reply, err := s.t.Do(ctx, []string{"CONFIG", "GET"}, nil, param)
-		if _, isReply := s.t.ReplyText(err); isReply {
-			return false, nil
-		}
-		if err != nil {
-			return false, s.fail("incarnation", "", err)
-		}
-		if got, ok := configValue(reply, param); !ok || got != value {
-			return false, nil
+	want := [][2]string{{"appendonly", "yes"}, {"appendfsync", "always"}}
+	ok, refused, err := s.configIs(ctx, want...)
+	if !refused {
+		return ok, err
+	}
+	for _, w := range want {
+		if ok, _, err := s.configIs(ctx, w); !ok {
+			return false, err
 		}
 	}
 	return true, nil
+}
+
+// configIs reports whether every parameter of want has its value, with
+// one CONFIG GET, or that Redis refused the command.
+func (s *Server) configIs(ctx context.Context, want ...[2]string) (ok, refused bool, err error) {
+	params := make([]string, len(want))
+	for i, w := range want {
+		params[i] = w[0]
+	}
+	reply, err := s.t.Do(ctx, []string{"CONFIG", "GET"}, nil, params...)
+	if _, isReply := s.t.ReplyText(err); isReply {
+		return false, true, nil
+	}
+	if err != nil {
+		return false, false, s.fail("incarnation", "", err)
+	}
+	for _, w := range want {
+		if got, ok := configValue(reply, w[0]); !ok || got != w[1] {
+			return false, false, nil
+		}
+	}
+	return true, false, nil
 }
 
 // configValue reads param's value in a reply to CONFIG GET: a list of
