@@ -52,6 +52,14 @@ func (l *lives) restart(i int) {
 	l.back[i] = l.fc.Now()
 }
 
+// granted takes name on c, which must be granted, and releases it.
+func granted(t *testing.T, c *Client, name string, ttl time.Duration, opts ...Option) {
+	t.Helper()
+	lock, err := c.TryAcquire(bg, name, ttl, opts...)
+	require.NoError(t, err)
+	require.NoError(t, lock.Release(bg))
+}
+
 // quarantined returns the servers whose failure in err is ErrQuarantined.
 func quarantined(t *testing.T, err error) []int {
 	t.Helper()
@@ -77,15 +85,13 @@ func TestRestartedServersDoNotCountUntilTheTTLPassed(t *testing.T) {
 	c := testClient(t, fc, cl.KeyServers())
 	const ttl = 10 * time.Second
 
-	lock, err := c.TryAcquire(bg, "before", ttl)
-	require.NoError(t, err, "servers up for an hour count")
-	require.NoError(t, lock.Release(bg))
+	granted(t, c, "before", ttl) // servers up for an hour count
 
 	fc.Advance(time.Minute)
 	l.restart(1)
 	l.restart(2)
 	fc.Advance(ttl - time.Millisecond)
-	_, err = c.TryAcquire(bg, "after", ttl)
+	_, err := c.TryAcquire(bg, "after", ttl)
 	require.ErrorIs(t, err, ErrNotAcquired)
 	assert.Equal(t, []int{1, 2}, quarantined(t, err))
 	assert.ErrorContains(t, err, "its grants count in 1ms")
@@ -99,9 +105,7 @@ func TestRestartedServersDoNotCountUntilTheTTLPassed(t *testing.T) {
 	}
 
 	fc.Advance(time.Millisecond)
-	lock, err = c.TryAcquire(bg, "after", ttl)
-	require.NoError(t, err, "the TTL has passed since they came back")
-	require.NoError(t, lock.Release(bg))
+	granted(t, c, "after", ttl) // the TTL has passed since they came back
 
 	_, err = c.TryAcquire(bg, "longer", 2*ttl)
 	assert.Equal(t, []int{1, 2}, quarantined(t, err), "a call with a longer TTL waits that TTL")
@@ -119,9 +123,7 @@ func TestQuarantineSpares(t *testing.T) {
 		l.durable[1], l.durable[2] = true, true
 		l.restart(1)
 		l.restart(2)
-		lock, err := c.TryAcquire(bg, "k", ttl)
-		require.NoError(t, err)
-		require.NoError(t, lock.Release(bg))
+		granted(t, c, "k", ttl)
 	})
 	t.Run("NoQuarantine", func(t *testing.T) {
 		fc := clock.NewFake(t0)
@@ -129,13 +131,9 @@ func TestQuarantineSpares(t *testing.T) {
 		c := testClient(t, fc, cl.KeyServers())
 		l.restart(1)
 		l.restart(2)
-		lock, err := c.TryAcquire(bg, "k", ttl, WithQuarantine(NoQuarantine))
-		require.NoError(t, err, "per call")
-		require.NoError(t, lock.Release(bg))
+		granted(t, c, "k", ttl, WithQuarantine(NoQuarantine)) // per call
 		c2 := testClient(t, fc, cl.KeyServers(), WithQuarantine(-time.Hour))
-		lock, err = c2.TryAcquire(bg, "k", ttl)
-		require.NoError(t, err, "per client, any negative d")
-		require.NoError(t, lock.Release(bg))
+		granted(t, c2, "k", ttl) // per client, any negative d
 	})
 	t.Run("up before the client", func(t *testing.T) {
 		fc := clock.NewFake(t0)
@@ -144,16 +142,12 @@ func TestQuarantineSpares(t *testing.T) {
 		l.restart(2)
 		fc.Advance(upSlack + time.Millisecond)
 		c := testClient(t, fc, cl.KeyServers())
-		lock, err := c.TryAcquire(bg, "k", ttl)
-		require.NoError(t, err, "restarted before the client was made: counted by default")
-		require.NoError(t, lock.Release(bg))
+		granted(t, c, "k", ttl) // restarted before the client was made: counted by default
 
-		_, err = c.TryAcquire(bg, "k", ttl, WithQuarantine(time.Minute))
+		_, err := c.TryAcquire(bg, "k", ttl, WithQuarantine(time.Minute))
 		assert.Equal(t, []int{1, 2}, quarantined(t, err), "WithQuarantine(d): every server up less than d")
 		fc.Advance(time.Minute)
-		lock, err = c.TryAcquire(bg, "k", ttl, WithQuarantine(time.Minute))
-		require.NoError(t, err)
-		require.NoError(t, lock.Release(bg))
+		granted(t, c, "k", ttl, WithQuarantine(time.Minute))
 	})
 }
 
@@ -178,17 +172,13 @@ func TestQuarantineCatches(t *testing.T) {
 		fc := clock.NewFake(t0)
 		l, cl := livesCluster(fc, 3)
 		c := testClient(t, fc, cl.KeyServers())
-		lock, err := c.TryAcquire(bg, "k", ttl)
-		require.NoError(t, err)
-		require.NoError(t, lock.Release(bg))
+		granted(t, c, "k", ttl)
 		fc.Advance(time.Minute)
 		l.mu.Lock()
 		l.id[0]++
 		l.id[1]++ // up for an hour: another node of a Cluster, not a restart
 		l.mu.Unlock()
-		lock, err = c.TryAcquire(bg, "k", ttl)
-		require.NoError(t, err)
-		require.NoError(t, lock.Release(bg))
+		granted(t, c, "k", ttl)
 	})
 	t.Run("cannot tell", func(t *testing.T) {
 		fc := clock.NewFake(t0)
