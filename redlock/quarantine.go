@@ -15,7 +15,7 @@ import (
 // keys it held: a lock granted before the restart is gone from it, and
 // granting the key to another caller before that lock's TTL has passed
 // can give two callers a quorum each (with a majority restarted at once,
-// the chaos suite counted hundreds of overlaps a run). Redlock's rule,
+// the chaos suite counted dozens to hundreds of overlaps a run). Redlock's rule,
 // "stay down longer than the largest TTL, or fsync every write", is the
 // operator's to keep; the client keeps it for servers that are
 // keyserver.Incarnators. Such a server is quarantined after a restart:
@@ -72,14 +72,14 @@ type sighting struct {
 // in-process (a store in this process cannot restart under the client).
 func newQuarantine(servers []keyserver.KeyServer, clk clock.Clock) *quarantine {
 	q := &quarantine{clock: clk, born: clk.Now(), judged: make([]keyserver.Incarnator, len(servers)), seen: make([]sighting, len(servers))}
-	any := false
+	some := false
 	for i, s := range servers {
 		_, inProcess := s.(keyserver.InProcess)
 		if is, ok := s.(keyserver.Incarnator); ok && !inProcess {
-			q.judged[i], any = is, true
+			q.judged[i], some = is, true
 		}
 	}
-	if !any {
+	if !some {
 		return nil
 	}
 	return q
