@@ -216,7 +216,9 @@
 //
 // What it costs: while a quorum of servers is quarantined, no lock is
 // granted (and a holder cannot extend on them), for up to a TTL (plus up
-// to a second: Redis reports uptime in whole seconds) after the restart.
+// to a second: Redis reports uptime in whole seconds) after the restart,
+// also of a server that stayed down longer than the TTL (the client cannot
+// tell how long it was down for other clients).
 // When fewer restart, the others still make the quorum and nothing
 // changes. Holders that keep a lock across the restart of a majority may
 // lose it, which is what keeps the next holder from overlapping them.

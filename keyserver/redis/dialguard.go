@@ -39,9 +39,10 @@ func guardedDialer(timeout time.Duration) redigo.DialOption {
 			return nil, err
 		}
 		if g, ok := ctx.Value(dialGuardKey{}).(*dialGuard); ok {
-			g.stop = context.AfterFunc(ctx, func() { c.Close() }) //nolint:errcheck // abandoned
+			raw := c
+			g.stop = context.AfterFunc(ctx, func() { raw.Close() }) //nolint:errcheck // abandoned
 			if g.plain {
-				c = guardReplies(c)
+				return guardReplies(raw), nil
 			}
 		}
 		return c, nil
