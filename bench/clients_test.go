@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/goredlock/goredlock/internal/redistest"
 )
 
 // TestClientOf checks the dealing: round-robin, equal shares when the
@@ -124,17 +120,7 @@ func equalMaps(a, b map[string]int) bool {
 // peer that records its lockers: each was opened on its own, each was used
 // by its goroutines, and each was closed.
 func TestCaseDealsOverIndependentClients(t *testing.T) {
-	redistest.RequireServer(t)
-	nodes, err := startNodes(context.Background(), "redis-server", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopNodes(nodes)
-	counters, err := openCounters([]string{nodes[0].addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer counters.close()
+	addrs, counters := countedNode(t)
 	var (
 		mu     sync.Mutex
 		opened []*countingLock
@@ -149,7 +135,7 @@ func TestCaseDealsOverIndependentClients(t *testing.T) {
 	w := workload{name: "8c-64-one-key", goroutines: 64, oneKey: true, clients: 8}
 	// Long enough for every goroutine to run on a busy machine: a locker
 	// that the goroutines were not dealt to gets no call however long.
-	if _, err := runCase(context.Background(), p, w, []string{nodes[0].addr}, settings{}, timing{duration: 2 * time.Second}, counters, "test"); err != nil {
+	if _, err := runCase(context.Background(), p, w, addrs, settings{}, timing{duration: 2 * time.Second}, counters, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if len(opened) != 8 {
@@ -213,29 +199,17 @@ func TestPeersOpenIndependentClients(t *testing.T) {
 // TestQuickRunClients runs the smoke mode with 8 clients and checks that
 // the rows say so and compare their commands with the uncontended ones.
 func TestQuickRunClients(t *testing.T) {
-	redistest.RequireServer(t)
-	cfg, err := parse([]string{"-quick", "-nodes=1", "-peers=goredlock,redsync", "-workloads=1-distinct,8c-one-key-hold"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	res, err := run(context.Background(), cfg, &out, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for pi, p := range cfg.peers {
-		rw, ok := res.row(pi, 1)
-		if !ok {
-			t.Fatalf("%s: no result", p.name)
-		}
+	res, rows, out := quickRun(t, 1, "-peers=goredlock,redsync", "-workloads=1-distinct,8c-one-key-hold")
+	for pi, rw := range rows {
+		p := res.cfg.peers[pi]
 		if rw.clients != 8 || rw.ops <= 0 || rw.overlaps != 0 {
 			t.Errorf("%s: %+v", p.name, rw)
 		}
 		if _, ok := res.uncontendedCmds(pi); !ok {
 			t.Errorf("%s: no uncontended commands count", p.name)
 		}
-		if !strings.Contains(out.String(), "| "+p.name+" × 8 clients |") {
-			t.Errorf("%s: no multi-client row in the table:\n%s", p.name, out.String())
+		if !strings.Contains(out, "| "+p.name+" × 8 clients |") {
+			t.Errorf("%s: no multi-client row in the table:\n%s", p.name, out)
 		}
 	}
 }

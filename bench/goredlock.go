@@ -15,7 +15,7 @@ func goredlockPeer() peer {
 		about: "redlock.New over keyserver/redis.FromURL servers, default options (10 retries, 200±100 ms).",
 		skip:  runsAlways,
 		open: func(addrs []string, s settings) (locker, error) {
-			return openGoredlock(addrs, s)
+			return openGoredlock(addrs, s, fromURL)
 		},
 	}
 }
@@ -33,7 +33,7 @@ func goredlockRetryPeer() peer {
 			return ""
 		},
 		open: func(addrs []string, s settings) (locker, error) {
-			return openGoredlock(addrs, s, redlock.WithRetryDelay(s.retry))
+			return openGoredlock(addrs, s, fromURL, redlock.WithRetryDelay(s.retry))
 		},
 	}
 }
@@ -41,14 +41,29 @@ func goredlockRetryPeer() peer {
 type goredlock struct {
 	client  *redlock.Client
 	servers []*redis.Server
+	clients []func() error // close the Redis clients beneath the servers
 	s       settings
 }
 
-func openGoredlock(addrs []string, s settings, opts ...redlock.Option) (locker, error) {
+// newServer makes the key server of one node, and the call that closes
+// the Redis client beneath it, if the server does not own it.
+type newServer func(addr string) (*redis.Server, func() error, error)
+
+// fromURL is the key server most users start with: redis.FromURL, pooled
+// and auto-pipelined redigo connections that the server owns.
+func fromURL(addr string) (*redis.Server, func() error, error) {
+	srv, err := redis.FromURL("redis://" + addr)
+	return srv, nil, err
+}
+
+func openGoredlock(addrs []string, s settings, newServer newServer, opts ...redlock.Option) (locker, error) {
 	g := &goredlock{s: s}
 	var ks []keyserver.KeyServer
 	for _, a := range addrs {
-		srv, err := redis.FromURL("redis://" + a)
+		srv, closeClient, err := newServer(a)
+		if closeClient != nil {
+			g.clients = append(g.clients, closeClient)
+		}
 		if err != nil {
 			g.close() //nolint:errcheck // reporting the first error
 			return nil, fmt.Errorf("goredlock: %w", err)
@@ -74,7 +89,7 @@ func (g *goredlock) lock(ctx context.Context, name string) (func(context.Context
 }
 
 // close closes the client, which waits for the calls it left running in
-// the background, then the servers.
+// the background, then the servers, then the Redis clients beneath them.
 func (g *goredlock) close() error {
 	var first error
 	if g.client != nil {
@@ -82,6 +97,11 @@ func (g *goredlock) close() error {
 	}
 	for _, srv := range g.servers {
 		if err := srv.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, closeClient := range g.clients {
+		if err := closeClient(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -20,8 +20,31 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestQuickRun runs the smoke mode on one node with goredlock and the floor
 // on the contended workload, and checks that the table has what it must.
 func TestQuickRun(t *testing.T) {
+	res, rows, out := quickRun(t, 0, "-peers=goredlock,floor", "-workloads=8-one-key-hold")
+	for pi, rw := range rows {
+		p := res.cfg.peers[pi]
+		if rw.ops <= 0 || rw.p50 <= 0 || rw.cmds <= 0 || rw.jain <= 0 {
+			t.Errorf("%s: nothing measured: %+v", p.name, rw)
+		}
+		if rw.overlaps != 0 {
+			t.Errorf("%s: %d overlapping holders", p.name, rw.overlaps)
+		}
+		if !strings.Contains(out, "| "+p.name+" |") {
+			t.Errorf("%s: no row in the table:\n%s", p.name, out)
+		}
+	}
+	if !strings.Contains(out, "cd bench && go run . -quick -nodes=1") {
+		t.Errorf("the table does not say how it was made:\n%s", out)
+	}
+}
+
+// quickRun runs the smoke mode (-quick) on one node with the flags args
+// adds, and returns its results, every peer's row of workload wl (by the
+// peer's index) and the tables printed.
+func quickRun(t *testing.T, wl int, args ...string) (*results, []row, string) {
+	t.Helper()
 	redistest.RequireServer(t)
-	cfg, err := parse([]string{"-quick", "-nodes=1", "-peers=goredlock,floor", "-workloads=8-one-key-hold"})
+	cfg, err := parse(append([]string{"-quick", "-nodes=1"}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,43 +53,49 @@ func TestQuickRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rows := make([]row, len(cfg.peers))
 	for pi, p := range cfg.peers {
-		rw, ok := res.row(pi, 0)
+		rw, ok := res.row(pi, wl)
 		if !ok {
-			t.Fatalf("%s: no result", p.name)
+			t.Fatalf("%s: no result for workload %d", p.name, wl)
 		}
-		if rw.ops <= 0 || rw.p50 <= 0 || rw.cmds <= 0 || rw.jain <= 0 {
-			t.Errorf("%s: nothing measured: %+v", p.name, rw)
-		}
-		if rw.overlaps != 0 {
-			t.Errorf("%s: %d overlapping holders", p.name, rw.overlaps)
-		}
-		if !strings.Contains(out.String(), "| "+p.name+" |") {
-			t.Errorf("%s: no row in the table:\n%s", p.name, out.String())
-		}
+		rows[pi] = rw
 	}
-	if !strings.Contains(out.String(), "cd bench && go run . -quick -nodes=1") {
-		t.Errorf("the table does not say how it was made:\n%s", out.String())
+	return res, rows, out.String()
+}
+
+// testNodes starts n redis-server nodes that the test's end stops.
+func testNodes(t *testing.T, n int) []*node {
+	t.Helper()
+	redistest.RequireServer(t)
+	nodes, err := startNodes(context.Background(), "redis-server", n)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { stopNodes(nodes) })
+	return nodes
+}
+
+// countedNode starts one node for runCase, and the counters of the
+// commands it is sent; the test's end closes and stops both.
+func countedNode(t *testing.T) (addrs []string, counters *nodeCounters) {
+	t.Helper()
+	addrs = []string{testNodes(t, 1)[0].addr}
+	counters, err := openCounters(addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(counters.close)
+	return addrs, counters
 }
 
 // TestOverlapsAreCounted checks the overlap counter with a "lock" that
 // excludes nobody.
 func TestOverlapsAreCounted(t *testing.T) {
-	redistest.RequireServer(t)
-	nodes, err := startNodes(context.Background(), "redis-server", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopNodes(nodes)
-	counters, err := openCounters([]string{nodes[0].addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer counters.close()
+	addrs, counters := countedNode(t)
 	p := peer{name: "none", open: func([]string, settings) (locker, error) { return noLock{}, nil }}
 	w := workload{name: "8-one-key-hold", goroutines: 8, oneKey: true, hold: time.Millisecond}
-	sm, err := runCase(context.Background(), p, w, []string{nodes[0].addr}, settings{}, timing{duration: 100 * time.Millisecond}, counters, "test")
+	sm, err := runCase(context.Background(), p, w, addrs, settings{}, timing{duration: 100 * time.Millisecond}, counters, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,12 +166,7 @@ func TestParse(t *testing.T) {
 // TestRueidislockKeysOnIndependentNodes checks the client-builder hook: key
 // i of a lock lives on node i and nowhere else.
 func TestRueidislockKeysOnIndependentNodes(t *testing.T) {
-	redistest.RequireServer(t)
-	nodes, err := startNodes(context.Background(), "redis-server", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopNodes(nodes)
+	nodes := testNodes(t, 3)
 	var addrs []string
 	for _, nd := range nodes {
 		addrs = append(addrs, nd.addr)

@@ -38,14 +38,14 @@ type settings struct {
 }
 
 func peers() []peer {
-	return []peer{
+	return append([]peer{
 		goredlockPeer(),
 		goredlockRetryPeer(),
 		redsyncPeer(),
 		rueidislockPeer(),
 		redislockPeer(),
 		floorPeer(),
-	}
+	}, transportPeers()...)
 }
 
 // label is the peer's name in the tables.

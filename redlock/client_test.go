@@ -585,9 +585,7 @@ func TestHeldLockRefusesRepeatedly(t *testing.T) {
 }
 
 func TestAbandonedLockIsFreeAfterItsTTL(t *testing.T) {
-	fc := clock.NewFake(t0)
-	ks := memoryServers(t, fc, 3)
-	c := testClient(t, fc, ks)
+	c, fc := memoryClient(t)
 	old, err := c.TryAcquire(bg, "job", time.Second)
 	require.NoError(t, err)
 

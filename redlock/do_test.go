@@ -35,8 +35,7 @@ func TestDoRunsFnUnderTheLockAndReleases(t *testing.T) {
 }
 
 func TestDoReturnsFnErrorAndAcquireError(t *testing.T) {
-	fc := clock.NewFake(t0)
-	c := testClient(t, fc, memoryServers(t, fc, 3), WithRetryCount(0))
+	c, _ := memoryClient(t, WithRetryCount(0))
 	boom := errors.New("boom")
 	err := c.Do(bg, "job", ttl3, func(context.Context) error { return boom })
 	require.ErrorIs(t, err, boom)
@@ -52,8 +51,7 @@ func TestDoReturnsFnErrorAndAcquireError(t *testing.T) {
 }
 
 func TestNestedDoOrSkipIsSkipped(t *testing.T) {
-	fc := clock.NewFake(t0)
-	c := testClient(t, fc, memoryServers(t, fc, 3), WithRetryCount(0))
+	c, _ := memoryClient(t, WithRetryCount(0))
 	innerRan := true
 	ran, err := c.DoOrSkip(bg, "job", ttl3, func(ctx context.Context) error {
 		var err error
@@ -102,8 +100,7 @@ func TestDoOrSkipSkipsAtOnceWhenAQuorumRefuses(t *testing.T) {
 }
 
 func TestDoOrSkipNeverTakesFnErrorsForASkip(t *testing.T) {
-	fc := clock.NewFake(t0)
-	c := testClient(t, fc, memoryServers(t, fc, 3), WithRetryCount(0))
+	c, _ := memoryClient(t, WithRetryCount(0))
 	ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error {
 		return fmt.Errorf("inner lock: %w", ErrNotAcquired)
 	})
@@ -283,8 +280,7 @@ func TestMaxHoldStopsKeepAlive(t *testing.T) {
 }
 
 func TestPanicInFnReleasesTheLock(t *testing.T) {
-	fc := clock.NewFake(t0)
-	c := testClient(t, fc, memoryServers(t, fc, 3), WithRetryCount(0))
+	c, _ := memoryClient(t, WithRetryCount(0))
 	var recovered any
 	func() {
 		defer func() { recovered = recover() }()
@@ -297,8 +293,7 @@ func TestPanicInFnReleasesTheLock(t *testing.T) {
 }
 
 func TestParentCancellationReleasesTheLock(t *testing.T) {
-	fc := clock.NewFake(t0)
-	c := testClient(t, fc, memoryServers(t, fc, 3), WithRetryCount(0))
+	c, _ := memoryClient(t, WithRetryCount(0))
 	ctx, cancel := context.WithCancel(bg)
 	started := make(chan struct{})
 	done := async(t, func() error {

@@ -98,15 +98,15 @@ func ExampleLock_KeepAlive() {
 	defer closeServers()
 	ctx := context.Background()
 
-	lock, err := client.Acquire(ctx, "batch", 300*time.Millisecond)
+	lock, err := client.Acquire(ctx, "batch", time.Second)
 	if err != nil {
 		log.Fatal(err)
 	}
 	kept := make(chan error, 1)
-	go func() { kept <- lock.KeepAlive(ctx) }()
+	go func() { kept <- lock.KeepAlive(ctx) }() // extends every third of the TTL
 
 	select {
-	case <-time.After(time.Second): // work longer than the TTL
+	case <-time.After(2500 * time.Millisecond): // work longer than the TTL
 	case <-lock.Done():
 		log.Fatal("lost:", lock.Err())
 	}

@@ -49,6 +49,13 @@ func memoryServers(t *testing.T, fc *clock.Fake, n int) []keyserver.KeyServer {
 	return ks
 }
 
+// memoryClient returns a client of three in-memory servers on a fake
+// clock, and the clock.
+func memoryClient(t *testing.T, opts ...Option) (*Client, *clock.Fake) {
+	fc := clock.NewFake(t0)
+	return testClient(t, fc, memoryServers(t, fc, 3), opts...), fc
+}
+
 // sleeps advances fc past the next n waits of the code under test, each as
 // soon as it starts, and returns their lengths.
 func sleeps(t *testing.T, fc *clock.Fake, n int) []time.Duration {

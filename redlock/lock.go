@@ -255,7 +255,9 @@ func (l *Lock) expire() {
 // checkExpiry declares the lock lost once the loss margin before its Until
 // is reached, whether or not the timer has fired yet. l.mu must be held.
 func (l *Lock) checkExpiry() {
-	if l.err == nil && !l.c.clock.Now().Before(l.lossAt) {
+	// Since rather than Now: on the real clock it reads only the
+	// monotonic clock, half the cost, on every Release and Err.
+	if l.err == nil && l.c.clock.Since(l.lossAt) >= 0 {
 		l.c.logger.Warn("redlock: lock lost: not extended in time", "lock", l.name,
 			"until", l.until.Sub(l.c.clock.Now()).Round(time.Millisecond))
 		l.end(ErrLockLost)

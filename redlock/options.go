@@ -58,12 +58,7 @@ const (
 // makes Acquire behave like TryAcquire, and -1 waits until the context
 // ends. Default 10.
 func WithRetryCount(n int) Option {
-	return func(o *options) {
-		if n < -1 {
-			o.invalid("retry count %d is below -1", n)
-		}
-		o.retryCount = n
-	}
+	return func(o *options) { o.retryCount = o.count("retry count", n, -1) }
 }
 
 // WithRetryDelay sets the mean wait between the attempts of a call that
@@ -80,12 +75,7 @@ func WithRetryDelay(d time.Duration) Option {
 // It must not exceed the retry delay; 0 means no jitter: every wait is the
 // retry delay. Default: half the retry delay.
 func WithRetryJitter(d time.Duration) Option {
-	return func(o *options) {
-		if d < 0 {
-			o.invalid("retry jitter %v is negative", d)
-		}
-		o.retryJitter = d
-	}
+	return func(o *options) { o.retryJitter = o.duration("retry jitter", d, 0) }
 }
 
 // WithDriftFactor sets the share of the TTL set aside for clock drift
@@ -150,12 +140,7 @@ func WithKeepAliveInterval(d time.Duration) Option {
 // count towards the cap. Once it is reached, KeepAlive stops extending and
 // the lock is declared lost at Until − loss margin. Default (or 0): no cap.
 func WithMaxExtensions(n int) Option {
-	return func(o *options) {
-		if n < 0 {
-			o.invalid("max extensions %d is negative", n)
-		}
-		o.maxExtensions = n
-	}
+	return func(o *options) { o.maxExtensions = o.count("max extensions", n, 0) }
 }
 
 // WithMaxHold caps how long KeepAlive (and Do) keeps a lock, counted from
@@ -196,7 +181,8 @@ func withClock(c clock.Clock) Option {
 	return func(o *options) { o.clock = c }
 }
 
-// duration checks a duration option: negative is invalid, 0 is def.
+// duration checks a duration option: negative is invalid, 0 is def (which
+// may be 0 itself, as for the jitter).
 func (o *options) duration(what string, d, def time.Duration) time.Duration {
 	switch {
 	case d < 0:
@@ -205,6 +191,18 @@ func (o *options) duration(what string, d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// count checks a count option: below least is invalid.
+func (o *options) count(what string, n, least int) int {
+	switch {
+	case n >= least:
+	case least == 0:
+		o.invalid("%s %d is negative", what, n)
+	default:
+		o.invalid("%s %d is below %d", what, n, least)
+	}
+	return n
 }
 
 func (o *options) invalid(format string, args ...any) {

@@ -2,7 +2,6 @@ package redlock_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"sort"
 	"sync"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	redigo "github.com/gomodule/redigo/redis"
 	"github.com/hashicorp/go-multierror"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,30 +29,32 @@ func redisClient(t *testing.T, n int, opts ...redlock.Option) (*redlock.Client, 
 // clientOn returns a client over the nodes of cluster, closed when t ends.
 func clientOn(t testing.TB, cluster *redistest.Cluster, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	var servers []keyserver.KeyServer
-	for _, u := range cluster.URLs("") {
-		s, err := redis.FromURL(u)
-		require.NoError(t, err)
-		t.Cleanup(func() { s.Close() })
-		servers = append(servers, s)
-	}
-	c, err := redlock.New(servers, opts...)
+	c, err := redlock.New(serversAt(t, cluster.URLs("")), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() }) // before the servers close: it waits for what the client left running
 	return c
 }
 
-func get(t *testing.T, node *redistest.Node, key string) string {
+// serversAt returns a key server per URL, closed when t ends.
+func serversAt(t testing.TB, urls []string) []keyserver.KeyServer {
 	t.Helper()
-	conn, err := redigo.Dial("tcp", node.Addr())
-	require.NoError(t, err)
-	defer conn.Close()
-	v, err := redigo.String(conn.Do("GET", key))
-	if errors.Is(err, redigo.ErrNil) {
+	var servers []keyserver.KeyServer
+	for _, u := range urls {
+		s, err := redis.FromURL(u)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		servers = append(servers, s)
+	}
+	return servers
+}
+
+// get reads key on node: "" when it is absent.
+func get(node *redistest.Node, key string) string {
+	v := node.MustDo("GET", key)
+	if v == nil {
 		return ""
 	}
-	require.NoError(t, err)
-	return v
+	return redistest.Text(v)
 }
 
 func TestRedisMutualExclusionUnderContention(t *testing.T) {
@@ -98,12 +98,12 @@ func TestRedisSurvivesLossOfMinority(t *testing.T) {
 	l, err := c.Acquire(ctx, "job", 10*time.Second)
 	require.NoError(t, err)
 	for _, i := range []int{0, 2, 4} {
-		assert.Equal(t, l.Token(), get(t, cluster.Nodes[i], "job"), "node %d", i)
+		assert.Equal(t, l.Token(), get(cluster.Nodes[i], "job"), "node %d", i)
 	}
 	require.NoError(t, l.Extend(ctx, 10*time.Second))
 	require.NoError(t, l.Release(ctx))
 	for _, i := range []int{0, 2, 4} {
-		assert.Equal(t, "", get(t, cluster.Nodes[i], "job"), "node %d after release", i)
+		assert.Equal(t, "", get(cluster.Nodes[i], "job"), "node %d after release", i)
 	}
 }
 
@@ -158,9 +158,9 @@ func TestRedisRestartedNodeIsRepopulatedByExtend(t *testing.T) {
 	l, err := c.Acquire(ctx, "job", 10*time.Second)
 	require.NoError(t, err)
 	cluster.Nodes[2].Restart()
-	assert.Equal(t, "", get(t, cluster.Nodes[2], "job"), "restarted empty")
+	assert.Equal(t, "", get(cluster.Nodes[2], "job"), "restarted empty")
 	require.NoError(t, l.Extend(ctx, 10*time.Second))
-	assert.Eventually(t, func() bool { return get(t, cluster.Nodes[2], "job") == l.Token() },
+	assert.Eventually(t, func() bool { return get(cluster.Nodes[2], "job") == l.Token() },
 		5*time.Second, 10*time.Millisecond, "the restarted node holds the key again")
 	require.NoError(t, l.Release(ctx))
 }
@@ -171,11 +171,7 @@ func TestRedisScriptFlushIsSurvived(t *testing.T) {
 	l, err := c.Acquire(ctx, "job", 10*time.Second)
 	require.NoError(t, err)
 	for _, n := range cluster.Nodes {
-		conn, err := redigo.Dial("tcp", n.Addr())
-		require.NoError(t, err)
-		_, err = conn.Do("SCRIPT", "FLUSH")
-		conn.Close()
-		require.NoError(t, err)
+		n.MustDo("SCRIPT", "FLUSH")
 	}
 	require.NoError(t, l.Extend(ctx, 10*time.Second))
 	require.NoError(t, l.Release(ctx))
@@ -272,18 +268,11 @@ func TestRedisOneRedisUnderTwoURLsIsRefused(t *testing.T) {
 	cluster := redistest.Start(t, 2)
 	_, port, err := net.SplitHostPort(cluster.Nodes[0].Addr())
 	require.NoError(t, err)
-	var servers []keyserver.KeyServer
-	for _, u := range []string{cluster.Nodes[0].URL(""), "redis://localhost:" + port, cluster.Nodes[1].URL("")} {
-		s, err := redis.FromURL(u)
-		require.NoError(t, err)
-		t.Cleanup(func() { s.Close() })
-		servers = append(servers, s)
-	}
-	c, err := redlock.New(servers)
+	c, err := redlock.New(serversAt(t, []string{cluster.Nodes[0].URL(""), "redis://localhost:" + port, cluster.Nodes[1].URL("")}))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	_, err = c.Acquire(context.Background(), "twice", 10*time.Second)
 	require.ErrorIs(t, err, redlock.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "key servers 0 and 1 reach the same store")
-	assert.Empty(t, get(t, cluster.Nodes[0], "twice"), "no vote was asked")
+	assert.Empty(t, get(cluster.Nodes[0], "twice"), "no vote was asked")
 }

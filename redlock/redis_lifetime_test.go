@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	redigo "github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -53,15 +52,7 @@ func (s slowLink) Release(ctx context.Context, key, token string) (bool, error) 
 }
 
 // dbsize returns how many keys node holds.
-func dbsize(t *testing.T, node *redistest.Node) int {
-	t.Helper()
-	conn, err := redigo.Dial("tcp", node.Addr())
-	require.NoError(t, err)
-	defer conn.Close()
-	n, err := redigo.Int(conn.Do("DBSIZE"))
-	require.NoError(t, err)
-	return n
-}
+func dbsize(node *redistest.Node) int64 { return node.MustDo("DBSIZE").(int64) }
 
 // TestRedisNoKeyOutlivesRelease runs rapid cycles on three real nodes, one
 // of them behind a slow link, and then finds no key on any node: every
@@ -80,15 +71,9 @@ func TestRedisNoKeyOutlivesRelease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cluster := redistest.Start(t, 3)
-			var servers []keyserver.KeyServer
-			for i, u := range cluster.URLs("") {
-				s, err := redis.FromURL(u)
-				require.NoError(t, err)
-				t.Cleanup(func() { s.Close() })
-				servers = append(servers, s)
-				if i == 2 && tc.slow > 0 {
-					servers[i] = slowLink{s, tc.slow}
-				}
+			servers := serversAt(t, cluster.URLs(""))
+			if tc.slow > 0 {
+				servers[2] = slowLink{servers[2], tc.slow}
 			}
 			c, err := redlock.New(servers, redlock.WithRetryCount(-1), redlock.WithRetryDelay(time.Millisecond))
 			require.NoError(t, err)
@@ -104,7 +89,7 @@ func TestRedisNoKeyOutlivesRelease(t *testing.T) {
 			}
 			require.NoError(t, c.Close())
 			for i, node := range cluster.Nodes {
-				assert.Equal(t, 0, dbsize(t, node), "keys left on node %d", i)
+				assert.Equal(t, int64(0), dbsize(node), "keys left on node %d", i)
 			}
 		})
 	}
@@ -119,7 +104,7 @@ func TestRedisReleaseWithCancelledContextDeletes(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 	require.NoError(t, c.Close())
 	for i, node := range cluster.Nodes {
-		assert.Equal(t, "", get(t, node, "job"), "node %d", i)
+		assert.Equal(t, "", get(node, "job"), "node %d", i)
 	}
 }
 
@@ -144,7 +129,7 @@ func TestRedisFailedAttemptIsBounded(t *testing.T) {
 	cluster.Nodes[2].Resume()
 	require.NoError(t, c.Close())
 	for i, node := range cluster.Nodes {
-		assert.Equal(t, "", get(t, node, "job"), "node %d: the clean-up ran once the node resumed", i)
+		assert.Equal(t, "", get(node, "job"), "node %d: the clean-up ran once the node resumed", i)
 	}
 }
 
@@ -246,7 +231,10 @@ func TestRedisSplitVoteIsNoSkip(t *testing.T) {
 }
 
 // TestRedisOneServerDownLogsQuietly: with one node of three down, a
-// thousand locks write one warning, then one line when the node is back.
+// thousand locks write one warning about it, then one line when it is
+// back. (The lines about the other nodes are not counted: on a busy
+// machine a call to a healthy node can outlast the 100 ms timeout, and
+// saying so is right.)
 func TestRedisOneServerDownLogsQuietly(t *testing.T) {
 	var (
 		mu  sync.Mutex
@@ -279,8 +267,18 @@ func TestRedisOneServerDownLogsQuietly(t *testing.T) {
 	require.NoError(t, c.Close())
 	mu.Lock()
 	defer mu.Unlock()
-	assert.LessOrEqual(t, strings.Count(buf.String(), "level=WARN"), 2, buf.String())
-	assert.Equal(t, 1, strings.Count(buf.String(), "level=INFO"), buf.String())
+	var warned, recovered int
+	for _, line := range strings.Split(buf.String(), "\n") {
+		switch {
+		case !strings.Contains(line, " server=1 "):
+		case strings.Contains(line, "level=WARN"):
+			warned++
+		case strings.Contains(line, "level=INFO"):
+			recovered++
+		}
+	}
+	assert.LessOrEqual(t, warned, 2, buf.String())
+	assert.Equal(t, 1, recovered, buf.String())
 }
 
 type writerFunc func(p []byte) (int, error)

@@ -84,11 +84,20 @@ func TestRedisEightClientsDoNotGiveUpEarly(t *testing.T) {
 
 // TestRedisWaitersAreServedInCallOrder: waiters in three clients whose
 // calls began 15 ms apart are granted the lock in that order, whatever
-// order their requests reach the servers in.
+// order their requests reach the servers in. The lock is released once
+// each of them was refused (a hook tells), so that a machine slow enough
+// to let a waiter's first request land after the release cannot decide
+// the order instead of the line.
 func TestRedisWaitersAreServedInCallOrder(t *testing.T) {
 	cluster := redistest.Start(t, 5)
 	holder := clientOn(t, cluster)
 	ctx := context.Background()
+	refused := make(chan struct{}, 3)
+	hooks := redlock.Hooks{Attempt: func(_ context.Context, a redlock.Attempt) {
+		if a.Number == 1 && !a.OK {
+			refused <- struct{}{}
+		}
+	}}
 	for round := range 5 {
 		name := fmt.Sprint("order-", round)
 		l, err := holder.Acquire(ctx, name, 10*time.Second)
@@ -99,7 +108,7 @@ func TestRedisWaitersAreServedInCallOrder(t *testing.T) {
 			wg    sync.WaitGroup
 		)
 		for i := range 3 {
-			c := clientOn(t, cluster, redlock.WithRetryDelay(time.Minute))
+			c := clientOn(t, cluster, redlock.WithRetryDelay(time.Minute), redlock.WithHooks(hooks))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -113,6 +122,9 @@ func TestRedisWaitersAreServedInCallOrder(t *testing.T) {
 				assert.NoError(t, w.Release(ctx))
 			}()
 			time.Sleep(15 * time.Millisecond)
+		}
+		for range 3 {
+			<-refused
 		}
 		require.NoError(t, l.Release(ctx))
 		wg.Wait()

@@ -140,6 +140,16 @@ func histogram[N int64 | float64](t *testing.T, m metricdata.Metrics) map[string
 	return points
 }
 
+// onlyPoint returns the one point of the histogram m, which must be
+// measured in unit and have the attributes want (a key).
+func onlyPoint[N int64 | float64](t *testing.T, m metricdata.Metrics, unit, want string) metricdata.HistogramDataPoint[N] {
+	t.Helper()
+	require.Equal(t, unit, m.Unit, m.Name)
+	points := histogram[N](t, m)
+	require.Equal(t, []string{want}, keys(points), m.Name)
+	return points[want]
+}
+
 // counter returns the values of the monotonic sum m by attributes.
 func counter(t *testing.T, m metricdata.Metrics) map[string]int64 {
 	t.Helper()

@@ -13,9 +13,8 @@ import (
 // keeps the lock alive any more.
 func TestKilledRedlockStopsCommand(t *testing.T) {
 	t.Parallel()
-	_, environ := cluster(t, 3)
-	dir := t.TempDir()
-	p := start(t, append(environ, "D="+dir), append([]string{"run", "job", "--"},
+	_, environ, dir := jobCluster(t)
+	p := start(t, environ, append([]string{"run", "job", "--"},
 		script(`trap 'echo term > "$D/got"; exit 0' TERM; `+waiting)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
 	p.signal(t, os.Kill)

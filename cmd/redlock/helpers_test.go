@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	redigo "github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
@@ -114,24 +113,45 @@ func cluster(t *testing.T, n int, opts ...redistest.Option) (*redistest.Cluster,
 }
 
 // get reads key on node directly: nil when it is absent.
-func get(t *testing.T, node *redistest.Node, key string) any {
-	t.Helper()
-	conn, err := redigo.Dial("tcp", node.Addr(), redigo.DialReadTimeout(time.Second))
-	require.NoError(t, err)
-	defer conn.Close()
-	v, err := conn.Do("GET", key)
-	require.NoError(t, err)
+func get(node *redistest.Node, key string) any {
+	v := node.MustDo("GET", key)
 	if b, ok := v.([]byte); ok {
 		return string(b)
 	}
 	return v
 }
 
+// awaitHeld waits until every node holds key, and returns the values it
+// holds. A run starts COMMAND once a quorum granted the lock; the call to
+// the last server may land a moment later on a busy machine (or, if it
+// timed out, the next extension stores the key there), so a test that
+// looks at every server waits for it.
+func awaitHeld(t *testing.T, c *redistest.Cluster, key string) map[any]bool {
+	t.Helper()
+	values := map[any]bool{}
+	require.Eventually(t, func() bool {
+		clear(values)
+		for _, n := range c.Nodes {
+			values[get(n, key)] = true
+		}
+		return !values[nil]
+	}, procTimeout, 10*time.Millisecond, "key %q never held on every server", key)
+	return values
+}
+
+// pause stops nodes (SIGSTOP) until the test ends.
+func pause(t *testing.T, nodes ...*redistest.Node) {
+	for _, n := range nodes {
+		n.Pause()
+		t.Cleanup(n.Resume)
+	}
+}
+
 // requireNoKey fails the test if any node still holds key.
 func requireNoKey(t *testing.T, c *redistest.Cluster, key string) {
 	t.Helper()
 	for _, n := range c.Nodes {
-		require.Nil(t, get(t, n, key), "key %q left on %s", key, n.Addr())
+		require.Nil(t, get(n, key), "key %q left on %s", key, n.Addr())
 	}
 }
 
@@ -210,6 +230,30 @@ func (l *listener) url() string { return "redis://" + l.Addr().String() }
 
 // script runs sh -c body with dir as $D: the COMMAND of most tests.
 func script(body string) []string { return []string{"/bin/sh", "-c", body} }
+
+// jobCluster starts three nodes and returns them with the environment
+// that points redlock at them and gives the test's COMMANDs a directory of
+// their own, $D, and that directory.
+func jobCluster(t *testing.T) (*redistest.Cluster, []string, string) {
+	t.Helper()
+	c, environ := cluster(t, 3)
+	dir := t.TempDir()
+	return c, append(environ, "D="+dir), dir
+}
+
+// holdLock starts a run of job whose COMMAND (waiting, in dir, the $D of
+// environ) holds the lock until release lets it end; release checks that
+// the run then exits 0.
+func holdLock(t *testing.T, environ []string, dir string) (release func()) {
+	t.Helper()
+	holder := start(t, environ, append([]string{"run", "job", "--"}, script(waiting)...)...)
+	waitFile(t, filepath.Join(dir, "started"), holder)
+	return func() {
+		t.Helper()
+		touch(t, filepath.Join(dir, "go"))
+		require.Equal(t, exitOK, holder.wait(t).code)
+	}
+}
 
 // waiting is a script body that marks that it started, then waits for the
 // test to create $D/go: a COMMAND that holds the lock as long as the test

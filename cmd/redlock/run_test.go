@@ -13,23 +13,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/goredlock/goredlock/keyserver"
-	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/redlock"
 )
 
 // TestConcurrentRunsNeverOverlap starts four runs of a job at once, each
 // willing to wait its turn: every one runs, one at a time.
+//
+// The tests whose point is not the lock's expiry use a 10 s TTL: each
+// server then has 500 ms to answer (5% of the TTL), which a busy machine
+// does not miss, where a 1 s TTL's 50 ms made a server "fail" the first
+// attempt and say so on stderr.
 func TestConcurrentRunsNeverOverlap(t *testing.T) {
 	t.Parallel()
-	_, environ := cluster(t, 3)
-	dir := t.TempDir()
-	environ = append(environ, "D="+dir)
+	_, environ, dir := jobCluster(t)
 	// mkdir fails if another COMMAND is inside.
 	job := script(`mkdir "$D/in" || echo overlap >> "$D/log"; sleep 0.15; rmdir "$D/in"; echo ran >> "$D/log"`)
 	var ps []*proc
 	for range 4 {
-		ps = append(ps, start(t, environ, append([]string{"run", "--ttl", "1s", "--wait", "15s", "job", "--"}, job...)...))
+		ps = append(ps, start(t, environ, append([]string{"run", "--ttl", "10s", "--wait", "15s", "job", "--"}, job...)...))
 	}
 	for _, p := range ps {
 		r := p.wait(t)
@@ -42,12 +44,10 @@ func TestConcurrentRunsNeverOverlap(t *testing.T) {
 // one runs and the other exits 75, naming the lock, without running.
 func TestSecondRunIsTurnedAway(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
-	dir := t.TempDir()
-	environ = append(environ, "D="+dir)
+	c, environ, dir := jobCluster(t)
 	job := script(`echo ran >> "$D/log"; ` + waiting)
-	a := start(t, environ, append([]string{"run", "--ttl", "1s", "job", "--"}, job...)...)
-	b := start(t, environ, append([]string{"run", "--ttl", "1s", "job", "--"}, job...)...)
+	a := start(t, environ, append([]string{"run", "--ttl", "10s", "job", "--"}, job...)...)
+	b := start(t, environ, append([]string{"run", "--ttl", "10s", "job", "--"}, job...)...)
 	waitFile(t, filepath.Join(dir, "started"), nil)
 
 	// The loser ends on its own; the winner when its COMMAND is told to.
@@ -76,13 +76,11 @@ func TestSecondRunIsTurnedAway(t *testing.T) {
 // holder's has ended, not before.
 func TestWaitTakesItsTurn(t *testing.T) {
 	t.Parallel()
-	_, environ := cluster(t, 3)
-	dir := t.TempDir()
-	environ = append(environ, "D="+dir)
-	first := start(t, environ, append([]string{"run", "--ttl", "1s", "job", "--"},
+	_, environ, dir := jobCluster(t)
+	first := start(t, environ, append([]string{"run", "--ttl", "10s", "job", "--"},
 		script(`echo "first start" >> "$D/log"; `+waiting+`; echo "first end" >> "$D/log"`)...)...)
 	waitFile(t, filepath.Join(dir, "started"), first)
-	second := start(t, environ, append([]string{"run", "--ttl", "1s", "--wait", "15s", "job", "--"},
+	second := start(t, environ, append([]string{"run", "--ttl", "10s", "--wait", "15s", "job", "--"},
 		script(`echo "second start" >> "$D/log"`)...)...)
 	time.Sleep(300 * time.Millisecond) // the second is polling by now
 	touch(t, filepath.Join(dir, "go"))
@@ -99,11 +97,8 @@ func TestWaitTakesItsTurn(t *testing.T) {
 // held elsewhere, without running COMMAND.
 func TestWaitRunsOut(t *testing.T) {
 	t.Parallel()
-	_, environ := cluster(t, 3)
-	dir := t.TempDir()
-	environ = append(environ, "D="+dir)
-	holder := start(t, environ, append([]string{"run", "job", "--"}, script(waiting)...)...)
-	waitFile(t, filepath.Join(dir, "started"), holder)
+	_, environ, dir := jobCluster(t)
+	release := holdLock(t, environ, dir)
 
 	r := run(t, environ, append([]string{"run", "--wait", "500ms", "job", "--"}, script(`touch "$D/ran"`)...)...)
 	assert.Equal(t, exitTempFail, r.code, r.stderr)
@@ -111,8 +106,7 @@ func TestWaitRunsOut(t *testing.T) {
 	assert.GreaterOrEqual(t, r.took, 500*time.Millisecond)
 	assert.NoFileExists(t, filepath.Join(dir, "ran"))
 
-	touch(t, filepath.Join(dir, "go"))
-	assert.Equal(t, exitOK, holder.wait(t).code)
+	release()
 }
 
 // TestSkip exits 0 without running COMMAND when the lock is held
@@ -120,11 +114,8 @@ func TestWaitRunsOut(t *testing.T) {
 // a skip.
 func TestSkip(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
-	dir := t.TempDir()
-	environ = append(environ, "D="+dir)
-	holder := start(t, environ, append([]string{"run", "job", "--"}, script(waiting)...)...)
-	waitFile(t, filepath.Join(dir, "started"), holder)
+	c, environ, dir := jobCluster(t)
+	release := holdLock(t, environ, dir)
 
 	skipper := append([]string{"run", "--skip", "job", "--"}, script(`touch "$D/ran"`)...)
 	r := run(t, environ, skipper...)
@@ -136,8 +127,7 @@ func TestSkip(t *testing.T) {
 	assert.GreaterOrEqual(t, r.took, 300*time.Millisecond)
 	assert.NoFileExists(t, filepath.Join(dir, "ran"))
 
-	touch(t, filepath.Join(dir, "go"))
-	assert.Equal(t, exitOK, holder.wait(t).code)
+	release()
 
 	c.Nodes[1].Kill()
 	c.Nodes[2].Kill()
@@ -153,15 +143,11 @@ func TestSkip(t *testing.T) {
 // other way round.
 func TestHeldByTheLibrary(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
-	var servers []keyserver.KeyServer
-	for _, u := range c.URLs("") {
-		s, err := redis.FromURL(u)
-		require.NoError(t, err)
-		defer s.Close()
-		servers = append(servers, s)
-	}
-	client, err := redlock.New(servers)
+	c, environ, dir := jobCluster(t)
+	servers, err := openServers(c.URLs("")) // redis.FromURL, as a program would
+	require.NoError(t, err)
+	defer servers.close()
+	client, err := redlock.New(servers.keyServers())
 	require.NoError(t, err)
 	defer client.Close()
 
@@ -171,13 +157,10 @@ func TestHeldByTheLibrary(t *testing.T) {
 	assert.Equal(t, exitTempFail, r.code, r.stderr)
 	require.NoError(t, lock.Release(bg))
 
-	dir := t.TempDir()
-	holder := start(t, append(environ, "D="+dir), append([]string{"run", "job", "--"}, script(waiting)...)...)
-	waitFile(t, filepath.Join(dir, "started"), holder)
+	release := holdLock(t, environ, dir)
 	_, err = client.TryAcquire(bg, "job", 10*time.Second)
 	assert.ErrorIs(t, err, redlock.ErrHeldElsewhere)
-	touch(t, filepath.Join(dir, "go"))
-	assert.Equal(t, exitOK, holder.wait(t).code)
+	release()
 }
 
 // TestExitStatusPassesThrough exits with COMMAND's status, 128+N when
@@ -214,10 +197,7 @@ func TestEnvironmentReachesCommand(t *testing.T) {
 	p := start(t, environ, append([]string{"run", "nightly", "--"},
 		script(`echo "$REDLOCK_NAME $REDLOCK_TOKEN $EXTRA ${REDLOCK_FENCE-unset}"; `+waiting)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
-	values := map[any]bool{}
-	for _, n := range c.Nodes {
-		values[get(t, n, "nightly")] = true
-	}
+	values := awaitHeld(t, c, "nightly")
 	touch(t, filepath.Join(dir, "go"))
 	r := p.wait(t)
 	require.Equal(t, exitOK, r.code, r.stderr)
@@ -261,7 +241,7 @@ func TestSignalReachesCommand(t *testing.T) {
 		{syscall.SIGHUP, `touch "$D/got"; ` + waiting, exitSignal + int(syscall.SIGHUP)},
 	} {
 		dir := t.TempDir()
-		p := start(t, append(environ, "D="+dir), append([]string{"run", "--ttl", "1s", "job", "--"}, script(tc.body)...)...)
+		p := start(t, append(environ, "D="+dir), append([]string{"run", "--ttl", "10s", "job", "--"}, script(tc.body)...)...)
 		waitFile(t, filepath.Join(dir, "started"), p)
 		p.signal(t, tc.sig)
 		r := p.wait(t)
@@ -278,11 +258,8 @@ func TestSignalReachesCommand(t *testing.T) {
 // with 128+N, without running COMMAND.
 func TestSignalWhileWaiting(t *testing.T) {
 	t.Parallel()
-	_, environ := cluster(t, 3)
-	dir := t.TempDir()
-	environ = append(environ, "D="+dir)
-	holder := start(t, environ, append([]string{"run", "job", "--"}, script(waiting)...)...)
-	waitFile(t, filepath.Join(dir, "started"), holder)
+	_, environ, dir := jobCluster(t)
+	release := holdLock(t, environ, dir)
 	waiter := start(t, environ, append([]string{"run", "--wait", "1m", "job", "--"}, script(`touch "$D/ran"`)...)...)
 	time.Sleep(300 * time.Millisecond)
 	waiter.signal(t, syscall.SIGTERM)
@@ -291,8 +268,7 @@ func TestSignalWhileWaiting(t *testing.T) {
 	require.Len(t, r.lines(), 1, r.stderr)
 	assert.Contains(t, r.stderr, `while waiting for lock "job"; COMMAND not run`)
 	assert.NoFileExists(t, filepath.Join(dir, "ran"))
-	touch(t, filepath.Join(dir, "go"))
-	assert.Equal(t, exitOK, holder.wait(t).code)
+	release()
 }
 
 // TestLostLockStopsCommand pauses two of three servers under a running
@@ -300,16 +276,12 @@ func TestSignalWhileWaiting(t *testing.T) {
 // before the lock runs out, and exits 70.
 func TestLostLockStopsCommand(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
-	dir := t.TempDir()
-	p := start(t, append(environ, "D="+dir), append([]string{"run", "--ttl", "1s", "--grace", "5s", "job", "--"},
+	c, environ, dir := jobCluster(t)
+	p := start(t, environ, append([]string{"run", "--ttl", "1s", "--grace", "5s", "job", "--"},
 		script(`trap 'echo term > "$D/got"; exit 0' TERM; `+waiting)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
 	paused := time.Now()
-	c.Nodes[0].Pause()
-	c.Nodes[2].Pause()
-	defer c.Nodes[0].Resume()
-	defer c.Nodes[2].Resume()
+	pause(t, c.Nodes[0], c.Nodes[2])
 
 	r := p.wait(t)
 	assert.Equal(t, exitLost, r.code, r.stderr)
@@ -322,15 +294,11 @@ func TestLostLockStopsCommand(t *testing.T) {
 // --grace later.
 func TestLostLockKillsAfterGrace(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
-	dir := t.TempDir()
-	p := start(t, append(environ, "D="+dir), append([]string{"run", "--ttl", "1s", "--grace", "400ms", "job", "--"},
+	c, environ, dir := jobCluster(t)
+	p := start(t, environ, append([]string{"run", "--ttl", "1s", "--grace", "400ms", "job", "--"},
 		script(`trap '' TERM; touch "$D/started"; i=0; while [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done`)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
-	c.Nodes[1].Pause()
-	c.Nodes[2].Pause()
-	defer c.Nodes[1].Resume()
-	defer c.Nodes[2].Resume()
+	pause(t, c.Nodes[1], c.Nodes[2])
 
 	r := p.wait(t)
 	assert.Equal(t, exitLost, r.code, r.stderr)
@@ -352,5 +320,70 @@ func TestFence(t *testing.T) {
 		require.NoError(t, err, r.stdout)
 		assert.Greater(t, fence, last)
 		last = fence
+	}
+}
+
+// TestFirstAttemptNamesFailingServers: a server that is down, or rejects
+// the password, while the others grant the lock gets one line on stderr,
+// without the password; COMMAND runs.
+func TestFirstAttemptNamesFailingServers(t *testing.T) {
+	t.Parallel()
+	const right, wrong = "Right-pw-1234", "Wrong-pw-5678"
+	c := redistest.Start(t, 3, redistest.WithPassword(right))
+	down := redistest.Start(t, 1)
+	down.Nodes[0].Kill()
+	urls := []string{c.Nodes[0].URL(right), c.Nodes[1].URL(wrong), c.Nodes[2].URL(right)}
+	r := run(t, env("REDLOCK_SERVERS="+strings.Join(urls, ",")), "run", "job", "--", "true")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	require.Len(t, r.lines(), 1, r.stderr)
+	assert.Contains(t, r.stderr, "redlock: server "+c.Nodes[1].Addr()+" failed the first attempt: ")
+	assert.Contains(t, r.stderr, "authentication failed")
+
+	urls = []string{c.Nodes[0].URL(right), c.Nodes[1].URL(right), down.Nodes[0].URL(wrong), c.Nodes[2].URL(right)}
+	r = run(t, env("REDLOCK_SERVERS="+strings.Join(urls, ",")), "run", "job", "--", "true")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	var failed []string
+	for _, l := range r.lines() {
+		if strings.Contains(l, "failed the first attempt") {
+			failed = append(failed, l)
+		}
+	}
+	require.Len(t, failed, 1, r.stderr)
+	assert.Contains(t, failed[0], "redlock: server "+down.Nodes[0].Addr()+" failed the first attempt: ")
+	assert.Contains(t, failed[0], "connection refused")
+	for _, out := range []string{r.stdout, r.stderr} {
+		assert.NotContains(t, out, wrong)
+		assert.NotContains(t, out, right)
+	}
+}
+
+// TestWaitStopsOnPermanentFailures: --wait does not retry what retrying
+// cannot fix, a rejected password or a key of the wrong type: the run
+// exits 69 at once, saying so.
+func TestWaitStopsOnPermanentFailures(t *testing.T) {
+	t.Parallel()
+	const right, wrong = "Right-pw-9999", "Wrong-pw-0000"
+	c := redistest.Start(t, 3, redistest.WithPassword(right))
+	for name, tc := range map[string]struct {
+		urls []string
+		key  string
+		want string
+	}{
+		"wrong password": {c.URLs(wrong), "job", "authentication failed"},
+		"wrong type":     {c.URLs(right), "ahash", "WRONGTYPE"},
+	} {
+		if tc.key == "ahash" {
+			for _, n := range c.Nodes {
+				n.MustDo("HSET", tc.key, "f", "v")
+			}
+		}
+		r := run(t, env("REDLOCK_SERVERS="+strings.Join(tc.urls, ",")), "run", "--wait", "15s", tc.key, "--", "true")
+		assert.Equal(t, exitUnavailable, r.code, "%s: %s", name, r.stderr)
+		assert.Less(t, r.took, 5*time.Second, name)
+		require.Len(t, r.lines(), 1, "%s: %s", name, r.stderr)
+		assert.Contains(t, r.stderr, tc.want, name)
+		assert.Contains(t, r.stderr, "retrying cannot fix", name)
+		assert.NotContains(t, r.stderr, wrong, name)
+		assert.NotContains(t, r.stderr, right, name)
 	}
 }

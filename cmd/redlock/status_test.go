@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	redigo "github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,27 +14,12 @@ import (
 )
 
 // set stores key=value on node, with a TTL unless ttl is 0.
-func set(t *testing.T, node *redistest.Node, key, value string, ttl time.Duration) {
-	t.Helper()
-	conn, err := redigo.Dial("tcp", node.Addr())
-	require.NoError(t, err)
-	defer conn.Close()
+func set(node *redistest.Node, key, value string, ttl time.Duration) {
 	args := []any{key, value}
 	if ttl > 0 {
 		args = append(args, "PX", ttl.Milliseconds())
 	}
-	_, err = conn.Do("SET", args...)
-	require.NoError(t, err)
-}
-
-// del deletes key on node.
-func del(t *testing.T, node *redistest.Node, key string) {
-	t.Helper()
-	conn, err := redigo.Dial("tcp", node.Addr())
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = conn.Do("DEL", key)
-	require.NoError(t, err)
+	node.MustDo("SET", args...)
 }
 
 // statusLines matches status's output against patterns, one per line.
@@ -52,7 +36,7 @@ func statusLines(t *testing.T, r result, patterns ...string) {
 // and exits 1 only when a quorum holds it with one token.
 func TestStatus(t *testing.T) {
 	t.Parallel()
-	c, environ := cluster(t, 3)
+	c, environ, dir := jobCluster(t)
 	a, b, d := regexp.QuoteMeta(c.Nodes[0].Addr()), regexp.QuoteMeta(c.Nodes[1].Addr()), regexp.QuoteMeta(c.Nodes[2].Addr())
 	const held = `held \d+(\.\d+)?m?s`
 
@@ -62,13 +46,13 @@ func TestStatus(t *testing.T) {
 	statusLines(t, r, a+" free", b+" free", d+" free")
 
 	// Held by a run: every server, a TTL under --ttl, and exit 1.
-	dir := t.TempDir()
-	p := start(t, append(environ, "D="+dir), append([]string{"run", "--ttl", "20s", "job", "--"}, script(waiting)...)...)
+	p := start(t, environ, append([]string{"run", "--ttl", "20s", "job", "--"}, script(waiting)...)...)
 	waitFile(t, filepath.Join(dir, "started"), p)
+	awaitHeld(t, c, "job")
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitHeld, r.code, r.stderr)
 	statusLines(t, r, a+" held 1\\d\\.\\d+s", b+" held 1\\d\\.\\d+s", d+" held 1\\d\\.\\d+s")
-	assert.NotContains(t, r.stdout, get(t, c.Nodes[0], "job"), "a token is never printed")
+	assert.NotContains(t, r.stdout, get(c.Nodes[0], "job"), "a token is never printed")
 	// The order of the lines is the order of --servers.
 	urls := c.URLs("")
 	r = run(t, environ, "status", "--servers", urls[2]+","+urls[0]+","+urls[1], "job")
@@ -79,8 +63,8 @@ func TestStatus(t *testing.T) {
 
 	// Different tokens on two servers: no quorum, and the output tells
 	// the holders apart. A key without a TTL says so.
-	set(t, c.Nodes[0], "job", "token-a", 10*time.Second)
-	set(t, c.Nodes[1], "job", "token-b", 0)
+	set(c.Nodes[0], "job", "token-a", 10*time.Second)
+	set(c.Nodes[1], "job", "token-b", 0)
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	statusLines(t, r, a+" "+held+" by holder 1", b+` held \(no expiry\) by holder 2`, d+" free")
@@ -88,14 +72,14 @@ func TestStatus(t *testing.T) {
 
 	// One server down: the two that answer are free, so no quorum can
 	// hold the lock...
-	del(t, c.Nodes[0], "job")
+	c.Nodes[0].MustDo("DEL", "job")
 	c.Nodes[1].Kill()
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	statusLines(t, r, a+" free", b+" error: connecting: .*connection refused", d+" free")
 
 	// ...but one holding and one down could be a quorum: too few to tell.
-	set(t, c.Nodes[2], "job", "y", 10*time.Second)
+	set(c.Nodes[2], "job", "y", 10*time.Second)
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitUnavailable, r.code, r.stderr)
 	assert.Equal(t, []string{`redlock: could not read lock "job" on 1 of 3 servers (see their errors): too few to tell whether a quorum (2) holds it`}, r.lines())
@@ -115,7 +99,7 @@ func TestStatusHeldDespiteAFailure(t *testing.T) {
 	t.Parallel()
 	c, _ := cluster(t, 5)
 	for _, i := range []int{0, 1, 4} {
-		set(t, c.Nodes[i], "job", "tok", 10*time.Second)
+		set(c.Nodes[i], "job", "tok", 10*time.Second)
 	}
 	c.Nodes[2].Pause()
 	defer c.Nodes[2].Resume()
@@ -149,4 +133,18 @@ func TestStatusReadsTheURLsDatabase(t *testing.T) {
 		require.Equal(t, exitOK, p.wait(t).code)
 		require.NoError(t, removeAll(dir))
 	}
+}
+
+// TestStatusSaysWhatTheServersAnswered: servers that answer with an error
+// are not said not to answer.
+func TestStatusSaysWhatTheServersAnswered(t *testing.T) {
+	t.Parallel()
+	const right, wrong = "Right-pw-2222", "Wrong-pw-3333"
+	c := redistest.Start(t, 3, redistest.WithPassword(right))
+	r := run(t, env("REDLOCK_SERVERS="+strings.Join(c.URLs(wrong), ",")), "status", "job")
+	assert.Equal(t, exitUnavailable, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "did not answer")
+	assert.Contains(t, r.stderr, "3 of 3 servers")
+	assert.Regexp(t, regexp.MustCompile(`(?i)wrongpass|auth`), r.stdout)
+	assert.NotContains(t, r.stdout+r.stderr, wrong)
 }

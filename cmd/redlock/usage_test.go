@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -107,4 +108,93 @@ func TestCommandNotFoundOrNotExecutable(t *testing.T) {
 		assert.Len(t, r.lines(), 1, r.stderr)
 	}
 	assert.Zero(t, ln.conns.Load(), "a server was contacted")
+}
+
+// TestVersion: redlock --version and redlock version print the module
+// version on stdout and exit 0; a build from a checkout says "(devel)" or
+// the version the go command derived from version control.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	for _, arg := range []string{"--version", "version", "-version"} {
+		r := run(t, env(), arg)
+		assert.Equal(t, exitOK, r.code, arg)
+		assert.Empty(t, r.stderr, arg)
+		assert.Regexp(t, `^redlock (\(devel\)|v[0-9]+\.[0-9]+\.[0-9]+\S*)\n$`, r.stdout, arg)
+	}
+	r := run(t, env(), "version", "extra")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Len(t, r.lines(), 1, r.stderr)
+}
+
+// TestHelpPrintsManual: redlock help and redlock -h print the manual, the
+// one go doc shows, from the binary itself.
+func TestHelpPrintsManual(t *testing.T) {
+	t.Parallel()
+	want, err := os.ReadFile("manual.txt")
+	require.NoError(t, err)
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		r := run(t, env(), args...)
+		assert.Equal(t, exitOK, r.code, args)
+		assert.Empty(t, r.stderr, args)
+		assert.Equal(t, string(want), r.stdout, args)
+	}
+	r := run(t, env(), "help")
+	for _, s := range []string{"redlock run [flags] NAME", "# Exit status", "--wait D", "redlock --version", "REDLOCK_TOKEN"} {
+		assert.Contains(t, r.stdout, s)
+	}
+	for sub, flag := range map[string]string{"run": "--grace D", "status": "--servers URL"} {
+		r := run(t, env(), "help", sub)
+		assert.Equal(t, exitOK, r.code, sub)
+		assert.Contains(t, r.stdout, "usage: redlock "+sub)
+		assert.Contains(t, r.stdout, flag)
+	}
+	r = run(t, env(), "help", "lock")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Len(t, r.lines(), 1, r.stderr)
+}
+
+// TestManualMatchesDoc: manual.txt, which redlock help prints, is the
+// package doc of doc.go, which go doc prints.
+func TestManualMatchesDoc(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	var doc []string
+	for _, line := range strings.Split(string(src), "\n") {
+		if line == "package main" {
+			break
+		}
+		require.True(t, strings.HasPrefix(line, "//"), "doc.go: %q before package main", line)
+		line = strings.TrimPrefix(line, "//")
+		doc = append(doc, strings.TrimPrefix(line, " "))
+	}
+	manual, err := os.ReadFile("manual.txt")
+	require.NoError(t, err)
+	assert.Equal(t, strings.Join(doc, "\n")+"\n", string(manual), "manual.txt differs from doc.go's package doc")
+}
+
+// TestUsageMessagesNameFlagsAsTheHelpDoes: no double space, and flags
+// spelled --ttl as in the help, not -ttl as the flag package does.
+func TestUsageMessagesNameFlagsAsTheHelpDoes(t *testing.T) {
+	t.Parallel()
+	u := listen(t).url()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "; redlock -h for more)"},
+		{[]string{"lock"}, "; redlock -h for more)"},
+		{[]string{"run", "--servers", u, "--retries", "3", "job", "--", "true"}, "flag provided but not defined: --retries"},
+		{[]string{"run", "--servers", u, "-retries", "3", "job", "--", "true"}, "flag provided but not defined: --retries"},
+		{[]string{"run", "--servers", u, "--ttl", "30", "job", "--", "true"}, `invalid value "30" for flag --ttl: not a duration`},
+		{[]string{"run", "--servers", u, "--skip=maybe", "job", "--", "true"}, `for --skip`},
+		{[]string{"status", "--servers"}, "flag needs an argument: --servers"},
+	} {
+		r := run(t, env(), tc.args...)
+		assert.Equal(t, exitUsage, r.code, tc.args)
+		require.Len(t, r.lines(), 1, r.stderr)
+		line := r.lines()[0]
+		assert.Contains(t, line, tc.want)
+		assert.NotContains(t, line, "  ", "double space")
+		assert.NotRegexp(t, `(^|[ :])-[a-gi-z]`, line, "a flag with one dash (but -h)")
+	}
 }

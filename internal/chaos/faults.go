@@ -121,6 +121,20 @@ func (f *faults) runDue() {
 	f.pending = append(later, f.pending...)
 }
 
+// outage is one round of the scenarios that strike a set of nodes at
+// once: fault on each of nodes, a wait drawn from [lo, hi], then undo on
+// each. The wait is drawn after the faults, which may draw values of their
+// own, as the scenarios drew them before outage took their place.
+func (f *faults) outage(nodes []int, fault, undo func(i int), lo, hi time.Duration) {
+	for _, i := range nodes {
+		fault(i)
+	}
+	f.sleep(f.between(lo, hi))
+	for _, i := range nodes {
+		undo(i)
+	}
+}
+
 func (f *faults) pause(i int) {
 	if f.paused[i] || !f.downAt[i].IsZero() {
 		return

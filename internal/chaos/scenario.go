@@ -219,14 +219,7 @@ func stoppedProcs(f *faults) {
 // of a TTL to one and a half, again and again.
 func minorityPaused(f *faults) {
 	for f.sleep(f.between(100*time.Millisecond, 400*time.Millisecond)) {
-		nodes := f.pick(1 + f.rng.IntN(f.minority()))
-		for _, i := range nodes {
-			f.pause(i)
-		}
-		f.sleep(f.between(f.ttls(0.3), f.ttls(1.5)))
-		for _, i := range nodes {
-			f.resume(i)
-		}
+		f.outage(f.pick(1+f.rng.IntN(f.minority())), f.pause, f.resume, f.ttls(0.3), f.ttls(1.5))
 	}
 }
 
@@ -234,14 +227,7 @@ func minorityPaused(f *faults) {
 // them back empty once the largest TTL has passed.
 func minorityKilled(f *faults) {
 	for f.sleep(f.between(200*time.Millisecond, 600*time.Millisecond)) {
-		nodes := f.pick(1 + f.rng.IntN(f.minority()))
-		for _, i := range nodes {
-			f.kill(i)
-		}
-		f.sleep(f.maxTTL + f.between(downFor, 500*time.Millisecond))
-		for _, i := range nodes {
-			f.revive(i)
-		}
+		f.outage(f.pick(1+f.rng.IntN(f.minority())), f.kill, f.revive, f.maxTTL+downFor, f.maxTTL+500*time.Millisecond)
 	}
 }
 
@@ -257,14 +243,8 @@ func latencyOn(majority bool) func(f *faults) {
 			if majority {
 				k, lo, hi = f.majority(), timeout/25, 3*timeout/5
 			}
-			nodes := f.pick(k)
-			for _, i := range nodes {
-				f.latency(i, f.between(lo, hi))
-			}
-			f.sleep(f.between(f.ttls(1), f.ttls(2)))
-			for _, i := range nodes {
-				f.latency(i, 0)
-			}
+			slow := func(i int) { f.latency(i, f.between(lo, hi)) }
+			f.outage(f.pick(k), slow, func(i int) { f.latency(i, 0) }, f.ttls(1), f.ttls(2))
 		}
 	}
 }
@@ -277,14 +257,7 @@ func majorityBlackHoled(f *faults) {
 		if f.rng.IntN(4) == 0 {
 			k = f.n()
 		}
-		nodes := f.pick(k)
-		for _, i := range nodes {
-			f.blackHole(i)
-		}
-		f.sleep(f.between(f.ttls(0.5), f.ttls(2)))
-		for _, i := range nodes {
-			f.heal(i)
-		}
+		f.outage(f.pick(k), f.blackHole, f.heal, f.ttls(0.5), f.ttls(2))
 	}
 }
 
@@ -295,18 +268,11 @@ func longJobsPaused(f *faults) {
 	half := time.Until(f.end) / 2
 	phase2 := time.Now().Add(half)
 	for f.sleep(f.between(100*time.Millisecond, 400*time.Millisecond)) {
-		k, d := 1+f.rng.IntN(f.minority()), f.between(f.ttls(0.5), f.ttls(1.5))
+		k, longest := 1+f.rng.IntN(f.minority()), f.ttls(1.5)
 		if time.Now().After(phase2) {
-			k, d = f.majority(), f.between(f.ttls(0.5), f.ttls(2))
+			k, longest = f.majority(), f.ttls(2)
 		}
-		nodes := f.pick(k)
-		for _, i := range nodes {
-			f.pause(i)
-		}
-		f.sleep(d)
-		for _, i := range nodes {
-			f.resume(i)
-		}
+		f.outage(f.pick(k), f.pause, f.resume, f.ttls(0.5), longest)
 	}
 }
 

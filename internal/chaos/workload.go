@@ -125,14 +125,10 @@ func (c *client) acquire(ctx context.Context) {
 	if len(c.load.LongNames) > 0 && c.rng.IntN(10) == 0 {
 		name = c.pick(c.load.LongNames) // contend with the long jobs too
 	}
-	actx, cancel := context.WithTimeout(ctx, c.load.Patience)
-	l, err := c.rc.Acquire(actx, name, c.load.TTL)
-	cancel()
-	if err != nil {
-		c.fail(ctx, "acquire", err)
+	l, g, ok := c.take(ctx, name, Acquire)
+	if !ok {
 		return
 	}
-	g := c.granted(l, Acquire)
 	hold := min(c.between(0, c.load.MaxHold), time.Until(l.Until())/2)
 	c.hold(l, &g, hold, nil)
 	c.release(l, &g)
@@ -145,16 +141,26 @@ func (c *client) acquire(ctx context.Context) {
 // default) and so would hide the skew's harm below that.
 func (c *client) holdout(ctx context.Context) {
 	name := c.pick(c.load.LongNames)
-	actx, cancel := context.WithTimeout(ctx, c.load.Patience)
-	l, err := c.rc.Acquire(actx, name, c.load.TTL)
-	cancel()
-	if err != nil {
-		c.fail(ctx, "acquire", err)
+	l, g, ok := c.take(ctx, name, Holdout)
+	if !ok {
 		return
 	}
-	g := c.granted(l, Holdout)
 	sleep(ctx, time.Until(l.Until())-holdoutSlack)
 	c.release(l, &g)
+}
+
+// take acquires name for work within the load's patience and starts its
+// grant; when the lock is not granted it counts the failure and ok is
+// false.
+func (c *client) take(ctx context.Context, name string, work Workload) (l *redlock.Lock, g Grant, ok bool) {
+	actx, cancel := context.WithTimeout(ctx, c.load.Patience)
+	defer cancel()
+	l, err := c.rc.Acquire(actx, name, c.load.TTL)
+	if err != nil {
+		c.fail(ctx, "acquire", err)
+		return nil, Grant{}, false
+	}
+	return l, c.granted(l, work), true
 }
 
 // holdoutSlack is how long before its Until a holdout releases: about a

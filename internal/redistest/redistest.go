@@ -63,7 +63,8 @@ type Node struct {
 	port int
 	args []string
 
-	ready string // what its log says once it is ready; "" for a redis-server's usual line
+	ready    string // what its log says once it is ready; "" for a redis-server's usual line
+	password string // what Do authenticates with; "" for a node without one
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -85,7 +86,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		c.certs = makeCerts(t)
 	}
 	for i := 0; i < n; i++ {
-		node := &Node{t: t, dir: t.TempDir()}
+		node := &Node{t: t, dir: t.TempDir(), password: cfg.password}
 		var err error
 		for try := 0; try < 5; try++ { // a free port can be taken before redis binds it
 			node.port = freePort(t)

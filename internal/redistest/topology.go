@@ -22,12 +22,14 @@ func WithClusterMode() Option { return func(c *config) { c.cluster = true } }
 // "--enable-debug-command", "yes".
 func WithArgs(args ...string) Option { return func(c *config) { c.extra = append(c.extra, args...) } }
 
-// Do runs one command on the node over a connection of its own and
-// returns the reply as redigo reads it; it ends the test on an error
-// other than an error reply, which it returns.
+// Do runs one command on the node over a connection of its own,
+// authenticated with the node's password (WithPassword) if it has one, and
+// returns the reply as redigo reads it; it ends the test on an error other
+// than an error reply, which it returns.
 func (n *Node) Do(cmd string, args ...any) (any, error) {
 	n.t.Helper()
-	conn, err := redigo.Dial("tcp", n.Addr(), redigo.DialConnectTimeout(5*time.Second), redigo.DialReadTimeout(10*time.Second))
+	conn, err := redigo.Dial("tcp", n.Addr(), redigo.DialConnectTimeout(5*time.Second), redigo.DialReadTimeout(10*time.Second),
+		redigo.DialPassword(n.password))
 	if err != nil {
 		n.t.Fatalf("redistest: connecting to %s: %v", n.Addr(), err)
 	}

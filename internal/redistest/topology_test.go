@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -23,3 +24,17 @@ func TestClusterAndSentinel(t *testing.T) {
 
 // itoaPort is the port of n, as a sentinel writes it.
 func itoaPort(n *Node) string { return strconv.Itoa(n.port) }
+
+// TestDoAuthenticates: Do on a node started WithPassword runs its command
+// as an authenticated client, where a client without the password is
+// refused.
+func TestDoAuthenticates(t *testing.T) {
+	n := Start(t, 1, WithPassword("pw-1234")).Nodes[0]
+	n.MustDo("SET", "k", "v")
+	if got := Text(n.MustDo("GET", "k")); got != "v" {
+		t.Errorf("GET k = %q, want v", got)
+	}
+	if _, err := (&Node{t: t, port: n.port}).Do("GET", "k"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("GET without the password: %v, want NOAUTH", err)
+	}
+}

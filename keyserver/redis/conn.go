@@ -2,6 +2,7 @@ package redis
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -14,20 +15,58 @@ import (
 // next reply, whether or not its caller still waits for it.
 //
 // redigo allows one goroutine in Send and Flush and another in Receive on
-// the same connection; the writer and the reader are those two.
+// the same connection. Sending is the writer's, or that of a caller that
+// found the connection idle (see inline.go); reading is the role of one
+// goroutine at a time: the connection's reader, or that caller.
 type conn struct {
 	rc   redigo.Conn
 	down chan struct{} // closed when the reader has failed every call and returned
+
+	// idle, when not nil, lets a caller find the connection idle and make
+	// its call inline (see inline.go); nil for a connection whose reader
+	// reads at all times (TLS, or one dialed by the caller's dial options).
+	idle *idleWatch
+	// turn gives the reading role to the reader, which waits for it while
+	// the connection is idle or a caller reads inline; the reader also
+	// takes it to notice that the connection failed.
+	turn chan struct{}
 
 	// wmu is held by the writer while it pushes and writes a batch. The
 	// reader takes it before it fails the calls of a broken connection, so
 	// that it never hands a call back while the writer still reads it.
 	wmu sync.Mutex
 
-	mu     sync.Mutex
-	sent   fifo  // written (or being written), not yet answered
-	dead   bool  // the reader gave up: nothing more may be pushed
-	reason error // why the writer closed the connection, if it did
+	mu      sync.Mutex
+	sent    fifo  // written (or being written), not yet answered
+	reading bool  // someone holds the reading role
+	dead    bool  // the reader gave up: nothing more may be pushed
+	reason  error // why the writer closed the connection, if it did
+}
+
+// newConn returns a pipelined connection over rc; idle as for conn.idle.
+func newConn(rc redigo.Conn, idle *idleWatch) *conn {
+	// Without an idle watch the reader reads at all times, as it must to
+	// notice a server that closes an idle connection.
+	return &conn{rc: rc, idle: idle, down: make(chan struct{}), turn: make(chan struct{}, 1), reading: idle == nil}
+}
+
+// pass gives the reading role to the reader.
+func (cn *conn) pass() {
+	select {
+	case cn.turn <- struct{}{}:
+	default: // it has been told already
+	}
+}
+
+// pushLocked pushes c and reports whether the reader must be given the
+// reading role, which nobody held. cn.mu must be held.
+func (cn *conn) pushLocked(c *call) bool {
+	cn.sent.push(c)
+	if cn.reading {
+		return false
+	}
+	cn.reading = true
+	return true
 }
 
 // send pushes batch and writes it in one flush. It returns false, having
@@ -41,10 +80,14 @@ func (cn *conn) send(batch []*call) bool {
 		cn.mu.Unlock()
 		return false
 	}
+	pass := false
 	for _, c := range batch {
-		cn.sent.push(c)
+		pass = cn.pushLocked(c) || pass
 	}
 	cn.mu.Unlock()
+	if pass {
+		cn.pass()
+	}
 	for _, c := range batch {
 		if cn.rc.Send(c.cmd, c.args[:c.nargs]...) != nil {
 			return true // redigo closed the connection; the reader fails the calls
@@ -61,8 +104,13 @@ func (cn *conn) close(reason error) {
 	if cn.reason == nil {
 		cn.reason = reason
 	}
+	pass := !cn.reading // an idle connection's reader waits for its turn
+	cn.reading = true
 	cn.mu.Unlock()
 	cn.rc.Close() //nolint:errcheck // the reader reports reason
+	if pass {
+		cn.pass()
+	}
 }
 
 // overdue closes the connection when its oldest unanswered call is more
@@ -87,28 +135,87 @@ func (cn *conn) overdue(now time.Time, limit time.Duration) time.Duration {
 }
 
 // read hands each reply to the oldest unanswered call until the connection
-// fails, then fails the calls left.
+// fails, then fails the calls left. On a connection with an idle watch it
+// reads only while it holds the reading role: from its turn until no call
+// is left unanswered.
 func (p *pipeline) read(cn *conn) {
 	defer p.wg.Done()
 	defer close(cn.down)
 	for {
-		// No read deadline: an idle connection waits here, so a server that
-		// closes it (a restart, its idle timeout) is noticed at once. The
-		// writer's watchdog bounds the wait while calls are unanswered.
-		reply, err := redigo.ReceiveWithTimeout(cn.rc, 0)
+		if cn.idle != nil {
+			<-cn.turn
+			cn.mu.Lock()
+			dead := cn.dead
+			cn.mu.Unlock()
+			if dead {
+				return // a caller reading inline failed the connection
+			}
+		}
+		if !p.readUntilIdle(cn, 0) {
+			return
+		}
+	}
+}
+
+// readUntilIdle reads replies and hands each to its call until none is left
+// unanswered (for ever on a connection without an idle watch), giving the
+// reading role up then. timeout bounds each read (0: no bound). It returns
+// false when the connection failed.
+func (p *pipeline) readUntilIdle(cn *conn, timeout time.Duration) bool {
+	for {
+		// No read deadline: a connection without an idle watch waits here
+		// while idle, so a server that closes it (a restart, its idle
+		// timeout) is noticed at once. The writer's watchdog bounds the
+		// wait while calls are unanswered.
+		reply, err := redigo.ReceiveWithTimeout(cn.rc, timeout)
 		if _, isReply := err.(redigo.Error); err != nil && !isReply { // an error reply: the command failed, not the connection
 			p.fail(cn, err)
-			return
+			return false
 		}
 		cn.mu.Lock()
 		c := cn.sent.pop()
+		idle := cn.idle != nil && cn.sent.size == 0
 		cn.mu.Unlock()
 		if c == nil {
 			p.fail(cn, fmt.Errorf("a reply with no call waiting for it: %v", reply))
-			return
+			return false
 		}
 		p.answer(c, reply, err)
+		if idle && p.letGo(cn) {
+			return true
+		}
 	}
+}
+
+// letGo gives the reading role up once the connection is idle, and
+// reports whether it did. Under load the callers just answered call again
+// at once: they run first, and find the role held, so that their calls
+// queue for the writer's next batch rather than each going inline.
+func (p *pipeline) letGo(cn *conn) bool {
+	runtime.Gosched()
+	cn.mu.Lock()
+	if cn.sent.size > 0 {
+		cn.mu.Unlock()
+		return false
+	}
+	pass := cn.releaseLocked()
+	cn.mu.Unlock()
+	if pass {
+		cn.pass()
+	}
+	return true
+}
+
+// releaseLocked gives the reading role of an idle connection up, and
+// reports whether it must be passed to the reader instead: the writer
+// closed the connection while the role was held, and the reader must read
+// to find that out, fail it and return. cn.mu must be held.
+func (cn *conn) releaseLocked() (pass bool) {
+	if cn.reason != nil {
+		return true
+	}
+	cn.reading = false
+	return false
 }
 
 // answer settles c with its reply.
@@ -136,6 +243,7 @@ func (p *pipeline) fail(cn *conn, err error) {
 	}
 	cn.mu.Unlock()
 	cn.wmu.Unlock()
+	cn.pass() // a reader waiting for its turn returns
 	for _, c := range lost {
 		p.settle(c, nil, err)
 	}

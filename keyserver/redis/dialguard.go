@@ -38,11 +38,13 @@ func guardedDialer(timeout time.Duration) redigo.DialOption {
 		if err != nil {
 			return nil, err
 		}
+		if box, ok := ctx.Value(netConnKey{}).(*netConnBox); ok && box != nil {
+			box.conn = c // the pipeline makes calls inline on it (see inline.go); it only peeks at the socket
+		}
 		if g, ok := ctx.Value(dialGuardKey{}).(*dialGuard); ok {
-			raw := c
-			g.stop = context.AfterFunc(ctx, func() { raw.Close() }) //nolint:errcheck // abandoned
+			g.stop = context.AfterFunc(ctx, func() { c.Close() }) //nolint:errcheck // abandoned
 			if g.plain {
-				return guardReplies(raw), nil
+				return guardReplies(c), nil // redigo reads through the guard
 			}
 		}
 		return c, nil
@@ -52,6 +54,9 @@ func guardedDialer(timeout time.Duration) redigo.DialOption {
 // guarded runs dial under a guard (see guardedDialer). A dial that its
 // context ended says so, and that a TLS server was expected when it was.
 func guarded(ctx context.Context, tls bool, dial func(context.Context) (redigo.Conn, error)) (redigo.Conn, error) {
+	if tls { // its socket carries records, not replies
+		ctx = context.WithValue(ctx, netConnKey{}, (*netConnBox)(nil))
+	}
 	g := &dialGuard{plain: !tls}
 	rc, err := dial(context.WithValue(ctx, dialGuardKey{}, g))
 	if g.stop != nil {

@@ -2,8 +2,12 @@ package redis_test
 
 import (
 	"context"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +93,45 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestNoPackageImportsSHA1: no package of the module, its tests included,
+// imports crypto/sha1. (The standard library's crypto/tls and crypto/x509,
+// which rediss:// needs, import it for the TLS versions and certificates
+// that still use SHA-1, and so does redigo for its own script helper, which
+// the Server does not use; so `go list -deps` lists it whatever this module
+// does. What this module can promise is that nothing of its own computes a
+// SHA-1, which TestFIPSOnly proves at run time and this test at the source.)
+func TestNoPackageImportsSHA1(t *testing.T) {
+	root := "../.."
+	fset := token.NewFileSet()
+	seen := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		seen++
+		for _, imp := range f.Imports {
+			if imp.Path.Value == `"crypto/sha1"` {
+				t.Errorf("%s imports crypto/sha1", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen < 100 {
+		t.Fatalf("read %d Go files under %s; the walk missed the module", seen, root)
+	}
 }

@@ -63,8 +63,16 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 	if n != "" {
 		nextMember = s.sub.turnMember(n)
 	}
-	return decodeHolder(s.evalAny(ctx, "acquire", lineScript, []string{key, keyserver.LineKey(key)},
+	cn := s.sub.joining(key, p, n) // before the places are taken: see subscriber.joinedOn
+	ok, h, err := decodeHolder(s.evalAny(ctx, "acquire", lineScript, []string{key, keyserver.LineKey(key)},
 		token, ms(ttl), promise(token), lineTTL, member, nextMember))
+	if err == nil {
+		if ok {
+			p = "" // granted: out of line
+		}
+		s.sub.joinedOn(cn, key, p, n)
+	}
+	return ok, h, err
 }
 
 // decodeHolder reads the reply of holderScript or lineScript: 1 when
@@ -88,7 +96,9 @@ func decodeHolder(reply any, err error) (bool, keyserver.Holder, error) {
 // once the Server's subscription is confirmed (at once when it already
 // is), and then looks at the key once more (one GET), so that a turn that
 // came between the waiter's refusal and the subscription is not missed: a
-// key promised to the waiter closes turn at once.
+// key promised to the waiter closes turn at once. The look is spared when
+// the subscription was confirmed before the waiter's place was taken: the
+// turn then came on it, and was kept for the watch (see subscriber).
 func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return nil, nil, err
@@ -98,11 +108,11 @@ func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struc
 	}
 	defer s.inflight.Done()
 	p := keyserver.PromiseOf(token)
-	w, err := s.sub.watch(ctx, key, p)
+	w, seen, err := s.sub.watch(ctx, key, p)
 	if err != nil {
 		return nil, nil, s.fail("watch", key, err)
 	}
-	if p != "" {
+	if p != "" && !seen {
 		v, _, err := s.get(ctx, "watch", key)
 		if err != nil {
 			s.sub.stop(w)

@@ -23,17 +23,42 @@ import (
 
 // own stores the token when the key is free or already the caller's, and
 // returns 1; what follows it runs only when another value, the local v,
-// holds the key.
+// holds the key. The caller's own value may carry the waiters' mark (see
+// marked), which renewing it keeps; a promise it claims gets the mark, as
+// a promise is made only when waiters were in line.
 const own = `
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 if not v then
 	return 1
 end
-if v == ARGV[1] or v == ARGV[3] then
-	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if v == ARGV[1] or v == ARGV[3] or v == ARGV[1] .. '+' then
+	if v ~= ARGV[1] then
+		v = ARGV[1] .. '+'
+	end
+	redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
 	return 1
 end
 `
+
+// marked is the rule of the waiters' mark, for scripts that put a waiter
+// in line: a key whose value is a ranked token (keyserver.RankOf's rule)
+// gets a '+' after it, KEEPTTL, once a waiter joins its line, and a
+// release of a ranked token that carries no mark deletes the key without
+// looking for a line: an uncontended lock costs Redis four commands (SET
+// NX, and a release script that runs GET and DEL), not five. Keys held by
+// unranked values (other libraries', whose own releases compare the value
+// they stored) are never marked; their releases always look for a line.
+// The function mark(v) marks v if it is a ranked token without the mark.
+var marked = fmt.Sprintf(`
+local function ranked(t)
+	return #t == %d and string.byte(t, %d) == 46 and string.byte(t, -1) ~= 126
+end
+local function mark(v)
+	if ranked(v) then
+		redis.call('SET', KEYS[1], v .. '+', 'KEEPTTL')
+	end
+end
+`, keyserver.TokenLen, rankDot+1)
 
 // holder describes v, the value that refused the caller, as decodeHolder
 // reads it: {left, order, ahead}, where left is the key's PTTL in
@@ -46,8 +71,11 @@ end
 // Go.
 var holder = fmt.Sprintf(`
 local function rank(t)
-	if #t == %d and string.byte(t, %d) == 46 then
-		return string.sub(t, 1, %d)
+	if #t == %[1]d + 1 and string.byte(t, -1) == 43 then
+		t = string.sub(t, 1, %[1]d)
+	end
+	if #t == %[1]d and string.byte(t, %[2]d) == 46 then
+		return string.sub(t, 1, %[3]d)
 	end
 end
 local h, c = rank(v), rank(ARGV[1])
@@ -111,21 +139,28 @@ var (
 	// claimed without touching the caller's place: the promise was made by
 	// taking the caller out of line. The member ARGV[6], when not empty,
 	// joins the line whatever the answer (AcquireInLine's next); a member
-	// ARGV[5] that is empty (a caller without a rank) never does. KEYS:
-	// key, line. ARGV: token, ttl, promise, line TTL, member, next member.
-	lineScript = newScript(`
+	// ARGV[5] that is empty (a caller without a rank) never does. A
+	// refusal that put someone in line marks the holder's value (see
+	// marked); a grant while someone may be in line (a claim, a caller
+	// that was in line, a next that joined) stores the caller's token
+	// marked. KEYS: key, line. ARGV: token, ttl, promise, line TTL, member,
+	// next member.
+	lineScript = newScript(marked + `
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 local renewed = ARGV[6] ~= ''
 if renewed then
 	redis.call('ZADD', KEYS[2], 0, ARGV[6])
 	redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
-if v == ARGV[3] then
-	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local mine = ARGV[1] .. '+'
+if v == ARGV[3] and v ~= ARGV[1] then
+	redis.call('SET', KEYS[1], mine, 'PX', ARGV[2])
 	return 1
 end
-if not v or v == ARGV[1] then
-	if v then
+if not v or v == ARGV[1] or v == mine then
+	if ARGV[5] ~= '' or renewed or v == mine then
+		redis.call('SET', KEYS[1], mine, 'PX', ARGV[2])
+	elseif v then
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 	end
 	if ARGV[5] ~= '' then
@@ -141,16 +176,23 @@ if ARGV[5] ~= '' then
 	end
 	ahead = redis.call('ZRANK', KEYS[2], ARGV[5])
 end
+mark(v)
 ` + holder)
 
 	// releaseScript is Release: if the key holds the token itself (not a
 	// promise to the token's call, which a failed attempt's clean-up must
 	// not give away: see keyserver.Notifier), the key is handed over to
-	// the next waiter or deleted. KEYS: key, line. ARGV: token, claim TTL,
-	// promise length. Returns 1, or 0 when another value holds the key or
-	// none does.
-	releaseScript = newScript(handOver + `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	// the next waiter or deleted; a ranked token without the waiters'
+	// mark is deleted at once, as nobody joined its line (see marked).
+	// KEYS: key, line. ARGV: token, claim TTL, promise length. Returns 1,
+	// or 0 when another value holds the key or none does.
+	releaseScript = newScript(handOver + marked + `
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] and ranked(v) then
+	redis.call('DEL', KEYS[1])
+	return 1
+end
+if v ~= ARGV[1] and v ~= ARGV[1] .. '+' then
 	return 0
 end
 handOver(ARGV[2], ARGV[3])

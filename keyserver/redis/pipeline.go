@@ -18,7 +18,9 @@ import (
 // connection. Callers queue their calls; one writer goroutine takes
 // whatever is queued, writes it and flushes once, and one reader goroutine
 // hands the replies back in order. Under load a single write and a single
-// read carry many calls; alone, a call costs one round trip as before.
+// read carry many calls; a call alone on an idle connection is made inline
+// by its caller (see inline.go), and costs one round trip as on a pooled
+// connection.
 
 const (
 	// defaultMaxPending is the default of WithMaxPending: a few hundred
@@ -35,6 +37,7 @@ const (
 // pipeline is the pipelined mode of a Server.
 type pipeline struct {
 	dial        func(context.Context) (redigo.Conn, error)
+	inlined     bool // dial leaves a plain network connection in a netConnBox
 	maxPending  int64
 	overdue     time.Duration
 	dialTimeout time.Duration // bound on opening a connection
@@ -47,6 +50,12 @@ type pipeline struct {
 	mu    sync.Mutex
 	queue []*call       // waiting for the writer, in call order
 	wake  chan struct{} // tells the writer the queue is not empty
+	// cn is the writer's connection, which a caller may find idle and
+	// use inline; nil while there is none. writing is held by whoever
+	// writes on it (the writer, or a caller inline), so that calls are
+	// written in the order they were taken.
+	cn      *conn
+	writing bool
 
 	start  sync.Once // the writer starts with the first call
 	ctx    context.Context
@@ -55,7 +64,7 @@ type pipeline struct {
 }
 
 func newPipeline(dial func(context.Context) (redigo.Conn, error), c config) *pipeline {
-	p := &pipeline{dial: dial, maxPending: int64(c.maxPending), overdue: overdueLimit, wake: make(chan struct{}, 1),
+	p := &pipeline{dial: dial, inlined: c.inline, maxPending: int64(c.maxPending), overdue: overdueLimit, wake: make(chan struct{}, 1),
 		dialTimeout: cmp.Or(c.dialTimeout, connectTimeout), callTimeout: cmp.Or(c.callTimeout, ioTimeoutNoCtx)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
@@ -91,12 +100,11 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 		d, _ = ctx.Deadline()
 	}
 	c.due = d
-	p.mu.Lock()
-	p.queue = append(p.queue, c)
-	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default: // the writer has been told already
+	if !p.inline(ctx, c) {
+		p.mu.Lock()
+		p.queue = append(p.queue, c)
+		p.mu.Unlock()
+		p.signal()
 	}
 
 	select {
@@ -115,6 +123,21 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 	return reply, err
 }
 
+// signal tells the writer to look at the queue and the watchdog.
+func (p *pipeline) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default: // the writer has been told already
+	}
+}
+
+// setConn records the writer's connection.
+func (p *pipeline) setConn(cn *conn) {
+	p.mu.Lock()
+	p.cn = cn
+	p.mu.Unlock()
+}
+
 // settle answers c, a call of a caller, with n or err.
 func (p *pipeline) settle(c *call, reply any, err error) {
 	p.pending.Add(-1)
@@ -127,10 +150,7 @@ func (p *pipeline) requeue(calls []*call) {
 	q := make([]*call, 0, len(calls)+len(p.queue))
 	p.queue = append(append(q, calls...), p.queue...)
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.signal()
 }
 
 // write is the writer: it opens a connection when there is something to
@@ -158,6 +178,7 @@ func (p *pipeline) write() {
 			if cn != nil {
 				cn.close(ErrClosed)
 			}
+			p.setConn(nil)
 			p.mu.Lock()
 			batch, p.queue = p.queue, nil
 			p.mu.Unlock()
@@ -167,6 +188,7 @@ func (p *pipeline) write() {
 			return
 		case <-down:
 			cn = nil // its reader has failed its calls
+			p.setConn(nil)
 		case <-watch.C:
 			armed = false
 		case <-p.wake:
@@ -178,9 +200,15 @@ func (p *pipeline) write() {
 		// this took a flush from 1.7 calls to 28, and ops/s up by half.
 		runtime.Gosched()
 		p.mu.Lock()
-		batch, p.queue = p.queue, batch
+		if !p.writing { // else a caller writes inline, and signals when done
+			batch, p.queue = p.queue, batch
+			p.writing = len(batch) > 0
+		}
 		p.mu.Unlock()
 		if len(batch) > 0 {
+			if cn != nil && !p.soundIfIdle(cn) {
+				cn = nil
+			}
 			if cn == nil {
 				var err error
 				p.connecting.Store(true)
@@ -193,9 +221,13 @@ func (p *pipeline) write() {
 				}
 			}
 			if cn != nil && !cn.send(batch) {
+				cn = nil
 				p.requeue(batch) // it died before we wrote: send on the next one
 			}
 			clear(batch)
+			p.mu.Lock()
+			p.cn, p.writing = cn, false
+			p.mu.Unlock()
 		}
 		batch = batch[:0]
 
@@ -213,12 +245,20 @@ func (p *pipeline) write() {
 func (p *pipeline) connect() (*conn, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.dialTimeout)
 	defer cancel()
+	box := &netConnBox{}
+	if p.inlined {
+		ctx = context.WithValue(ctx, netConnKey{}, box)
+	}
 	rc, err := p.dial(ctx)
 	if err != nil {
 		return nil, connecting(err)
 	}
 	p.dials.Add(1)
-	cn := &conn{rc: rc, down: make(chan struct{})}
+	var idle *idleWatch
+	if box.conn != nil {
+		idle = newIdleWatch(box.conn)
+	}
+	cn := newConn(rc, idle)
 	p.wg.Add(1)
 	go p.read(cn)
 	return cn, nil

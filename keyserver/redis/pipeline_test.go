@@ -122,14 +122,10 @@ func TestDeadlinePassesMidFlight(t *testing.T) {
 // TestCallsRunInTheOrderMade: a Release made after an Acquire whose caller
 // gave up on a paused server still runs after it, so it deletes the key.
 func TestCallsRunInTheOrderMade(t *testing.T) {
-	node := redistest.Start(t, 1).Nodes[0]
-	s := fromURL(t, node.URL(""))
-	_, err := s.Acquire(bg, "warm", "t", time.Second)
-	require.NoError(t, err)
-	node.Pause()
+	node, s := pausedAfterACall(t)
 	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 	defer cancel()
-	_, err = s.Acquire(ctx, "k", "t", time.Minute)
+	_, err := s.Acquire(ctx, "k", "t", time.Minute)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
@@ -361,4 +357,63 @@ func TestPipelinedAuthAndTLS(t *testing.T) {
 		assert.Contains(t, err.Error(), "certificate")
 		assert.True(t, errors.Is(err, keyserver.ErrPermanent), "an untrusted certificate: %v", err)
 	})
+}
+
+// TestIdleConnectionClosedByServerIsReplaced: a server that closes an
+// idle connection (here CLIENT KILL; a restart or its idle timeout alike)
+// costs the next call nothing: it runs on a new connection.
+func TestIdleConnectionClosedByServerIsReplaced(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	s := fromURL(t, node.URL(""))
+	_, err := s.Acquire(bg, "warm", "t", time.Second)
+	require.NoError(t, err)
+	conn, err := redigo.Dial("tcp", node.Addr())
+	require.NoError(t, err)
+	defer conn.Close()
+	killed, err := redigo.Int(conn.Do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"))
+	require.NoError(t, err)
+	require.Equal(t, 1, killed, "the pipelined connection")
+
+	for i := 0; i < 3; i++ {
+		ok, err := s.Acquire(bg, fmt.Sprint("k", i), "t", time.Minute)
+		require.NoError(t, err, "call %d after the kill", i)
+		assert.True(t, ok)
+	}
+	assert.Equal(t, int64(2), redis.Dials(s))
+}
+
+// TestCallAloneEndsWithItsContext: a call alone on an idle connection to
+// a paused server returns when its context is cancelled, long before its
+// deadline; its reply is read and dropped when the server resumes, on the
+// same connection.
+func TestCallAloneEndsWithItsContext(t *testing.T) {
+	node, s := pausedAfterACall(t)
+	ctx, cancel := context.WithTimeout(bg, time.Minute)
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := s.Acquire(ctx, "k", "t", time.Minute)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, time.Since(start), 30*time.Second, "returned at the cancellation, not the deadline")
+	assert.Equal(t, int64(1), redis.Pending(s), "its reply is still awaited")
+
+	node.Resume()
+	ok, err := s.Release(bg, "k", "t")
+	require.NoError(t, err)
+	assert.True(t, ok, "the call given up on ran, before the one after it")
+	assert.Equal(t, int64(0), redis.Pending(s))
+	assert.Equal(t, int64(1), redis.Dials(s), "a late reply is no reason to reconnect")
+}
+
+// pausedAfterACall returns a node, paused until the test ends or it
+// resumes it, and a pipelined Server whose connection to it is open and
+// idle.
+func pausedAfterACall(t *testing.T) (*redistest.Node, *redis.Server) {
+	t.Helper()
+	node := redistest.Start(t, 1).Nodes[0]
+	s := fromURL(t, node.URL(""))
+	_, err := s.Acquire(bg, "warm", "t", time.Second)
+	require.NoError(t, err)
+	node.Pause()
+	t.Cleanup(node.Resume)
+	return node, s
 }

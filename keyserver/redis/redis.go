@@ -28,7 +28,11 @@
 // source when a server answers NOSCRIPT (a restart, SCRIPT FLUSH, another
 // node of a Cluster). Acquire, AcquireOrHolder and AcquireInLine first
 // send a plain SET NX, which costs Redis a fraction of a script, and run
-// their script only when the key exists. Every call honours the context's
+// their script only when the key exists. A Release runs GET and DEL alone
+// when no waiter joined the key's line while it was held (waiters mark the
+// value they queue behind), so that an uncontended lock costs Redis four
+// commands, as a bare SET NX and a compare-and-delete do. Every call
+// honours the context's
 // deadline, which the redlock client sets to its per-server timeout: a
 // paused or unreachable server costs at most that long. Failures that
 // retrying cannot fix (a key holding another type of value, a rejected
@@ -41,7 +45,11 @@
 // A Server made by FromURL sends all its calls over one connection: calls
 // made at the same time are written together in one flush and their
 // replies read back in order, so under load many calls share one write and
-// one read, and no goroutine is started per call. A caller whose deadline
+// one read, and no goroutine is started per call; a call alone on an idle
+// connection is written and read by its caller itself, which costs one
+// round trip as on a pooled connection (a plain connection only: over TLS,
+// or through the caller's dial options, calls always pass through the
+// connection's writer and reader goroutines). A caller whose deadline
 // passes returns at once; its call still runs, and its reply is read and
 // dropped. Calls reach Redis in the order they were made, so a Release
 // made after an Acquire runs after it even when the Acquire's caller gave
@@ -120,6 +128,9 @@ type config struct {
 	// From FromURL's URL: the bound on dialing, and on a pipelined call
 	// whose context has no deadline (the URL's read timeout).
 	dialTimeout, callTimeout time.Duration
+	// inline: FromURL's own dialer makes the connections (no dial
+	// options of the caller's), so pipelined calls may be made inline.
+	inline bool
 }
 
 // WithName sets how errors name this server, e.g. its address; FromURL

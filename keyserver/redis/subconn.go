@@ -19,8 +19,13 @@ func (cn *subConn) Message(_, payload string) {
 	if cn.dead {
 		return
 	}
-	for w := range s.watches[watchKey{key: payload[promiseLen:], promise: payload[:promiseLen]}] {
+	at := watchKey{key: payload[promiseLen:], promise: payload[:promiseLen]}
+	ws := s.watches[at]
+	for w := range ws {
 		w.fireLocked()
+	}
+	if len(ws) == 0 {
+		s.keepLocked(at, cn)
 	}
 }
 

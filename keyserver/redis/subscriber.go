@@ -26,6 +26,12 @@ import (
 // Redis that restarted may have lost the line, and a turn published while
 // no connection was open reached nobody, so a waiter must look at the key
 // again anyway.
+//
+// A waiter whose place in line was taken while the connection was already
+// subscribed needs no such look: a turn published after its refusal comes
+// on that connection, and one that comes before its WatchTurn is kept for
+// it (heard) for keyserver.ClaimTTL, as long as the promise lives. So
+// under contention a wait costs Redis no command of its own.
 
 const (
 	// subscribeOverdue is how long the SUBSCRIBE of a connection may go
@@ -50,7 +56,22 @@ type subscriber struct {
 	watches map[watchKey]map[*turnWatch]struct{}
 	watched map[string]time.Time // when a waiter last watched or stopped watching each key
 	broken  []PubSub             // connections that broke, to close (see Broken)
+	// joined holds, per key and promise, the connection that was
+	// subscribed when the waiter's place in line was last taken, and
+	// heard the turns that came since for nobody's watch (see heard).
+	joined map[watchKey]*subConn
+	heard  map[watchKey]heardTurn
 }
+
+// heardTurn is a turn that came while no watch was on its key and promise.
+type heardTurn struct {
+	cn *subConn
+	at time.Time
+}
+
+// keepFor is how long a turn heard with no watch is kept: a promise lives
+// no longer.
+const keepFor = keyserver.ClaimTTL
 
 // watchKey is what a turn names: a key and the promise made on it.
 type watchKey struct{ key, promise string }
@@ -85,7 +106,79 @@ func newSubscriber(s *Server) *subscriber {
 		overdue: subscribeOverdue,
 		watches: make(map[watchKey]map[*turnWatch]struct{}),
 		watched: make(map[string]time.Time),
+		joined:  make(map[watchKey]*subConn),
+		heard:   make(map[watchKey]heardTurn),
 	}
+}
+
+// joining is called before the waiters with these promises take or keep
+// their places in key's line. It returns the connection that is subscribed
+// now, or nil: the one their turns will come on (see joinedOn). Turns kept
+// for them from before are dropped.
+func (s *subscriber) joining(key string, promises ...string) *subConn {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range promises {
+		delete(s.heard, watchKey{key, p})
+	}
+	if cn := s.cn; cn != nil && cn.live && !cn.dead {
+		return cn
+	}
+	return nil
+}
+
+// joinedOn records that the waiters with these promises took or kept
+// their places in key's line while cn, which joining returned before, was
+// subscribed: their next WatchTurn of key can rely on cn instead of
+// looking at the key again.
+func (s *subscriber) joinedOn(cn *subConn, key string, promises ...string) {
+	if cn == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.joined) > 4096 { // waiters that never watched: forget them
+		clear(s.joined)
+	}
+	for _, p := range promises {
+		if p != "" {
+			s.joined[watchKey{key, p}] = cn
+		}
+	}
+}
+
+// keepLocked keeps a turn that came on cn for no watch. s.mu must be held.
+func (s *subscriber) keepLocked(at watchKey, cn *subConn) {
+	now := time.Now()
+	if len(s.heard) > 1024 {
+		for k, h := range s.heard {
+			if now.Sub(h.at) >= keepFor {
+				delete(s.heard, k)
+			}
+		}
+	}
+	s.heard[at] = heardTurn{cn: cn, at: now}
+}
+
+// seenLocked reports whether w, on its connection, is sure to have heard
+// every turn since its waiter's place in line was last taken (see
+// joinedOn), and fires w if such a turn came before it. s.mu must be held.
+func (s *subscriber) seenLocked(w *turnWatch) bool {
+	cn, ok := s.joined[w.at]
+	delete(s.joined, w.at)
+	if !ok || cn != w.cn || cn.dead {
+		return false
+	}
+	if h, ok := s.heard[w.at]; ok {
+		delete(s.heard, w.at)
+		if h.cn == cn && time.Since(h.at) < keepFor {
+			w.fireLocked()
+		}
+	}
+	return true
 }
 
 // contended reports whether a waiter of this process watches key, or did
@@ -104,12 +197,14 @@ func (s *subscriber) contended(key string) bool {
 // watch starts watching key for a turn promised as promise. It returns
 // once the subscription is confirmed: at once when the Server's connection
 // is already subscribed. A watch whose connection broke before the
-// confirmation is tried once more on a new connection.
-func (s *subscriber) watch(ctx context.Context, key, promise string) (*turnWatch, error) {
+// confirmation is tried once more on a new connection. seen reports
+// whether the watch is sure to have heard every turn since the waiter's
+// place was taken (see seenLocked): no need to look at the key again.
+func (s *subscriber) watch(ctx context.Context, key, promise string) (w *turnWatch, seen bool, err error) {
 	for retried := false; ; retried = true {
 		cn, err := s.conn(ctx)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		s.mu.Lock()
 		if !cn.live && !cn.dead && time.Since(cn.sent) > s.overdue {
@@ -119,11 +214,11 @@ func (s *subscriber) watch(ctx context.Context, key, promise string) (*turnWatch
 		if cn.dead { // it broke (a refused SUBSCRIBE, say) before a watch was on it
 			s.mu.Unlock()
 			if retried || ctx.Err() != nil || s.s.permanent(cn.reason) {
-				return nil, cn.reason
+				return nil, false, cn.reason
 			}
 			continue
 		}
-		w := &turnWatch{at: watchKey{key, promise}, cn: cn, turn: make(chan struct{})}
+		w = &turnWatch{at: watchKey{key, promise}, cn: cn, turn: make(chan struct{})}
 		ws := s.watches[w.at]
 		if ws == nil {
 			ws = make(map[*turnWatch]struct{})
@@ -131,20 +226,21 @@ func (s *subscriber) watch(ctx context.Context, key, promise string) (*turnWatch
 		}
 		ws[w] = struct{}{}
 		s.watched[key] = time.Time{} // watched now
+		seen = cn.live && s.seenLocked(w)
 		s.mu.Unlock()
 
 		select {
 		case <-cn.ready:
 		case <-ctx.Done():
 			s.stop(w)
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 		if cn.live { // set before ready was closed
-			return w, nil
+			return w, seen, nil
 		}
 		s.stop(w)
 		if retried || ctx.Err() != nil || s.s.permanent(cn.reason) {
-			return nil, cn.reason
+			return nil, false, cn.reason
 		}
 	}
 }

@@ -61,6 +61,7 @@ func FromURL(rawurl string, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&c)
 	}
+	c.inline = len(c.dialOpts) == 0 // a dialer or TLS of the caller's hides the socket
 	if c.maxActive < 1 {
 		return nil, fmt.Errorf("%w: max connections %d is below 1", keyserver.ErrInvalidArgument, c.maxActive)
 	}

@@ -78,11 +78,13 @@ func (s *suite) commandCounts(t *testing.T) {
 		max  int
 		run  func()
 	}{
-		{"uncontended Acquire+Release", 5, func() {
+		{"uncontended Acquire+Release", 4, func() {
 			want(t, "Acquire", true)(holder.Acquire(bg, key, h, ttl))
 			want(t, "Release", true)(holder.Release(bg, key, h))
 		}},
-		{"refused AcquireInLine", 7, func() {
+		// SET NX, then the script: SET NX GET, ZADD, PEXPIRE, ZRANK,
+		// the holder's mark and PTTL.
+		{"refused AcquireInLine", 8, func() {
 			want(t, "Acquire", true)(holder.Acquire(bg, key, h, ttl))
 			c.reset()
 			ok, _, err := waiter.AcquireInLine(bg, key, w, ttl, "")
@@ -114,7 +116,11 @@ func (s *suite) commandCounts(t *testing.T) {
 	want(t, "AcquireInLine claiming", true)(ok, err)
 	t.Logf("claiming AcquireInLine: %d commands", c.total())
 	want(t, "Release without waiters", true)(waiter.Release(bg, key, ranked(2, 2)))
-	t.Logf("Release without waiters: %d commands", c.total())
+	if got := c.total(); got > 4 { // the script, GET, ZPOPMIN (none), DEL
+		t.Errorf("Release of a claimed key without waiters took %d commands; want at most 4", got)
+	} else {
+		t.Logf("Release without waiters: %d commands", got)
+	}
 }
 
 // turnAcrossServers checks the line between two servers, as between two
@@ -143,6 +149,37 @@ func (s *suite) turnAcrossServers(t *testing.T) {
 	ok, _, err = b.AcquireInLine(bg, key, ranked(2, 2), ttl, "")
 	want(t, "the waiter's claim", true)(ok, err)
 	want(t, "Release(waiter)", true)(b.Release(bg, key, ranked(2, 2)))
+}
+
+// turnBeforeWatch checks a waiter that took its place in line while its
+// server was already subscribed: a release that comes between its refusal
+// and its WatchTurn still gives it its turn, and the watch costs Redis no
+// command (the turn came on the subscription, and was kept for it).
+func (s *suite) turnBeforeWatch(t *testing.T) {
+	n := node(t)
+	holder, waiter := s.server(t, Target{Addr: n.Addr()}), s.server(t, Target{Addr: n.Addr()})
+	_, stop, err := waiter.WatchTurn(bg, "subscribes", ranked(9, 1))
+	must(t, "WatchTurn of another key", err)
+	defer stop()
+	c := counter{t, n}
+	for i := uint32(1); i <= 20; i++ {
+		key := fmt.Sprint("early/", i)
+		h, w := ranked(i, 1), ranked(100+i, 1)
+		want(t, "Acquire(holder)", true)(holder.Acquire(bg, key, h, ttl))
+		ok, _, err := waiter.AcquireInLine(bg, key, w, ttl, "")
+		want(t, "AcquireInLine(waiter)", false)(ok, err)
+		want(t, "Release(holder)", true)(holder.Release(bg, key, h))
+		c.reset()
+		turn, stopTurn, err := waiter.WatchTurn(bg, key, w)
+		must(t, "WatchTurn after the release", err)
+		if got := c.total(); got != 0 {
+			t.Errorf("WatchTurn of a waiter that joined while subscribed took %d commands; want none", got)
+		}
+		awaitClosed(t, turn, 5*time.Second, "the turn of a release before the watch")
+		stopTurn()
+		ok, _, err = waiter.AcquireInLine(bg, key, ranked(100+i, 2), ttl, "")
+		want(t, "the waiter's claim", true)(ok, err)
+	}
 }
 
 // oneSubscriberConnection checks that the waiters of a server share one

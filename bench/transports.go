@@ -1,0 +1,67 @@
+package main
+
+import (
+	goredisclient "github.com/redis/go-redis/v9"
+	rueidisclient "github.com/redis/rueidis"
+	valkeyclient "github.com/valkey-io/valkey-go"
+
+	"github.com/goredlock/goredlock/keyserver/goredis"
+	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/keyserver/rueidis"
+	"github.com/goredlock/goredlock/keyserver/valkey"
+)
+
+// The Redis key server over the other clients it ships transports for, so
+// that the uncontended figures (Redis commands per lock above all) are
+// measured for each transport and not only for FromURL's redigo
+// connections. The contended workloads are FromURL's alone: the waiting
+// line is the same server-side code whatever the transport.
+
+func transportPeers() []peer {
+	return []peer{
+		transportPeer("goredlock-goredis", "keyserver/goredis over a go-redis client per node", func(addr string) (*redis.Server, func() error, error) {
+			c := goredisclient.NewClient(&goredisclient.Options{Addr: addr})
+			return goredis.New(c), c.Close, nil
+		}),
+		transportPeer("goredlock-rueidis", "keyserver/rueidis over a rueidis client per node", func(addr string) (*redis.Server, func() error, error) {
+			c, err := rueidisclient.NewClient(rueidisclient.ClientOption{InitAddress: []string{addr}})
+			if err != nil {
+				return nil, nil, err
+			}
+			return rueidis.New(c), closeWith(c.Close), nil
+		}),
+		transportPeer("goredlock-valkey", "keyserver/valkey over a valkey-go client per node", func(addr string) (*redis.Server, func() error, error) {
+			c, err := valkeyclient.NewClient(valkeyclient.ClientOption{InitAddress: []string{addr}})
+			if err != nil {
+				return nil, nil, err
+			}
+			return valkey.New(c), closeWith(c.Close), nil
+		}),
+	}
+}
+
+// transportPeer is goredlock with default options over the key servers
+// that newServer makes, on the uncontended workloads.
+func transportPeer(name, about string, newServer newServer) peer {
+	return peer{
+		name:  name,
+		about: "redlock.New over " + about + ", default options; uncontended workloads only.",
+		skip: func(_ int, w workload) string {
+			if w.contended() {
+				return "the line is the same Redis scripts over every transport: see goredlock"
+			}
+			return ""
+		},
+		open: func(addrs []string, s settings) (locker, error) {
+			return openGoredlock(addrs, s, newServer)
+		},
+	}
+}
+
+// closeWith adapts a Close that returns nothing.
+func closeWith(close func()) func() error {
+	return func() error {
+		close()
+		return nil
+	}
+}

@@ -1,0 +1,230 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+)
+
+// A call alone on an idle pipelined connection is made inline: its caller
+// writes it and reads its reply itself, as on a pooled connection, instead
+// of handing it to the writer and having the reader hand the reply back.
+// Those two hand-offs wake two goroutines, and on a machine with idle
+// cores each wake-up costs a thread wake-up: with one caller at a time
+// they made a lock and unlock slower pipelined than pooled. Calls that find
+// others queued or unanswered go through the writer as before, so under
+// load they are still coalesced.
+//
+// The caller reads only once its reply can be read: it waits for the
+// socket to be readable, bounded by its context, without reading. A caller
+// whose context ends first leaves the reply whole and hands the reading to
+// the connection's reader, which reads it and drops it, as for any call
+// given up on. The connection stays open and the calls keep their order.
+//
+// While a connection is idle nobody reads it, so a server that closed it
+// (a restart, its idle timeout) is noticed when it is next used: a look at
+// the socket (MSG_PEEK, without waiting) before a call is written to an
+// idle connection finds the close, or anything the server sent unasked,
+// and the connection is replaced, as the reader's read would have found
+// them at once.
+//
+// Only connections whose socket the pipeline reaches are made inline:
+// plain TCP or Unix connections dialed by FromURL's own dialer. A TLS
+// connection (whose bytes the socket shows are not replies; a server may
+// send session tickets while it is idle), and one dialed through the
+// caller's dial options, keep a reader that reads at all times.
+
+// idleWatch is what a caller needs to make its call inline on a
+// connection: to see that it is sound, and to wait for its reply.
+type idleWatch struct {
+	nc  net.Conn
+	raw syscall.RawConn
+
+	// The state of a look at the socket, kept here so that a look
+	// allocates nothing: only the holder of the reading role looks.
+	buf          [1]byte
+	n            int
+	err          error
+	look, waitOn func(fd uintptr) bool
+
+	mu      sync.Mutex // guards waiting against interrupt
+	waiting bool
+	stop    func() // interrupt, made once
+}
+
+// netConnKey carries, in a dial's context, where FromURL's dialer leaves
+// the network connection it made (a *netConnBox).
+type netConnKey struct{}
+
+// netConnBox receives the network connection of a dial.
+type netConnBox struct{ conn net.Conn }
+
+// newIdleWatch returns the watch of nc, or nil when its socket cannot be
+// looked at without reading it.
+func newIdleWatch(nc net.Conn) *idleWatch {
+	sc, ok := nc.(syscall.Conn)
+	if !ok || !canPeek {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	w := &idleWatch{nc: nc, raw: raw}
+	w.look = func(fd uintptr) bool { w.n, w.err = peek(fd, w.buf[:]); return true }
+	w.waitOn = func(fd uintptr) bool {
+		w.n, w.err = peek(fd, w.buf[:])
+		return !errors.Is(w.err, syscall.EAGAIN) // nothing yet: wait until readable
+	}
+	w.stop = w.interrupt
+	return w
+}
+
+// errClosedByServer is why an idle connection the server closed is
+// replaced.
+var errClosedByServer = errors.New("closed by the server while idle")
+
+// sound reports, without waiting, why the idle connection cannot carry a
+// call: the server closed it, or sent something no call asked for; nil
+// when it can.
+func (w *idleWatch) sound() error {
+	if err := w.raw.Read(w.look); err != nil {
+		return err
+	}
+	switch {
+	case w.err == nil && w.n == 0:
+		return errClosedByServer
+	case w.err == nil:
+		return errors.New("the server sent a reply no call asked for")
+	case errors.Is(w.err, syscall.EAGAIN):
+		return nil
+	}
+	return w.err
+}
+
+// await waits until the connection can be read, or ctx ends, or deadline
+// passes, and reports which: nil when a reply (or the end of the
+// connection) can be read.
+func (w *idleWatch) await(ctx context.Context, deadline time.Time) error {
+	if err := w.nc.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.waiting = true
+	w.mu.Unlock()
+	stop := context.AfterFunc(ctx, w.stop)
+	err := w.raw.Read(w.waitOn)
+	stop()
+	w.mu.Lock()
+	w.waiting = false
+	w.mu.Unlock()
+	// The read deadline is left set: every read of the connection sets
+	// its own (redigo.ReceiveWithTimeout).
+	return err
+}
+
+// interrupt ends a wait of await whose context ended before its deadline.
+func (w *idleWatch) interrupt() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waiting {
+		w.nc.SetReadDeadline(time.Unix(1, 0)) //nolint:errcheck // the wait ends either way
+	}
+}
+
+// inline makes c inline on the current connection if it is idle, and
+// reports whether it did; c is then answered, or its reply left to the
+// reader. Otherwise the caller queues c.
+func (p *pipeline) inline(ctx context.Context, c *call) bool {
+	if p.pending.Load() > 1 { // others are on their way
+		return false
+	}
+	p.mu.Lock()
+	cn := p.cn
+	if cn == nil || cn.idle == nil || p.writing || len(p.queue) > 0 || !cn.claim() {
+		p.mu.Unlock()
+		return false
+	}
+	p.writing = true
+	p.mu.Unlock()
+	sent := p.sendInline(cn, c)
+	p.mu.Lock()
+	p.writing = false
+	more := len(p.queue) > 0
+	p.mu.Unlock()
+	if more {
+		p.signal()
+	}
+	if !sent {
+		return false
+	}
+	if err := cn.idle.await(ctx, c.due); err != nil {
+		cn.pass()  // the reader reads c's reply, whenever it comes
+		p.signal() // and the writer's watchdog watches c
+		return true
+	}
+	// The reply is there (or the connection's end): a read that still
+	// waits is one that stopped mid-reply, given as long as the watchdog
+	// would give it.
+	reply, err := redigo.ReceiveWithTimeout(cn.rc, max(time.Until(c.due.Add(p.overdue)), time.Millisecond))
+	if _, isReply := err.(redigo.Error); err != nil && !isReply {
+		p.fail(cn, err)
+		return true
+	}
+	cn.mu.Lock()
+	cn.sent.pop() // c: it was pushed on an idle connection, and first
+	pass := cn.sent.size > 0 || cn.releaseLocked()
+	cn.mu.Unlock()
+	if pass {
+		cn.pass() // the calls the writer sent meanwhile, or the close
+	}
+	p.answer(c, reply, err)
+	return true
+}
+
+// sendInline writes c on cn, whose reading role its caller holds, and
+// reports whether it did. A connection found unsound is failed instead,
+// and the writer replaces it.
+func (p *pipeline) sendInline(cn *conn, c *call) bool {
+	if err := cn.idle.sound(); err != nil {
+		p.fail(cn, err)
+		return false
+	}
+	return cn.send([]*call{c}) // the role is held: send passes it to nobody
+}
+
+// claim takes the reading role of an idle connection: sound as far as
+// the reader knows, nothing unanswered and nobody reading.
+func (cn *conn) claim() bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.dead || cn.reading || cn.sent.size > 0 {
+		return false
+	}
+	cn.reading = true
+	return true
+}
+
+// soundIfIdle reports whether cn can carry the writer's batch: it is not
+// idle, or it is and sound. An idle connection found unsound is failed.
+func (p *pipeline) soundIfIdle(cn *conn) bool {
+	if cn.idle == nil {
+		return true
+	}
+	cn.mu.Lock()
+	idle := !cn.dead && !cn.reading && cn.sent.size == 0
+	cn.mu.Unlock()
+	if !idle {
+		return true
+	}
+	if err := cn.idle.sound(); err != nil {
+		p.fail(cn, err)
+		return false
+	}
+	return true
+}
