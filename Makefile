@@ -60,14 +60,18 @@ chaos:
 	$(GO) test -count=1 -timeout $(if $(LONG),90m,20m) -run '^TestChaos$$' -v ./internal/chaos -args \
 	  $(if $(LONG),-chaos.long,$(if $(SHORT),,-chaos.full)) $(if $(SEED),-chaos.seed=$(SEED))
 
-## fuzz: each fuzz target for FUZZTIME (default 1m): FromURL's parser
-## (keyserver/redis) and the token format's rules (keyserver). make test
+## fuzz: each fuzz target for FUZZTIME (default 1m): FromURL's parser and
+## the pipelined connection's reply reader (keyserver/redis), the token
+## format's rules (keyserver), and the command's flags and REDLOCK_SERVERS
+## (cmd/redlock). make test
 ## runs their seeds; a finding is written under the package's
 ## testdata/fuzz, to commit with its fix.
 FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFromURL$$' -fuzztime $(FUZZTIME) ./keyserver/redis
+	$(GO) test -run '^$$' -fuzz '^FuzzPipelineReplies$$' -fuzztime $(FUZZTIME) ./keyserver/redis
 	$(GO) test -run '^$$' -fuzz '^FuzzRanks$$' -fuzztime $(FUZZTIME) ./keyserver
+	$(GO) test -run '^$$' -fuzz '^FuzzArgs$$' -fuzztime $(FUZZTIME) ./cmd/redlock
 
 ## redis-up: throwaway Redis masters on 127.0.0.1, one per port of
 ## REDIS_PORTS (default 7001-7005), for examples/multiredis, which reads the

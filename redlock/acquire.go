@@ -210,7 +210,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		}
 	}
 	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.ttl, timeout: a.timeout,
-		rule: earliest, undo: true, after: a.tails}
+		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(o)}
 	switch {
 	case o.fencing:
 		f.op = opAcquireFenced

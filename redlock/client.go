@@ -30,6 +30,9 @@ type Client struct {
 	lineups  sync.Map
 	// identities tells servers that reach one store (see identities).
 	identities identities
+	// quarantine judges the grants of restarted servers; nil when no
+	// server can tell its incarnation.
+	quarantine *quarantine
 
 	// closing ends when Close begins: calls that wait for a lock stop
 	// waiting, and Do and DoOrSkip end fn's context and release.
@@ -94,6 +97,7 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 	}
 	c.closing, c.stopClosing = context.WithCancel(context.Background())
 	c.identities.init(c.servers)
+	c.quarantine = newQuarantine(c.servers, o.clock)
 	for i, s := range servers {
 		if _, ok := s.(keyserver.Notifier); ok {
 			c.notifiers = append(c.notifiers, i)

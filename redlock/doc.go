@@ -271,6 +271,46 @@
 // woken by a release, and who comes first is a race (rules 7 and 8 of the
 // lock's line do not hold for them yet).
 //
+// # Restarted servers
+//
+// A key server that restarts without persisting its writes comes back
+// empty: the keys of locks it granted are gone, and handing such a key to
+// another caller while its lock is still valid can give two callers a
+// quorum each (Redlock's rule: stay down longer than the largest TTL, or
+// fsync every write). The client enforces the rule for servers that are
+// keyserver.Incarnators (keyserver/redis reads INFO's run id and uptime
+// and CONFIG's appendonly and appendfsync when a connection is new or
+// failed): a restarted server is quarantined. It is asked as any other,
+// and the keys it sets are released as any other's, but its grants of
+// Acquire and Extend do not count toward a quorum, and appear among a
+// QuorumError's failures as ErrQuarantined, until the call's TTL has
+// passed since it came back. A server that persists every write
+// (appendonly yes, appendfsync always) is never quarantined; one whose
+// CONFIG an ACL denies counts as not persisting.
+//
+// The call's TTL is the natural length: a lock lost in the restart
+// threatens only callers of the same name, which as a rule use the same
+// TTL, and the quarantine ends when such a lock would have expired.
+// Which restarts: those that happen while the client runs, whether the
+// client saw the server before (its run id changed, and its uptime is
+// shorter than the time since the client last saw it; a longer one is
+// another node of a Redis Cluster or a promoted replica) or first reaches
+// it after it came back. A server that
+// restarted before the client was made counts at once, or every program
+// started just after its servers would wait a TTL.
+// WithQuarantine(d) quarantines every server up less than d, those
+// included (give it the largest TTL in use); WithQuarantine(NoQuarantine)
+// counts every grant, as other Redlock clients do.
+//
+// What it costs: while a quorum of servers is quarantined, no lock is
+// granted (and a holder cannot extend on them), for up to a TTL (plus up
+// to a second: Redis reports uptime in whole seconds) after the restart,
+// also of a server that stayed down longer than the TTL (the client cannot
+// tell how long it was down for other clients).
+// When fewer restart, the others still make the quorum and nothing
+// changes. Holders that keep a lock across the restart of a majority may
+// lose it, which is what keeps the next holder from overlapping them.
+//
 // # Options
 //
 // Options configure a Client in New, or one call in Acquire, TryAcquire, Do
@@ -318,7 +358,8 @@
 // this process and the servers drift apart by less than the drift factor
 // allows, the servers are independent masters (not replicas of one
 // another), and a crashed server stays down longer than the largest TTL
-// (or persists every write with fsync always). A process pause (GC,
+// (or persists every write with fsync always; the client quarantines
+// restarted servers, see Restarted servers). A process pause (GC,
 // swapping, a stopped VM) longer than the remaining validity can still
 // overlap another holder: check Err before each step that must be
 // exclusive, and let the storage reject stale writers with fencing tokens

@@ -70,6 +70,8 @@ type fan struct {
 	// prim, if set, makes the calls to a primitive's keys instead of a
 	// lock key's (a permit, a read or write hold, a leadership).
 	prim primOps
+	// quarantine judges grants of restarted servers (quarantine.go).
+	quarantine quarantineRule
 }
 
 // call makes f's call to ks: its vote, with the number it read (a fence
@@ -106,6 +108,9 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 			err = ns.LeaveLine(ctx, f.key, f.token)
 		}
 		ok = err == nil
+	}
+	if ok && f.quarantine.q != nil {
+		ok, err = f.quarantine.admit(ctx, i, f.ttl)
 	}
 	return ok, n, h, err
 }

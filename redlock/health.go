@@ -18,7 +18,8 @@ type health struct {
 // success is a warning, the first success after failures an info line
 // with their count, and every failure a debug line and a ServerFailed
 // hook. A call cut short by its caller's cancellation says nothing about
-// the server and is only logged at debug level.
+// the server and is only logged at debug level, as is a grant not counted
+// because its server is quarantined (see ErrQuarantined).
 func (c *Client) observe(ctx context.Context, op opKind, name string, server int, err error) {
 	n := &c.health.failures[server]
 	if err == nil {
@@ -34,6 +35,10 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 	}
 	if errors.Is(err, context.Canceled) {
 		c.logger.Debug("redlock: key server call cancelled", "op", op, "lock", name, "server", server)
+		return
+	}
+	if errors.Is(err, ErrQuarantined) { // it answers: no failure to count
+		c.logger.Debug("redlock: grant of a quarantined key server not counted", "op", op, "lock", name, "server", server, "error", err)
 		return
 	}
 	if n.Add(1) == 1 {

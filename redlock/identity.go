@@ -62,6 +62,9 @@ func (c *Client) checkIdentities(ctx context.Context, name string, timeout time.
 			v, err := is.ServerID(ictx)
 			c.observe(ctx, opIdentify, name, i, err)
 			answers[i] = v
+			if in, ok := s.(keyserver.Incarnator); ok && err == nil {
+				in.Incarnation(ictx) //nolint:errcheck // primes what the quarantine asks after each grant
+			}
 		}()
 	}
 	wg.Wait()

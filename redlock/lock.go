@@ -202,7 +202,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	}
 	defer c.exit()
 	start := c.clock.Now()
-	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: ttl, timeout: l.o.timeoutFor(ttl), after: l.tails, prim: l.prim}
+	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: ttl, timeout: l.o.timeoutFor(ttl), after: l.tails, prim: l.prim,
+		quarantine: c.quarantineRule(l.o)}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
 	l.tails = res.done

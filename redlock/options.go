@@ -35,6 +35,7 @@ type options struct {
 	minHold       time.Duration
 	hooks         Hooks
 	fencing       bool
+	quarantine    time.Duration // WithQuarantine's d: 0 the default, < 0 off
 	randInt64N    func(n int64) int64
 	newToken      func(rank) (string, error)
 
@@ -157,6 +158,22 @@ func WithMaxHold(d time.Duration) Option {
 // lockAtLeastFor). Default (or 0): release at once.
 func WithMinHold(d time.Duration) Option {
 	return func(o *options) { o.minHold = o.duration("min hold", d, 0) }
+}
+
+// NoQuarantine, given to WithQuarantine, turns the quarantine off.
+const NoQuarantine time.Duration = -1
+
+// WithQuarantine sets which restarted key servers have their grants not
+// counted toward a quorum, and for how long (see ErrQuarantined and
+// "Restarted servers" in the package doc). Only keyserver.Incarnators
+// are judged; a server that persists every write never is. Default (or
+// 0): a server that restarted while the client ran, until the call's TTL
+// has passed since it came back. d > 0: every server up less than d,
+// restarted before the client was made too; give the largest TTL your
+// processes use. NoQuarantine (or any d < 0) counts every grant, as
+// Redlock clients do.
+func WithQuarantine(d time.Duration) Option {
+	return func(o *options) { o.quarantine = max(d, NoQuarantine) }
 }
 
 // withClock replaces the clock; tests use a fake one.

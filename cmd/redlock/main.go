@@ -26,6 +26,8 @@ type tool struct {
 	mu    sync.Mutex  // serialises lines on stderr: the client logs from its goroutines
 	quiet atomic.Bool // the client's warnings would repeat what the tool says
 	addrs []string    // host:port of each server, set before the client is made
+	// secrets are the passwords of the URLs given, which no message shows.
+	secrets secrets
 }
 
 // serverName is server i's host:port, as the tool's messages name it.
@@ -38,6 +40,7 @@ func (t *tool) serverName(i int) string {
 
 // main runs the subcommand args name and returns the exit status.
 func (t *tool) main(args []string) int {
+	t.secrets = secretsOf(args, t.getenv("REDLOCK_SERVERS"))
 	var err error
 	sub := ""
 	if len(args) > 0 {
@@ -91,7 +94,7 @@ func (t *tool) exit(err error) int {
 func (t *tool) say(msg string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	fmt.Fprintln(t.stderr, oneLine(msg))
+	fmt.Fprintln(t.stderr, t.secrets.hide(oneLine(msg)))
 }
 
 // sayf prints a message in the tool's voice.

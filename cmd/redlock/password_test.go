@@ -39,3 +39,22 @@ func TestPasswordNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+// TestPasswordOfAMisplacedURLNeverPrinted: a URL given where the command
+// line wants something else (after NAME, as a flag's value) is quoted by
+// the usage error with its password hidden (FuzzArgs' findings).
+func TestPasswordOfAMisplacedURLNeverPrinted(t *testing.T) {
+	t.Parallel()
+	const pw = "Secret-pw-4711"
+	for _, args := range [][]string{
+		{"run", "job", "redis://u:" + pw + "@host", "--", "true"},
+		{"run", "--ttl", "redis://:" + pw + "@host", "job", "--", "true"},
+		{"run", "--wait=redis://:" + pw + "@host", "job", "--", "true"},
+		{"status", "job", "redis://:" + pw + "@host"},
+	} {
+		r := run(t, env(), args...)
+		assert.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
+		assert.NotContains(t, r.stderr, pw, "%q", args)
+		assert.Contains(t, r.stderr, ":xxxxx@host", "%q: the message still shows where the URL was", args)
+	}
+}

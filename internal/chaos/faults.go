@@ -27,7 +27,8 @@ type faults struct {
 	maxTTL time.Duration
 	end    time.Time
 	// restartNow allows restarting a node at once: the unsafe scenario
-	// without persistence, the safe one with appendfsync always.
+	// without persistence, the safe ones with appendfsync always or with
+	// the clients' quarantine of restarted nodes.
 	restartNow bool
 
 	paused  []bool
@@ -177,10 +178,11 @@ func (f *faults) revive(i int) {
 }
 
 // restart kills node i and starts it again at once: unsafe without
-// persistence, which only the unsafe scenario may do.
+// persistence or the quarantine, which only the scenarios that restart
+// at once may do.
 func (f *faults) restart(i int) {
 	if !f.restartNow {
-		f.t.Fatalf("chaos: scenario restarts node %d at once, which only the unsafe or fsync scenarios may do", i)
+		f.t.Fatalf("chaos: scenario restarts node %d at once, which only the restart scenarios may do", i)
 	}
 	if !f.downAt[i].IsZero() {
 		return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/redlock"
 )
 
 // Result is what one scenario did and what the checks found.
@@ -100,6 +101,9 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 
 	h := NewHistory()
 	load := s.Load
+	if sc.NoQuarantine {
+		load.Quarantine = redlock.NoQuarantine
+	}
 	var clients []*client
 	closeClients := sync.OnceFunc(func() {
 		for _, c := range clients {
@@ -162,7 +166,7 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 		d = s.Brief
 	}
 	f := newFaults(t, rand.New(rand.NewPCG(seed, 0xfa)), cluster.Nodes, paths, load.TTL, d)
-	f.restartNow = !sc.Safe || sc.Fsync
+	f.restartNow = !sc.Safe || sc.Fsync || sc.Name == quarantinedRestarts
 	f.clocks, f.procs = clocks, ps
 	sc.faults(f)
 	f.sleep(time.Until(f.end)) // a schedule may end early

@@ -23,6 +23,9 @@ type Scenario struct {
 	// them, and no others), which the faults can stop and continue, and
 	// which write to a Store that checks fencing tokens.
 	Procs bool
+	// NoQuarantine turns off the clients' quarantine of restarted nodes
+	// (redlock.WithQuarantine), to show what it prevents.
+	NoQuarantine bool
 	// Brief scenarios last Settings.Brief, when set, instead of Duration:
 	// the short run has them briefly.
 	Brief bool
@@ -82,7 +85,9 @@ var defaultMix = map[Workload]int{Acquire: 9, DoOrSkip: 3, Do: 2, KeepAlive: 2}
 var skewMix = map[Workload]int{Acquire: 6, DoOrSkip: 2, Do: 1, KeepAlive: 1, Holdout: 6}
 
 // Scenarios returns the suite: the safe scenarios first, then the
-// immediate restarts without and with persistence.
+// immediate restarts: without persistence, where the clients' quarantine
+// of restarted nodes keeps the lock safe and turning it off does not,
+// and with persistence.
 func Scenarios() []Scenario {
 	return []Scenario{
 		{Name: "baseline", Safe: true, faults: func(f *faults) { f.sleep(time.Hour) }},
@@ -99,12 +104,17 @@ func Scenarios() []Scenario {
 		{Name: "asymmetric partitions, split views", Safe: true, Brief: true, faults: splitViews},
 		{Name: "client processes stopped past validity, fenced store", Safe: true, Procs: true, Brief: true,
 			faults: stoppedProcs},
-		{Name: "majority restarted empty at once (unsafe)", Safe: false, faults: restartAtOnce},
+		{Name: quarantinedRestarts, Safe: true, faults: restartAtOnce},
+		{Name: "majority restarted empty at once, no quarantine (unsafe)", Safe: false, NoQuarantine: true, faults: restartAtOnce},
 		{Name: "majority restarted at once, appendfsync always", Safe: true, Fsync: true, faults: restartAtOnce},
 		{Name: "majority's clocks 10% fast (unsafe)", Safe: false, Skew: true, Brief: true, Mix: skewMix,
 			faults: clocksSkewed(unsafeSkew)},
 	}
 }
+
+// quarantinedRestarts is the scenario whose nodes restart empty at once
+// and stay safe: the clients quarantine them (redlock.WithQuarantine).
+const quarantinedRestarts = "majority restarted empty at once, quarantined"
 
 // The clock skews of the skew scenarios, as how much faster than true time
 // the fastest clocks run. The client sets aside ttl·0.01 + 2 ms for drift
@@ -305,7 +315,8 @@ func combined(f *faults) {
 // one after the other, each killed and started again at once, every
 // quarter to half a TTL. Without persistence a holder's keys are then gone
 // from a majority while its lock is still valid, and another client can
-// take it; with appendfsync always they come back with the node.
+// take it, unless the clients quarantine restarted nodes for a TTL; with
+// appendfsync always the keys come back with the node.
 func restartAtOnce(f *faults) {
 	for f.sleep(f.between(f.ttls(0.25), f.ttls(0.5))) {
 		for _, i := range f.pick(f.majority()) {

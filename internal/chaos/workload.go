@@ -28,6 +28,8 @@ type Load struct {
 	RetryDelay  time.Duration // and its delay between attempts
 	RetryJitter time.Duration
 	Patience    time.Duration // how long an Acquire client waits for a lock
+
+	Quarantine time.Duration // redlock.WithQuarantine's: 0 the default, NoQuarantine off
 }
 
 // releaseTimeout bounds a Release; the lock's own server timeout bounds
@@ -73,6 +75,7 @@ func newClient(id int, work Workload, addrs []string, load *Load, h *History, se
 		redlock.WithRetryCount(load.RetryCount),
 		redlock.WithRetryDelay(load.RetryDelay),
 		redlock.WithRetryJitter(load.RetryJitter),
+		redlock.WithQuarantine(load.Quarantine),
 	}, clientOptions(id)...)
 	rc, err := redlock.New(ks, opts...)
 	if err != nil {

@@ -21,6 +21,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,7 +36,9 @@ const DefaultSweepInterval = time.Minute
 
 // Server is an in-process KeyServer. The zero value is not usable; call New.
 type Server struct {
-	now func() time.Time
+	now  func() time.Time
+	born time.Time // when New made it, on now (see Incarnation)
+	id   string
 
 	mu     sync.Mutex
 	keys   map[string]entry
@@ -109,7 +112,8 @@ func New(opts ...Option) *Server {
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Server{now: c.now, keys: make(map[string]entry), fences: make(map[string]uint64),
+	s := &Server{now: c.now, born: c.now(), id: "memory-" + strconv.FormatInt(incarnations.Add(1), 10),
+		keys: make(map[string]entry), fences: make(map[string]uint64),
 		lines: make(map[string]*line), turns: make(map[string]map[*turnWatch]struct{})}
 	if c.sweep > 0 {
 		s.stop = make(chan struct{})

@@ -19,12 +19,18 @@ import (
 // dialGuardKey carries a dial's guard in its context.
 type dialGuardKey struct{}
 
-// dialGuard holds, for one dial, what stops the watch of its connection.
-type dialGuard struct{ stop func() bool }
+// dialGuard holds, for one dial, what stops the watch of its connection,
+// and whether the connection is plain (not TLS), so that its replies can
+// be read through a replyGuard.
+type dialGuard struct {
+	stop  func() bool
+	plain bool
+}
 
 // guardedDialer returns the net dialer FromURL gives redigo: it dials as
 // redigo would, and closes the connection when the dial's context ends
-// before the dial (handshake and AUTH included) returns.
+// before the dial (handshake and AUTH included) returns. A plain
+// connection is read through a replyGuard.
 func guardedDialer(timeout time.Duration) redigo.DialOption {
 	d := net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
 	return redigo.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -32,11 +38,14 @@ func guardedDialer(timeout time.Duration) redigo.DialOption {
 		if err != nil {
 			return nil, err
 		}
+		if box, ok := ctx.Value(netConnKey{}).(*netConnBox); ok && box != nil {
+			box.conn = c // the pipeline makes calls inline on it (see inline.go); it only peeks at the socket
+		}
 		if g, ok := ctx.Value(dialGuardKey{}).(*dialGuard); ok {
 			g.stop = context.AfterFunc(ctx, func() { c.Close() }) //nolint:errcheck // abandoned
-		}
-		if box, ok := ctx.Value(netConnKey{}).(*netConnBox); ok && box != nil {
-			box.conn = c // the pipeline makes calls inline on it (see inline.go)
+			if g.plain {
+				return guardReplies(c), nil // redigo reads through the guard
+			}
 		}
 		return c, nil
 	})
@@ -48,7 +57,7 @@ func guarded(ctx context.Context, tls bool, dial func(context.Context) (redigo.C
 	if tls { // its socket carries records, not replies
 		ctx = context.WithValue(ctx, netConnKey{}, (*netConnBox)(nil))
 	}
-	g := &dialGuard{}
+	g := &dialGuard{plain: !tls}
 	rc, err := dial(context.WithValue(ctx, dialGuardKey{}, g))
 	if g.stop != nil {
 		g.stop()

@@ -103,6 +103,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
@@ -184,15 +185,30 @@ func (p pipelined) Close() error {
 func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Server, error) {
 	sub := redigoPubSub{get: dial, dialTimeout: cmp.Or(c.dialTimeout, connectTimeout)}
 	name := WithName(c.name)
+	// The connections of commands are counted, so that the Server reads
+	// its Redis's incarnation again after a new one (see incarnation).
+	opened := new(atomic.Int64)
+	counted := func(ctx context.Context) (redigo.Conn, error) {
+		rc, err := dial(ctx)
+		if err == nil {
+			opened.Add(1)
+		}
+		return rc, err
+	}
+	var t Transport
 	if c.pooled {
-		pool := newPool(dial, c.maxActive)
-		return NewServer(&pooled{pool: pool, own: pool, redigoPubSub: sub}, name), nil
+		pool := newPool(counted, c.maxActive)
+		t = &pooled{pool: pool, own: pool, redigoPubSub: sub}
+	} else {
+		if c.maxPending == 0 {
+			c.maxPending = defaultMaxPending
+		}
+		if c.maxPending < 1 {
+			return nil, fmt.Errorf("%w: max pending calls %d is below 1", keyserver.ErrInvalidArgument, c.maxPending)
+		}
+		t = pipelined{newPipeline(counted, c), sub}
 	}
-	if c.maxPending == 0 {
-		c.maxPending = defaultMaxPending
-	}
-	if c.maxPending < 1 {
-		return nil, fmt.Errorf("%w: max pending calls %d is below 1", keyserver.ErrInvalidArgument, c.maxPending)
-	}
-	return NewServer(pipelined{newPipeline(dial, c), sub}, name), nil
+	s := NewServer(t, name)
+	s.opened = opened
+	return s, nil
 }

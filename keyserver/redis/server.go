@@ -27,6 +27,9 @@ type Server struct {
 	mu       sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
+
+	inc    incarnation   // what it last read of its Redis's life
+	opened *atomic.Int64 // the command connections opened; nil when the transport is not FromURL's
 }
 
 var (
@@ -212,20 +215,37 @@ func (s *Server) ServerID(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer s.inflight.Done()
+	id, _, err := s.info(ctx, "identify")
+	return id, err
+}
+
+// info reads INFO server: the run id and the uptime of the Redis.
+func (s *Server) info(ctx context.Context, op string) (id string, up time.Duration, err error) {
 	reply, err := s.t.Do(ctx, []string{"INFO"}, nil, "server")
 	if err != nil {
-		return "", s.fail("identify", "", err)
+		return "", 0, s.fail(op, "", err)
 	}
-	info, ok := reply.(string)
+	text, ok := reply.(string)
 	if !ok {
-		return "", s.fail("identify", "", fmt.Errorf("unexpected reply %T to INFO", reply))
+		return "", 0, s.fail(op, "", fmt.Errorf("unexpected reply %T to INFO", reply))
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok && id != "" {
-			return id, nil
+	haveUp := false
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			id = v
+		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
+			secs, perr := strconv.ParseInt(v, 10, 64)
+			up, haveUp = time.Duration(secs)*time.Second, perr == nil && secs >= 0
 		}
 	}
-	return "", s.fail("identify", "", errors.New("INFO server has no run_id"))
+	switch {
+	case id == "":
+		return "", 0, s.fail(op, "", errors.New("INFO server has no run_id"))
+	case op != "identify" && !haveUp:
+		return "", 0, s.fail(op, "", errors.New("INFO server has no uptime_in_seconds"))
+	}
+	return id, up, nil
 }
 
 // ms writes d in the whole milliseconds Redis takes.

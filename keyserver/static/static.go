@@ -104,6 +104,8 @@ type Server struct {
 	before  func(context.Context, Call)
 	calls   []Call
 	watches map[string]map[*watch]struct{} // by key, until stopped (notify.go)
+	// incarnation, if set, answers Incarnation (incarnation.go).
+	incarnation func() (keyserver.Incarnation, error)
 }
 
 var (

@@ -92,6 +92,7 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 		{"WrongPassword", s.wrongPassword},
 		{"TLS", s.tls},
 		{"Restart", s.restart},
+		{"Incarnation", s.incarnation},
 		{"Pause", s.pause},
 		{"KilledConnections", s.killedConnections},
 		{"ACLWithoutPubSub", s.aclWithoutPubSub},

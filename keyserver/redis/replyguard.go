@@ -1,0 +1,120 @@
+package redis
+
+import (
+	"fmt"
+	"net"
+)
+
+// redigo sizes a reply from the lengths its header lines declare before it
+// reads the reply's bytes: "$99999999999999999999\r\n" from whatever
+// answers on a Redis port made it panic (makeslice: len out of range) in
+// the connection's reader, which took the whole program down, and
+// "*4000000000\r\n" asks for 64 GB at once. FuzzPipelineReplies found the
+// first. A plain connection FromURL dials is read through a replyGuard,
+// which follows the replies' framing and fails the connection, before
+// redigo sees the header, when a reply declares more than any reply to
+// this package's commands can hold. (Under TLS the guard cannot see the
+// replies: there the server has shown a certificate.)
+const (
+	// maxReplyBulk bounds one bulk string of a reply. The Server's
+	// replies are tokens, names and INFO text: a few kilobytes.
+	maxReplyBulk = 64 << 20
+	// maxReplyElements bounds the array elements of one reply, nested
+	// arrays included (redigo allocates 16 bytes per element).
+	maxReplyElements = 1 << 20
+)
+
+// replyGuard is a net.Conn whose reads check the framing of RESP2 replies.
+type replyGuard struct {
+	net.Conn
+	err error // sticky: once a reply was refused, every read fails
+
+	state  int   // what the next byte is part of
+	kind   byte  // the type byte of the current header line
+	length int64 // the length read so far on a '$' or '*' line
+	digits bool  // the line so far is all digits (a '-' alone allows "-1")
+	skip   int64 // bytes of a bulk string (and its CRLF) left to pass
+	need   int64 // elements still to come to end the current reply
+	total  int64 // array elements the current reply has declared
+}
+
+const (
+	atType = iota // the next byte is a line's type byte
+	inLine        // in a header line, up to its '\n'
+	inBulk        // in a bulk string's body
+)
+
+// guardReplies returns c read through a replyGuard.
+func guardReplies(c net.Conn) net.Conn { return &replyGuard{Conn: c} }
+
+// Read reads from the connection and checks what it read; a reply that
+// declares too much fails the read, and every later one, with nothing
+// handed on.
+func (g *replyGuard) Read(b []byte) (int, error) {
+	if g.err != nil {
+		return 0, g.err
+	}
+	n, err := g.Conn.Read(b)
+	for _, c := range b[:n] {
+		if g.err = g.next(c); g.err != nil {
+			g.Conn.Close() //nolint:errcheck // the connection is given up on
+			return 0, g.err
+		}
+	}
+	return n, err
+}
+
+// next follows the framing by one byte.
+func (g *replyGuard) next(c byte) error {
+	switch g.state {
+	case atType:
+		if g.need == 0 { // a new reply
+			g.need, g.total = 1, 0
+		}
+		g.kind, g.length, g.digits, g.state = c, 0, true, inLine
+	case inLine:
+		switch {
+		case c == '\n':
+			return g.endLine()
+		case c >= '0' && c <= '9' && g.digits:
+			g.length = g.length*10 + int64(c-'0')
+			if (g.kind == '$' && g.length > maxReplyBulk) || (g.kind == '*' && g.total+g.length > maxReplyElements) {
+				return g.tooLarge()
+			}
+		case c != '\r':
+			g.digits = false // not a length redigo allocates for: it refuses the line
+		}
+	case inBulk:
+		if g.skip--; g.skip == 0 {
+			g.state = atType
+			g.need--
+		}
+	}
+	return nil
+}
+
+// endLine ends a header line: a bulk string's body follows, an array's
+// elements follow, or the line was the element.
+func (g *replyGuard) endLine() error {
+	g.state = atType
+	switch {
+	case g.kind == '$' && g.digits:
+		g.state, g.skip = inBulk, g.length+2 // the body and its CRLF
+	case g.kind == '*' && g.digits:
+		g.total += g.length
+		g.need += g.length - 1
+	default:
+		g.need-- // a simple line, an error, an integer, a null, or a line redigo refuses
+	}
+	return nil
+}
+
+// tooLarge is the error of a reply that declares more than it may.
+func (g *replyGuard) tooLarge() error {
+	what := "a bulk string of more than %d bytes"
+	limit := maxReplyBulk
+	if g.kind == '*' {
+		what, limit = "more than %d array elements", maxReplyElements
+	}
+	return fmt.Errorf("redis: the server's reply declares "+what+", which no reply to this client holds: is it a Redis server?", limit)
+}

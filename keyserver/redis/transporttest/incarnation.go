@@ -1,0 +1,47 @@
+package transporttest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+)
+
+// incarnation checks what a client quarantines restarted servers by
+// (keyserver.Incarnator) through the transport: INFO's run id and uptime,
+// a new run id after a restart (asked after a call, as a client asks after
+// a grant), and CONFIG's appendonly and appendfsync.
+func (s *suite) incarnation(t *testing.T) {
+	began := time.Now()
+	n, srv := s.single(t)
+	id, err := srv.ServerID(bg)
+	must(t, "ServerID", err)
+	in, err := srv.Incarnation(bg)
+	must(t, "Incarnation", err)
+	if in.ID != id || in.Durable || in.Up > time.Since(began) {
+		t.Errorf("Incarnation = %+v; want ID %s, not durable, up no longer than the test (%v)", in, id, time.Since(began))
+	}
+
+	began = time.Now()
+	n.Restart()
+	eventually(t, 5*time.Second, "Acquire after the restart", func() bool {
+		ok, err := srv.Acquire(bg, "k", ranked(1, 1), ttl)
+		return err == nil && ok
+	})
+	// A client whose connections the restart broke may fail the first
+	// ask: the client then counts no grant until it is answered.
+	eventually(t, 5*time.Second, "Incarnation after the restart", func() bool {
+		in, err = srv.Incarnation(bg)
+		return err == nil
+	})
+	if in.ID == id || in.Up > time.Since(began) {
+		t.Errorf("after a restart Incarnation = %+v; want a run id other than %s, up no longer than since the restart (%v)", in, id, time.Since(began))
+	}
+
+	durable := s.server(t, Target{Addr: node(t, redistest.WithAppendFsyncAlways()).Addr()})
+	in, err = durable.Incarnation(bg)
+	must(t, "Incarnation of a node with appendfsync always", err)
+	if !in.Durable {
+		t.Errorf("Incarnation of a node with appendfsync always = %+v; want durable", in)
+	}
+}

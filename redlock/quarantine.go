@@ -1,0 +1,157 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// A key server that restarted without persisting its writes has lost the
+// keys it held: a lock granted before the restart is gone from it, and
+// granting the key to another caller before that lock's TTL has passed
+// can give two callers a quorum each (with a majority restarted at once,
+// the chaos suite counted dozens to hundreds of overlaps a run). Redlock's rule,
+// "stay down longer than the largest TTL, or fsync every write", is the
+// operator's to keep; the client keeps it for servers that are
+// keyserver.Incarnators. Such a server is quarantined after a restart:
+// it answers, and its keys are set and released as any other's, but its
+// grants (Acquire and Extend) do not count toward a quorum until the TTL
+// has passed since it came back, unless it persists every write.
+//
+// Which restarts: the ones that happen while this client runs, whether it
+// saw the server before (its ID changed, and it has been up less time
+// than since the client last saw it) or reaches it first after it came
+// back. A new ID up for longer is not a restart (another node of a Redis
+// Cluster, a promoted replica). A server that restarted before the client
+// was made is counted at once: every new deployment, and every program
+// started just after its servers, would otherwise wait a TTL;
+// WithQuarantine(d) quarantines every server up less than d, first sight
+// included, for programs that start while locks may be held.
+//
+// Which TTL: the TTL of the call that asks (WithQuarantine(d) sets one).
+// A lock lost by the restart threatens only the callers of the same name,
+// and they use the same TTL as a rule; holders with a longer TTL than the
+// caller's are covered by WithQuarantine(longest TTL).
+
+// ErrQuarantined is the error of a grant that did not count toward a
+// quorum because its server restarted less than the TTL ago and does not
+// persist every write (see WithQuarantine). It is one of a QuorumError's
+// Failed, as a *ServerError.
+var ErrQuarantined = errors.New("redlock: key server quarantined after a restart")
+
+// upSlack is how much shorter than the truth a server's uptime may be:
+// Redis reports whole seconds. A server first reached up less than this
+// after the client was made may have come back before it.
+const upSlack = time.Second
+
+// quarantine is a client's view of its servers' incarnations.
+type quarantine struct {
+	clock clock.Clock
+	born  time.Time // when the client was made
+
+	judged []keyserver.Incarnator // by server; nil for a server that is not judged
+
+	mu   sync.Mutex
+	seen []sighting // by server
+}
+
+// sighting is what the client last saw of one server.
+type sighting struct {
+	id   string    // its incarnation's ID; "" before the first sight
+	at   time.Time // when the client saw it
+	back time.Time // when it came back from a restart while the client ran; zero if it did not
+}
+
+// newQuarantine returns the quarantine of servers, or nil when none of
+// them is judged: a server is if it can tell its incarnation and is not
+// in-process (a store in this process cannot restart under the client).
+func newQuarantine(servers []keyserver.KeyServer, clk clock.Clock) *quarantine {
+	q := &quarantine{clock: clk, born: clk.Now(), judged: make([]keyserver.Incarnator, len(servers)), seen: make([]sighting, len(servers))}
+	some := false
+	for i, s := range servers {
+		_, inProcess := s.(keyserver.InProcess)
+		if is, ok := s.(keyserver.Incarnator); ok && !inProcess {
+			q.judged[i], some = is, true
+		}
+	}
+	if !some {
+		return nil
+	}
+	return q
+}
+
+// quarantineRule is what a fan-out of grants needs to judge them: the
+// client's quarantine (nil when off) and WithQuarantine's d.
+type quarantineRule struct {
+	q *quarantine
+	d time.Duration
+}
+
+// quarantineRule returns the rule of a call with options o.
+func (c *Client) quarantineRule(o *options) quarantineRule {
+	if o.quarantine < 0 {
+		return quarantineRule{}
+	}
+	return quarantineRule{q: c.quarantine, d: o.quarantine}
+}
+
+// admit judges server i's grant of a call with ttl: it counts (true), or
+// it does not, with the error that says why: the server is quarantined,
+// or could not tell whether it restarted.
+func (r quarantineRule) admit(ctx context.Context, i int, ttl time.Duration) (bool, error) {
+	is := r.q.judged[i]
+	if is == nil {
+		return true, nil
+	}
+	in, err := is.Incarnation(ctx)
+	if err != nil {
+		return false, fmt.Errorf("%w: could not tell whether it restarted: %w", ErrQuarantined, err)
+	}
+	now := r.q.clock.Now()
+	back := r.q.sight(i, in, now)
+	if in.Durable {
+		return true, nil
+	}
+	window := ttl
+	if r.d > 0 {
+		window = r.d
+		if up := now.Add(-in.Up); up.After(back) {
+			back = up
+		}
+	}
+	if back.IsZero() {
+		return true, nil
+	}
+	if left := back.Add(window).Sub(now); left > 0 {
+		return false, fmt.Errorf("%w: it came back %v ago; its grants count in %v", ErrQuarantined,
+			now.Sub(back).Round(time.Millisecond), left.Round(time.Millisecond))
+	}
+	return true, nil
+}
+
+// sight records server i's incarnation in, seen at now, and returns when
+// it came back from a restart while the client ran (zero if it did not).
+func (q *quarantine) sight(i int, in keyserver.Incarnation, now time.Time) time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := &q.seen[i]
+	up := now.Add(-in.Up) // no earlier than it came back
+	switch {
+	case s.id == "": // first sight: did it come back after the client was made?
+		if up.After(q.born.Add(upSlack)) {
+			s.back = up
+		}
+	case in.ID != s.id && !up.Before(s.at):
+		s.back = up
+	}
+	// A new ID up since before the client last saw the old one is no
+	// restart: another node of a Redis Cluster (keyless commands such as
+	// INFO go to any of them), or a replica promoted by a failover.
+	s.id, s.at = in.ID, now
+	return s.back
+}

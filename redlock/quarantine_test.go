@@ -1,0 +1,209 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/static"
+)
+
+// lives scripts the incarnations of static servers on a fake clock: each
+// server has an ID, the time it came back, and whether it is durable.
+type lives struct {
+	fc      *clock.Fake
+	mu      sync.Mutex
+	id      []int
+	back    []time.Time
+	durable []bool
+	err     []error
+}
+
+// livesCluster returns n static servers on fc, up since an hour before
+// now, not durable, and the script of their lives.
+func livesCluster(fc *clock.Fake, n int) (*lives, static.Cluster) {
+	l := &lives{fc: fc, id: make([]int, n), back: make([]time.Time, n), durable: make([]bool, n), err: make([]error, n)}
+	cl := make(static.Cluster, n)
+	for i := range cl {
+		l.back[i] = fc.Now().Add(-time.Hour)
+		cl[i] = static.New(static.WithNow(fc.Now), static.WithIncarnation(func() (keyserver.Incarnation, error) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return keyserver.Incarnation{ID: fmt.Sprint(i, ".", l.id[i]), Up: fc.Now().Sub(l.back[i]), Durable: l.durable[i]}, l.err[i]
+		}))
+	}
+	return l, cl
+}
+
+// restart makes server i restart now: a new ID, up from now.
+func (l *lives) restart(i int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.id[i]++
+	l.back[i] = l.fc.Now()
+}
+
+// granted takes name on c, which must be granted, and releases it.
+func granted(t *testing.T, c *Client, name string, ttl time.Duration, opts ...Option) {
+	t.Helper()
+	lock, err := c.TryAcquire(bg, name, ttl, opts...)
+	require.NoError(t, err)
+	require.NoError(t, lock.Release(bg))
+}
+
+// quarantined returns the servers whose failure in err is ErrQuarantined.
+func quarantined(t *testing.T, err error) []int {
+	t.Helper()
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	var got []int
+	for _, f := range qe.Failed {
+		if errors.Is(f, ErrQuarantined) {
+			got = append(got, f.Server)
+		}
+	}
+	slices.Sort(got) // in the order they answered
+	return got
+}
+
+// TestRestartedServersDoNotCountUntilTheTTLPassed: two of three servers
+// restart while the client runs; their grants do not count (the lock is
+// refused, and the keys they set are released) until the call's TTL has
+// passed since they came back, on the fake clock.
+func TestRestartedServersDoNotCountUntilTheTTLPassed(t *testing.T) {
+	fc := clock.NewFake(t0)
+	l, cl := livesCluster(fc, 3)
+	c := testClient(t, fc, cl.KeyServers())
+	const ttl = 10 * time.Second
+
+	granted(t, c, "before", ttl) // servers up for an hour count
+
+	fc.Advance(time.Minute)
+	l.restart(1)
+	l.restart(2)
+	fc.Advance(ttl - time.Millisecond)
+	_, err := c.TryAcquire(bg, "after", ttl)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	assert.Equal(t, []int{1, 2}, quarantined(t, err))
+	assert.ErrorContains(t, err, "its grants count in 1ms")
+	for i, s := range cl {
+		assert.Eventually(t, func() bool { // released in the background
+			ok, err := s.Acquire(bg, "after", "someone else", ttl)
+			return err == nil && ok
+		}, wait, time.Millisecond, "server %d: the key of the refused attempt was released", i)
+		_, err = s.Release(bg, "after", "someone else")
+		require.NoError(t, err)
+	}
+
+	fc.Advance(time.Millisecond)
+	granted(t, c, "after", ttl) // the TTL has passed since they came back
+
+	_, err = c.TryAcquire(bg, "longer", 2*ttl)
+	assert.Equal(t, []int{1, 2}, quarantined(t, err), "a call with a longer TTL waits that TTL")
+}
+
+// TestQuarantineSpares: what is not quarantined: durable servers, any
+// server with NoQuarantine, and servers that were up before the client
+// was made (unless WithQuarantine(d) asks for them).
+func TestQuarantineSpares(t *testing.T) {
+	const ttl = 10 * time.Second
+	t.Run("durable", func(t *testing.T) {
+		fc := clock.NewFake(t0)
+		l, cl := livesCluster(fc, 3)
+		c := testClient(t, fc, cl.KeyServers())
+		l.durable[1], l.durable[2] = true, true
+		l.restart(1)
+		l.restart(2)
+		granted(t, c, "k", ttl)
+	})
+	t.Run("NoQuarantine", func(t *testing.T) {
+		fc := clock.NewFake(t0)
+		l, cl := livesCluster(fc, 3)
+		c := testClient(t, fc, cl.KeyServers())
+		l.restart(1)
+		l.restart(2)
+		granted(t, c, "k", ttl, WithQuarantine(NoQuarantine)) // per call
+		c2 := testClient(t, fc, cl.KeyServers(), WithQuarantine(-time.Hour))
+		granted(t, c2, "k", ttl) // per client, any negative d
+	})
+	t.Run("up before the client", func(t *testing.T) {
+		fc := clock.NewFake(t0)
+		l, cl := livesCluster(fc, 3)
+		l.restart(1)
+		l.restart(2)
+		fc.Advance(upSlack + time.Millisecond)
+		c := testClient(t, fc, cl.KeyServers())
+		granted(t, c, "k", ttl) // restarted before the client was made: counted by default
+
+		_, err := c.TryAcquire(bg, "k", ttl, WithQuarantine(time.Minute))
+		assert.Equal(t, []int{1, 2}, quarantined(t, err), "WithQuarantine(d): every server up less than d")
+		fc.Advance(time.Minute)
+		granted(t, c, "k", ttl, WithQuarantine(time.Minute))
+	})
+}
+
+// TestQuarantineCatches: a server that came back after the client was
+// made but before the client first reached it, and a server that cannot
+// tell; and what is no restart: a new ID up since before the client last
+// saw the old one.
+func TestQuarantineCatches(t *testing.T) {
+	const ttl = 10 * time.Second
+	t.Run("back before the first call", func(t *testing.T) {
+		fc := clock.NewFake(t0)
+		l, cl := livesCluster(fc, 3)
+		c := testClient(t, fc, cl.KeyServers())
+		fc.Advance(time.Minute)
+		l.restart(0)
+		l.restart(2)
+		fc.Advance(ttl / 2)
+		_, err := c.TryAcquire(bg, "k", ttl)
+		assert.Equal(t, []int{0, 2}, quarantined(t, err))
+	})
+	t.Run("a new ID, up for longer", func(t *testing.T) {
+		fc := clock.NewFake(t0)
+		l, cl := livesCluster(fc, 3)
+		c := testClient(t, fc, cl.KeyServers())
+		granted(t, c, "k", ttl)
+		fc.Advance(time.Minute)
+		l.mu.Lock()
+		l.id[0]++
+		l.id[1]++ // up for an hour: another node of a Cluster, not a restart
+		l.mu.Unlock()
+		granted(t, c, "k", ttl)
+	})
+	t.Run("cannot tell", func(t *testing.T) {
+		fc := clock.NewFake(t0)
+		l, cl := livesCluster(fc, 3)
+		c := testClient(t, fc, cl.KeyServers())
+		l.err[0], l.err[1] = errors.New("INFO refused"), errors.New("INFO refused")
+		_, err := c.TryAcquire(bg, "k", ttl)
+		assert.Equal(t, []int{0, 1}, quarantined(t, err))
+		assert.ErrorContains(t, err, "could not tell whether it restarted: INFO refused")
+	})
+}
+
+// TestQuarantinedExtendsDoNotCount: a holder whose servers restarted
+// cannot extend on them: the extension counts no more than a grant would.
+func TestQuarantinedExtendsDoNotCount(t *testing.T) {
+	fc := clock.NewFake(t0)
+	l, cl := livesCluster(fc, 3)
+	c := testClient(t, fc, cl.KeyServers())
+	lock, err := c.TryAcquire(bg, "k", 10*time.Second)
+	require.NoError(t, err)
+	fc.Advance(time.Second) // more than upSlack into the client's life
+	l.restart(0)
+	l.restart(1)
+	err = lock.Extend(bg, 10*time.Second)
+	assert.Equal(t, []int{0, 1}, quarantined(t, err))
+	assert.NoError(t, lock.Err(), "not lost: a failed extension ends nothing before the loss margin")
+	require.NoError(t, lock.Release(context.WithoutCancel(bg)))
+}

@@ -1,0 +1,70 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// TestRedisRestartedMajorityIsQuarantined restarts two of three real
+// Redis nodes (empty: no persistence) while a client uses them: their
+// grants do not count, so the lock is refused, until the TTL has passed
+// since they came back, and then it is granted. A third node restarted
+// alone costs nothing: the other two still make a quorum. With
+// appendfsync always, nothing is quarantined.
+func TestRedisRestartedMajorityIsQuarantined(t *testing.T) {
+	const ttl = 1500 * time.Millisecond
+	c, cluster := redisClient(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lock, err := c.TryAcquire(ctx, "job", ttl)
+	require.NoError(t, err, "nodes up before the client count")
+	require.NoError(t, lock.Release(ctx))
+
+	began := time.Now()
+	cluster.Nodes[0].Restart()
+	cluster.Nodes[1].Restart()
+	var refused int
+	for {
+		lock, err := c.TryAcquire(ctx, "job", ttl)
+		if err == nil {
+			assert.GreaterOrEqual(t, time.Since(began), ttl, "granted only once the TTL has passed since the restarts")
+			require.NoError(t, lock.Release(ctx))
+			break
+		}
+		require.ErrorIs(t, err, redlock.ErrQuarantined, "refused for the quarantine, nothing else")
+		var qe *redlock.QuorumError
+		require.ErrorAs(t, err, &qe)
+		for _, f := range qe.Failed {
+			assert.Contains(t, []int{0, 1}, f.Server, "only the restarted nodes: %v", f)
+		}
+		refused++
+		require.NoError(t, ctx.Err(), "never granted")
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.Positive(t, refused, "refused while quarantined")
+	// The TTL is 1.5 s; Redis reports uptime in whole seconds, so the
+	// quarantine can last up to a second longer. The bound is the test's
+	// context: only a quarantine that never ends breaks it.
+
+	cluster.Nodes[2].Restart()
+	lock, err = c.TryAcquire(ctx, "job", ttl)
+	require.NoError(t, err, "one node of three restarted: the others are a quorum")
+	require.NoError(t, lock.Release(ctx))
+
+	durable := redistest.Start(t, 3, redistest.WithAppendFsyncAlways())
+	dc := clientOn(t, durable)
+	_, err = dc.TryAcquire(ctx, "job", ttl)
+	require.NoError(t, err)
+	durable.Nodes[0].Restart()
+	durable.Nodes[1].Restart()
+	lock, err = dc.TryAcquire(ctx, "other", ttl)
+	require.NoError(t, err, "appendfsync always: restarted nodes kept their keys, nothing to quarantine")
+	require.NoError(t, lock.Release(ctx))
+}
