@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// FuzzArgs feeds the command line of run and status, and
+// FuzzArgs feeds the command line of run, status and leader, and
 // $REDLOCK_SERVERS, arbitrary text (args are the lines of the first
 // input): parsing them and opening their servers (offline: no server is
 // dialed) must not panic, a failure must be a usage error, and its line
@@ -24,6 +24,8 @@ func FuzzArgs(f *testing.F) {
 		{"status\njob", "rediss://:Secret-pw-4@h1:6380/2?dial_timeout=x"},
 		{"status\n--servers=redis://h\njob\nextra", ""},
 		{"status\n-h", ""},
+		{"leader\n--servers\nredis://:Secret-pw-5@h1\nelection", ""},
+		{"run\n--permits\n3\njob\n--\ntrue", "redis://h1"},
 		{"help\nrun", ""},
 		{"run\njob\n--\ntrue", "redis://h1,redis://h1"},
 		{"run\njob\n--\ntrue", "redis://:Secret-pw-5@h1:99999"},
@@ -74,9 +76,9 @@ func parseMessage(lines, env string) string {
 		if c, err = parseRun(args[1:], getenv); err == nil {
 			urls = c.servers
 		}
-	case "status":
+	case "status", "leader":
 		var c *statusConfig
-		if c, err = parseStatus(args[1:], getenv); err == nil {
+		if c, err = parseStatus(args[0], args[1:], getenv); err == nil {
 			urls = c.servers
 		}
 	default:
