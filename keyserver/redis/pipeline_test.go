@@ -373,6 +373,14 @@ func TestIdleConnectionClosedByServerIsReplaced(t *testing.T) {
 	killed, err := redigo.Int(conn.Do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"))
 	require.NoError(t, err)
 	require.Equal(t, 1, killed, "the pipelined connection")
+	// Redis closes a killed connection after it answered CLIENT KILL: the
+	// test's calls come once it has, as a server's idle timeout closes a
+	// connection long before the next call. (A call written while the
+	// server is closing the connection meets the close, on any design.)
+	require.Eventually(t, func() bool {
+		list, err := redigo.String(conn.Do("CLIENT", "LIST", "TYPE", "normal"))
+		return err == nil && strings.Count(list, "id=") == 1 // this connection alone
+	}, 5*time.Second, time.Millisecond)
 
 	for i := 0; i < 3; i++ {
 		ok, err := s.Acquire(bg, fmt.Sprint("k", i), "t", time.Minute)
