@@ -199,7 +199,7 @@ func TestQuarantinedExtendsDoNotCount(t *testing.T) {
 	c := testClient(t, fc, cl.KeyServers())
 	lock, err := c.TryAcquire(bg, "k", 10*time.Second)
 	require.NoError(t, err)
-	fc.Advance(time.Second) // more than upSlack into the client's life
+	fc.Advance(2 * time.Second) // more than upSlack into the client's life, so that even a first sight after the restart sees one
 	l.restart(0)
 	l.restart(1)
 	err = lock.Extend(bg, 10*time.Second)
