@@ -191,13 +191,10 @@ func (a *acquisition) notAcquired(ctxErr error) *QuorumError {
 // background.
 func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	c, o := a.c, a.o
-	if err := c.enterAttempt(); err != nil {
+	if err := c.beginAttempt(ctx, a.name, a.timeout); err != nil {
 		return nil, err
 	}
 	defer c.exit()
-	if err := c.checkIdentities(ctx, a.name, a.timeout); err != nil {
-		return nil, err
-	}
 	a.attempts++
 	if !a.kept { // a fresh token: no earlier call of it to wait for
 		token, err := o.newToken(a.rank)

@@ -198,6 +198,20 @@ func (c *Client) enterAttempt() error {
 	return nil
 }
 
+// beginAttempt enters an attempt of the call that takes name, as
+// enterAttempt does, once the servers' identities are settled (see
+// checkIdentities); the caller exits when the attempt ends.
+func (c *Client) beginAttempt(ctx context.Context, name string, timeout time.Duration) error {
+	if err := c.enterAttempt(); err != nil {
+		return err
+	}
+	if err := c.checkIdentities(ctx, name, timeout); err != nil {
+		c.exit()
+		return err
+	}
+	return nil
+}
+
 // enterDo registers a Do or DoOrSkip call, which Close ends and waits for
 // before it closes the client; it fails once Close has begun. Every
 // enterDo is paired with c.dos.Done.

@@ -26,19 +26,9 @@ import (
 func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
 	ctx = c.start(ctx, "do", name)
 	defer func() { c.end(ctx, "do", name, err) }()
-	o, err := c.doOptions(name, ttl, fn, opts)
-	if err != nil {
-		return err
-	}
-	if err := c.enterDo(); err != nil {
-		return err
-	}
-	defer c.dos.Done()
-	l, err := c.acquire(ctx, o, name, ttl, waits)
-	if err != nil {
-		return err
-	}
-	return c.hold(ctx, l, fn)
+	return c.doWith(ctx, name, ttl, fn, opts, func(o *options) (*Lock, error) {
+		return c.acquire(ctx, o, name, ttl, waits)
+	})
 }
 
 // DoOrSkip is Do for work that one process should do and the others may
@@ -152,4 +142,24 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 		}
 	}()
 	return fn(fctx)
+}
+
+// doWith is Do with the acquisition given: the lock's (Do), or a
+// primitive's hold (Semaphore.Do, RWMutex.Do and RDo). It takes the hold
+// with acquire, then runs fn under it.
+func (c *Client) doWith(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts []Option,
+	acquire func(*options) (*Lock, error)) error {
+	o, err := c.doOptions(name, ttl, fn, opts)
+	if err != nil {
+		return err
+	}
+	if err := c.enterDo(); err != nil {
+		return err
+	}
+	defer c.dos.Done()
+	l, err := acquire(o)
+	if err != nil {
+		return err
+	}
+	return c.hold(ctx, l, fn)
 }

@@ -122,13 +122,10 @@ func (c *Client) acquirePrim(ctx context.Context, o *options, name, key string, 
 // fencing token written to a quorum); otherwise undone on every server.
 func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, error) {
 	c, o := a.c, a.o
-	if err := c.enterAttempt(); err != nil {
+	if err := c.beginAttempt(ctx, a.name, a.timeout); err != nil {
 		return nil, err
 	}
 	defer c.exit()
-	if err := c.checkIdentities(ctx, a.name, a.timeout); err != nil {
-		return nil, err
-	}
 	a.attempts++
 	token, err := o.newToken(a.rank)
 	if err != nil {
@@ -304,23 +301,4 @@ func (c *Client) primOptions(name string, ttl time.Duration, opts []Option) (*op
 		return nil, err
 	}
 	return o, nil
-}
-
-// doPrim is Do for a primitive: take the hold with acquire, then run fn
-// under it as Do does.
-func (c *Client) doPrim(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts []Option,
-	acquire func(*options) (*Lock, error)) error {
-	o, err := c.doOptions(name, ttl, fn, opts)
-	if err != nil {
-		return err
-	}
-	if err := c.enterDo(); err != nil {
-		return err
-	}
-	defer c.dos.Done()
-	l, err := acquire(o)
-	if err != nil {
-		return err
-	}
-	return c.hold(ctx, l, fn)
 }

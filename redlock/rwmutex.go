@@ -96,7 +96,7 @@ func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(
 	if m.err != nil {
 		return m.err
 	}
-	return c.doPrim(ctx, m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
+	return c.doWith(ctx, m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
 		return c.acquirePrim(ctx, o, m.name, m.key(o), ttl, waits, false, m.mode(write, o.retryCount != 0))
 	})
 }

@@ -70,7 +70,7 @@ func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(context.C
 	if s.err != nil {
 		return s.err
 	}
-	return c.doPrim(ctx, s.name, ttl, fn, opts, func(o *options) (*Lock, error) {
+	return c.doWith(ctx, s.name, ttl, fn, opts, func(o *options) (*Lock, error) {
 		return c.acquirePrim(ctx, o, s.name, s.key(o), ttl, waits, false, s.newPick())
 	})
 }
