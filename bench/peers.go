@@ -29,6 +29,9 @@ type peer struct {
 	// uncontendedAs names the peer whose uncontended figures stand for this
 	// one's, for a peer that skips the uncontended workload as the same.
 	uncontendedAs string
+	// extra leaves the peer out of the default run: it measures goredlock
+	// over another transport or a primitive, and runs when -peers names it.
+	extra bool
 }
 
 // settings are the knobs every peer is given the same way.
@@ -45,7 +48,7 @@ func peers() []peer {
 		rueidislockPeer(),
 		redislockPeer(),
 		floorPeer(),
-	}, transportPeers()...)
+	}, append(transportPeers(), primitivePeers()...)...)
 }
 
 // label is the peer's name in the tables.

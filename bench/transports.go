@@ -45,6 +45,7 @@ func transportPeers() []peer {
 func transportPeer(name, about string, newServer newServer) peer {
 	return peer{
 		name:  name,
+		extra: true,
 		about: "redlock.New over " + about + ", default options; uncontended workloads only.",
 		skip: func(_ int, w workload) string {
 			if w.contended() {
