@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -120,22 +121,26 @@ func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struc
 	if err != nil {
 		return nil, nil, err
 	}
-	stopped := false
-	stop := func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if stopped {
-			return
-		}
-		stopped = true
-		if ws := s.turns[key]; ws != nil {
-			delete(ws, w)
-			if len(ws) == 0 {
-				delete(s.turns, key)
+	return w.turn, unwatch(&s.mu, s.turns, key, w), nil
+}
+
+// unwatch returns the stop of watch w of key in watches: it takes w out,
+// and key with it when w was its last watch, once however often it is
+// called. mu guards watches.
+func unwatch[W comparable](mu *sync.Mutex, watches map[string]map[W]struct{}, key string, w W) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if ws := watches[key]; ws != nil {
+				delete(ws, w)
+				if len(ws) == 0 {
+					delete(watches, key)
+				}
 			}
-		}
+		})
 	}
-	return w.turn, stop, nil
 }
 
 // LeaveLine takes the waiter ranked as token out of key's line, and passes

@@ -435,22 +435,7 @@ func (s *Server) watch(ctx context.Context, kind, key string) (<-chan struct{}, 
 	if err != nil {
 		return nil, nil, err
 	}
-	stopped := false
-	stop := func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if stopped {
-			return
-		}
-		stopped = true
-		if ws := s.prims.watches[wk]; ws != nil {
-			delete(ws, w)
-			if len(ws) == 0 {
-				delete(s.prims.watches, wk)
-			}
-		}
-	}
-	return w.ch, stop, nil
+	return w.ch, unwatch(&s.mu, s.prims.watches, wk, w), nil
 }
 
 // wakeLocked closes the channels of the watches of wk and forgets them.
