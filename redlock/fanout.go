@@ -109,8 +109,12 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 		}
 		ok = err == nil
 	}
-	if ok && f.quarantine.q != nil {
+	switch {
+	case f.quarantine.q == nil:
+	case ok:
 		ok, err = f.quarantine.admit(ctx, i, f.ttl)
+	case err == nil:
+		f.quarantine.see(ctx, i) // a refusal: the server's incarnation now, to know a later one for a restart
 	}
 	return ok, n, h, err
 }

@@ -134,6 +134,24 @@ func (r quarantineRule) admit(ctx context.Context, i int, ttl time.Duration) (bo
 	return true, nil
 }
 
+// see records server i's incarnation, as it refused a call: so that a
+// client whose first calls to a server are refused (the lock is held
+// elsewhere) knows its incarnation before a restart, and takes a grant of
+// the next one for what it is. Without it, a server's first sighting was
+// its first grant, and a restart in the first second of the client's life
+// before that grant passed for one before the client was made (the long
+// chaos run found such an overlap). A failed read is ignored: the grant
+// that counts reads again.
+func (r quarantineRule) see(ctx context.Context, i int) {
+	is := r.q.judged[i]
+	if is == nil {
+		return
+	}
+	if in, err := is.Incarnation(ctx); err == nil {
+		r.q.sight(i, in, r.q.clock.Now())
+	}
+}
+
 // sight records server i's incarnation in, seen at now, and returns when
 // it came back from a restart while the client ran (zero if it did not).
 func (q *quarantine) sight(i int, in keyserver.Incarnation, now time.Time) time.Time {
