@@ -295,9 +295,13 @@
 // client saw the server before (its run id changed, and its uptime is
 // shorter than the time since the client last saw it; a longer one is
 // another node of a Redis Cluster or a promoted replica) or first reaches
-// it after it came back. A server that
-// restarted before the client was made counts at once, or every program
-// started just after its servers would wait a TTL.
+// it after it came back. Refusals record a server's incarnation as grants
+// do, so a client whose first calls were refused knows the server before
+// its restart. A server that restarted before the client was made counts
+// at once, or every program started just after its servers would wait a
+// TTL; as Redis reports uptime in whole seconds, a restart in the first
+// second of the client's life, before the client first reached that
+// server, passes for one of those.
 // WithQuarantine(d) quarantines every server up less than d, those
 // included (give it the largest TTL in use); WithQuarantine(NoQuarantine)
 // counts every grant, as other Redlock clients do.
