@@ -500,6 +500,7 @@ func TestPerCallOptions(t *testing.T) {
 
 	_, err := c.Acquire(bg, "job", ttl3)
 	require.ErrorIs(t, err, ErrNotAcquired)
+	c.bg.Wait() // the call to a server the verdict did not wait for
 	assert.Equal(t, 3, servers[0].Count(static.OpAcquire), "the client's retry count again")
 
 	bad := []Option{WithRetryDelay(-1), WithLogger(discardLogger), WithMinHold(-time.Second), WithLossMargin(-1)}

@@ -90,6 +90,12 @@ func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.In
 			return keyserver.Incarnation{}, err
 		}
 	}
+	// uptime_in_seconds is the difference of two whole-second clock
+	// readings, so it can overstate the uptime by up to a second: a
+	// quarantine measured from it would end that much early. Take a
+	// second off, so that the uptime reported is never more than the
+	// truth, and a restart never looks older than it is.
+	up = max(up-time.Second, 0)
 	in.mu.Lock()
 	in.read, in.id, in.up, in.readAt, in.durable, in.dials = true, id, up, readAt, durable, dials
 	in.mu.Unlock()
