@@ -36,9 +36,10 @@ import (
 type Semaphorer interface {
 	KeyServer
 	// AcquirePermit takes slot (0 ≤ slot < permits) of the semaphore key
-	// for token with the TTL, if it is free or already token's. Granted
-	// or refused, it reports in Permits the slots free on this server
-	// after the call, and how long the soonest held slot has left.
+	// for token with the TTL, if it is free or already token's. Refused,
+	// it reports in Permits the slots free on this server, and how long
+	// the soonest held slot has left; a grant need not report them (a
+	// server spends nothing on a hint nobody reads).
 	AcquirePermit(ctx context.Context, key string, permits, slot int, token string, ttl time.Duration) (ok bool, p Permits, err error)
 	// ExtendPermit resets the TTL of slot if it holds token, or stores it
 	// again if the slot is free (a restarted server). False if another

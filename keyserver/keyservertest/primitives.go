@@ -71,9 +71,7 @@ func (s *suite) permitSlotsAreLocks(t *testing.T, ks keyserver.KeyServer, key st
 		t.Helper()
 		return permit(t, what, ss, key, 3, slot, token, want)
 	}
-	if p := take("AcquirePermit(slot 0, a)", 0, "a", true); !slices.Equal(p.Free, []int{1, 2}) {
-		t.Fatalf("grant of slot 0 of 3 reported %+v; want Free [1 2]", p)
-	}
+	take("AcquirePermit(slot 0, a)", 0, "a", true)
 	take("AcquirePermit(slot 0, a) again by its holder", 0, "a", true)
 	p := take("AcquirePermit(slot 0, b) held by a", 0, "b", false)
 	if !slices.Equal(p.Free, []int{1, 2}) || p.Left <= 0 || p.Left > ttl {

@@ -15,12 +15,13 @@ import (
 // the key the client passes (keyserver.SemaphoreKey and its kin, which
 // carry a Cluster hash tag) and keys made by appending to it, in its slot:
 //
-//   - a semaphore: key, a hash of slot → token with the stored permit
-//     count under "#"; key:exp, a sorted set of slot → expiry (server
-//     time, ms). Both expire with the last slot.
+//   - a semaphore: key, the stored permit count, which lives at least as
+//     long as every slot taken under it; key:N, slot N, a lock key
+//     holding its holder's token with its TTL.
 //   - a read-write lock: key:w, the writer's token with its TTL; key:r, a
-//     sorted set of reader token → expiry; key:wait, a sorted set of
-//     waiting writer's mark → expiry.
+//     sorted set of reader token → expiry (server time, ms), which lives
+//     as long as its last reader; key:wait, the mark of the writer that
+//     waited last, for keyserver.WriterWaitTTL.
 //   - an election: key, a hash of t (token) and v (value) with the
 //     leader's TTL; its term counter is keyserver.FenceKey(key), which
 //     RaiseFence raises.
@@ -30,6 +31,15 @@ import (
 //     The message is primWatch and the key, which the subscriber reads as
 //     a turn of the watch (key, primWatch), so that watches share the
 //     Server's one Pub/Sub connection with the lines' turns.
+//
+// The scripts spend commands as the lock's do, since a grant's cost is
+// counted in them: an uncontended permit or write hold is a SET NX and a
+// look at one more key, its release a GET and a DEL (plus one command to
+// find the watchers); a read hold adds the server's clock for its expiry.
+// Anything more (expired readers, free slots, differing counts) is looked
+// at only on the way to a refusal. A semaphore's refusal and its check of
+// a differing count read slot keys that the script builds from key: they
+// share key's hash tag, and so its Cluster slot.
 
 var (
 	_ keyserver.Semaphorer = (*Server)(nil)
@@ -46,13 +56,25 @@ var primWatch = strings.Repeat("!", promiseLen)
 // registration, for primitives nobody releases any more.
 const watchersTTL = "86400000"
 
-// Lua helpers of the primitives' scripts.
+// Bounds on a semaphore script's look at its slots, so that a refusal
+// costs a few dozen commands however many permits a semaphore has:
+// semScan slots are looked at for free ones, semHeldScan to decide
+// whether a differing stored count still binds (a count above it binds
+// until it lapses, at most a TTL after its last grant or extension).
 const (
-	// clock is the server's time in milliseconds: expiries inside sorted
-	// sets are absolute.
+	semScan     = 2 * keyserver.MaxFreeHint
+	semHeldScan = 1024
+)
+
+// Lua helpers of the primitives' scripts.
+var (
+	// clock is the server's time in milliseconds: readers' expiries
+	// inside a sorted set are absolute.
 	luaClock = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function clock()
+	local t = redis.call('TIME')
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 `
 	// notify publishes ARGV[#ARGV] (primWatch and the key) to every
 	// watcher registered in the set wkey, and empties it.
@@ -67,185 +89,180 @@ local function notify(wkey)
 	end
 end
 `
-	// semTidy drops the expired slots of the semaphore KEYS[1], KEYS[2];
-	// semExpire makes both keys live as long as their last slot, or
-	// deletes them when none is held.
-	luaSemaphore = `
-local function semTidy()
-	local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
-	for _, slot in ipairs(gone) do
-		redis.call('HDEL', KEYS[1], slot)
-	end
-	if #gone > 0 then
-		redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+	// outlive makes key live at least ttl ms more, never less than it
+	// has: a fresh key without a TTL gets one (NX), a key with one keeps
+	// the longer (GT). (A semaphore's count, always set with a TTL, needs
+	// only the GT.)
+	luaOutlive = `
+local function outlive(key, ttl)
+	if redis.call('PEXPIRE', key, ttl, 'NX') == 0 then
+		redis.call('PEXPIRE', key, ttl, 'GT')
 	end
 end
-local function semExpire()
-	local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-	if last[2] then
-		local left = math.max(tonumber(last[2]) - now, 1)
-		redis.call('PEXPIRE', KEYS[1], left)
-		redis.call('PEXPIRE', KEYS[2], left)
-	else
-		redis.call('DEL', KEYS[1], KEYS[2])
+`
+	// semHeld reports whether any of the first n slots of the semaphore
+	// KEYS[1] is held (n past semHeldScan counts as held).
+	luaSemHeld = `
+local function semHeld(n)
+	if n > ` + strconv.Itoa(semHeldScan) + ` then
+		return true
 	end
+	for i = 0, n - 1 do
+		if redis.call('EXISTS', KEYS[1] .. ':' .. i) == 1 then
+			return true
+		end
+	end
+	return false
 end
 `
 )
 
 // The scripts of the primitives.
 var (
-	// permitScript is AcquirePermit. KEYS: key, key:exp. ARGV: permits,
+	// permitScript is AcquirePermit. KEYS: key, key:slot. ARGV: permits,
 	// slot, token, ttl, max free slots to list. Returns {-1, stored} when
-	// the stored count differs, else {ok, left, free slots...}.
-	permitScript = newScript(luaClock + luaSemaphore + `
-semTidy()
-local permits = tonumber(ARGV[1])
-local held = redis.call('ZCARD', KEYS[2])
-local stored = tonumber(redis.call('HGET', KEYS[1], '#') or '0')
-if held > 0 and stored ~= permits then
-	return {-1, stored}
-end
-if held == 0 then
-	redis.call('HSET', KEYS[1], '#', permits)
-end
-local cur = redis.call('HGET', KEYS[1], ARGV[2])
-local ok = 0
-if not cur or cur == ARGV[3] then
-	redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
-	redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[2])
-	ok = 1
-end
-local members = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
-local taken, soonest = {}, nil
-for i = 1, #members, 2 do
-	taken[members[i]] = true
-	local e = tonumber(members[i + 1])
-	if not soonest or e < soonest then
-		soonest = e
+	// the stored count differs while a slot is held, {1, 0} when
+	// granted, else {0, soonest left, free slots...}.
+	permitScript = newScript(luaSemHeld + `
+local stored = redis.call('GET', KEYS[1])
+if stored and stored ~= ARGV[1] then
+	if semHeld(tonumber(stored)) then
+		return {-1, tonumber(stored)}
 	end
+	stored = nil
 end
-local reply = {ok, 0}
-if soonest then
-	reply[2] = math.max(soonest - now, 1)
+local ok = redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[4])
+if not ok and redis.call('GET', KEYS[2]) == ARGV[3] then
+	ok = redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
+if ok then
+	if stored then
+		redis.call('PEXPIRE', KEYS[1], ARGV[4], 'GT')
+	else
+		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
+	end
+	return {1, 0}
+end
+local reply, soonest = {0, 0}, nil
 local limit = tonumber(ARGV[5])
-local i = 0
-while i < permits and #reply - 2 < limit do
-	if not taken[tostring(i)] then
-		reply[#reply + 1] = i
+for i = 0, math.min(tonumber(ARGV[1]), ` + strconv.Itoa(semScan) + `) - 1 do
+	local left = redis.call('PTTL', KEYS[1] .. ':' .. i)
+	if left == -2 then
+		if #reply - 2 < limit then
+			reply[#reply + 1] = i
+		end
+	elseif left > 0 and (not soonest or left < soonest) then
+		soonest = left
 	end
-	i = i + 1
 end
-semExpire()
+reply[2] = soonest or 1
 return reply
 `)
 
-	// extendPermitScript is ExtendPermit. KEYS: key, key:exp. ARGV: slot,
-	// token, ttl. Returns 1 or 0.
-	extendPermitScript = newScript(luaClock + luaSemaphore + `
-semTidy()
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
+	// extendPermitScript is ExtendPermit. KEYS: key, key:slot. ARGV:
+	// slot, token, ttl. Returns 1 or 0. A slot stored again after a
+	// restart takes slot+1 as the count, the least it can be.
+	extendPermitScript = newScript(`
+local cur = redis.call('GET', KEYS[2])
 if cur and cur ~= ARGV[2] then
 	return 0
 end
-if redis.call('HEXISTS', KEYS[1], '#') == 0 then
-	redis.call('HSET', KEYS[1], '#', tonumber(ARGV[1]) + 1)
-end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
-semExpire()
-return 1
-`)
-
-	// releasePermitScript is ReleasePermit. KEYS: key, key:exp,
-	// key:watchers. ARGV: slot, token, message. Returns 1 or 0.
-	releasePermitScript = newScript(luaClock + luaSemaphore + luaNotify + `
-semTidy()
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then
+local stored = redis.call('GET', KEYS[1])
+if stored and tonumber(ARGV[1]) >= tonumber(stored) then
 	return 0
 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-semExpire()
-notify(KEYS[3])
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+if stored then
+	redis.call('PEXPIRE', KEYS[1], ARGV[3], 'GT')
+else
+	redis.call('SET', KEYS[1], tonumber(ARGV[1]) + 1, 'PX', ARGV[3])
+end
 return 1
 `)
 
-	// luaRW has the helpers of the read-write scripts: rwTidy drops the
-	// expired readers and marks, soonest is the shortest TTL left of
-	// the holds, sortedExpire makes a sorted set live as long as its last
-	// member.
-	luaRW = `
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-local function soonest()
-	local left = redis.call('PTTL', KEYS[1])
-	if left < 0 then
-		left = 0
-	end
+	// releasePermitScript is ReleasePermit. KEYS: key:slot,
+	// key:watchers. ARGV: token, message. Returns 1 or 0. The count
+	// stays until it lapses: a call with another count looks at the
+	// slots.
+	releasePermitScript = newScript(luaNotify + `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+notify(KEYS[2])
+return 1
+`)
+
+	// luaRW has the helpers of the read-write scripts. KEYS: key:w,
+	// key:r, key:wait. readers drops the expired readers and returns
+	// how many are left with the shortest TTL left among them; refuse is
+	// a write's refusal with left, marking the writer waiting when ARGV
+	// asks it to (ARGV[3] = "1", mark ARGV[4] for ARGV[5] ms).
+	luaRW = luaClock + luaOutlive + `
+local function readers()
+	local now = clock()
+	redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 	local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 	if first[2] then
-		local l = tonumber(first[2]) - now
-		if left == 0 or l < left then
-			left = l
-		end
+		return 1, tonumber(first[2]) - now
 	end
-	return math.max(left, 1)
+	return 0, 0
 end
-local function sortedExpire(key)
-	local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-	if last[2] then
-		redis.call('PEXPIRE', key, math.max(tonumber(last[2]) - now, 1))
+local function refuse(left)
+	if ARGV[3] == '1' then
+		redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
 	end
+	return {0, math.max(left, 1)}
+end
+local function addReader()
+	redis.call('ZADD', KEYS[2], clock() + tonumber(ARGV[2]), ARGV[1])
+	outlive(KEYS[2], ARGV[2])
 end
 `
 
 	// readScript is AcquireRead. KEYS: key:w, key:r, key:wait. ARGV:
-	// token, ttl. Returns {1, 0} or {0, left}.
-	readScript = newScript(luaClock + luaRW + `
-if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
-	local left = redis.call('PTTL', KEYS[1])
-	if left == -1 then
-		left = 1
-	end
-	local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-	if last[2] then
-		left = math.max(left, tonumber(last[2]) - now)
-	end
-	if left > 0 then
-		return {0, left}
-	end
+	// token, ttl. Returns {1, 0} or {0, left}. A reader that holds is
+	// renewed even while a writer waits.
+	readScript = newScript(luaRW + `
+if redis.call('EXISTS', KEYS[1], KEYS[3]) > 0 and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+	return {0, math.max(redis.call('PTTL', KEYS[1]), redis.call('PTTL', KEYS[3]), 1)}
 end
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
-sortedExpire(KEYS[2])
+addReader()
 return {1, 0}
 `)
 
 	// writeScript is AcquireWrite. KEYS: key:w, key:r, key:wait. ARGV:
 	// token, ttl, wait ("1" or "0"), mark, mark TTL. Returns {1, 0} or
-	// {0, left}.
-	writeScript = newScript(luaClock + luaRW + `
-local w = redis.call('GET', KEYS[1])
-if (w and w ~= ARGV[1]) or redis.call('ZCARD', KEYS[2]) > 0 then
-	local left = soonest()
-	if ARGV[3] == '1' then
-		redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), ARGV[4])
-		sortedExpire(KEYS[3])
+	// {0, left}. The writer's key is set first and taken back if readers
+	// hold: one command less when nobody does.
+	writeScript = newScript(luaRW + `
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+		return refuse(redis.call('PTTL', KEYS[1]))
 	end
-	return {0, left}
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	return {1, 0}
 end
-redis.call('ZREM', KEYS[3], ARGV[4])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+	local n, left = readers()
+	if n > 0 then
+		redis.call('DEL', KEYS[1])
+		return refuse(left)
+	end
+	if redis.call('GET', KEYS[3]) == ARGV[4] then
+		redis.call('DEL', KEYS[3])
+	end
+end
 return {1, 0}
 `)
 
 	// extendHoldScript is ExtendHold. KEYS: key:w, key:r, key:wait.
 	// ARGV: token, ttl, write ("1" or "0"). Returns 1 or 0.
-	extendHoldScript = newScript(luaClock + luaRW + `
+	extendHoldScript = newScript(luaRW + `
+local n = readers()
 if ARGV[3] == '1' then
 	local w = redis.call('GET', KEYS[1])
-	if (w and w ~= ARGV[1]) or redis.call('ZCARD', KEYS[2]) > 0 then
+	if (w and w ~= ARGV[1]) or n > 0 then
 		return 0
 	end
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -254,15 +271,15 @@ end
 if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('EXISTS', KEYS[1]) == 1 then
 	return 0
 end
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
-sortedExpire(KEYS[2])
+addReader()
 return 1
 `)
 
-	// releaseHoldScript is ReleaseHold. KEYS: key:w, key:r, key:wait,
+	// releaseHoldScript is ReleaseHold. KEYS: key:w, key:r,
 	// key:watchers. ARGV: token, write ("1" or "0"), message. Returns 1
-	// or 0.
-	releaseHoldScript = newScript(luaClock + luaRW + luaNotify + `
+	// or 0. (A reader whose hold expired and whom nothing has tidied
+	// away yet is still let go, and reported as held.)
+	releaseHoldScript = newScript(luaNotify + `
 if ARGV[2] == '1' then
 	if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 		return 0
@@ -271,7 +288,7 @@ if ARGV[2] == '1' then
 elseif redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
 	return 0
 end
-notify(KEYS[4])
+notify(KEYS[3])
 return 1
 `)
 
@@ -341,13 +358,13 @@ func ints(reply any, want int) ([]int64, error) {
 }
 
 // AcquirePermit takes slot of the semaphore key for token, after checking
-// permits against the stored count, and lists the free slots.
+// permits against the stored count; refused, it lists the free slots.
 func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot int, token string, ttl time.Duration) (bool, keyserver.Permits, error) {
 	var p keyserver.Permits
 	if err := keyserver.CheckPermit(key, permits, slot, token, ttl); err != nil {
 		return false, p, err
 	}
-	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, key + ":exp"},
+	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, slot)},
 		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint))
 	if err != nil {
 		return false, p, err
@@ -371,7 +388,7 @@ func (s *Server) ExtendPermit(ctx context.Context, key string, slot int, token s
 	if err := checkSlot(key, slot, token, ttl, true); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "extend permit", extendPermitScript, []string{key, key + ":exp"}, strconv.Itoa(slot), token, ms(ttl))
+	n, err := s.eval(ctx, "extend permit", extendPermitScript, []string{key, slotKey(key, slot)}, strconv.Itoa(slot), token, ms(ttl))
 	return n == 1, err
 }
 
@@ -380,10 +397,13 @@ func (s *Server) ReleasePermit(ctx context.Context, key string, slot int, token 
 	if err := checkSlot(key, slot, token, 0, false); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release permit", releasePermitScript, []string{key, key + ":exp", key + ":watchers"},
-		strconv.Itoa(slot), token, message(key))
+	n, err := s.eval(ctx, "release permit", releasePermitScript, []string{slotKey(key, slot), key + ":watchers"},
+		token, message(key))
 	return n == 1, err
 }
+
+// slotKey is the key of slot of the semaphore key.
+func slotKey(key string, slot int) string { return key + ":" + strconv.Itoa(slot) }
 
 func checkSlot(key string, slot int, token string, ttl time.Duration, needTTL bool) error {
 	var err error
@@ -459,7 +479,7 @@ func (s *Server) ReleaseHold(ctx context.Context, key, token string, write bool)
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release hold", releaseHoldScript, append(rwKeys(key), key+":watchers"), token, flag(write), message(key))
+	n, err := s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers"}, token, flag(write), message(key))
 	return n == 1, err
 }
 

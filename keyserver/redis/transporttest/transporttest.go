@@ -85,6 +85,7 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 		{"Conformance", s.conformance},
 		{"FastPath", s.fastPath},
 		{"CommandCounts", s.commandCounts},
+		{"PrimitiveCommandCounts", s.primitiveCommandCounts},
 		{"TurnAcrossServers", s.turnAcrossServers},
 		{"TurnBeforeWatch", s.turnBeforeWatch},
 		{"OneSubscriberConnection", s.oneSubscriberConnection},
