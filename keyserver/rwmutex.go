@@ -45,11 +45,15 @@ type RWLocker interface {
 	ExtendHold(ctx context.Context, key, token string, ttl time.Duration, write bool) (bool, error)
 	// ReleaseHold ends token's hold of key and reports whether it held.
 	ReleaseHold(ctx context.Context, key, token string, write bool) (bool, error)
-	// WatchHolds watches key: changed is closed at the next release of a
-	// hold of it on this server, or when the watch broke. stop ends the
-	// watch and must be called exactly once; ctx bounds only the setting
-	// up.
-	WatchHolds(ctx context.Context, key string) (changed <-chan struct{}, stop func(), err error)
+	// WatchHolds watches key for the waiting call that token belongs to,
+	// a writer if write: changed is closed when a release of a hold of it
+	// on this server reaches the call, or when the watch broke. A server
+	// may wake only the earliest watcher by rank (keyserver.Compare) at
+	// each release, unless that is a reader: then every watcher, since
+	// readers share. A call granted on the server stops being a watcher
+	// there. stop ends the watch and must be called exactly once; ctx
+	// bounds only the setting up.
+	WatchHolds(ctx context.Context, key, token string, write bool) (changed <-chan struct{}, stop func(), err error)
 }
 
 // WriterWaitTTL is how long a waiting writer's mark keeps new readers out

@@ -48,13 +48,17 @@ type Semaphorer interface {
 	// ReleasePermit frees slot if it holds token, and reports whether it
 	// did.
 	ReleasePermit(ctx context.Context, key string, slot int, token string) (bool, error)
-	// WatchPermits watches the semaphore key: changed is closed at the
-	// next release of one of its slots on this server, or when the watch
-	// broke (the caller should look again either way). A slot that its
-	// holder left to expire is not announced: waiters try again by the
-	// TTL a refusal reported. stop ends the watch and must be called
-	// exactly once; ctx bounds only the setting up.
-	WatchPermits(ctx context.Context, key string) (changed <-chan struct{}, stop func(), err error)
+	// WatchPermits watches the semaphore key for the waiting call that
+	// token belongs to: changed is closed when a release of one of its
+	// slots on this server reaches the call, or when the watch broke (the
+	// caller should look again either way). One freed slot serves one
+	// waiter, so a server may wake only the earliest watcher by rank
+	// (keyserver.Compare) at each release, and a call granted on the
+	// server stops being a watcher there. A slot that its holder left to
+	// expire is not announced: waiters try again by the TTL a refusal
+	// reported. stop ends the watch and must be called exactly once; ctx
+	// bounds only the setting up.
+	WatchPermits(ctx context.Context, key, token string) (changed <-chan struct{}, stop func(), err error)
 }
 
 // Permits is what a refused AcquirePermit tells of the semaphore on one

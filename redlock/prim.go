@@ -30,9 +30,9 @@ type primitive interface {
 	// to try again at once rather than wait: a semaphore whose refusals
 	// named a slot free on a quorum.
 	again(ops primOps, t tally) bool
-	// watch watches the primitive's key on server ks for the change a
-	// waiter waits for.
-	watch(ctx context.Context, ks keyserver.KeyServer, key string) (<-chan struct{}, func(), error)
+	// watch watches the primitive's key on server ks for the change the
+	// call that token belongs to waits for.
+	watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error)
 }
 
 // maxAtOnce bounds the attempts a call makes in a row without waiting,
@@ -52,6 +52,7 @@ type primAcquisition struct {
 	retries   int  // -1: no limit
 	fenced    bool // draw a fencing token (a leader's term) with each grant
 	rank      rank
+	token     string // the last attempt's: it names the call to the watches
 	attempts  int
 	last      tally
 	patience  time.Time // when a waiting call gives up; zero until its first refusal
@@ -131,6 +132,7 @@ func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, erro
 	if err != nil {
 		return nil, fmt.Errorf("redlock: generating a token: %w", err)
 	}
+	a.token = token
 	f := fan{op: opAcquire, name: a.name, key: a.key, token: token, ttl: a.ttl, timeout: a.timeout,
 		rule: earliest, undo: true, prim: ops}
 	start := c.clock.Now()
@@ -200,7 +202,7 @@ func (a *primAcquisition) armWatches(ctx context.Context) {
 			continue
 		}
 		wctx, cancel := c.clock.WithTimeout(ctx, a.timeout)
-		changed, stop, err := a.p.watch(wctx, ks, a.key)
+		changed, stop, err := a.p.watch(wctx, ks, a.key, a.token)
 		cancel()
 		if err == nil {
 			*w = watchOf{changed: changed, stop: stop}

@@ -113,8 +113,8 @@ type rwOps struct {
 
 func (r *rwOps) ops() primOps              { return r }
 func (r *rwOps) again(primOps, tally) bool { return false }
-func (r *rwOps) watch(ctx context.Context, ks keyserver.KeyServer, key string) (<-chan struct{}, func(), error) {
-	return ks.(keyserver.RWLocker).WatchHolds(ctx, key)
+func (r *rwOps) watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error) {
+	return ks.(keyserver.RWLocker).WatchHolds(ctx, key, token, r.write)
 }
 
 // maxWait keeps a waiting writer's attempts, which renew its mark, well

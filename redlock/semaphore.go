@@ -149,8 +149,8 @@ func (p *slotPick) again(ops primOps, t tally) bool {
 	return true
 }
 
-func (p *slotPick) watch(ctx context.Context, ks keyserver.KeyServer, key string) (<-chan struct{}, func(), error) {
-	return ks.(keyserver.Semaphorer).WatchPermits(ctx, key)
+func (p *slotPick) watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error) {
+	return ks.(keyserver.Semaphorer).WatchPermits(ctx, key, token)
 }
 
 // permitOps are the calls of one permit: its slot, and the free slots the

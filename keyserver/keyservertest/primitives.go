@@ -136,7 +136,9 @@ func (s *suite) permitReleaseWakes(t *testing.T, ks keyserver.KeyServer, key str
 	}
 	ctx := context.Background()
 	permit(t, "AcquirePermit(a)", ss, key, 1, 0, "a", true)
-	changed := watchOf(t, "WatchPermits", ss.WatchPermits, key)
+	changed := watchOf(t, "WatchPermits", func(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+		return ss.WatchPermits(ctx, key, "b")
+	}, key)
 	permit(t, "AcquirePermit(b) of a full semaphore", ss, key, 1, 0, "b", false)
 	quiet(t, "a refused AcquirePermit", changed)
 	expect(t, "ReleasePermit(a)", true)(ss.ReleasePermit(ctx, key, 0, "a"))
@@ -255,7 +257,9 @@ func (s *suite) waitingWriterKeepsReadersOut(t *testing.T, ks keyserver.KeyServe
 	r.write("AcquireWrite(w, wait) while read", w1, true, false)
 	r.read("AcquireRead(r2) while a writer waits", "r2", false)
 	expect(t, "ExtendHold(r1) while a writer waits", true)(r.rs.ExtendHold(ctx, r.key, "r1", ttl, false))
-	changed := watchOf(t, "WatchHolds", r.rs.WatchHolds, r.key)
+	changed := watchOf(t, "WatchHolds", func(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+		return r.rs.WatchHolds(ctx, key, w1, true)
+	}, r.key)
 	r.release("ReleaseHold(r1)", "r1", false, true)
 	awaitClosed(t, "WatchHolds after a reader's release", changed)
 	r.write("AcquireWrite(w) by its next attempt", w2, true, true)

@@ -170,8 +170,9 @@ func (s *Server) ReleasePermit(ctx context.Context, key string, slot int, token 
 	})
 }
 
-// WatchPermits watches the semaphore key for the release of a slot.
-func (s *Server) WatchPermits(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+// WatchPermits watches the semaphore key for the release of a slot. Every
+// watcher is woken: in one process the herd is cheap.
+func (s *Server) WatchPermits(ctx context.Context, key, _ string) (<-chan struct{}, func(), error) {
 	return s.watch(ctx, semKind, key)
 }
 
@@ -327,8 +328,9 @@ func (s *Server) ReleaseHold(ctx context.Context, key, token string, write bool)
 	})
 }
 
-// WatchHolds watches key for the release of a hold.
-func (s *Server) WatchHolds(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+// WatchHolds watches key for the release of a hold; every watcher is
+// woken.
+func (s *Server) WatchHolds(ctx context.Context, key, _ string, _ bool) (<-chan struct{}, func(), error) {
 	return s.watch(ctx, rwKind, key)
 }
 

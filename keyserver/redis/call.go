@@ -36,8 +36,9 @@ const (
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 // maxArgs is the most words a command of the Server has after its name:
-// EVALSHA's digest and key count, two keys and up to six arguments.
-const maxArgs = 10
+// EVALSHA's digest and key count, and up to twelve keys and arguments
+// (a write hold's: four keys, six arguments).
+const maxArgs = 14
 
 // newCall returns a pooled call of cmd with the words of cmd, keys and
 // args, or false when they are more than maxArgs.

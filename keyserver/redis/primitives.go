@@ -25,17 +25,24 @@ import (
 //   - an election: key, a hash of t (token) and v (value) with the
 //     leader's TTL; its term counter is keyserver.FenceKey(key), which
 //     RaiseFence raises.
-//   - key:watchers, the set of the channels of the Servers that watch the
-//     primitive. A release (or a new leader) publishes to each of them and
-//     empties the set: a watcher registers again when it watches again.
-//     The message is primWatch and the key, which the subscriber reads as
-//     a turn of the watch (key, primWatch), so that watches share the
-//     Server's one Pub/Sub connection with the lines' turns.
+//   - key:watchers, a sorted set of the watching calls: each member is
+//     the call's promise (keyserver.PromiseOf its token; a reader's ends
+//     in readerMark; primWatch for an election's watchers, which have no
+//     rank) and then the channel of its Server, so members sort by rank.
+//     A release publishes to the earliest watcher only and removes it (a
+//     freed slot or write hold serves one waiter; if the earliest is a
+//     reader, to every watcher, as readers share); a new leader or a
+//     resignation publishes to them all. A call that is granted where it
+//     watched removes itself, and a woken watcher registers again when
+//     it watches again. The message is the member's promise and the key,
+//     which the subscriber reads as a turn of the watch (key, promise),
+//     so that watches share the Server's one Pub/Sub connection with the
+//     lines' turns and reach their own call only.
 //
 // The scripts spend commands as the lock's do, since a grant's cost is
 // counted in them: an uncontended permit or write hold is a SET NX and a
 // look at one more key, its release a GET and a DEL (plus one command to
-// find the watchers); a read hold adds the server's clock for its expiry.
+// find a watcher); a read hold adds the server's clock for its expiry.
 // Anything more (expired readers, free slots, differing counts) is looked
 // at only on the way to a refusal. A semaphore's refusal and its check of
 // a differing count read slot keys that the script builds from key: they
@@ -47,10 +54,30 @@ var (
 	_ keyserver.Elector    = (*Server)(nil)
 )
 
-// primWatch stands where a turn has a promise, for the watches of the
-// primitives: as long as a promise, and never one (a promise is made of a
-// rank's characters and '~').
+// primWatch stands where a turn has a promise, for the watches that have
+// no rank (an election's, a call whose tokens carry none): as long as a
+// promise, and never one (a promise is made of a rank's characters and
+// '~').
 var primWatch = strings.Repeat("!", promiseLen)
+
+// readerMark ends a reader's promise in a read-write lock's watchers (in
+// place of the last '~'), so that a release that reaches a reader reaches
+// every watcher. It sorts before '~' and after a rank's characters, so
+// the order stays the ranks'.
+const readerMark = '}'
+
+// watchPromise is what stands for the call that token belongs to among a
+// primitive's watchers, and names its turns.
+func watchPromise(token string, reader bool) string {
+	p := keyserver.PromiseOf(token)
+	if p == "" {
+		return primWatch
+	}
+	if reader {
+		p = p[:len(p)-1] + string(readerMark)
+	}
+	return p
+}
 
 // watchersTTL bounds how long a set of watchers outlives its last
 // registration, for primitives nobody releases any more.
@@ -76,16 +103,38 @@ local function clock()
 	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 `
-	// notify publishes ARGV[#ARGV] (primWatch and the key) to every
-	// watcher registered in the set wkey, and empties it.
+	// notifyAll tells every watcher in wkey (see key:watchers) of a
+	// change of the primitive ARGV[#ARGV], and empties it; notifyFirst
+	// tells the earliest only and takes it out, unless it is a reader.
 	luaNotify = `
-local function notify(wkey)
-	local chans = redis.call('SMEMBERS', wkey)
-	if #chans > 0 then
+local function tell(m)
+	pcall(redis.call, 'PUBLISH', string.sub(m, ` + strconv.Itoa(promiseLen+1) + `), string.sub(m, 1, ` + strconv.Itoa(promiseLen) + `) .. ARGV[#ARGV])
+end
+local function notifyAll(wkey)
+	local ms = redis.call('ZRANGE', wkey, 0, -1)
+	if #ms > 0 then
 		redis.call('DEL', wkey)
-		for _, ch in ipairs(chans) do
-			pcall(redis.call, 'PUBLISH', ch, ARGV[#ARGV])
+		for _, m in ipairs(ms) do
+			tell(m)
 		end
+	end
+end
+local function notifyFirst(wkey)
+	local first = redis.call('ZPOPMIN', wkey)
+	if first[1] then
+		if string.byte(first[1], ` + strconv.Itoa(promiseLen) + `) == ` + strconv.Itoa(int(readerMark)) + ` then
+			notifyAll(wkey)
+		end
+		tell(first[1])
+	end
+end
+`
+	// unwatch takes the granted caller, member ARGV[i] unless empty, out
+	// of the watchers wkey.
+	luaUnwatch = `
+local function unwatch(wkey, i)
+	if ARGV[i] ~= '' then
+		redis.call('ZREM', wkey, ARGV[i])
 	end
 end
 `
@@ -119,11 +168,12 @@ end
 
 // The scripts of the primitives.
 var (
-	// permitScript is AcquirePermit. KEYS: key, key:slot. ARGV: permits,
-	// slot, token, ttl, max free slots to list. Returns {-1, stored} when
-	// the stored count differs while a slot is held, {1, 0} when
-	// granted, else {0, soonest left, free slots...}.
-	permitScript = newScript(luaSemHeld + `
+	// permitScript is AcquirePermit. KEYS: key, key:slot, key:watchers.
+	// ARGV: permits, slot, token, ttl, max free slots to list, the
+	// caller's watcher member or "". Returns {-1, stored} when the stored
+	// count differs while a slot is held, {1, 0} when granted, else {0,
+	// soonest left, free slots...}.
+	permitScript = newScript(luaSemHeld + luaUnwatch + `
 local stored = redis.call('GET', KEYS[1])
 if stored and stored ~= ARGV[1] then
 	if semHeld(tonumber(stored)) then
@@ -141,6 +191,7 @@ if ok then
 	else
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
 	end
+	unwatch(KEYS[3], 6)
 	return {1, 0}
 end
 local reply, soonest = {0, 0}, nil
@@ -181,24 +232,23 @@ return 1
 `)
 
 	// releasePermitScript is ReleasePermit. KEYS: key:slot,
-	// key:watchers. ARGV: token, message. Returns 1 or 0. The count
-	// stays until it lapses: a call with another count looks at the
-	// slots.
+	// key:watchers. ARGV: token, key. Returns 1 or 0. The count stays
+	// until it lapses: a call with another count looks at the slots.
 	releasePermitScript = newScript(luaNotify + `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
 redis.call('DEL', KEYS[1])
-notify(KEYS[2])
+notifyFirst(KEYS[2])
 return 1
 `)
 
 	// luaRW has the helpers of the read-write scripts. KEYS: key:w,
-	// key:r, key:wait. readers drops the expired readers and returns
+	// key:r, key:wait, key:watchers. readers drops the expired readers and returns
 	// how many are left with the shortest TTL left among them; refuse is
 	// a write's refusal with left, marking the writer waiting when ARGV
 	// asks it to (ARGV[3] = "1", mark ARGV[4] for ARGV[5] ms).
-	luaRW = luaClock + luaOutlive + `
+	luaRW = luaClock + luaOutlive + luaUnwatch + `
 local function readers()
 	local now = clock()
 	redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
@@ -220,20 +270,22 @@ local function addReader()
 end
 `
 
-	// readScript is AcquireRead. KEYS: key:w, key:r, key:wait. ARGV:
-	// token, ttl. Returns {1, 0} or {0, left}. A reader that holds is
-	// renewed even while a writer waits.
+	// readScript is AcquireRead. KEYS: key:w, key:r, key:wait,
+	// key:watchers. ARGV: token, ttl, the caller's watcher member or "".
+	// Returns {1, 0} or {0, left}. A reader that holds is renewed even
+	// while a writer waits.
 	readScript = newScript(luaRW + `
 if redis.call('EXISTS', KEYS[1], KEYS[3]) > 0 and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
 	return {0, math.max(redis.call('PTTL', KEYS[1]), redis.call('PTTL', KEYS[3]), 1)}
 end
 addReader()
+unwatch(KEYS[4], 3)
 return {1, 0}
 `)
 
-	// writeScript is AcquireWrite. KEYS: key:w, key:r, key:wait. ARGV:
-	// token, ttl, wait ("1" or "0"), mark, mark TTL. Returns {1, 0} or
-	// {0, left}. The writer's key is set first and taken back if readers
+	// writeScript is AcquireWrite. KEYS: key:w, key:r, key:wait,
+	// key:watchers. ARGV: token, ttl, wait ("1" or "0"), mark, mark TTL,
+	// the caller's watcher member or "". Returns {1, 0} or {0, left}. The writer's key is set first and taken back if readers
 	// hold: one command less when nobody does.
 	writeScript = newScript(luaRW + `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -241,6 +293,7 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 		return refuse(redis.call('PTTL', KEYS[1]))
 	end
 	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	unwatch(KEYS[4], 6)
 	return {1, 0}
 end
 if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
@@ -253,6 +306,7 @@ if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
 		redis.call('DEL', KEYS[3])
 	end
 end
+unwatch(KEYS[4], 6)
 return {1, 0}
 `)
 
@@ -276,8 +330,8 @@ return 1
 `)
 
 	// releaseHoldScript is ReleaseHold. KEYS: key:w, key:r,
-	// key:watchers. ARGV: token, write ("1" or "0"), message. Returns 1
-	// or 0. (A reader whose hold expired and whom nothing has tidied
+	// key:watchers. ARGV: token, write ("1" or "0"), key. Returns 1 or
+	// 0. (A reader whose hold expired and whom nothing has tidied
 	// away yet is still let go, and reported as held.)
 	releaseHoldScript = newScript(luaNotify + `
 if ARGV[2] == '1' then
@@ -288,12 +342,12 @@ if ARGV[2] == '1' then
 elseif redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
 	return 0
 end
-notify(KEYS[3])
+notifyFirst(KEYS[3])
 return 1
 `)
 
 	// leaderScript is AcquireLeader and ExtendLeader. KEYS: key, its
-	// fence key, key:watchers. ARGV: token, value, ttl, message. Returns
+	// fence key, key:watchers. ARGV: token, value, ttl, key. Returns
 	// {ok, fence counter}; a new leader or value is published.
 	leaderScript = newScript(luaNotify + `
 local f = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -304,19 +358,19 @@ end
 redis.call('HSET', KEYS[1], 't', ARGV[1], 'v', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
-	notify(KEYS[3])
+	notifyAll(KEYS[3])
 end
 return {1, f}
 `)
 
 	// resignScript is ReleaseLeader. KEYS: key, key:watchers. ARGV:
-	// token, message. Returns 1 or 0.
+	// token, key. Returns 1 or 0.
 	resignScript = newScript(luaNotify + `
 if redis.call('HGET', KEYS[1], 't') ~= ARGV[1] then
 	return 0
 end
 redis.call('DEL', KEYS[1])
-notify(KEYS[2])
+notifyAll(KEYS[2])
 return 1
 `)
 
@@ -330,17 +384,14 @@ end
 return {cur[1], cur[2], math.max(redis.call('PTTL', KEYS[1]), 1)}
 `)
 
-	// registerScript puts the Server's channel ARGV[1] in the set of
-	// watchers KEYS[1], which lives ARGV[2] ms after the last one.
+	// registerScript puts the member ARGV[1] in the watchers KEYS[1],
+	// which live ARGV[2] ms after the last one came.
 	registerScript = newScript(`
-redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[1], 0, ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `)
 )
-
-// message is what a release of the primitive key publishes.
-func message(key string) string { return primWatch + key }
 
 // ints reads a script's reply of integers.
 func ints(reply any, want int) ([]int64, error) {
@@ -364,8 +415,8 @@ func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot in
 	if err := keyserver.CheckPermit(key, permits, slot, token, ttl); err != nil {
 		return false, p, err
 	}
-	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, slot)},
-		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint))
+	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, slot), key + ":watchers"},
+		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), s.watcher(key, token, false))
 	if err != nil {
 		return false, p, err
 	}
@@ -398,7 +449,7 @@ func (s *Server) ReleasePermit(ctx context.Context, key string, slot int, token 
 		return false, err
 	}
 	n, err := s.eval(ctx, "release permit", releasePermitScript, []string{slotKey(key, slot), key + ":watchers"},
-		token, message(key))
+		token, key)
 	return n == 1, err
 }
 
@@ -419,12 +470,17 @@ func checkSlot(key string, slot int, token string, ttl time.Duration, needTTL bo
 }
 
 // WatchPermits watches the semaphore key for the release of a slot.
-func (s *Server) WatchPermits(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watchPrim(ctx, key)
+func (s *Server) WatchPermits(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
+	if err := keyserver.CheckToken(key, token); err != nil {
+		return nil, nil, err
+	}
+	return s.watchPrim(ctx, key, watchPromise(token, false))
 }
 
 // rwKeys are the keys of the read-write lock key.
-func rwKeys(key string) []string { return []string{key + ":w", key + ":r", key + ":wait"} }
+func rwKeys(key string) []string {
+	return []string{key + ":w", key + ":r", key + ":wait", key + ":watchers"}
+}
 
 // AcquireRead adds token to key's readers unless a writer holds the key or
 // waits for it.
@@ -432,7 +488,7 @@ func (s *Server) AcquireRead(ctx context.Context, key, token string, ttl time.Du
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
-	return s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(key), token, ms(ttl)))
+	return s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(key), token, ms(ttl), s.watcher(key, token, true)))
 }
 
 // AcquireWrite stores token as key's writer if nobody holds the key; a
@@ -442,7 +498,7 @@ func (s *Server) AcquireWrite(ctx context.Context, key, token string, ttl time.D
 		return false, keyserver.Holder{}, err
 	}
 	return s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(key),
-		token, ms(ttl), flag(wait), keyserver.WaiterOf(token), ms(keyserver.WriterWaitTTL)))
+		token, ms(ttl), flag(wait), keyserver.WaiterOf(token), ms(keyserver.WriterWaitTTL), s.watcher(key, token, false)))
 }
 
 // hold reads the reply of readScript or writeScript.
@@ -479,13 +535,16 @@ func (s *Server) ReleaseHold(ctx context.Context, key, token string, write bool)
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers"}, token, flag(write), message(key))
+	n, err := s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers"}, token, flag(write), key)
 	return n == 1, err
 }
 
 // WatchHolds watches key for the release of a hold.
-func (s *Server) WatchHolds(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watchPrim(ctx, key)
+func (s *Server) WatchHolds(ctx context.Context, key, token string, write bool) (<-chan struct{}, func(), error) {
+	if err := keyserver.CheckToken(key, token); err != nil {
+		return nil, nil, err
+	}
+	return s.watchPrim(ctx, key, watchPromise(token, !write))
 }
 
 // AcquireLeader stores token and value as key's leader if none leads or
@@ -495,7 +554,7 @@ func (s *Server) AcquireLeader(ctx context.Context, key, token, value string, tt
 		return false, 0, err
 	}
 	reply, err := s.evalAny(ctx, "acquire leader", leaderScript, []string{key, keyserver.FenceKey(key), key + ":watchers"},
-		token, value, ms(ttl), message(key))
+		token, value, ms(ttl), key)
 	if err != nil {
 		return false, 0, err
 	}
@@ -513,7 +572,7 @@ func (s *Server) ExtendLeader(ctx context.Context, key, token, value string, ttl
 		return false, err
 	}
 	reply, err := s.evalAny(ctx, "extend leader", leaderScript, []string{key, keyserver.FenceKey(key), key + ":watchers"},
-		token, value, ms(ttl), message(key))
+		token, value, ms(ttl), key)
 	if err != nil {
 		return false, err
 	}
@@ -539,7 +598,7 @@ func (s *Server) ReleaseLeader(ctx context.Context, key, token string) (bool, er
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "resign", resignScript, []string{key, key + ":watchers"}, token, message(key))
+	n, err := s.eval(ctx, "resign", resignScript, []string{key, key + ":watchers"}, token, key)
 	return n == 1, err
 }
 
@@ -582,13 +641,14 @@ func text(v any) (string, bool) {
 
 // WatchLeader watches key for a change of its leader.
 func (s *Server) WatchLeader(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watchPrim(ctx, key)
+	return s.watchPrim(ctx, key, primWatch)
 }
 
-// watchPrim watches the primitive key: it waits for the Server's
-// subscription, then registers the Server's channel with key's watchers,
-// so that a release after the registration reaches it.
-func (s *Server) watchPrim(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+// watchPrim watches the primitive key for the call that promise stands
+// for: it waits for the Server's subscription, then registers the call
+// (its promise and the Server's channel) with key's watchers, so that a
+// release after the registration reaches it.
+func (s *Server) watchPrim(ctx context.Context, key, promise string) (<-chan struct{}, func(), error) {
 	if err := keyserver.CheckKey(key); err != nil {
 		return nil, nil, err
 	}
@@ -596,13 +656,24 @@ func (s *Server) watchPrim(ctx context.Context, key string) (<-chan struct{}, fu
 		return nil, nil, err
 	}
 	defer s.inflight.Done()
-	w, _, err := s.sub.watch(ctx, key, primWatch)
+	w, _, err := s.sub.watch(ctx, key, promise)
 	if err != nil {
 		return nil, nil, s.fail("watch", key, err)
 	}
-	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, s.sub.channel, watchersTTL); err != nil {
+	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, s.sub.turnMember(promise), watchersTTL); err != nil {
 		s.sub.stop(w)
 		return nil, nil, err
 	}
 	return w.turn, func() { s.sub.stop(w) }, nil
+}
+
+// watcher is the member a grant of token on key takes out of key's
+// watchers: the call's, when it watches key through this Server, else ""
+// (a call that never waited costs no command for it).
+func (s *Server) watcher(key, token string, reader bool) string {
+	p := watchPromise(token, reader)
+	if p == primWatch || !s.sub.watching(key, p) {
+		return ""
+	}
+	return s.sub.turnMember(p)
 }

@@ -259,6 +259,16 @@ func (w *turnWatch) fireLocked() {
 	}
 }
 
+// watching reports whether a watch of key for promise is on.
+func (s *subscriber) watching(key, promise string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watches[watchKey{key, promise}]) > 0
+}
+
 // stop ends w.
 func (s *subscriber) stop(w *turnWatch) {
 	s.mu.Lock()

@@ -170,14 +170,18 @@ func (s *Server) ReadLeader(ctx context.Context, key string) (keyserver.Leadersh
 
 // WatchPermits watches the store, unless OpWatchKey's script fails or
 // holds up the call.
-func (s *Server) WatchPermits(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watchKey(ctx, key, s.store.WatchPermits)
+func (s *Server) WatchPermits(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
+	return s.watchKey(ctx, key, func(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+		return s.store.WatchPermits(ctx, key, token)
+	})
 }
 
 // WatchHolds watches the store, unless OpWatchKey's script fails or holds
 // up the call.
-func (s *Server) WatchHolds(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watchKey(ctx, key, s.store.WatchHolds)
+func (s *Server) WatchHolds(ctx context.Context, key, token string, write bool) (<-chan struct{}, func(), error) {
+	return s.watchKey(ctx, key, func(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+		return s.store.WatchHolds(ctx, key, token, write)
+	})
 }
 
 // WatchLeader watches the store, unless OpWatchKey's script fails or

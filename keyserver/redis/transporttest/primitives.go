@@ -2,8 +2,10 @@ package transporttest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
 )
 
 // primitiveCommandCounts pins what a permit, a read hold and a write hold
@@ -54,5 +56,75 @@ func (s *suite) primitiveCommandCounts(t *testing.T) {
 		if got > 8 {
 			t.Errorf("uncontended %s, taken and released, took %d commands %v; want at most 8, twice a lock's", st.name, got, calls)
 		}
+	}
+}
+
+// releaseWakesOneWatcher checks whom a primitive's release wakes, across
+// two Servers as across two processes: the earliest watcher by rank alone
+// (one freed slot serves one waiter, and the herd would cost every waiter
+// an attempt), every watcher when the earliest is a reader, and never a
+// call that was granted meanwhile, which left the watchers.
+func (s *suite) releaseWakesOneWatcher(t *testing.T) {
+	n := node(t)
+	a, b := s.server(t, Target{Addr: n.Addr()}), s.server(t, Target{Addr: n.Addr()})
+	sem := keyserver.SemaphoreKey("woken")
+	take := func(srv *redis.Server, token string, d time.Duration, want bool) {
+		t.Helper()
+		ok, _, err := srv.AcquirePermit(bg, sem, 1, 0, token, d)
+		if err != nil || ok != want {
+			t.Fatalf("AcquirePermit(%s) = %v, %v; want %v", token, ok, err, want)
+		}
+	}
+	watch := func(srv *redis.Server, token string) <-chan struct{} {
+		t.Helper()
+		ch, stop, err := srv.WatchPermits(bg, sem, token)
+		must(t, "WatchPermits", err)
+		t.Cleanup(stop)
+		return ch
+	}
+	holder, first, second := ranked(1, 1), ranked(2, 1), ranked(3, 1)
+	short := 300 * time.Millisecond
+	take(a, holder, short, true)
+	take(a, first, ttl, false)
+	take(b, second, ttl, false)
+	w2 := watch(b, second) // registered first, but later by rank
+	w1 := watch(a, first)
+	// The holder's slot lapses unannounced; the first waiter takes it
+	// while it watches, which takes it out of the watchers.
+	time.Sleep(short + 50*time.Millisecond)
+	take(a, first, ttl, true)
+	want(t, "ReleasePermit(first)", true)(a.ReleasePermit(bg, sem, 0, first))
+	awaitClosed(t, w2, 5*time.Second, "the second waiter's watch, at the release of the first, who was granted as a watcher")
+	if isClosed(w1) {
+		t.Errorf("the first waiter's watch was woken by its own release")
+	}
+
+	third, fourth := ranked(4, 1), ranked(5, 1)
+	take(b, second, ttl, true)
+	w3, w4 := watch(a, third), watch(b, fourth)
+	want(t, "ReleasePermit(second)", true)(b.ReleasePermit(bg, sem, 0, second))
+	awaitClosed(t, w3, 5*time.Second, "the earliest watcher's watch")
+	time.Sleep(200 * time.Millisecond)
+	if isClosed(w4) {
+		t.Errorf("a release woke the second watcher too; one freed slot serves one waiter")
+	}
+
+	rw := keyserver.RWKey("woken")
+	writer, r1, r2, w := ranked(6, 1), ranked(7, 1), ranked(8, 1), ranked(9, 1)
+	want(t, "AcquireWrite(writer)", true)(func() (bool, error) { ok, _, err := a.AcquireWrite(bg, rw, writer, ttl, false); return ok, err }())
+	watchHolds := func(srv *redis.Server, token string, write bool) <-chan struct{} {
+		t.Helper()
+		ch, stop, err := srv.WatchHolds(bg, rw, token, write)
+		must(t, "WatchHolds", err)
+		t.Cleanup(stop)
+		return ch
+	}
+	wr1, wr2, ww := watchHolds(a, r1, false), watchHolds(b, r2, false), watchHolds(b, w, true)
+	want(t, "ReleaseHold(writer)", true)(a.ReleaseHold(bg, rw, writer, true))
+	for _, c := range []struct {
+		what string
+		ch   <-chan struct{}
+	}{{"the earliest reader", wr1}, {"the second reader", wr2}, {"the writer behind them", ww}} {
+		awaitClosed(t, c.ch, 5*time.Second, c.what+"'s watch, when the earliest watcher is a reader")
 	}
 }

@@ -86,6 +86,7 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 		{"FastPath", s.fastPath},
 		{"CommandCounts", s.commandCounts},
 		{"PrimitiveCommandCounts", s.primitiveCommandCounts},
+		{"ReleaseWakesOneWatcher", s.releaseWakesOneWatcher},
 		{"TurnAcrossServers", s.turnAcrossServers},
 		{"TurnBeforeWatch", s.turnBeforeWatch},
 		{"OneSubscriberConnection", s.oneSubscriberConnection},
