@@ -135,6 +135,12 @@ func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, erro
 	a.token = token
 	f := fan{op: opAcquire, name: a.name, key: a.key, token: token, ttl: a.ttl, timeout: a.timeout,
 		rule: earliest, undo: true, prim: ops}
+	if !c.inProcess {
+		// After this client's last release of the key, server by server,
+		// as a lock's acquisition is: a server the release has not reached
+		// yet would refuse a write hold or a permit of one for nothing.
+		f.after = c.released.take(a.key)
+	}
 	start := c.clock.Now()
 	res := c.fanOut(ctx, f)
 	t := res.tally

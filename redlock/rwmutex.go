@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -106,13 +107,21 @@ func (m *RWMutex) key(o *options) string { return keyserver.RWKey(o.keyPrefix + 
 func (m *RWMutex) mode(write, wait bool) *rwOps { return &rwOps{write: write, wait: write && wait} }
 
 // rwOps are the calls of a read or write hold; wait marks a writer
-// waiting with each refused attempt.
+// waiting with each refused attempt once one was refused on a quorum
+// (refused, until then). A call's first attempt leaves no mark: a writer
+// granted on a quorum but refused by a server that had not yet seen the
+// last release would keep readers out there for nothing.
 type rwOps struct {
 	write, wait bool
+	refused     atomic.Bool // read by the calls of attempts still in flight
 }
 
-func (r *rwOps) ops() primOps              { return r }
-func (r *rwOps) again(primOps, tally) bool { return false }
+func (r *rwOps) ops() primOps { return r }
+
+func (r *rwOps) again(primOps, tally) bool {
+	r.refused.Store(true)
+	return false
+}
 func (r *rwOps) watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error) {
 	return ks.(keyserver.RWLocker).WatchHolds(ctx, key, token, r.write)
 }
@@ -135,7 +144,7 @@ func (r *rwOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeyServer)
 	)
 	switch {
 	case f.op == opAcquire && r.write:
-		ok, h, err = rs.AcquireWrite(ctx, f.key, f.token, f.ttl, r.wait)
+		ok, h, err = rs.AcquireWrite(ctx, f.key, f.token, f.ttl, r.wait && r.refused.Load())
 	case f.op == opAcquire:
 		ok, h, err = rs.AcquireRead(ctx, f.key, f.token, f.ttl)
 	case f.op == opExtend:
