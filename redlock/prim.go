@@ -57,6 +57,7 @@ type primAcquisition struct {
 	last      tally
 	patience  time.Time // when a waiting call gives up; zero until its first refusal
 	watches   []watchOf // per server, once the call first waited
+	undone    uint64    // bit(i): server i granted an attempt that was undone since the call last watched anew
 }
 
 // watchOf is one server's watch of the primitive's key.
@@ -155,6 +156,9 @@ func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, erro
 	}
 	c.settle(ctx, &f, &res, !granted)
 	a.last = t
+	if !granted {
+		a.undone |= t.granters
+	}
 	c.logVotes(opAcquire, a.name, t)
 	if c.hooks.Attempt != nil {
 		c.hooks.Attempt(ctx, Attempt{Name: a.name, Number: a.attempts, Servers: t.n, Granted: t.granted, Refused: t.refused,
@@ -216,18 +220,22 @@ func (a *primAcquisition) armWatches(ctx context.Context) {
 	}
 }
 
-// ignoreOwnUndo watches anew on the servers that granted the last
-// attempt: the undo of those grants, which settle waited for, fired
-// their watches, and a waiter woken by its own clean-up would try again
-// at once, and again, without anything having changed.
+// ignoreOwnUndo watches anew on the servers that granted an attempt
+// since the call last did, which was then undone. A grant takes the
+// call out of the server's watchers (a Redis key server wakes them one
+// at a time, and a granted call must not stand in line), and the undo
+// may have fired its watch; a waiter woken by its own clean-up would try
+// again at once, and again, without anything having changed, and one
+// left out of the watchers would be woken by nobody there.
 func (a *primAcquisition) ignoreOwnUndo(ctx context.Context) {
 	for i := range a.watches {
 		w := &a.watches[i]
-		if a.last.granters&bit(i) != 0 && w.stop != nil && closed(w.changed) {
+		if a.undone&bit(i) != 0 && w.stop != nil {
 			w.stop()
 			*w = watchOf{}
 		}
 	}
+	a.undone = 0
 	a.armWatches(ctx)
 }
 
