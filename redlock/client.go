@@ -27,7 +27,10 @@ type Client struct {
 	// released holds the calls of recent releases still running (see
 	// releases); lineups the waiting calls by key (*lineup).
 	released releases
-	lineups  sync.Map
+	// gates hold back a primitive's waiting calls beyond those that could
+	// be granted together (see gates).
+	gates   gates
+	lineups sync.Map
 	// identities tells servers that reach one store (see identities).
 	identities identities
 	// quarantine judges the grants of restarted servers; nil when no

@@ -244,6 +244,8 @@ type leaderOps struct {
 
 func (p *leaderOps) ops() primOps              { return p }
 func (p *leaderOps) again(primOps, tally) bool { return false }
+func (p *leaderOps) together() int             { return 0 }
+
 func (p *leaderOps) watch(ctx context.Context, ks keyserver.KeyServer, key, _ string) (<-chan struct{}, func(), error) {
 	return ks.(keyserver.Elector).WatchLeader(ctx, key)
 }

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -33,6 +34,10 @@ type primitive interface {
 	// watch watches the primitive's key on server ks for the change the
 	// call that token belongs to waits for.
 	watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error)
+	// together is how many calls could be granted together, which is
+	// how many of a client's waiting calls try on the servers at once
+	// (see gates); 0 for no bound.
+	together() int
 }
 
 // maxAtOnce bounds the attempts a call makes in a row without waiting,
@@ -55,9 +60,10 @@ type primAcquisition struct {
 	token     string // the last attempt's: it names the call to the watches
 	attempts  int
 	last      tally
-	patience  time.Time // when a waiting call gives up; zero until its first refusal
-	watches   []watchOf // per server, once the call first waited
-	undone    uint64    // bit(i): server i granted an attempt that was undone since the call last watched anew
+	patience  time.Time   // when a waiting call gives up; zero until its first refusal
+	watches   []watchOf   // per server, once the call first waited
+	undone    uint64      // bit(i): server i granted an attempt that was undone since the call last watched anew
+	note      func(tally) // tells the calls waiting at the gate a refusal; nil without a gate
 }
 
 // watchOf is one server's watch of the primitive's key.
@@ -83,6 +89,21 @@ func (c *Client) acquirePrim(ctx context.Context, o *options, name, key string, 
 		}()
 	}
 	defer a.stopWatches()
+	if n := p.together(); n > 0 && m != once {
+		var patience time.Duration
+		if a.retries > 0 {
+			patience = time.Duration(a.retries) * o.retryDelay
+		}
+		leave, note, last, err := c.enterGate(ctx, key, n, patience)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return nil, err
+			}
+			return nil, notAcquired(name, 0, last, ctx.Err())
+		}
+		defer leave()
+		a.note = note
+	}
 	atOnce := 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -158,6 +179,9 @@ func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, erro
 	a.last = t
 	if !granted {
 		a.undone |= t.granters
+		if a.note != nil {
+			a.note(t)
+		}
 	}
 	c.logVotes(opAcquire, a.name, t)
 	if c.hooks.Attempt != nil {

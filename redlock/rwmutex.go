@@ -122,6 +122,15 @@ func (r *rwOps) again(primOps, tally) bool {
 	r.refused.Store(true)
 	return false
 }
+
+// together lets one of a client's writers at a time try; readers share.
+func (r *rwOps) together() int {
+	if r.write {
+		return 1
+	}
+	return 0
+}
+
 func (r *rwOps) watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error) {
 	return ks.(keyserver.RWLocker).WatchHolds(ctx, key, token, r.write)
 }

@@ -149,6 +149,8 @@ func (p *slotPick) again(ops primOps, t tally) bool {
 	return true
 }
 
+func (p *slotPick) together() int { return p.permits }
+
 func (p *slotPick) watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error) {
 	return ks.(keyserver.Semaphorer).WatchPermits(ctx, key, token)
 }

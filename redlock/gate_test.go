@@ -1,0 +1,72 @@
+package redlock
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/clock"
+)
+
+// TestGateLetsOneWriterOfAClientTry: while another Client writes, five
+// writers of one Client wait, and only one of them asks the servers; the
+// others wait in the process, and each is granted in turn once the
+// writer leaves.
+func TestGateLetsOneWriterOfAClientTry(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 3)
+	holder := testClient(t, fc, servers).RWMutex("table")
+	var attempts atomic.Int64
+	waiters := testClient(t, fc, servers, WithRetryDelay(time.Minute), WithRetryCount(-1),
+		WithHooks(Hooks{Attempt: func(context.Context, Attempt) { attempts.Add(1) }})).RWMutex("table")
+	l, err := holder.Lock(bg, time.Hour)
+	require.NoError(t, err)
+	results := make([]func() lockResult, 5)
+	for i := range results {
+		results[i] = async(t, func() lockResult { l, err := waiters.Lock(bg, time.Hour); return lockResult{l, err} })
+	}
+	// The one inside waits on the servers' watches; the four others at
+	// the gate: five sleepers, and two attempts made (the refusal, and the
+	// look again once the watch was set).
+	_, err = fc.BlockUntilSleepers(5, wait)
+	require.NoError(t, err)
+	time.Sleep(20 * time.Millisecond) // a sixth attempt would show now
+	assert.EqualValues(t, 2, attempts.Load(), "attempts while one writer holds and five wait in one Client")
+	require.NoError(t, l.Release(bg))
+	for _, r := range results {
+		got := r()
+		require.NoError(t, got.err)
+		require.NoError(t, got.lock.Release(bg))
+	}
+}
+
+// TestGatePatience: a writer waiting at its Client's gate gives up after
+// its patience (retries × delay with no call leaving), reporting the
+// votes of the refusal that keeps the call ahead of it out.
+func TestGatePatience(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 3)
+	holder := testClient(t, fc, servers).RWMutex("table")
+	waiters := testClient(t, fc, servers, WithRetryDelay(100*time.Millisecond), WithRetryCount(3), WithRetryJitter(0)).RWMutex("table")
+	l, err := holder.Lock(bg, time.Hour)
+	require.NoError(t, err)
+	ahead := async(t, func() lockResult { l, err := waiters.Lock(bg, time.Hour); return lockResult{l, err} })
+	_, err = fc.BlockUntilSleepers(1, wait)
+	require.NoError(t, err)
+	behind := async(t, func() lockResult { l, err := waiters.Lock(bg, time.Hour); return lockResult{l, err} })
+	_, err = fc.BlockUntilSleepers(2, wait)
+	require.NoError(t, err)
+	for range 40 {
+		fc.Advance(50 * time.Millisecond)
+		time.Sleep(time.Millisecond)
+	}
+	for _, r := range []lockResult{ahead(), behind()} {
+		assert.ErrorIs(t, r.err, ErrHeldElsewhere)
+		assert.Nil(t, r.lock)
+	}
+	require.NoError(t, l.Release(bg))
+}
