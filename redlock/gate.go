@@ -52,11 +52,7 @@ func (c *Client) enterGate(ctx context.Context, key string, max int, patience ti
 	for g.free <= 0 {
 		moved := g.moved
 		gs.mu.Unlock()
-		d := patience
-		if d <= 0 {
-			d = time.Duration(1<<63 - 1)
-		}
-		err := c.clock.SleepOrWake(ctx, d, []<-chan struct{}{moved, c.closing.Done()})
+		err := c.awaitMove(ctx, moved, patience)
 		gs.mu.Lock()
 		switch {
 		case err == nil && c.closing.Err() != nil:
@@ -96,5 +92,21 @@ func (gs *gates) dropLocked(key string, g *gate) {
 	g.users--
 	if g.users == 0 && gs.m[key] == g {
 		delete(gs.m, key)
+	}
+}
+
+// awaitMove waits until moved is closed, ctx ends (its error), the client
+// closes or patience (0: none) passes (nil, moved still open).
+func (c *Client) awaitMove(ctx context.Context, moved <-chan struct{}, patience time.Duration) error {
+	if patience > 0 {
+		return c.clock.SleepOrWake(ctx, patience, []<-chan struct{}{moved, c.closing.Done()})
+	}
+	select {
+	case <-moved:
+		return nil
+	case <-c.closing.Done():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
