@@ -21,8 +21,9 @@ func TestGateLetsOneWriterOfAClientTry(t *testing.T) {
 	servers := memoryServers(t, fc, 3)
 	holder := testClient(t, fc, servers).RWMutex("table")
 	var attempts atomic.Int64
-	waiters := testClient(t, fc, servers, WithRetryDelay(time.Minute), WithRetryCount(-1),
-		WithHooks(Hooks{Attempt: func(context.Context, Attempt) { attempts.Add(1) }})).RWMutex("table")
+	wc := testClient(t, fc, servers, WithRetryDelay(time.Minute), WithRetryCount(-1),
+		WithHooks(Hooks{Attempt: func(context.Context, Attempt) { attempts.Add(1) }}))
+	waiters := wc.RWMutex("table")
 	l, err := holder.Lock(bg, time.Hour)
 	require.NoError(t, err)
 	// Each writer lets go as soon as it is granted, whichever comes first.
@@ -36,11 +37,13 @@ func TestGateLetsOneWriterOfAClientTry(t *testing.T) {
 			done <- err
 		}()
 	}
-	// The one inside waits on the servers' watches; the four others at
-	// the gate: five sleepers, and two attempts made (the refusal, and the
-	// look again once the watch was set).
-	_, err = fc.BlockUntilSleepers(5, wait)
+	// The one inside waits on the servers' watches (a sleeper of the
+	// clock), the four others at the gate; two attempts made (the
+	// refusal, and the look again once the watch was set).
+	_, err = fc.BlockUntilSleepers(1, wait)
 	require.NoError(t, err)
+	require.Eventually(t, func() bool { return gateUsers(wc, "{table}:rw") == 5 }, wait, time.Millisecond,
+		"five writers at the gate")
 	time.Sleep(20 * time.Millisecond) // a sixth attempt would show now
 	assert.EqualValues(t, 2, attempts.Load(), "attempts while one writer holds and five wait in one Client")
 	require.NoError(t, l.Release(bg))
@@ -85,4 +88,14 @@ func TestGatePatience(t *testing.T) {
 		assert.Nil(t, r.lock)
 	}
 	require.NoError(t, l.Release(bg))
+}
+
+// gateUsers is how many calls of c are inside key's gate or wait at it.
+func gateUsers(c *Client, key string) int {
+	c.gates.mu.Lock()
+	defer c.gates.mu.Unlock()
+	if g := c.gates.m[key]; g != nil {
+		return g.users
+	}
+	return 0
 }
