@@ -37,13 +37,12 @@ func TestGateLetsOneWriterOfAClientTry(t *testing.T) {
 			done <- err
 		}()
 	}
-	// The one inside waits on the servers' watches (a sleeper of the
-	// clock), the four others at the gate; two attempts made (the
-	// refusal, and the look again once the watch was set).
-	_, err = fc.BlockUntilSleepers(1, wait)
+	// The one inside waits on the servers' watches, the four others at
+	// the gate: five sleepers, and two attempts made (the refusal, and
+	// the look again once the watch was set).
+	_, err = fc.BlockUntilSleepers(5, wait)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return gateUsers(wc, "{table}:rw") == 5 }, wait, time.Millisecond,
-		"five writers at the gate")
+	assert.Equal(t, 5, gateUsers(wc, "{table}:rw"), "writers inside the gate or at it")
 	time.Sleep(20 * time.Millisecond) // a sixth attempt would show now
 	assert.EqualValues(t, 2, attempts.Load(), "attempts while one writer holds and five wait in one Client")
 	require.NoError(t, l.Release(bg))
