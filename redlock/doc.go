@@ -267,10 +267,13 @@
 // while its patience lasts: retries × retry delay from its first refusal
 // (WithRetryCount). Its own clean-up does not wake it, and after a split
 // vote it backs off a random moment up to a quarter of the retry delay.
-// A Redis key server wakes the earliest waiter by call order (rank) at a
-// release, since a freed permit or write hold serves one, and every
-// waiter when the earliest is a reader; an election's change wakes every
-// observer. The waiters do not queue as a lock's do, though: a waiter
+// A client lets no more of its calls for one key try on the servers at
+// once than could be granted together (one writer, permits calls of a
+// semaphore); the others wait in the process, with the same patience
+// between two of them getting through. A Redis key server wakes the
+// earliest waiter by call order (rank) at a release, since a freed permit
+// or write hold serves one, and every waiter when the earliest is a
+// reader; an election's change wakes every observer. The waiters do not queue as a lock's do, though: a waiter
 // woken by one server may find the permit taken by a newcomer, and a
 // waiter that gave up is woken in vain once (those behind it then wait
 // for their retry delay), so the order is a strong hint, not rule 8's
