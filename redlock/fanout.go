@@ -80,9 +80,24 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 	if f.only != 0 && f.only&bit(i) == 0 {
 		return true, 0, h, nil
 	}
-	if f.prim != nil {
-		return f.prim.call(ctx, f, i, ks)
+	switch {
+	case f.prim != nil:
+		ok, n, h, err = f.prim.call(ctx, f, i, ks)
+	default:
+		ok, n, h, err = f.lockCall(ctx, ks)
 	}
+	switch {
+	case f.quarantine.q == nil:
+	case ok:
+		ok, err = f.quarantine.admit(ctx, i, f.ttl)
+	case err == nil:
+		f.quarantine.see(ctx, i) // a refusal: the server's incarnation now, to know a later one for a restart
+	}
+	return ok, n, h, err
+}
+
+// lockCall makes f's call to ks for a lock key.
+func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
 	switch f.op {
 	case opAcquire, opAcquireInLine:
 		ns, is := ks.(keyserver.Notifier)
@@ -108,13 +123,6 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 			err = ns.LeaveLine(ctx, f.key, f.token)
 		}
 		ok = err == nil
-	}
-	switch {
-	case f.quarantine.q == nil:
-	case ok:
-		ok, err = f.quarantine.admit(ctx, i, f.ttl)
-	case err == nil:
-		f.quarantine.see(ctx, i) // a refusal: the server's incarnation now, to know a later one for a restart
 	}
 	return ok, n, h, err
 }

@@ -100,4 +100,3 @@ func (gs *gates) dropLocked(key string, g *gate) {
 		delete(gs.m, key)
 	}
 }
-

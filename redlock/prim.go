@@ -156,7 +156,7 @@ func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, erro
 	}
 	a.token = token
 	f := fan{op: opAcquire, name: a.name, key: a.key, token: token, ttl: a.ttl, timeout: a.timeout,
-		rule: earliest, undo: true, prim: ops}
+		rule: earliest, undo: true, prim: ops, quarantine: c.quarantineRule(o)}
 	if !c.inProcess {
 		// After this client's last release of the key, server by server,
 		// as a lock's acquisition is: a server the release has not reached

@@ -238,3 +238,31 @@ func TestRestartInTheFirstSecondAfterRefusals(t *testing.T) {
 	assert.Subset(t, []int{1, 2}, q)
 	_ = lock.Release(bg) // held on server 0 only by now
 }
+
+// TestPrimitivesAreQuarantined: a permit, a write hold and a leadership
+// are taken as a lock is, so a majority of servers that restarted empty
+// while the client ran does not count for them either until the TTL has
+// passed since (the chaos suite found the primitives' attempts without
+// the quarantine).
+func TestPrimitivesAreQuarantined(t *testing.T) {
+	fc := clock.NewFake(t0)
+	l, cl := livesCluster(fc, 3)
+	c := testClient(t, fc, cl.KeyServers())
+	const ttl = 10 * time.Second
+	held, err := c.RWMutex("held").TryLock(bg, ttl)
+	require.NoError(t, err)
+	fc.Advance(2 * time.Second)
+	l.restart(0)
+	l.restart(1)
+	err = held.Extend(bg, ttl)
+	assert.Equal(t, []int{0, 1}, quarantined(t, err), "an extension of a write hold")
+	require.NoError(t, held.Release(context.WithoutCancel(bg)))
+	_, err = c.Semaphore("s", 2).TryAcquire(bg, ttl)
+	assert.Equal(t, []int{0, 1}, quarantined(t, err), "a permit")
+	_, err = c.RWMutex("rw").TryLock(bg, ttl)
+	assert.Equal(t, []int{0, 1}, quarantined(t, err), "a write hold")
+	fc.Advance(ttl)
+	p, err := c.Semaphore("s", 2).TryAcquire(bg, ttl)
+	require.NoError(t, err, "a permit a TTL after the restarts")
+	require.NoError(t, p.Release(bg))
+}
