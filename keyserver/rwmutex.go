@@ -51,8 +51,9 @@ type RWLocker interface {
 	// may wake only the earliest watcher by rank (keyserver.Compare) at
 	// each release, unless that is a reader: then every watcher, since
 	// readers share. A call granted on the server stops being a watcher
-	// there. stop ends the watch and must be called exactly once; ctx
-	// bounds only the setting up.
+	// there. A server may forget a watch that was not set again within
+	// keyserver.LineTTL, as WatchPermits may. stop ends the watch and
+	// must be called exactly once; ctx bounds only the setting up.
 	WatchHolds(ctx context.Context, key, token string, write bool) (changed <-chan struct{}, stop func(), err error)
 }
 

@@ -56,8 +56,10 @@ type Semaphorer interface {
 	// (keyserver.Compare) at each release, and a call granted on the
 	// server stops being a watcher there. A slot that its holder left to
 	// expire is not announced: waiters try again by the TTL a refusal
-	// reported. stop ends the watch and must be called exactly once; ctx
-	// bounds only the setting up.
+	// reported. A server may forget a watch that was not set again
+	// within keyserver.LineTTL: a waiter watches anew at least every
+	// LineTTL/3. stop ends the watch and must be called exactly once;
+	// ctx bounds only the setting up.
 	WatchPermits(ctx context.Context, key, token string) (changed <-chan struct{}, stop func(), err error)
 }
 

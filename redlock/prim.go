@@ -70,7 +70,12 @@ type primAcquisition struct {
 type watchOf struct {
 	changed <-chan struct{}
 	stop    func()
+	at      time.Time // when it was set
 }
+
+// renewWatches is how often a waiter sets its watches anew: a server may
+// forget a watch not set again within keyserver.LineTTL.
+const renewWatches = keyserver.LineTTL / 3
 
 // acquirePrim takes a hold of primitive p, called name and kept under key
 // on the servers, for ttl: one attempt when m is once, else retrying as
@@ -215,17 +220,18 @@ func (a *primAcquisition) outOfPatience() bool {
 	return !now.Before(a.patience)
 }
 
-// armWatches starts a watch of the key on every server that has none, or
-// whose watch fired; a server whose watch fails is waited for by the
-// retry delay.
+// armWatches starts a watch of the key on every server that has none,
+// whose watch fired, or whose watch is due to be set anew (renewWatches);
+// a server whose watch fails is waited for by the retry delay.
 func (a *primAcquisition) armWatches(ctx context.Context) {
 	c := a.c
 	if a.watches == nil {
 		a.watches = make([]watchOf, len(c.servers))
 	}
+	now := c.clock.Now()
 	for i, ks := range c.servers {
 		w := &a.watches[i]
-		if w.changed != nil && !closed(w.changed) {
+		if w.changed != nil && !closed(w.changed) && now.Sub(w.at) < renewWatches {
 			continue
 		}
 		if w.stop != nil {
@@ -239,7 +245,7 @@ func (a *primAcquisition) armWatches(ctx context.Context) {
 		changed, stop, err := a.p.watch(wctx, ks, a.key, a.token)
 		cancel()
 		if err == nil {
-			*w = watchOf{changed: changed, stop: stop}
+			*w = watchOf{changed: changed, stop: stop, at: now}
 		}
 	}
 }
@@ -287,8 +293,9 @@ func (a *primAcquisition) stopWatches() {
 }
 
 // wait waits after a refused attempt until a server announces a change,
-// the soonest holder's TTL runs out, the retry delay (with jitter) passes
-// or the call's patience ends; then it watches again where a watch fired.
+// the soonest holder's TTL runs out, the retry delay (with jitter) or
+// renewWatches passes, or the call's patience ends; then it watches again
+// where a watch fired or is due to be set anew.
 func (a *primAcquisition) wait(ctx context.Context) error {
 	c := a.c
 	d := a.o.retryWait()
@@ -298,6 +305,7 @@ func (a *primAcquisition) wait(ctx context.Context) error {
 	if mw, ok := a.p.(interface{ maxWait() time.Duration }); ok {
 		d = min(d, mw.maxWait())
 	}
+	d = min(d, renewWatches)
 	if a.retries > 0 {
 		d = max(min(d, a.patience.Sub(c.clock.Now())), 0)
 	}

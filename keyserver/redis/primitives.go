@@ -79,9 +79,13 @@ func watchPromise(token string, reader bool) string {
 	return p
 }
 
-// watchersTTL bounds how long a set of watchers outlives its last
-// registration, for primitives nobody releases any more.
-const watchersTTL = "86400000"
+// watchersTTL is how long a primitive's watchers outlive the last
+// registration: keyserver.LineTTL, as a lock's line. A waiting call
+// registers again at least every LineTTL/3 (redlock renews its watches),
+// so the set lasts while anyone waits, and a call that stopped waiting
+// without being woken (it gave up, its process died) is gone from it
+// within LineTTL once nobody else waits.
+var watchersTTL = strconv.FormatInt(keyserver.LineTTL.Milliseconds(), 10)
 
 // Bounds on a semaphore script's look at its slots, so that a refusal
 // costs a few dozen commands however many permits a semaphore has:

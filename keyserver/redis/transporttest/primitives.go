@@ -89,6 +89,12 @@ func (s *suite) releaseWakesOneWatcher(t *testing.T) {
 	take(b, second, ttl, false)
 	w2 := watch(b, second) // registered first, but later by rank
 	w1 := watch(a, first)
+	// The watchers outlive their last registration by LineTTL at most, as
+	// a lock's line does: a waiter that stopped waiting leaves nothing
+	// behind for long.
+	if left, ok := n.MustDo("PTTL", sem+":watchers").(int64); !ok || left <= 0 || left > keyserver.LineTTL.Milliseconds() {
+		t.Errorf("the watchers' TTL is %v ms; want at most %v", n.MustDo("PTTL", sem+":watchers"), keyserver.LineTTL)
+	}
 	// The holder's slot lapses unannounced; the first waiter takes it
 	// while it watches, which takes it out of the watchers.
 	time.Sleep(short + 50*time.Millisecond)
