@@ -38,8 +38,10 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// Failed returns the violations that fail the suite: all of them in a
-// safe scenario, the resource leaks only in an unsafe one.
+// Failed returns the violations, the lock's and the primitives', that
+// fail the suite: all of them in a safe scenario, only those no scenario
+// excuses (Kind.Safety false: leaks, Observe repeating itself) in an
+// unsafe one.
 func (r Result) Failed() []Violation {
 	vs := slices.Clone(r.Violations)
 	for _, p := range r.Prims {
