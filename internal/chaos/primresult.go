@@ -14,6 +14,7 @@ type PrimResult struct {
 	Failures    int      // its clients' failed operations
 	ByKind      []string // Failures broken down
 	Clients     int      // its clients (an election's observers among them)
+	Writes      int      // write holds among a read-write lock's grants
 	// An election's observers: Leader reads that named a leader, that
 	// found none, and values sent by Observe.
 	Reads, NoLeader, Observed int
@@ -50,6 +51,11 @@ func checkPrims(byPrim map[Primitive][]Grant, clients []*client, countersLost bo
 	var rs []PrimResult
 	for _, pc := range primCheckers {
 		r := PrimResult{Primitive: pc.prim, Report: pc.check(byPrim[pc.prim])}
+		for _, g := range byPrim[pc.prim] {
+			if g.Workload == Writer {
+				r.Writes++
+			}
+		}
 		byKind := make(map[string]int)
 		for _, c := range clients {
 			if c.work.Primitive() != pc.prim {

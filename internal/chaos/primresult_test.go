@@ -73,7 +73,7 @@ func TestFailedCountsThePrimitives(t *testing.T) {
 
 func TestWritePrimTable(t *testing.T) {
 	sem := PrimResult{Primitive: SemaphorePrim, Report: Report{Grants: 120, MostAtOnce: 3}}
-	rw := PrimResult{Primitive: RWMutexPrim, Report: Report{Grants: 80, MostAtOnce: 4, Lost: 1}}
+	rw := PrimResult{Primitive: RWMutexPrim, Report: Report{Grants: 80, MostAtOnce: 4, Lost: 1}, Writes: 30}
 	el := PrimResult{Primitive: ElectionPrim, Report: Report{Grants: 9, Violations: []Violation{{Kind: TwoLeaders}}},
 		Reads: 30, NoLeader: 5, Failures: 2}
 	results := []Result{
@@ -90,9 +90,9 @@ func TestWritePrimTable(t *testing.T) {
 		t.Fatalf("%d lines, want a header, two scenarios and the total:\n%s", len(lines), b.String())
 	}
 	for i, want := range [][]string{
-		{"baseline", "yes", "120", "3", "0", "80", "4", "0", "9", "1", "1", "2", "35", "(5", "none)"},
+		{"baseline", "yes", "120", "3", "0", "50", "30", "4", "0", "9", "1", "1", "2", "35", "(5", "none)"},
 		{"unsafe", "NO", "120"},
-		{"safe", "scenarios", "120", "0", "80", "0", "9", "1"},
+		{"safe", "scenarios", "120", "0", "50", "30", "0", "9", "1"},
 	} {
 		if got := strings.Fields(lines[i+1]); !slices.Equal(got[:len(want)], want) {
 			t.Errorf("line %d: %q, want it to begin %q", i+1, got, want)
