@@ -23,18 +23,18 @@ func fenced(f uint64, asked time.Duration) func(*Grant) {
 	return func(g *Grant) { g.Fence, g.Asked = f, asked }
 }
 
-// primCase is a hand-made history that one checker must flag as want, or
-// not at all.
-type primCase struct {
+// checkerCase is a hand-made history that one checker must flag as want,
+// or not at all.
+type checkerCase struct {
 	name       string
 	grants     []Grant
 	want       []Kind
 	overlaps   int
 	maxOverlap time.Duration
-	most       int
+	most       int // 0: not checked
 }
 
-func runPrimCases(t *testing.T, check func([]Grant) Report, cases []primCase) {
+func runCheckerCases(t *testing.T, check func([]Grant) Report, cases []checkerCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,12 +48,15 @@ func runPrimCases(t *testing.T, check func([]Grant) Report, cases []primCase) {
 			if tc.most != 0 && r.MostAtOnce != tc.most {
 				t.Fatalf("MostAtOnce = %d, want %d", r.MostAtOnce, tc.most)
 			}
+			if r.Grants != len(tc.grants) {
+				t.Fatalf("Grants = %d, want %d", r.Grants, len(tc.grants))
+			}
 		})
 	}
 }
 
 func TestSemaphoreChecker(t *testing.T) {
-	runPrimCases(t, CheckSemaphore, []primCase{
+	runCheckerCases(t, CheckSemaphore, []checkerCase{
 		{name: "three holders of three permits", most: 3, grants: history(
 			permit3(1, 0, 1000*ms, 300*ms),
 			permit3(2, 10*ms, 1010*ms, 300*ms),
@@ -130,7 +133,7 @@ func TestRWMutexChecker(t *testing.T) {
 	writer := func(client int, granted, until, released time.Duration) Grant {
 		return held(Writer, client, granted, until, released)
 	}
-	runPrimCases(t, CheckRWMutex, []primCase{
+	runCheckerCases(t, CheckRWMutex, []checkerCase{
 		{name: "readers together", most: 4, grants: history(
 			reader(1, 0, 1000*ms, 300*ms),
 			reader(2, 10*ms, 1010*ms, 300*ms),
@@ -195,7 +198,7 @@ func TestElectionChecker(t *testing.T) {
 	leader := func(client int, term uint64, granted, until, released time.Duration) Grant {
 		return with(held(Leader, client, granted, until, released), func(g *Grant) { g.Fence = term })
 	}
-	runPrimCases(t, CheckElection, []primCase{
+	runCheckerCases(t, CheckElection, []checkerCase{
 		{name: "one leader after the other, terms rising", most: 1, grants: history(
 			leader(1, 1, 0, 1000*ms, 100*ms),
 			leader(2, 2, 100*ms, 1100*ms, 200*ms),

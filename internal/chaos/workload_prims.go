@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/goredlock/goredlock/redlock"
 )
@@ -43,41 +44,36 @@ func (c *client) permit(ctx context.Context) {
 // otherwise under RDo with a job that outlasts the TTL half of the time,
 // so that read holds are extended, one by one, while writers wait.
 func (c *client) reader(ctx context.Context) {
-	name := c.pick(c.load.RWNames)
-	m := c.rc.RWMutex(name)
-	if c.rng.IntN(5) == 0 {
-		c.under(ctx, "rdo", Reader, name, 0, c.between(c.load.TTL/2, c.load.MinJob),
-			func(ctx context.Context, fn func(context.Context) error) error { return m.RDo(ctx, c.load.TTL, fn) })
-		return
-	}
-	l, g, ok := c.take(ctx, "rlock", Reader, func(ctx context.Context) (*redlock.Lock, error) {
-		return m.RLock(ctx, c.load.TTL)
-	})
-	if !ok {
-		return
-	}
-	c.hold(l, &g, c.careful(l, c.load.PrimHold), ctx.Done())
-	c.release(l, &g)
+	c.readWrite(ctx, Reader, 5, c.load.PrimHold, c.load.TTL/2, c.load.MinJob)
 }
 
 // writer takes a write hold: three times in four with Lock, held as
 // briefly as the lock's short holds; otherwise under Do with a job up to
 // a read hold's length.
 func (c *client) writer(ctx context.Context) {
+	c.readWrite(ctx, Writer, 4, c.load.MaxHold, 0, c.load.PrimHold)
+}
+
+// readWrite takes a hold of a read-write lock for work (Reader or
+// Writer): one time in oneIn under RDo or Do with a job of jobMin to
+// jobMax, otherwise with RLock or Lock and a careful hold up to hold.
+func (c *client) readWrite(ctx context.Context, work Workload, oneIn int, hold, jobMin, jobMax time.Duration) {
 	name := c.pick(c.load.RWNames)
 	m := c.rc.RWMutex(name)
-	if c.rng.IntN(4) == 0 {
-		c.under(ctx, "rw do", Writer, name, 0, c.between(0, c.load.PrimHold),
-			func(ctx context.Context, fn func(context.Context) error) error { return m.Do(ctx, c.load.TTL, fn) })
+	op, lock, do := "rlock", m.RLock, m.RDo
+	if work == Writer {
+		op, lock, do = "lock", m.Lock, m.Do
+	}
+	if c.rng.IntN(oneIn) == 0 {
+		c.under(ctx, op+" do", work, name, 0, c.between(jobMin, jobMax),
+			func(ctx context.Context, fn func(context.Context) error) error { return do(ctx, c.load.TTL, fn) })
 		return
 	}
-	l, g, ok := c.take(ctx, "lock", Writer, func(ctx context.Context) (*redlock.Lock, error) {
-		return m.Lock(ctx, c.load.TTL)
-	})
+	l, g, ok := c.take(ctx, op, work, func(ctx context.Context) (*redlock.Lock, error) { return lock(ctx, c.load.TTL) })
 	if !ok {
 		return
 	}
-	c.hold(l, &g, c.careful(l, c.load.MaxHold), ctx.Done())
+	c.hold(l, &g, c.careful(l, hold), ctx.Done())
 	c.release(l, &g)
 }
 
