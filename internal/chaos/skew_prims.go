@@ -46,8 +46,8 @@ func (s skewedPrims) ReleasePermit(ctx context.Context, key string, slot int, to
 	return s.sem.ReleasePermit(ctx, key, slot, token)
 }
 
-func (s skewedPrims) WatchPermits(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.sem.WatchPermits(ctx, key)
+func (s skewedPrims) WatchPermits(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
+	return s.sem.WatchPermits(ctx, key, token)
 }
 
 func (s skewedPrims) AcquireRead(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
@@ -70,8 +70,8 @@ func (s skewedPrims) ReleaseHold(ctx context.Context, key, token string, write b
 	return s.rw.ReleaseHold(ctx, key, token, write)
 }
 
-func (s skewedPrims) WatchHolds(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.rw.WatchHolds(ctx, key)
+func (s skewedPrims) WatchHolds(ctx context.Context, key, token string, write bool) (<-chan struct{}, func(), error) {
+	return s.rw.WatchHolds(ctx, key, token, write)
 }
 
 func (s skewedPrims) AcquireLeader(ctx context.Context, key, token, value string, ttl time.Duration) (bool, uint64, error) {

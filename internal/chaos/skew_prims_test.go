@@ -28,7 +28,7 @@ func (r primRecorder) ReleasePermit(context.Context, string, int, string) (bool,
 	return true, nil
 }
 
-func (r primRecorder) WatchPermits(context.Context, string) (<-chan struct{}, func(), error) {
+func (r primRecorder) WatchPermits(context.Context, string, string) (<-chan struct{}, func(), error) {
 	r.note("WatchPermits", 0)
 	return nil, func() {}, nil
 }
@@ -53,7 +53,7 @@ func (r primRecorder) ReleaseHold(context.Context, string, string, bool) (bool, 
 	return true, nil
 }
 
-func (r primRecorder) WatchHolds(context.Context, string) (<-chan struct{}, func(), error) {
+func (r primRecorder) WatchHolds(context.Context, string, string, bool) (<-chan struct{}, func(), error) {
 	r.note("WatchHolds", 0)
 	return nil, func() {}, nil
 }
@@ -119,13 +119,13 @@ func TestSkewedScalesThePrimitivesTTLs(t *testing.T) {
 	_, p, _ := sem.AcquirePermit(ctx, "k", 3, 0, "t", ttl)
 	sem.ExtendPermit(ctx, "k", 0, "t", ttl) //nolint:errcheck // recorded
 	sem.ReleasePermit(ctx, "k", 0, "t")     //nolint:errcheck
-	_, stop, _ := sem.WatchPermits(ctx, "k")
+	_, stop, _ := sem.WatchPermits(ctx, "k", "t")
 	stop()
 	_, hr, _ := rw.AcquireRead(ctx, "k", "t", ttl)
 	_, hw, _ := rw.AcquireWrite(ctx, "k", "t", ttl, true)
 	rw.ExtendHold(ctx, "k", "t", ttl, false) //nolint:errcheck
 	rw.ReleaseHold(ctx, "k", "t", true)      //nolint:errcheck
-	_, stop, _ = rw.WatchHolds(ctx, "k")
+	_, stop, _ = rw.WatchHolds(ctx, "k", "t", true)
 	stop()
 	_, term, _ := el.AcquireLeader(ctx, "k", "t", "v", ttl)
 	el.ExtendLeader(ctx, "k", "t", "v", ttl) //nolint:errcheck
