@@ -43,8 +43,8 @@ func TestChaos(t *testing.T) {
 	if settings.Brief > 0 {
 		brief = settings.Brief
 	}
-	t.Logf("chaos: %s run, %d nodes, %d clients (%d client processes where they run as such), %v per scenario (%v for the newest), seed %d (replay: -chaos.seed=%d)",
-		mode, settings.Nodes, settings.Clients, settings.Procs, settings.Duration, brief, s, s)
+	t.Logf("chaos: %s run, %d nodes, %d clients of the lock and %d of the primitives (%d client processes where they run as such), %v per scenario (%v for the newest), seed %d (replay: -chaos.seed=%d)",
+		mode, settings.Nodes, settings.Clients, len(primWorks(settings.Prims)), settings.Procs, settings.Duration, brief, s, s)
 
 	var results []Result
 	for i, sc := range Scenarios() {
