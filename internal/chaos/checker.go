@@ -91,14 +91,14 @@ func Check(grants []Grant) Report {
 }
 
 // check runs the checks that every hold shares, a lock's or a
-// primitive's (LateLoss, PastGrant), and then byName on the grants of
+// primitive's (LateLoss, PastGrant), and then perName on the grants of
 // each name sorted by grant time; of names what they are of in the
 // violations ("" for a lock).
-func check(grants []Grant, of Primitive, byName func(r *Report, gs []Grant)) Report {
+func check(grants []Grant, of Primitive, perName func(r *Report, gs []Grant)) Report {
 	r := Report{Grants: len(grants)}
-	names := make(map[string][]Grant)
+	byName := make(map[string][]Grant)
 	for _, g := range grants {
-		names[g.Name] = append(names[g.Name], g)
+		byName[g.Name] = append(byName[g.Name], g)
 		if g.Lost != Never {
 			r.Lost++
 		}
@@ -114,17 +114,17 @@ func check(grants []Grant, of Primitive, byName func(r *Report, gs []Grant)) Rep
 			}
 		}
 	}
-	order := make([]string, 0, len(names))
-	for name := range names {
-		order = append(order, name)
+	names := make([]string, 0, len(byName))
+	for name := range byName {
+		names = append(names, name)
 	}
-	slices.Sort(order)
-	for _, name := range order {
-		gs := names[name]
+	slices.Sort(names)
+	for _, name := range names {
+		gs := byName[name]
 		slices.SortFunc(gs, func(a, b Grant) int {
 			return cmp.Or(cmp.Compare(a.Granted, b.Granted), cmp.Compare(a.ID, b.ID))
 		})
-		byName(&r, gs)
+		perName(&r, gs)
 	}
 	for i := range r.Violations {
 		r.Violations[i].Of = of
