@@ -43,8 +43,8 @@ func TestChaos(t *testing.T) {
 	if settings.Brief > 0 {
 		brief = settings.Brief
 	}
-	t.Logf("chaos: %s run, %d nodes, %d clients (%d client processes where they run as such), %v per scenario (%v for the newest), seed %d (replay: -chaos.seed=%d)",
-		mode, settings.Nodes, settings.Clients, settings.Procs, settings.Duration, brief, s, s)
+	t.Logf("chaos: %s run, %d nodes, %d clients of the lock and %d of the primitives (%d client processes where they run as such), %v per scenario (%v for the newest), seed %d (replay: -chaos.seed=%d)",
+		mode, settings.Nodes, settings.Clients, len(primWorks(settings.Prims)), settings.Procs, settings.Duration, brief, s, s)
 
 	var results []Result
 	for i, sc := range Scenarios() {
@@ -58,12 +58,15 @@ func TestChaos(t *testing.T) {
 				t.Logf("store: %d fenced writes, %d unfenced; %s; grants returned past Until to a process stopped meanwhile %d",
 					r.Writes.Fenced, r.Writes.Unfenced, r.Writes, r.StopLate)
 			}
-			for i, v := range r.Violations {
-				if i == maxListed {
-					t.Logf("... and %d more", len(r.Violations)-maxListed)
-					break
+			logViolations(t, r.Violations)
+			for _, p := range r.Prims {
+				t.Logf("%s: %d grants, most at once %d, %d lost, %d violations, %d overlaps (longest %v), failures %v, fence order broken by counters lost in empty restarts %d",
+					p.Primitive, p.Grants, p.MostAtOnce, p.Lost, len(p.Violations), p.Overlaps, p.MaxOverlap.Round(time.Millisecond),
+					p.ByKind, p.FenceResets)
+				if p.Primitive == ElectionPrim {
+					t.Logf("election: Leader named a leader %d times and none %d times; Observe sent %d values", p.Reads, p.NoLeader, p.Observed)
 				}
-				t.Logf("  %v", v)
+				logViolations(t, p.Violations)
 			}
 			if failed := r.Failed(); len(failed) > 0 {
 				t.Errorf("%d violations that fail the suite (seed %d)", len(failed), s)
@@ -82,6 +85,11 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("chaos: %s run, seed %d\n%s", mode, s, b.String())
+	b.Reset()
+	if err := WritePrimTable(&b, results); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("chaos: the primitives on the same quorum, %s run, seed %d\n%s", mode, s, b.String())
 	safe := 0
 	for _, r := range results {
 		if r.Scenario.Safe {
@@ -91,6 +99,18 @@ func TestChaos(t *testing.T) {
 	if fullLength && safe < wantGrants {
 		// Not a failure: a busy machine makes fewer grants, not unsafe ones.
 		t.Logf("chaos: only %d grants in the safe scenarios, fewer than the %d the full run aims for; was the machine busy?", safe, wantGrants)
+	}
+}
+
+// logViolations logs the first maxListed of vs.
+func logViolations(t *testing.T, vs []Violation) {
+	t.Helper()
+	for i, v := range vs {
+		if i == maxListed {
+			t.Logf("... and %d more", len(vs)-maxListed)
+			return
+		}
+		t.Logf("  %v", v)
 	}
 }
 

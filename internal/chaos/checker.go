@@ -10,27 +10,33 @@ import (
 // Kind is a kind of violation.
 type Kind string
 
-// The violations the checker, the store and the leak checks report. The
-// first five are about safety and are read from the history and the
-// store's writes; the others are about what a run left behind once every
-// client had closed.
+// The violations the checkers, the store and the leak checks report. The
+// first nine are about safety and are read from the history and the
+// store's writes; the others are broken promises that no fault excuses:
+// what a run left behind once every client had closed, and an Observe
+// stream that repeated itself.
 const (
-	Overlap       Kind = "overlap"         // two holders of one name at once
-	LateLoss      Kind = "late loss"       // a loss heard after Until − margin
-	PastGrant     Kind = "past grant"      // a grant returned after its Until
-	FenceOrder    Kind = "fence order"     // fencing tokens not increasing in grant order
-	StaleWrite    Kind = "stale write"     // a fenced write the store accepted after a later holder's
-	GoroutineLeak Kind = "goroutine leak"  // goroutines left running
-	ConnLeak      Kind = "connection leak" // connections left open on a node
-	KeyLeak       Kind = "key leak"        // keys left after the largest TTL
+	Overlap        Kind = "overlap"          // two holders of one lock at once
+	LateLoss       Kind = "late loss"        // a loss heard after Until − margin
+	PastGrant      Kind = "past grant"       // a grant returned after its Until
+	FenceOrder     Kind = "fence order"      // fencing tokens (terms) not increasing in grant order
+	StaleWrite     Kind = "stale write"      // a fenced write the store accepted after a later holder's
+	TooManyHolders Kind = "too many holders" // more holders of a semaphore at once than its permits
+	WriterShared   Kind = "writer shared"    // a write hold of a read-write lock held with another hold
+	TwoLeaders     Kind = "two leaders"      // two leaderships of one election at once
+	NoTerm         Kind = "no term"          // a leadership without a term (Fence 0)
+	GoroutineLeak  Kind = "goroutine leak"   // goroutines left running
+	ConnLeak       Kind = "connection leak"  // connections left open on a node
+	KeyLeak        Kind = "key leak"         // keys left after the largest TTL
+	ObserveRepeat  Kind = "observe repeat"   // an Observe stream that sent one value twice in a row
 )
 
 // Safety reports whether k is about mutual exclusion and its signals,
 // which the documented-unsafe scenarios are expected to break, rather than
-// about resources, which no scenario may leak.
+// about resources, which no scenario may leak, or Observe's own promise.
 func (k Kind) Safety() bool {
 	switch k {
-	case Overlap, LateLoss, PastGrant, FenceOrder, StaleWrite:
+	case Overlap, LateLoss, PastGrant, FenceOrder, StaleWrite, TooManyHolders, WriterShared, TwoLeaders, NoTerm:
 		return true
 	}
 	return false
@@ -39,8 +45,9 @@ func (k Kind) Safety() bool {
 // Violation is one broken rule.
 type Violation struct {
 	Kind   Kind
-	Name   string // the lock, when there is one
-	Grants []int  // the grants involved
+	Name   string    // the lock or primitive, when there is one
+	Of     Primitive // what Name names; "" for a lock
+	Grants []int     // the grants involved
 	Detail string
 }
 
@@ -48,20 +55,21 @@ func (v Violation) String() string {
 	if v.Name == "" {
 		return fmt.Sprintf("%s: %s", v.Kind, v.Detail)
 	}
-	return fmt.Sprintf("%s: lock %q: %s", v.Kind, v.Name, v.Detail)
+	return fmt.Sprintf("%s: %s %q: %s", v.Kind, cmp.Or(v.Of, LockPrim), v.Name, v.Detail)
 }
 
 // Report is what Check found in one history.
 type Report struct {
 	Grants     int
 	Lost       int           // grants whose holder heard they were lost
-	Overlaps   int           // pairs of grants of one name that overlapped
+	Overlaps   int           // pairs of grants of one name that overlapped (instants over the permits, for a semaphore)
 	MaxOverlap time.Duration // the longest of those overlaps
+	MostAtOnce int           // the most holds of one name at once: 1 for a lock that kept its promise
 	Violations []Violation
 }
 
-// Check reads a history and reports every violation of the lock's promises
-// in it:
+// Check reads a history of lock grants and reports every violation of the
+// lock's promises in it:
 //
 //   - Overlap: two grants of one name whose holds, [Granted, End()],
 //     intersect. A hold begins when the grant reached its caller and ends
@@ -73,8 +81,20 @@ type Report struct {
 //   - FenceOrder: among the fenced grants of one name, taken in the order
 //     they were returned, a token not greater than every earlier one.
 //
-// Times that are not known (Never) are not checked.
+// Times that are not known (Never) are not checked. The primitives have
+// checkers of their own (CheckSemaphore, CheckRWMutex, CheckElection).
 func Check(grants []Grant) Report {
+	return check(grants, "", func(r *Report, gs []Grant) {
+		r.checkExclusion(gs, Overlap, always)
+		r.Violations = append(r.Violations, checkFences(gs, exclusive)...)
+	})
+}
+
+// check runs the checks that every hold shares, a lock's or a
+// primitive's (LateLoss, PastGrant), and then perName on the grants of
+// each name sorted by grant time; of names what they are of in the
+// violations ("" for a lock).
+func check(grants []Grant, of Primitive, perName func(r *Report, gs []Grant)) Report {
 	r := Report{Grants: len(grants)}
 	byName := make(map[string][]Grant)
 	for _, g := range grants {
@@ -104,8 +124,10 @@ func Check(grants []Grant) Report {
 		slices.SortFunc(gs, func(a, b Grant) int {
 			return cmp.Or(cmp.Compare(a.Granted, b.Granted), cmp.Compare(a.ID, b.ID))
 		})
-		r.checkOverlaps(gs)
-		r.Violations = append(r.Violations, checkFences(gs)...)
+		perName(&r, gs)
+	}
+	for i := range r.Violations {
+		r.Violations[i].Of = of
 	}
 	return r
 }
@@ -117,52 +139,93 @@ func Check(grants []Grant) Report {
 // tens of milliseconds; a loss heard after Until is always late.
 func lossSlack(margin time.Duration) time.Duration { return margin / 2 }
 
-// checkOverlaps sweeps the grants of one name, sorted by grant time,
-// keeping those whose hold has not ended yet.
-func (r *Report) checkOverlaps(gs []Grant) {
+// always is the conflict rule of holds that exclude every other hold of
+// their name: a lock's, a leader's.
+func always(Grant, Grant) bool { return true }
+
+// exclusive tells the holds that exclude every other hold of their name;
+// every hold of a lock or a leadership does.
+func exclusive(Grant) bool { return true }
+
+// stillHeld keeps the holds of active that have not ended at t.
+func stillHeld(active []Grant, t time.Duration) []Grant {
+	kept := active[:0]
+	for _, a := range active {
+		if a.End() > t {
+			kept = append(kept, a)
+		}
+	}
+	return kept
+}
+
+// checkExclusion sweeps the grants of one name, sorted by grant time,
+// keeping those whose hold has not ended yet, and reports as kind every
+// two that conflict and were held together.
+func (r *Report) checkExclusion(gs []Grant, kind Kind, conflict func(a, b Grant) bool) {
 	var active []Grant
 	for _, g := range gs {
 		end := g.End()
-		kept := active[:0]
-		for _, a := range active {
-			if a.End() > g.Granted {
-				kept = append(kept, a)
-			}
-		}
-		active = kept
+		active = stillHeld(active, g.Granted)
 		for _, a := range active {
 			d := min(a.End(), end) - g.Granted
-			if d <= 0 {
+			if d <= 0 || !conflict(a, g) {
 				continue
 			}
 			r.Overlaps++
 			r.MaxOverlap = max(r.MaxOverlap, d)
-			r.Violations = append(r.Violations, Violation{Kind: Overlap, Name: g.Name, Grants: []int{a.ID, g.ID},
+			r.Violations = append(r.Violations, Violation{Kind: kind, Name: g.Name, Grants: []int{a.ID, g.ID},
 				Detail: fmt.Sprintf("%s and %s held it together for %v", describe(a), describe(g), d.Round(time.Microsecond))})
 		}
 		if end > g.Granted {
 			active = append(active, g)
+			r.MostAtOnce = max(r.MostAtOnce, len(active))
 		}
 	}
 }
 
-// checkFences checks the fenced grants of one name, sorted by grant time.
-func checkFences(gs []Grant) []Violation {
-	var (
-		vs   []Violation
-		last Grant
-	)
-	for _, g := range gs {
+// checkFences checks the fencing tokens of the grants of one name, sorted
+// by grant time. A grant's token must be greater than that of every grant
+// it had to come after: every earlier one where either of the two is
+// exclusive (as its hold excluded the other's), and, for any two, every one
+// returned before the later was asked for (its token was on a quorum by
+// then, and the later one's write round reached a server of that quorum).
+// Each grant that breaks this is reported once, against the highest token
+// it had to be above.
+func checkFences(gs []Grant, exclusive func(Grant) bool) []Violation {
+	// best[i] is the grant of highest token among gs[:i], bestExcl[i]
+	// among the exclusive ones of gs[:i]; -1 for none.
+	best, bestExcl := make([]int, len(gs)+1), make([]int, len(gs)+1)
+	best[0], bestExcl[0] = -1, -1
+	higher := func(i, j int) int {
+		if j >= 0 && gs[j].Fence != 0 && (i < 0 || gs[j].Fence > gs[i].Fence) {
+			return j
+		}
+		return i
+	}
+	for i, g := range gs {
+		best[i+1], bestExcl[i+1] = higher(best[i], i), bestExcl[i]
+		if exclusive(g) {
+			bestExcl[i+1] = higher(bestExcl[i], i)
+		}
+	}
+	var vs []Violation
+	for j, g := range gs {
 		if g.Fence == 0 {
 			continue
 		}
-		if last.Fence != 0 && g.Fence <= last.Fence {
-			vs = append(vs, Violation{Kind: FenceOrder, Name: g.Name, Grants: []int{last.ID, g.ID},
-				Detail: fmt.Sprintf("%s has fencing token %d, not above the %d of the earlier %s",
-					describe(g), g.Fence, last.Fence, describe(last))})
-			continue // the highest token so far stays the bar
+		bar := bestExcl[j]
+		if exclusive(g) {
+			bar = best[j]
 		}
-		last = g
+		asked, _ := slices.BinarySearchFunc(gs, g.Asked, func(a Grant, t time.Duration) int { return cmp.Compare(a.Granted, t) })
+		bar = higher(bar, best[min(asked, j)])
+		if bar < 0 || g.Fence > gs[bar].Fence {
+			continue
+		}
+		last := gs[bar]
+		vs = append(vs, Violation{Kind: FenceOrder, Name: g.Name, Grants: []int{last.ID, g.ID},
+			Detail: fmt.Sprintf("%s has fencing token %d, not above the %d of the earlier %s",
+				describe(g), g.Fence, last.Fence, describe(last))})
 	}
 	return vs
 }

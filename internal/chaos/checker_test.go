@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,13 +40,7 @@ func TestCheckerFindsEachViolation(t *testing.T) {
 		return Grant{Client: client, Workload: Do, Name: "a", Granted: granted,
 			FirstUntil: Never, Until: Never, Released: released, Lost: lostAt}
 	}
-	for _, tc := range []struct {
-		name       string
-		grants     []Grant
-		want       []Kind
-		overlaps   int
-		maxOverlap time.Duration
-	}{
+	runCheckerCases(t, Check, []checkerCase{
 		{name: "one after the other", grants: history(
 			grant(1, 0, 1000*ms, 100*ms),
 			grant(2, 100*ms, 1100*ms, 200*ms),
@@ -127,20 +120,7 @@ func TestCheckerFindsEachViolation(t *testing.T) {
 			with(grant(2, 100*ms, 1100*ms, 200*ms), fence(2)),
 			with(grant(1, 0, 1000*ms, 100*ms), fence(1)),
 		)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := Check(tc.grants)
-			if got := kinds(r); !slices.Equal(got, tc.want) {
-				t.Fatalf("violations %v, want %v: %v", got, tc.want, r.Violations)
-			}
-			if r.Overlaps != tc.overlaps || r.MaxOverlap != tc.maxOverlap {
-				t.Fatalf("%d overlaps, longest %v; want %d, %v", r.Overlaps, r.MaxOverlap, tc.overlaps, tc.maxOverlap)
-			}
-			if r.Grants != len(tc.grants) {
-				t.Fatalf("Grants = %d, want %d", r.Grants, len(tc.grants))
-			}
-		})
-	}
+	})
 }
 
 func TestCheckerCountsLosses(t *testing.T) {

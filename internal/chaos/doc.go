@@ -31,8 +31,27 @@
 // counters have no TTL, so a node restarted empty loses them even when it
 // stayed down longer than the largest TTL: in a scenario whose nodes
 // restart empty without fsync, fence-order breaks are counted apart and do
-// not fail the run, as the redlock package doc names that limit. Once
-// every client has closed, the run reports
+// not fail the run, as the redlock package doc names that limit.
+//
+// The primitives on the same quorum have clients and checkers of their
+// own, beside the lock's, through their own paths to the same faulted
+// nodes in every scenario whose clients run in the test's process:
+// permits of two semaphores (3 and 2 permits; more clients than that),
+// held briefly, kept alive through long jobs or taken by Do; readers and
+// writers of a read-write lock, some readers under RDo past their TTL;
+// campaigners of an election, leading for several TTLs and resigning;
+// and, in the full and long runs, an observer reading Leader and
+// following Observe. CheckSemaphore reports an instant with more valid
+// holds of a semaphore than its permits, CheckRWMutex a write hold held
+// with any other hold, CheckElection two leaderships at once, a
+// leadership without a term and terms (Fence) that do not rise in grant
+// order; each also reports late losses and grants past their Until as
+// Check does, and fencing tokens out of the order the holds impose (for
+// permits and readers held together, only against holds returned before
+// they were asked for). An Observe stream that repeats a value fails any
+// scenario.
+//
+// Once every client has closed, the run reports
 // goroutines left running, connections left open on a proxy or a node,
 // and keys left on a node after the largest TTL.
 //

@@ -20,7 +20,38 @@ const (
 	KeepAlive Workload = "keepalive" // Acquire, KeepAlive by hand through a long job, Release
 	DoOrSkip  Workload = "doorskip"  // DoOrSkip with a short job
 	Holdout   Workload = "holdout"   // Acquire, hold to the end of the validity, Release
+
+	Permit   Workload = "permit"   // a semaphore's permit: Acquire, a hold (KeepAlive now and then), Release; or Do
+	Reader   Workload = "reader"   // a read-write lock's read hold: RLock, a hold, Release; or RDo with a long job
+	Writer   Workload = "writer"   // a read-write lock's write hold: Lock, a short hold, Release; or Do
+	Leader   Workload = "leader"   // an election's leadership: Campaign, lead for a long job, resign
+	Observer Workload = "observer" // Leader reads and Observe streams of an election; holds nothing
 )
+
+// Primitive names what a grant is of: the lock, or one of the primitives
+// on the same quorum. Each has its own checker.
+type Primitive string
+
+// The primitives, in the order the reports list them.
+const (
+	LockPrim      Primitive = "lock"
+	SemaphorePrim Primitive = "semaphore"
+	RWMutexPrim   Primitive = "read-write lock"
+	ElectionPrim  Primitive = "election"
+)
+
+// Primitive returns what the grants of workload w are of.
+func (w Workload) Primitive() Primitive {
+	switch w {
+	case Permit:
+		return SemaphorePrim
+	case Reader, Writer:
+		return RWMutexPrim
+	case Leader, Observer:
+		return ElectionPrim
+	}
+	return LockPrim
+}
 
 // Grant is one lock as its holder saw it. Every time is an offset from the
 // start of its History, on the process's monotonic clock.
@@ -30,8 +61,10 @@ type Grant struct {
 	Workload Workload
 	Name     string
 	Token    string // tells grants apart; never printed
-	Fence    uint64 // fencing token; 0 when the lock carries none
+	Fence    uint64 // fencing token (a leader's term); 0 when the lock carries none
+	Permits  int    // the semaphore's permit count, for a permit
 
+	Asked      time.Duration // when the call that returned it began; 0 when not recorded
 	Granted    time.Duration // when the grant was returned to the caller (fn began, for Do)
 	FirstUntil time.Duration // Until when it was returned; Never if not known
 	Until      time.Duration // Until at its end, after every extension; Never if not known

@@ -30,21 +30,30 @@ type Result struct {
 	// whatever the library did. Reported, not counted as violations.
 	StopLate int
 	// Writes sums up what the client processes wrote to the store.
-	Writes  WriteReport
+	Writes WriteReport
+	// Prims are the primitives' workloads: their checkers' reports and
+	// their clients' failures, one per primitive that ran.
+	Prims   []PrimResult
 	Faults  string // the faults injected
 	Elapsed time.Duration
 }
 
-// Failed returns the violations that fail the suite: all of them in a
-// safe scenario, the resource leaks only in an unsafe one.
+// Failed returns the violations, the lock's and the primitives', that
+// fail the suite: all of them in a safe scenario, only those no scenario
+// excuses (Kind.Safety false: leaks, Observe repeating itself) in an
+// unsafe one.
 func (r Result) Failed() []Violation {
-	var vs []Violation
-	for _, v := range r.Violations {
+	vs := slices.Clone(r.Violations)
+	for _, p := range r.Prims {
+		vs = append(vs, p.Violations...)
+	}
+	var failed []Violation
+	for _, v := range vs {
 		if r.Scenario.Safe || !v.Kind.Safety() {
-			vs = append(vs, v)
+			failed = append(failed, v)
 		}
 	}
-	return vs
+	return failed
 }
 
 // Run runs one scenario on fresh nodes: the clients work through their
@@ -63,10 +72,12 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	cluster := redistest.Start(t, s.Nodes, opts...)
 	goroutines := takeGoroutineBaseline()
 
-	local, nprocs := s.Clients, 0
+	// The lock's clients, then the primitives', or only processes.
+	works, nprocs := append(assign(sc.Mix, s.Clients), primWorks(s.Prims)...), 0
 	if sc.Procs {
-		local, nprocs = 0, s.Procs
+		works, nprocs = nil, s.Procs
 	}
+	local := len(works)
 	nodeAddrs := make([]string, s.Nodes)
 	paths := make([][]*Proxy, s.Nodes) // paths[i][c]: client c's way to node i
 	var allPaths []*Proxy
@@ -114,7 +125,7 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	})
 	defer closeClients()
 	if local > 0 {
-		for id, work := range assign(sc.Mix, local) {
+		for id, work := range works {
 			c, err := newClient(id, work, addrsOf(id), &load, h, seed, clocks)
 			if err != nil {
 				t.Fatalf("chaos: client %d: %v", id, err)
@@ -188,10 +199,16 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 		}
 	}
 	grants := h.Grants()
-	res.Report = Check(grants)
-	if !sc.Fsync && f.count["kill"]+f.count["restart now"] > 0 {
+	byPrim := make(map[Primitive][]Grant)
+	for _, g := range grants {
+		byPrim[g.Workload.Primitive()] = append(byPrim[g.Workload.Primitive()], g)
+	}
+	res.Report = Check(byPrim[LockPrim])
+	countersLost := !sc.Fsync && f.count["kill"]+f.count["restart now"] > 0
+	if countersLost {
 		res.Violations, res.FenceResets = withoutFenceOrder(res.Violations)
 	}
+	res.Prims = checkPrims(byPrim, clients, countersLost)
 	if ps != nil {
 		res.Violations, res.StopLate = ps.withoutStopped(res.Violations, grants, load.TTL)
 		var stale []Violation
@@ -212,6 +229,9 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 
 	byKind := make(map[string]int)
 	for _, c := range clients {
+		if c.work.Primitive() != LockPrim {
+			continue // in its primitive's result
+		}
 		for k, n := range c.failures {
 			byKind[k] += n
 		}

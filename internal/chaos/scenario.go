@@ -41,20 +41,34 @@ type Settings struct {
 	Duration time.Duration // of each scenario, faults and workloads
 	Brief    time.Duration // of the Brief scenarios, when set
 	Load     Load
+	// Prims are the primitives' clients, by workload, beside the lock's
+	// Clients in every scenario that runs clients in the test's process.
+	Prims map[Workload]int
 }
 
 // Full is the run of make chaos: every scenario within about six and a
 // half minutes on two cores, and more than 10,000 grants in the safe
 // scenarios.
-var Full = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 25 * time.Second, Load: defaultLoad}
+var Full = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 25 * time.Second, Load: defaultLoad, Prims: fullPrims}
 
 // Short is the run of make test: every scenario, briefly, within about 70
 // seconds.
-var Short = Settings{Nodes: 5, Clients: 10, Procs: 4, Duration: 4 * time.Second, Brief: 2 * time.Second, Load: defaultLoad}
+var Short = Settings{Nodes: 5, Clients: 10, Procs: 4, Duration: 4 * time.Second, Brief: 2 * time.Second, Load: defaultLoad,
+	Prims: shortPrims}
 
 // Long is the run of make chaos LONG=1: the full run, six times as long
 // (about 35 minutes), for more than 100,000 grants in the safe scenarios.
-var Long = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 150 * time.Second, Load: defaultLoad}
+var Long = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 150 * time.Second, Load: defaultLoad, Prims: fullPrims}
+
+// The primitives' clients of the full and long runs, and of the short
+// run: more permit clients than a semaphore's permits, readers beside
+// writers, campaigners beside an observer. They are fewer than the lock's
+// clients: on a loaded machine every client takes its share of the
+// process's time from the lock's.
+var (
+	fullPrims  = map[Workload]int{Permit: 4, Reader: 2, Writer: 2, Leader: 2, Observer: 1}
+	shortPrims = map[Workload]int{Permit: 4, Reader: 2, Writer: 1, Leader: 2}
+)
 
 // procLoad is what the client processes do with locks of ttl: hold each
 // for 50–150 ms between two writes to the store, and wait for a lock as
@@ -76,6 +90,10 @@ var defaultLoad = Load{
 	RetryDelay:  20 * time.Millisecond,
 	RetryJitter: 10 * time.Millisecond,
 	Patience:    time.Second,
+	Semaphores:  []Semaphore{{Name: "P0", Permits: 3}, {Name: "P1", Permits: 2}},
+	RWNames:     []string{"R0"},
+	Elections:   []string{"E0"},
+	PrimHold:    200 * time.Millisecond,
 }
 
 var defaultMix = map[Workload]int{Acquire: 9, DoOrSkip: 3, Do: 2, KeepAlive: 2}

@@ -66,16 +66,22 @@ func (c *Clocks) fromNode(i int, left time.Duration) time.Duration {
 // Skewed wraps the KeyServer of node i so that it keeps time on node i's
 // clock in c: every TTL sent to it is scaled, and every time left it
 // reports is scaled back. The result implements keyserver.Notifier and
-// keyserver.Fencer exactly when ks does, so that the redlock client sees
-// the same abilities with and without the skew. It never implements
-// keyserver.InProcess: it forwards to a server that may block.
+// keyserver.Fencer exactly when ks does, and the primitives' interfaces
+// (Semaphorer, RWLocker, Elector) when ks implements all of these, so
+// that the redlock client sees the same abilities with and without the
+// skew. It never implements keyserver.InProcess: it forwards to a server
+// that may block.
 func Skewed(ks keyserver.KeyServer, c *Clocks, i int) keyserver.KeyServer {
 	s := skewed{ks: ks, c: c, i: i}
 	n, notifier := ks.(keyserver.Notifier)
 	f, fencer := ks.(keyserver.Fencer)
 	switch {
 	case notifier && fencer:
-		return skewedBoth{skewedNotifier{s, n}, skewedFencer{s, f}}
+		both := skewedBoth{skewedNotifier{s, n}, skewedFencer{s, f}}
+		if all, ok := skewedWithPrims(both, ks); ok {
+			return all
+		}
+		return both
 	case notifier:
 		return skewedNotifier{s, n}
 	case fencer:
@@ -112,6 +118,9 @@ func (s skewed) ttl(ttl time.Duration) time.Duration {
 	return s.c.toNode(s.i, ttl)
 }
 
+// left scales back a time left that the node reported.
+func (s skewed) left(d time.Duration) time.Duration { return s.c.fromNode(s.i, d) }
+
 // String names the wrapped server, as errors show it.
 func (s skewed) String() string {
 	if st, ok := s.ks.(interface{ String() string }); ok {
@@ -128,13 +137,13 @@ type skewedNotifier struct {
 
 func (s skewedNotifier) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	ok, h, err := s.n.AcquireOrHolder(ctx, key, token, s.ttl(ttl))
-	h.Left = s.c.fromNode(s.i, h.Left)
+	h.Left = s.left(h.Left)
 	return ok, h, err
 }
 
 func (s skewedNotifier) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
 	ok, h, err := s.n.AcquireInLine(ctx, key, token, s.ttl(ttl), next)
-	h.Left = s.c.fromNode(s.i, h.Left)
+	h.Left = s.left(h.Left)
 	return ok, h, err
 }
 

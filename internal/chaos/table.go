@@ -28,3 +28,53 @@ func WriteTable(w io.Writer, results []Result) error {
 	fmt.Fprintf(tw, "safe scenarios\t\t%d\t%d\t\t\t\t\t\t\t\t\n", grants, violations)
 	return tw.Flush()
 }
+
+// WritePrimTable prints one line per scenario whose clients took the
+// primitives: for each, its grants (a read-write lock's as read and write
+// holds), the most holds of one name at once (permits of a semaphore,
+// readers of a read-write lock) and its violations; then, for all three,
+// the holders told of a loss, the failed calls and the observer's Leader
+// reads; and a total for the safe scenarios.
+func WritePrimTable(w io.Writer, results []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tsafe\tpermits\tmost\tviolations\treads\twrites\tmost\tviolations\tleaderships\tviolations\tlost\tfailures\tleader reads")
+	var grants, violations [3]int // of the safe scenarios, by primitive
+	writes := 0
+	for _, r := range results {
+		if len(r.Prims) == 0 {
+			continue
+		}
+		safe := "yes"
+		if !r.Scenario.Safe {
+			safe = "NO"
+		}
+		var cells []any
+		lost, failures, reads := 0, 0, ""
+		for i, pc := range primCheckers {
+			p, ok := r.prim(pc.prim)
+			switch {
+			case !ok:
+				cells = append(cells, "-", "-", "-")
+			case pc.prim == ElectionPrim:
+				cells = append(cells, p.Grants, len(p.Violations))
+				reads = fmt.Sprintf("%d (%d none)", p.Reads+p.NoLeader, p.NoLeader)
+			case pc.prim == RWMutexPrim:
+				cells = append(cells, p.Grants-p.Writes, p.Writes, p.MostAtOnce, len(p.Violations))
+			default:
+				cells = append(cells, p.Grants, p.MostAtOnce, len(p.Violations))
+			}
+			if r.Scenario.Safe {
+				grants[i] += p.Grants
+				violations[i] += len(p.Violations)
+				writes += p.Writes
+			}
+			lost += p.Lost
+			failures += p.Failures
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%d\t%d\t%s\n",
+			append(append([]any{r.Scenario.Name, safe}, cells...), lost, failures, reads)...)
+	}
+	fmt.Fprintf(tw, "safe scenarios\t\t%d\t\t%d\t%d\t%d\t\t%d\t%d\t%d\t\t\t\n",
+		grants[0], violations[0], grants[1]-writes, writes, violations[1], grants[2], violations[2])
+	return tw.Flush()
+}

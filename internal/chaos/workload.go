@@ -30,6 +30,17 @@ type Load struct {
 	Patience    time.Duration // how long an Acquire client waits for a lock
 
 	Quarantine time.Duration // redlock.WithQuarantine's: 0 the default, NoQuarantine off
+
+	Semaphores []Semaphore   // taken by Permit clients
+	RWNames    []string      // read-write locks, taken by Reader and Writer clients
+	Elections  []string      // campaigned for by Leader clients, watched by Observer clients
+	PrimHold   time.Duration // permits and read holds that are not long jobs last up to this long
+}
+
+// Semaphore is a semaphore of the workloads: its name and permit count.
+type Semaphore struct {
+	Name    string
+	Permits int
 }
 
 // releaseTimeout bounds a Release; the lock's own server timeout bounds
@@ -47,9 +58,15 @@ type client struct {
 	rng     *rand.Rand
 	load    *Load
 
+	campaigns int // Campaign calls, which number the values of its leaderships
+
 	// Read once run has returned.
 	failures map[string]int // failed operations by kind
 	skips    int            // DoOrSkip calls that skipped
+	reads    int            // Leader reads that named a leader
+	noLeader int            // Leader reads that found none (ErrNoLeader)
+	changes  int            // values Observe sent
+	repeats  []string       // values Observe sent twice in a row, which it must never do
 }
 
 // newClient connects a client to the nodes at addrs (its paths to them).
@@ -112,6 +129,16 @@ func (c *client) run(ctx context.Context) {
 			c.doOrSkip(ctx)
 		case Holdout:
 			c.holdout(ctx)
+		case Permit:
+			c.permit(ctx)
+		case Reader:
+			c.reader(ctx)
+		case Writer:
+			c.writer(ctx)
+		case Leader:
+			c.campaign(ctx)
+		case Observer:
+			c.observe(ctx)
 		}
 		sleep(ctx, c.between(0, c.load.Think))
 	}
@@ -125,13 +152,18 @@ func (c *client) acquire(ctx context.Context) {
 	if len(c.load.LongNames) > 0 && c.rng.IntN(10) == 0 {
 		name = c.pick(c.load.LongNames) // contend with the long jobs too
 	}
-	l, g, ok := c.take(ctx, name, Acquire)
+	l, g, ok := c.take(ctx, "acquire", Acquire, c.acquirer(name))
 	if !ok {
 		return
 	}
-	hold := min(c.between(0, c.load.MaxHold), time.Until(l.Until())/2)
-	c.hold(l, &g, hold, nil)
+	c.hold(l, &g, c.careful(l, c.load.MaxHold), nil)
 	c.release(l, &g)
+}
+
+// careful draws a hold of l up to d, and never more than half of what is
+// left of its validity, as a careful holder would.
+func (c *client) careful(l *redlock.Lock, d time.Duration) time.Duration {
+	return min(c.between(0, d), time.Until(l.Until())/2)
 }
 
 // holdout takes a long-job name and holds it until holdoutSlack before its
@@ -141,7 +173,7 @@ func (c *client) acquire(ctx context.Context) {
 // default) and so would hide the skew's harm below that.
 func (c *client) holdout(ctx context.Context) {
 	name := c.pick(c.load.LongNames)
-	l, g, ok := c.take(ctx, name, Holdout)
+	l, g, ok := c.take(ctx, "acquire", Holdout, c.acquirer(name))
 	if !ok {
 		return
 	}
@@ -149,18 +181,26 @@ func (c *client) holdout(ctx context.Context) {
 	c.release(l, &g)
 }
 
-// take acquires name for work within the load's patience and starts its
-// grant; when the lock is not granted it counts the failure and ok is
-// false.
-func (c *client) take(ctx context.Context, name string, work Workload) (l *redlock.Lock, g Grant, ok bool) {
+// take acquires a lock or a hold of a primitive with get, for work,
+// within the load's patience, and starts its grant; when nothing is
+// granted it counts the failure as op's and ok is false.
+func (c *client) take(ctx context.Context, op string, work Workload, get func(context.Context) (*redlock.Lock, error)) (l *redlock.Lock, g Grant, ok bool) {
 	actx, cancel := context.WithTimeout(ctx, c.load.Patience)
 	defer cancel()
-	l, err := c.rc.Acquire(actx, name, c.load.TTL)
+	asked := c.h.Now()
+	l, err := get(actx)
 	if err != nil {
-		c.fail(ctx, "acquire", err)
+		c.fail(ctx, op, err)
 		return nil, Grant{}, false
 	}
-	return l, c.granted(l, work), true
+	g = c.granted(l, work)
+	g.Asked = asked
+	return l, g, true
+}
+
+// acquirer takes the lock name with the load's TTL, for take.
+func (c *client) acquirer(name string) func(context.Context) (*redlock.Lock, error) {
+	return func(ctx context.Context) (*redlock.Lock, error) { return c.rc.Acquire(ctx, name, c.load.TTL) }
 }
 
 // holdoutSlack is how long before its Until a holdout releases: about a
@@ -177,6 +217,12 @@ func (c *client) keepAlive(ctx context.Context) {
 		return
 	}
 	g := c.granted(l, KeepAlive)
+	c.keepAliveFor(ctx, l, &g, c.between(c.load.MinJob, c.load.MaxJob))
+	c.release(l, &g)
+}
+
+// keepAliveFor keeps l alive by hand for d, until it ends or ctx does.
+func (c *client) keepAliveFor(ctx context.Context, l *redlock.Lock, g *Grant, d time.Duration) {
 	kctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -184,10 +230,9 @@ func (c *client) keepAlive(ctx context.Context) {
 		defer wg.Done()
 		_ = l.KeepAlive(kctx) // its end shows in Done and Err
 	}()
-	c.hold(l, &g, c.between(c.load.MinJob, c.load.MaxJob), ctx.Done())
+	c.hold(l, g, d, ctx.Done())
 	stop()
 	wg.Wait()
-	c.release(l, &g)
 }
 
 // hold waits for d, for the lock to end, or for stop, and records a loss.
@@ -208,14 +253,27 @@ func (c *client) hold(l *redlock.Lock, g *Grant, d time.Duration, stop <-chan st
 // do runs a long job under Do.
 func (c *client) do(ctx context.Context) {
 	name := c.pick(c.load.LongNames)
+	c.under(ctx, "do", Do, name, 0, c.between(c.load.MinJob, c.load.MaxJob),
+		func(ctx context.Context, fn func(context.Context) error) error {
+			return c.rc.Do(ctx, name, c.load.TTL, fn)
+		})
+}
+
+// under runs a job of d under do (a Do of the lock or of a primitive,
+// which calls fn while it holds name) and records its grant; permits is
+// the semaphore's count, for a permit.
+func (c *client) under(ctx context.Context, op string, work Workload, name string, permits int, d time.Duration,
+	do func(context.Context, func(context.Context) error) error) {
+	asked := c.h.Now()
 	var g Grant
 	ran := false
-	err := c.rc.Do(ctx, name, c.load.TTL, func(fctx context.Context) error {
+	err := do(ctx, func(fctx context.Context) error {
 		ran = true
-		g = c.job(fctx, Do, name, c.between(c.load.MinJob, c.load.MaxJob))
+		g = c.job(fctx, work, name, d)
+		g.Asked, g.Permits = asked, permits
 		return nil
 	})
-	c.ended(ctx, "do", ran, &g, err)
+	c.ended(ctx, op, ran, &g, err)
 }
 
 // doOrSkip runs a short job under DoOrSkip.

@@ -1,0 +1,100 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+)
+
+// PrimResult is what one primitive's workloads did in a scenario and what
+// its checker found.
+type PrimResult struct {
+	Primitive   Primitive
+	Report               // its checker's
+	FenceResets int      // fence-order breaks set apart, as Result.FenceResets
+	Failures    int      // its clients' failed operations
+	ByKind      []string // Failures broken down
+	Clients     int      // its clients (an election's observers among them)
+	Writes      int      // write holds among a read-write lock's grants
+	// An election's observers: Leader reads that named a leader, that
+	// found none, and values sent by Observe.
+	Reads, NoLeader, Observed int
+}
+
+// primWorks returns the primitives' clients of a run: n[w] of each
+// workload w, in a fixed order.
+func primWorks(n map[Workload]int) []Workload {
+	var works []Workload
+	for _, w := range []Workload{Permit, Reader, Writer, Leader, Observer} {
+		for range n[w] {
+			works = append(works, w)
+		}
+	}
+	return works
+}
+
+// primCheckers are the primitives' checkers, in the order results list them.
+var primCheckers = []struct {
+	prim  Primitive
+	check func([]Grant) Report
+}{
+	{SemaphorePrim, CheckSemaphore},
+	{RWMutexPrim, CheckRWMutex},
+	{ElectionPrim, CheckElection},
+}
+
+// checkPrims checks the grants of each primitive whose clients ran, and
+// adds what those clients counted. countersLost sets fence-order breaks
+// apart, as for the lock, in a scenario whose nodes restarted empty
+// without fsync. An Observe stream that sent one value twice in a row is
+// an ObserveRepeat violation of the election.
+func checkPrims(byPrim map[Primitive][]Grant, clients []*client, countersLost bool) []PrimResult {
+	var rs []PrimResult
+	for _, pc := range primCheckers {
+		r := PrimResult{Primitive: pc.prim, Report: pc.check(byPrim[pc.prim])}
+		for _, g := range byPrim[pc.prim] {
+			if g.Workload == Writer {
+				r.Writes++
+			}
+		}
+		byKind := make(map[string]int)
+		for _, c := range clients {
+			if c.work.Primitive() != pc.prim {
+				continue
+			}
+			r.Clients++
+			r.Reads += c.reads
+			r.NoLeader += c.noLeader
+			r.Observed += c.changes
+			for _, v := range c.repeats {
+				r.Violations = append(r.Violations, Violation{Kind: ObserveRepeat, Of: pc.prim,
+					Detail: fmt.Sprintf("client %d's Observe sent %q twice in a row", c.id, v)})
+			}
+			for k, n := range c.failures {
+				byKind[k] += n
+			}
+		}
+		if r.Clients == 0 {
+			continue
+		}
+		if countersLost {
+			r.Violations, r.FenceResets = withoutFenceOrder(r.Violations)
+		}
+		for k, n := range byKind {
+			r.Failures += n
+			r.ByKind = append(r.ByKind, fmt.Sprintf("%s %d", k, n))
+		}
+		slices.Sort(r.ByKind)
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// prim returns the result of primitive p, if its clients ran.
+func (r Result) prim(p Primitive) (PrimResult, bool) {
+	for _, pr := range r.Prims {
+		if pr.Primitive == p {
+			return pr, true
+		}
+	}
+	return PrimResult{}, false
+}
