@@ -139,10 +139,11 @@ func checkKeys(nodes []string) []Violation {
 // scanKeys returns each key of the node at addr with its remaining TTL;
 // values (tokens) are not read. Fence counters (keyserver.FenceKey) are
 // left out: they have no TTL by design and outlive every lock. So are the
-// lines of waiters (keyserver.LineKey) that expire within
-// keyserver.LineTTL: a waiter whose LeaveLine a fault lost keeps its place
-// that long after it stopped waiting, as DESIGN.md's rule 9 allows, which
-// is longer than the locks' TTL the check waits for.
+// lines of waiters (keyserver.LineKey) and the primitives' watchers that
+// expire within keyserver.LineTTL: a waiter whose LeaveLine a fault lost,
+// or that stopped watching a primitive without being woken, keeps its
+// place that long after it stopped waiting, as DESIGN.md's rule 9 allows,
+// which is longer than the locks' TTL the check waits for.
 func scanKeys(addr string) ([]string, error) {
 	conn, err := dialNode(addr)
 	if err != nil {
@@ -165,7 +166,7 @@ func scanKeys(addr string) ([]string, error) {
 			if pttl == -1 && strings.HasSuffix(k, ":fence") {
 				continue
 			}
-			if pttl > 0 && pttl <= keyserver.LineTTL.Milliseconds() && strings.HasSuffix(k, ":line") {
+			if pttl > 0 && pttl <= keyserver.LineTTL.Milliseconds() && (strings.HasSuffix(k, ":line") || strings.HasSuffix(k, ":watchers")) {
 				continue
 			}
 			keys = append(keys, fmt.Sprintf("%q (pttl %d)", k, pttl))
