@@ -143,10 +143,10 @@ func WithDialOptions(opts ...redigo.DialOption) Option {
 	return func(c *config) { c.dialOpts = append(c.dialOpts, opts...) }
 }
 
-// WithPooledConnections makes FromURL run each call on a connection of its
-// own from a redigo pool, instead of sharing one pipelined connection: for
-// a proxy in front of Redis that does not allow pipelining, or to compare
-// the two.
+// WithPooledConnections makes FromURL, and New, run each call on a
+// connection of its own from a redigo pool, instead of sharing one
+// pipelined connection: for a proxy in front of Redis that does not allow
+// pipelining, or to compare the two.
 func WithPooledConnections() Option { return func(c *config) { c.pooled = true } }
 
 // WithMaxConnections caps the connections a WithPooledConnections pool
@@ -159,13 +159,45 @@ func WithMaxConnections(n int) Option { return func(c *config) { c.maxActive = n
 // it, calls fail at once with ErrOverloaded. Default 4096.
 func WithMaxPending(n int) Option { return func(c *config) { c.maxPending = n } }
 
-// New returns a Server over pool, running each call on a connection of its
-// own. The caller keeps ownership of pool. The first WatchTurn takes one
-// more connection from pool for the Server's subscriber and keeps it until
-// it breaks or Close is called (see the package doc).
+// New returns a Server over pool. The caller keeps ownership of pool.
+//
+// A call made while no other call of the Server is in flight runs on a
+// connection of its own from pool, as a pool is meant to be used; calls
+// made while others are in flight share one connection that the Server
+// borrows from pool when it first needs it and holds until it breaks or
+// Close is called, pipelined as FromURL's calls are (see Pipelining). With
+// 64 callers on each of five nodes this made a redlock client over New
+// [TODO figures] (a connection per call pays a round trip, a write and a
+// read per call, and redigo's DoContext a goroutine; the shared connection
+// carries many calls per write and per read). Pass WithPooledConnections
+// for a connection of its own per call at all times, as New did before:
+// for a proxy that does not allow pipelining, or a pool whose size is the
+// bound on concurrent calls the caller wants. WithMaxPending bounds the
+// shared connection's calls (a value below 1 is the default). The first
+// WatchTurn takes one more connection from pool for the Server's
+// subscriber and keeps it until it breaks or Close is called (see the
+// package doc): a pool of n connections leaves n-2 for the calls on
+// connections of their own.
+//
+// A connection of its own is given back to pool once its call is
+// answered, or, when the call's context ends first, closed (the pool then
+// discards it). Connections from pool must implement
+// redigo.ConnWithContext and redigo.ConnWithTimeout, as a redigo.Pool's
+// do; otherwise a call fails as redigo.DoContext does.
 func New(pool Pool, opts ...Option) *Server {
+	c := config{}
+	for _, o := range opts {
+		o(&c)
+	}
+	t := &pooled{pool: pool, redigoPubSub: redigoPubSub{get: pool.GetContext, borrowed: true, dialTimeout: connectTimeout}}
+	if !c.pooled {
+		if c.maxPending < 1 {
+			c.maxPending = defaultMaxPending
+		}
+		t.shared = newPipeline(borrow(pool), c)
+	}
 	opts = append([]Option{WithName("redis")}, opts...)
-	return NewServer(&pooled{pool: pool, redigoPubSub: redigoPubSub{get: pool.GetContext, borrowed: true, dialTimeout: connectTimeout}}, opts...)
+	return NewServer(t, opts...)
 }
 
 // pipelined is the transport of FromURL: every call on one connection.
