@@ -66,8 +66,9 @@
 // at once, including calls whose callers gave up; more fail at once with
 // ErrOverloaded.
 //
-// New runs each call on a connection of its own taken from the caller's
-// Pool, as FromURL does with WithPooledConnections.
+// New's Server pipelines the same way the calls made while others are in
+// flight, over one connection it borrows from the caller's Pool, and runs
+// a call made alone on a connection of its own from the Pool (see New).
 //
 // # Waiting in line
 //
@@ -88,8 +89,8 @@
 // subscription is not missed. While a key's channel is subscribed,
 // AcquireInLine skips the plain SET NX, which would be refused. The
 // connection is opened by the first WatchTurn (New's Server takes it from
-// the caller's Pool, so a Pool with MaxActive n leaves n-1 connections for
-// the calls); when it breaks (a restart, a network failure) every waiter
+// the caller's Pool, and holds it as it holds its shared connection); when
+// it breaks (a restart, a network failure) every waiter
 // on it is woken to try again, and the next WatchTurn opens a new one. A
 // subscription unconfirmed for 5 s makes the next WatchTurn replace the
 // connection. Close closes the connection and waits for its reader.
@@ -162,28 +163,25 @@ func WithMaxPending(n int) Option { return func(c *config) { c.maxPending = n } 
 // New returns a Server over pool. The caller keeps ownership of pool.
 //
 // A call made while no other call of the Server is in flight runs on a
-// connection of its own from pool, as a pool is meant to be used; calls
-// made while others are in flight share one connection that the Server
-// borrows from pool when it first needs it and holds until it breaks or
-// Close is called, pipelined as FromURL's calls are (see Pipelining). With
-// 64 callers on each of five nodes this made a redlock client over New
-// [TODO figures] (a connection per call pays a round trip, a write and a
-// read per call, and redigo's DoContext a goroutine; the shared connection
-// carries many calls per write and per read). Pass WithPooledConnections
-// for a connection of its own per call at all times, as New did before:
-// for a proxy that does not allow pipelining, or a pool whose size is the
-// bound on concurrent calls the caller wants. WithMaxPending bounds the
-// shared connection's calls (a value below 1 is the default). The first
-// WatchTurn takes one more connection from pool for the Server's
-// subscriber and keeps it until it breaks or Close is called (see the
-// package doc): a pool of n connections leaves n-2 for the calls on
-// connections of their own.
+// connection of its own from pool, which it gives back once answered (a
+// call whose context ends first closes its connection, which the pool
+// then discards). Calls made while others are in flight share one
+// connection instead, pipelined as FromURL's calls are (see Pipelining),
+// which the Server borrows from pool when it first needs it and holds
+// until it breaks or Close is called: a connection per call pays a write,
+// a read and a wake-up per call, where the shared connection carries many
+// calls per write and per read (with 64 callers on each of five nodes, a
+// redlock client over New took [TODO figures]). The first WatchTurn
+// takes one more connection for the Server's subscriber and keeps it the
+// same way (see the package doc), so the Server holds at most three of
+// pool's connections at once. WithMaxPending bounds the calls of the
+// shared connection (below 1: the default).
 //
-// A connection of its own is given back to pool once its call is
-// answered, or, when the call's context ends first, closed (the pool then
-// discards it). Connections from pool must implement
-// redigo.ConnWithContext and redigo.ConnWithTimeout, as a redigo.Pool's
-// do; otherwise a call fails as redigo.DoContext does.
+// WithPooledConnections keeps every call on a connection of its own, as
+// New did before it shared one: for a proxy that does not allow
+// pipelining, or a pool whose size is meant to bound the calls in flight.
+// Connections from pool must implement redigo.ConnWithContext and
+// redigo.ConnWithTimeout, as a redigo.Pool's do.
 func New(pool Pool, opts ...Option) *Server {
 	c := config{}
 	for _, o := range opts {
