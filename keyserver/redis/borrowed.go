@@ -42,79 +42,50 @@ func borrow(pool Pool) func(context.Context) (redigo.Conn, error) {
 	}
 }
 
-// enter marks a use of the connection, unless it is closed.
-func (b *borrowedConn) enter() bool {
+// use runs f, a use of the connection, unless it has been closed.
+func (b *borrowedConn) use(f func() (any, error)) (any, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
-		return false
+		b.mu.Unlock()
+		return nil, errGivenBack
 	}
 	b.busy.Add(1)
-	return true
+	b.mu.Unlock()
+	defer b.busy.Done()
+	return f()
 }
 
 func (b *borrowedConn) Send(cmd string, args ...any) error {
-	if !b.enter() {
-		return errGivenBack
-	}
-	defer b.busy.Done()
-	return b.rc.Send(cmd, args...)
+	_, err := b.use(func() (any, error) { return nil, b.rc.Send(cmd, args...) })
+	return err
 }
 
 func (b *borrowedConn) Flush() error {
-	if !b.enter() {
-		return errGivenBack
-	}
-	defer b.busy.Done()
-	return b.rc.Flush()
-}
-
-func (b *borrowedConn) Receive() (any, error) {
-	if !b.enter() {
-		return nil, errGivenBack
-	}
-	defer b.busy.Done()
-	return b.rc.Receive()
-}
-
-// ReceiveWithTimeout receives with timeout bounding the read (0: none),
-// or with the connection's read timeout when it cannot be bounded so.
-func (b *borrowedConn) ReceiveWithTimeout(timeout time.Duration) (any, error) {
-	if !b.enter() {
-		return nil, errGivenBack
-	}
-	defer b.busy.Done()
-	if _, ok := b.rc.(redigo.ConnWithTimeout); !ok {
-		return b.rc.Receive()
-	}
-	return redigo.ReceiveWithTimeout(b.rc, timeout)
-}
-
-// DoWithTimeout is not used by the pipeline; it is here so that
-// borrowedConn is a ConnWithTimeout, whose ReceiveWithTimeout the
-// pipeline's reader calls.
-func (b *borrowedConn) DoWithTimeout(timeout time.Duration, cmd string, args ...any) (any, error) {
-	if !b.enter() {
-		return nil, errGivenBack
-	}
-	defer b.busy.Done()
-	return redigo.DoWithTimeout(b.rc, timeout, cmd, args...)
-}
-
-func (b *borrowedConn) Do(cmd string, args ...any) (any, error) {
-	if !b.enter() {
-		return nil, errGivenBack
-	}
-	defer b.busy.Done()
-	return b.rc.Do(cmd, args...)
+	_, err := b.use(func() (any, error) { return nil, b.rc.Flush() })
+	return err
 }
 
 func (b *borrowedConn) Err() error {
-	if !b.enter() {
-		return errGivenBack
-	}
-	defer b.busy.Done()
-	return b.rc.Err()
+	_, err := b.use(func() (any, error) { return nil, b.rc.Err() })
+	return err
+}
+
+func (b *borrowedConn) Receive() (any, error) { return b.use(b.rc.Receive) }
+
+func (b *borrowedConn) Do(cmd string, args ...any) (any, error) {
+	return b.use(func() (any, error) { return b.rc.Do(cmd, args...) })
+}
+
+// ReceiveWithTimeout and DoWithTimeout make borrowedConn a
+// ConnWithTimeout, whose ReceiveWithTimeout the pipeline's reader calls
+// (timeout 0: no bound); they fail as redigo's do when the pool's
+// connection is no ConnWithTimeout.
+func (b *borrowedConn) ReceiveWithTimeout(timeout time.Duration) (any, error) {
+	return b.use(func() (any, error) { return redigo.ReceiveWithTimeout(b.rc, timeout) })
+}
+
+func (b *borrowedConn) DoWithTimeout(timeout time.Duration, cmd string, args ...any) (any, error) {
+	return b.use(func() (any, error) { return redigo.DoWithTimeout(b.rc, timeout, cmd, args...) })
 }
 
 // Close closes the network connection, waits for the sends and receives
