@@ -15,7 +15,9 @@ import (
 
 // pooled is the transport of New, and of FromURL with
 // WithPooledConnections: each call runs on a connection of its own taken
-// from a Pool, the caller's or one FromURL made.
+// from a Pool, the caller's or one FromURL made, unless (New without
+// WithPooledConnections) other calls are in flight, when it goes to the
+// pipeline over a connection borrowed from the caller's Pool.
 type pooled struct {
 	redigoPubSub
 	pool Pool
