@@ -58,6 +58,40 @@ func TestCallersPoolSharesOneConnectionUnderLoad(t *testing.T) {
 	assert.LessOrEqual(t, dials.Load(), int64(2), "connections dialed for 2,560 calls from 64 callers")
 }
 
+// TestCallersPoolGivesItsConnectionsBack: the connections New's Server
+// took from the pool are back once it is closed, also the shared ones that
+// broke under it (killed by Redis while 16 callers were using them).
+func TestCallersPoolGivesItsConnectionsBack(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	pool, _ := countingPool(t, node.Addr())
+	s := redis.New(pool)
+
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprint("k", g)
+			for i := 0; i < 50; i++ {
+				if ok, err := s.Acquire(bg, key, "t", time.Minute); err == nil && ok {
+					s.Release(bg, key, "t") //nolint:errcheck // a killed connection fails some calls
+				}
+			}
+		}()
+	}
+	for i := 0; i < 3; i++ {
+		time.Sleep(20 * time.Millisecond)
+		do(t, node, "CLIENT", "KILL", "TYPE", "normal")
+	}
+	wg.Wait()
+	ok, err := s.Acquire(bg, "after", "t", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok, "the Server works after its connections were killed")
+	require.NoError(t, s.Close())
+	st := pool.Stats() // ActiveCount counts the idle connections too
+	assert.Equal(t, 0, st.ActiveCount-st.IdleCount, "connections still out of the pool after Close")
+}
+
 // TestCallersPoolCallsEndWithTheirContext: on a paused Redis, a call
 // through New returns when its context ends, by its deadline or by a
 // cancel (a context without a deadline, over a pool without read timeout:
