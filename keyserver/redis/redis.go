@@ -90,10 +90,10 @@
 // AcquireInLine skips the plain SET NX, which would be refused. The
 // connection is opened by the first WatchTurn (New's Server takes it from
 // the caller's Pool, and holds it as it holds its shared connection); when
-// it breaks (a restart, a network failure) every waiter
-// on it is woken to try again, and the next WatchTurn opens a new one. A
-// subscription unconfirmed for 5 s makes the next WatchTurn replace the
-// connection. Close closes the connection and waits for its reader.
+// it breaks (a restart, a network failure) every waiter on it is woken to
+// try again, and the next WatchTurn opens a new one. A subscription
+// unconfirmed for 5 s makes the next WatchTurn replace the connection.
+// Close closes the connection and waits for its reader.
 //
 // A user whose ACL denies the channels still releases (its waiters find
 // their turn by trying again), and its WatchTurn fails with an error
