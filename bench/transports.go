@@ -19,6 +19,14 @@ import (
 
 func transportPeers() []peer {
 	return []peer{
+		transportPeer("goredlock-pool", "keyserver/redis.New over a caller's redigo pool per node (the pool redsync gets)", func(addr string) (*redis.Server, func() error, error) {
+			p := newPool(addr)
+			return redis.New(p), p.Close, nil
+		}),
+		transportPeer("goredlock-pool-percall", "keyserver/redis.New with WithPooledConnections (a connection per call) over a caller's redigo pool per node", func(addr string) (*redis.Server, func() error, error) {
+			p := newPool(addr)
+			return redis.New(p, redis.WithPooledConnections()), p.Close, nil
+		}),
 		transportPeer("goredlock-goredis", "keyserver/goredis over a go-redis client per node", func(addr string) (*redis.Server, func() error, error) {
 			c := goredisclient.NewClient(&goredisclient.Options{Addr: addr})
 			return goredis.New(c), c.Close, nil

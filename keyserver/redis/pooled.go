@@ -5,18 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
+
+	"github.com/goredlock/goredlock/keyserver"
 )
 
 // pooled is the transport of New, and of FromURL with
 // WithPooledConnections: each call runs on a connection of its own taken
-// from a Pool, the caller's or one FromURL made.
+// from a Pool, the caller's or one FromURL made, unless (New without
+// WithPooledConnections) other calls are in flight, when it goes to the
+// pipeline over a connection borrowed from the caller's Pool.
 type pooled struct {
 	redigoPubSub
 	pool Pool
 	own  *redigo.Pool // the pool FromURL made, closed by Close
+
+	// shared, for New's Server, pipelines the calls made while another
+	// is in flight over one connection borrowed from pool; active counts
+	// the calls in Do.
+	shared *pipeline
+	active atomic.Int64
 }
 
 var _ Transport = (*pooled)(nil)
@@ -39,21 +50,22 @@ func newPool(dial func(context.Context) (redigo.Conn, error), maxActive int) *re
 	}
 }
 
-// Do runs one command on a connection from the pool.
+// Do runs one command on a connection from the pool, or, for New's
+// Server when other calls are in flight, on the shared connection.
 func (p *pooled) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
-	words := make([]any, 0, len(cmd)-1+len(keys)+len(args))
-	for _, part := range [][]string{cmd[1:], keys, args} {
-		for _, w := range part {
-			words = append(words, w)
+	c, ok := newCall(cmd, keys, args)
+	if !ok {
+		return nil, fmt.Errorf("%w: a command of more than %d words", keyserver.ErrInvalidArgument, maxArgs+1)
+	}
+	if p.shared != nil {
+		n := p.active.Add(1)
+		defer p.active.Add(-1)
+		if n > 1 {
+			return p.shared.run(ctx, c)
 		}
 	}
-	return p.retry(ctx, func(conn redigo.Conn) (any, error) {
-		reply, err := redigo.DoContext(conn, ctx, cmd[0], words...)
-		if err != nil {
-			return nil, err
-		}
-		return normalize(reply)
-	})
+	defer putCall(c)
+	return p.retry(ctx, c)
 }
 
 // normalize turns a redigo reply into the kinds Transport.Do returns.
@@ -74,24 +86,28 @@ func normalize(reply any) (any, error) {
 	return reply, nil
 }
 
-// Close closes the pool FromURL made; a pool given to New stays open.
+// Close closes the pool FromURL made; a pool given to New stays open, and
+// gets back the connection the shared pipeline held.
 func (p *pooled) Close() error {
+	if p.shared != nil {
+		p.shared.stop()
+	}
 	if p.own != nil {
 		return p.own.Close()
 	}
 	return nil
 }
 
-// retry runs cmd on a pooled connection. A connection that turns out to be
+// retry runs c on a pooled connection. A connection that turns out to be
 // broken (the server restarted since it was pooled) is replaced once:
 // running a lock operation twice is harmless (the scripts are idempotent,
 // and a SET NX that had run answers nil the second time, so that Acquire
 // runs its script, which finds its own token).
-func (p *pooled) retry(ctx context.Context, cmd func(redigo.Conn) (any, error)) (any, error) {
+func (p *pooled) retry(ctx context.Context, c *call) (any, error) {
 	var err error
 	for try := 0; try < 2; try++ {
 		var reply any
-		reply, err = p.once(ctx, cmd)
+		reply, err = p.once(ctx, c)
 		if err == nil {
 			return reply, nil
 		}
@@ -102,13 +118,17 @@ func (p *pooled) retry(ctx context.Context, cmd func(redigo.Conn) (any, error)) 
 	return nil, err
 }
 
-func (p *pooled) once(ctx context.Context, cmd func(redigo.Conn) (any, error)) (any, error) {
+func (p *pooled) once(ctx context.Context, c *call) (any, error) {
 	conn, err := p.pool.GetContext(ctx)
 	if err != nil {
 		return nil, connecting(err)
 	}
 	defer conn.Close()
-	return cmd(conn)
+	reply, err := doDirect(ctx, conn, c.cmd, c.args[:c.nargs])
+	if err != nil {
+		return nil, err
+	}
+	return normalize(reply)
 }
 
 // retryable reports whether err came from a connection that broke, rather

@@ -41,9 +41,21 @@ func TestTransportPooled(t *testing.T) {
 }
 
 // TestTransportCallersPool runs the suite through New, over a pool the
-// test owns, as a caller's.
+// test owns, as a caller's: calls made while others are in flight share
+// one borrowed connection.
 func TestTransportCallersPool(t *testing.T) {
-	transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
+	transporttest.Run(t, callersPool())
+}
+
+// TestTransportCallersPoolPerCall runs the suite through New with
+// WithPooledConnections: a connection of its own per call.
+func TestTransportCallersPoolPerCall(t *testing.T) {
+	transporttest.Run(t, callersPool(redis.WithPooledConnections()))
+}
+
+// callersPool makes Servers with New over a pool the test owns.
+func callersPool(opts ...redis.Option) func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
+	return func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
 		u, _ := targetURL(target)
 		var dialOpts []redigo.DialOption
 		if target.TLS != nil {
@@ -57,6 +69,6 @@ func TestTransportCallersPool(t *testing.T) {
 			Wait:      true,
 		}
 		t.Cleanup(func() { pool.Close() })
-		return redis.New(pool), nil
-	})
+		return redis.New(pool, opts...), nil
+	}
 }
