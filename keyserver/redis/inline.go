@@ -61,8 +61,12 @@ type idleWatch struct {
 // the network connection it made (a *netConnBox).
 type netConnKey struct{}
 
-// netConnBox receives the network connection of a dial.
-type netConnBox struct{ conn net.Conn }
+// netConnBox receives the network connection of a dial, and the write
+// timeout the dial's redigo connection would have set.
+type netConnBox struct {
+	conn         net.Conn
+	writeTimeout time.Duration
+}
 
 // newIdleWatch returns the watch of nc, or nil when its socket cannot be
 // looked at without reading it.

@@ -254,11 +254,15 @@ func (p *pipeline) connect() (*conn, error) {
 		return nil, connecting(err)
 	}
 	p.dials.Add(1)
-	var idle *idleWatch
+	var (
+		idle *idleWatch
+		w    *wire
+	)
 	if box.conn != nil {
 		idle = newIdleWatch(box.conn)
+		w = &wire{nc: box.conn, timeout: box.writeTimeout}
 	}
-	cn := newConn(rc, idle)
+	cn := newConn(rc, idle, w)
 	p.wg.Add(1)
 	go p.read(cn)
 	return cn, nil
