@@ -39,18 +39,21 @@ func guardedDialer(timeout, writeTimeout time.Duration) redigo.DialOption {
 		if err != nil {
 			return nil, err
 		}
-		if box, ok := ctx.Value(netConnKey{}).(*netConnBox); ok && box != nil {
-			// The pipeline makes calls inline on it (see inline.go) and
-			// writes them on it (see wire.go); it reads through redigo.
-			box.conn, box.writeTimeout = c, writeTimeout
-		}
+		var read net.Conn = c
+		var guard *replyGuard
 		if g, ok := ctx.Value(dialGuardKey{}).(*dialGuard); ok {
 			g.stop = context.AfterFunc(ctx, func() { c.Close() }) //nolint:errcheck // abandoned
 			if g.plain {
-				return guardReplies(c), nil // redigo reads through the guard
+				guard = &replyGuard{Conn: c}
+				read = guard // redigo reads through the guard
 			}
 		}
-		return c, nil
+		if box, ok := ctx.Value(netConnKey{}).(*netConnBox); ok && box != nil {
+			// The pipeline makes calls inline on it (see inline.go) and
+			// writes them on it (see wire.go); it reads through redigo.
+			box.conn, box.guard, box.writeTimeout = c, guard, writeTimeout
+		}
+		return read, nil
 	})
 }
 

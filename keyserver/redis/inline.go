@@ -21,10 +21,14 @@ import (
 // load they are still coalesced.
 //
 // The caller reads only once its reply can be read: it waits for the
-// socket to be readable, bounded by its context, without reading. A caller
-// whose context ends first leaves the reply whole and hands the reading to
-// the connection's reader, which reads it and drops it, as for any call
-// given up on. The connection stays open and the calls keep their order.
+// socket to be readable, bounded by its context. What the read that ends
+// the wait takes from the socket is kept by the connection's replyGuard,
+// which hands it to redigo's next read, so the reply costs one read system
+// call, as on a pooled connection, and not a look and then a read. A
+// caller whose context ends first has taken nothing: it leaves the reply
+// whole and hands the reading to the connection's reader, which reads it
+// and drops it, as for any call given up on. The connection stays open
+// and the calls keep their order.
 //
 // While a connection is idle nobody reads it, so a server that closed it
 // (a restart, its idle timeout) is noticed when it is next used: a look at
@@ -44,6 +48,9 @@ import (
 type idleWatch struct {
 	nc  net.Conn
 	raw syscall.RawConn
+	// guard, when not nil, is what redigo reads the connection through:
+	// a wait reads into it (see replyGuard.takeFrom); nil: a wait looks.
+	guard *replyGuard
 
 	// The state of a look at the socket, kept here so that a look
 	// allocates nothing: only the holder of the reading role looks.
@@ -61,16 +68,18 @@ type idleWatch struct {
 // the network connection it made (a *netConnBox).
 type netConnKey struct{}
 
-// netConnBox receives the network connection of a dial, and the write
-// timeout the dial's redigo connection would have set.
+// netConnBox receives the network connection of a dial, the replyGuard
+// redigo reads it through (nil if none), and the write timeout the dial's
+// redigo connection would have set.
 type netConnBox struct {
 	conn         net.Conn
+	guard        *replyGuard
 	writeTimeout time.Duration
 }
 
-// newIdleWatch returns the watch of nc, or nil when its socket cannot be
-// looked at without reading it.
-func newIdleWatch(nc net.Conn) *idleWatch {
+// newIdleWatch returns the watch of nc, read through guard (or nil), or
+// nil when its socket cannot be looked at without reading it.
+func newIdleWatch(nc net.Conn, guard *replyGuard) *idleWatch {
 	sc, ok := nc.(syscall.Conn)
 	if !ok || !canPeek {
 		return nil
@@ -79,11 +88,14 @@ func newIdleWatch(nc net.Conn) *idleWatch {
 	if err != nil {
 		return nil
 	}
-	w := &idleWatch{nc: nc, raw: raw}
+	w := &idleWatch{nc: nc, raw: raw, guard: guard}
 	w.look = func(fd uintptr) bool { w.n, w.err = peek(fd, w.buf[:]); return true }
 	w.waitOn = func(fd uintptr) bool {
+		if guard != nil {
+			return guard.takeFrom(fd) // false: nothing yet, wait until readable
+		}
 		w.n, w.err = peek(fd, w.buf[:])
-		return !errors.Is(w.err, syscall.EAGAIN) // nothing yet: wait until readable
+		return !errors.Is(w.err, syscall.EAGAIN)
 	}
 	w.stop = w.interrupt
 	return w

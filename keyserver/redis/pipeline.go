@@ -259,7 +259,7 @@ func (p *pipeline) connect() (*conn, error) {
 		w    *wire
 	)
 	if box.conn != nil {
-		idle = newIdleWatch(box.conn)
+		idle = newIdleWatch(box.conn, box.guard)
 		w = &wire{nc: box.conn, timeout: box.writeTimeout}
 	}
 	cn := newConn(rc, idle, w)
