@@ -81,7 +81,11 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 		return true, 0, h, nil
 	}
 	if f.prim != nil {
-		return f.prim.call(ctx, f, i, ks)
+		// A copy for the primitive, whose method keeps what it is given:
+		// f itself then stays where its caller made it, on the stack for
+		// a lock's fan-outs, which are most.
+		g := *f
+		return g.prim.call(ctx, &g, i, ks)
 	}
 	switch f.op {
 	case opAcquire, opAcquireInLine:

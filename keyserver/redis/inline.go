@@ -1,10 +1,8 @@
 package redis
 
 import (
-	"context"
 	"errors"
 	"net"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,14 +19,18 @@ import (
 // load they are still coalesced.
 //
 // The caller reads only once its reply can be read: it waits for the
-// socket to be readable, bounded by its context. What the read that ends
-// the wait takes from the socket is kept by the connection's replyGuard,
-// which hands it to redigo's next read, so the reply costs one read system
-// call, as on a pooled connection, and not a look and then a read. A
-// caller whose context ends first has taken nothing: it leaves the reply
-// whole and hands the reading to the connection's reader, which reads it
-// and drops it, as for any call given up on. The connection stays open
-// and the calls keep their order.
+// socket to be readable, for at most inlineWait and not past its
+// deadline. What the read that ends the wait takes from the socket is kept
+// by the connection's replyGuard, which hands it to redigo's next read, so
+// the reply costs one read system call, as on a pooled connection, and not
+// a look and then a read. A caller whose reply has not come by then has
+// taken nothing: it leaves the reply whole, hands the reading to the
+// connection's reader and waits for its reply, or for its context, as a
+// queued call does; a reply it gives up on is read and dropped. The
+// connection stays open and the calls keep their order. (Waiting on the
+// socket, a caller cannot watch its context: a cancellation is noticed
+// within inlineWait. Watching it there, with context.AfterFunc, cost a
+// twentieth of a lone caller's CPU.)
 //
 // While a connection is idle nobody reads it, so a server that closed it
 // (a restart, its idle timeout) is noticed when it is next used: a look at
@@ -58,11 +60,12 @@ type idleWatch struct {
 	n            int
 	err          error
 	look, waitOn func(fd uintptr) bool
-
-	mu      sync.Mutex // guards waiting against interrupt
-	waiting bool
-	stop    func() // interrupt, made once
 }
+
+// inlineWait is the longest a caller waits inline for its reply before it
+// hands the reading to the connection's reader: far above a round trip to
+// a Redis nearby, and short enough for a cancellation to be noticed soon.
+const inlineWait = time.Millisecond
 
 // netConnKey carries, in a dial's context, where FromURL's dialer leaves
 // the network connection it made (a *netConnBox).
@@ -97,7 +100,6 @@ func newIdleWatch(nc net.Conn, guard *replyGuard) *idleWatch {
 		w.n, w.err = peek(fd, w.buf[:])
 		return !errors.Is(w.err, syscall.EAGAIN)
 	}
-	w.stop = w.interrupt
 	return w
 }
 
@@ -123,40 +125,25 @@ func (w *idleWatch) sound() error {
 	return w.err
 }
 
-// await waits until the connection can be read, or ctx ends, or deadline
-// passes, and reports which: nil when a reply (or the end of the
-// connection) can be read.
-func (w *idleWatch) await(ctx context.Context, deadline time.Time) error {
+// await waits until the connection can be read, for at most inlineWait
+// and not past deadline, and reports whether it can: nil when a reply (or
+// the end of the connection) can be read.
+func (w *idleWatch) await(deadline time.Time) error {
+	if limit := time.Now().Add(inlineWait); limit.Before(deadline) {
+		deadline = limit
+	}
 	if err := w.nc.SetReadDeadline(deadline); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	w.waiting = true
-	w.mu.Unlock()
-	stop := context.AfterFunc(ctx, w.stop)
-	err := w.raw.Read(w.waitOn)
-	stop()
-	w.mu.Lock()
-	w.waiting = false
-	w.mu.Unlock()
 	// The read deadline is left set: every read of the connection sets
 	// its own (redigo.ReceiveWithTimeout).
-	return err
-}
-
-// interrupt ends a wait of await whose context ended before its deadline.
-func (w *idleWatch) interrupt() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.waiting {
-		w.nc.SetReadDeadline(time.Unix(1, 0)) //nolint:errcheck // the wait ends either way
-	}
+	return w.raw.Read(w.waitOn)
 }
 
 // inline makes c inline on the current connection if it is idle, and
 // reports whether it did; c is then answered, or its reply left to the
 // reader. Otherwise the caller queues c.
-func (p *pipeline) inline(ctx context.Context, c *call) bool {
+func (p *pipeline) inline(c *call) bool {
 	if p.pending.Load() > 1 { // others are on their way
 		return false
 	}
@@ -179,7 +166,7 @@ func (p *pipeline) inline(ctx context.Context, c *call) bool {
 	if !sent {
 		return false
 	}
-	if err := cn.idle.await(ctx, c.due); err != nil {
+	if err := cn.idle.await(c.due); err != nil {
 		cn.pass()  // the reader reads c's reply, whenever it comes
 		p.signal() // and the writer's watchdog watches c
 		return true

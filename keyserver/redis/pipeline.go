@@ -80,8 +80,9 @@ func (p *pipeline) Do(ctx context.Context, cmd, keys []string, args ...string) (
 }
 
 // run queues c, a call from getCall, waits for its reply and recycles it.
-// A caller whose context ends first returns at once; its call still runs,
-// and its reply is read and dropped.
+// A caller whose context ends first returns at once (within inlineWait
+// when the call is made inline); its call still runs, and its reply is
+// read and dropped.
 func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
@@ -100,7 +101,7 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 		d, _ = ctx.Deadline()
 	}
 	c.due = d
-	if !p.inline(ctx, c) {
+	if !p.inline(c) {
 		p.mu.Lock()
 		p.queue = append(p.queue, c)
 		p.mu.Unlock()
