@@ -141,17 +141,19 @@ func (w *idleWatch) await(deadline time.Time) error {
 }
 
 // inline makes c inline on the current connection if it is idle, and
-// reports whether it did; c is then answered, or its reply left to the
-// reader. Otherwise the caller queues c.
-func (p *pipeline) inline(c *call) bool {
+// reports whether it did, and whether c is answered (its reply in c.reply
+// and c.err, without a signal on c.done); a call made inline and not
+// answered is answered through c.done, by the reader or by the failure of
+// the connection. A call not made inline the caller queues.
+func (p *pipeline) inline(c *call) (made, answered bool) {
 	if p.pending.Load() > 1 { // others are on their way
-		return false
+		return false, false
 	}
 	p.mu.Lock()
 	cn := p.cn
 	if cn == nil || cn.idle == nil || p.writing || len(p.queue) > 0 || !cn.claim() {
 		p.mu.Unlock()
-		return false
+		return false, false
 	}
 	p.writing = true
 	p.mu.Unlock()
@@ -164,12 +166,12 @@ func (p *pipeline) inline(c *call) bool {
 		p.signal()
 	}
 	if !sent {
-		return false
+		return false, false
 	}
 	if err := cn.idle.await(c.due); err != nil {
 		cn.pass()  // the reader reads c's reply, whenever it comes
 		p.signal() // and the writer's watchdog watches c
-		return true
+		return true, false
 	}
 	// The reply is there (or the connection's end): a read that still
 	// waits is one that stopped mid-reply, given as long as the watchdog
@@ -177,7 +179,7 @@ func (p *pipeline) inline(c *call) bool {
 	reply, err := redigo.ReceiveWithTimeout(cn.rc, max(time.Until(c.due.Add(p.overdue)), time.Millisecond))
 	if _, isReply := err.(redigo.Error); err != nil && !isReply {
 		p.fail(cn, err)
-		return true
+		return true, false
 	}
 	cn.mu.Lock()
 	cn.sent.pop() // c: it was pushed on an idle connection, and first
@@ -186,8 +188,12 @@ func (p *pipeline) inline(c *call) bool {
 	if pass {
 		cn.pass() // the calls the writer sent meanwhile, or the close
 	}
-	p.answer(c, reply, err)
-	return true
+	if err == nil {
+		reply, err = normalize(reply)
+	}
+	c.reply, c.err = reply, err // for its caller, here: no signal, no select
+	p.pending.Add(-1)
+	return true, true
 }
 
 // sendInline writes c on cn, whose reading role its caller holds, and

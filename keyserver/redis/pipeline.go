@@ -101,7 +101,13 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 		d, _ = ctx.Deadline()
 	}
 	c.due = d
-	if !p.inline(c) {
+	made, answered := p.inline(c)
+	if answered {
+		reply, err := c.reply, c.err
+		putCall(c)
+		return reply, err
+	}
+	if !made {
 		p.mu.Lock()
 		p.queue = append(p.queue, c)
 		p.mu.Unlock()
