@@ -8,12 +8,12 @@ import (
 
 // The commands of a plain pipelined connection that FromURL dialed are
 // written here, not through redigo's Send: redigo takes each word as an
-// interface (an allocation per word of every call, six for a lock's SET)
-// and sets the write deadline again for every command of a batch, which
-// under load was a clock read and a runtime timer update per call. Here a
-// batch is encoded into one reused buffer and written with one deadline.
-// Replies are still read by redigo. Connections whose socket the pipeline
-// does not reach (TLS, the caller's dial options) keep redigo's Send.
+// interface (an allocation per word: twelve for a lock and unlock) and
+// sets the write deadline again for every command of a batch, which under
+// load was a clock read and a runtime timer update per call. Here a batch
+// is encoded into one reused buffer and written with one deadline. Replies
+// are still read by redigo. Connections whose socket the pipeline does not
+// reach (TLS, the caller's dial options) keep redigo's Send.
 
 // wire writes batches of calls on a plain connection.
 type wire struct {
