@@ -82,7 +82,11 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 	}
 	switch {
 	case f.prim != nil:
-		ok, n, h, err = f.prim.call(ctx, f, i, ks)
+		// A copy for the primitive, whose method keeps what it is given:
+		// f itself then stays where its caller made it, on the stack for
+		// a lock's fan-outs, which are most.
+		g := *f
+		ok, n, h, err = g.prim.call(ctx, &g, i, ks)
 	default:
 		ok, n, h, err = f.lockCall(ctx, ks)
 	}

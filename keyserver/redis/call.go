@@ -16,7 +16,7 @@ import (
 // had already given up (state tells which).
 type call struct {
 	cmd   string
-	args  [maxArgs]any // the words after cmd
+	args  [maxArgs]string // the words after cmd: strings, not interfaces, which would cost an allocation each
 	nargs int
 	due   time.Time // the caller's deadline: the watchdog measures lateness from it
 

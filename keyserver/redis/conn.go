@@ -22,6 +22,12 @@ type conn struct {
 	rc   redigo.Conn
 	down chan struct{} // closed when the reader has failed every call and returned
 
+	// wire, when not nil, writes the calls on the plain connection beneath
+	// rc (see wire.go); nil: they go through redigo's Send, with args as
+	// the scratch of their words.
+	wire *wire
+	args [maxArgs]any
+
 	// idle, when not nil, lets a caller find the connection idle and make
 	// its call inline (see inline.go); nil for a connection whose reader
 	// reads at all times (TLS, or one dialed by the caller's dial options).
@@ -43,11 +49,12 @@ type conn struct {
 	reason  error // why the writer closed the connection, if it did
 }
 
-// newConn returns a pipelined connection over rc; idle as for conn.idle.
-func newConn(rc redigo.Conn, idle *idleWatch) *conn {
+// newConn returns a pipelined connection over rc; idle and w as for
+// conn.idle and conn.wire.
+func newConn(rc redigo.Conn, idle *idleWatch, w *wire) *conn {
 	// Without an idle watch the reader reads at all times, as it must to
 	// notice a server that closes an idle connection.
-	return &conn{rc: rc, idle: idle, down: make(chan struct{}), turn: make(chan struct{}, 1), reading: idle == nil}
+	return &conn{rc: rc, idle: idle, wire: w, down: make(chan struct{}), turn: make(chan struct{}, 1), reading: idle == nil}
 }
 
 // pass gives the reading role to the reader.
@@ -88,8 +95,19 @@ func (cn *conn) send(batch []*call) bool {
 	if pass {
 		cn.pass()
 	}
+	if cn.wire != nil {
+		if cn.wire.write(batch) != nil {
+			cn.rc.Close() //nolint:errcheck // the reader's read fails, and it fails the calls
+		}
+		return true
+	}
 	for _, c := range batch {
-		if cn.rc.Send(c.cmd, c.args[:c.nargs]...) != nil {
+		for i, w := range c.args[:c.nargs] {
+			cn.args[i] = w
+		}
+		err := cn.rc.Send(c.cmd, cn.args[:c.nargs]...)
+		clear(cn.args[:c.nargs])
+		if err != nil {
 			return true // redigo closed the connection; the reader fails the calls
 		}
 	}

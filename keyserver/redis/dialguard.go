@@ -30,24 +30,30 @@ type dialGuard struct {
 // guardedDialer returns the net dialer FromURL gives redigo: it dials as
 // redigo would, and closes the connection when the dial's context ends
 // before the dial (handshake and AUTH included) returns. A plain
-// connection is read through a replyGuard.
-func guardedDialer(timeout time.Duration) redigo.DialOption {
+// connection is read through a replyGuard. writeTimeout is the one given
+// to redigo, for the pipeline that writes on the connection itself.
+func guardedDialer(timeout, writeTimeout time.Duration) redigo.DialOption {
 	d := net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
 	return redigo.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		if box, ok := ctx.Value(netConnKey{}).(*netConnBox); ok && box != nil {
-			box.conn = c // the pipeline makes calls inline on it (see inline.go); it only peeks at the socket
-		}
+		var read net.Conn = c
+		var guard *replyGuard
 		if g, ok := ctx.Value(dialGuardKey{}).(*dialGuard); ok {
 			g.stop = context.AfterFunc(ctx, func() { c.Close() }) //nolint:errcheck // abandoned
 			if g.plain {
-				return guardReplies(c), nil // redigo reads through the guard
+				guard = &replyGuard{Conn: c}
+				read = guard // redigo reads through the guard
 			}
 		}
-		return c, nil
+		if box, ok := ctx.Value(netConnKey{}).(*netConnBox); ok && box != nil {
+			// The pipeline makes calls inline on it (see inline.go) and
+			// writes them on it (see wire.go); it reads through redigo.
+			box.conn, box.guard, box.writeTimeout = c, guard, writeTimeout
+		}
+		return read, nil
 	})
 }
 

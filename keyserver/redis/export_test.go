@@ -18,3 +18,19 @@ func Dials(s *Server) int64 { return s.t.(pipelined).dials.Load() }
 // Pending returns how many calls a pipelined Server holds: queued, sent or
 // unanswered, abandoned ones included.
 func Pending(s *Server) int64 { return s.t.(pipelined).pending.Load() }
+
+// Idle reports whether a pipelined Server's connection is open and idle:
+// nothing unanswered and nobody reading it, so that a call alone is made
+// inline.
+func Idle(s *Server) bool {
+	p := s.t.(pipelined).pipeline
+	p.mu.Lock()
+	cn := p.cn
+	p.mu.Unlock()
+	if cn == nil || cn.idle == nil {
+		return false
+	}
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return !cn.dead && !cn.reading && cn.sent.size == 0
+}

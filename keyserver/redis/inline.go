@@ -1,10 +1,8 @@
 package redis
 
 import (
-	"context"
 	"errors"
 	"net"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,10 +19,18 @@ import (
 // load they are still coalesced.
 //
 // The caller reads only once its reply can be read: it waits for the
-// socket to be readable, bounded by its context, without reading. A caller
-// whose context ends first leaves the reply whole and hands the reading to
-// the connection's reader, which reads it and drops it, as for any call
-// given up on. The connection stays open and the calls keep their order.
+// socket to be readable, for at most inlineWait and not past its
+// deadline. What the read that ends the wait takes from the socket is kept
+// by the connection's replyGuard, which hands it to redigo's next read, so
+// the reply costs one read system call, as on a pooled connection, and not
+// a look and then a read. A caller whose reply has not come by then has
+// taken nothing: it leaves the reply whole, hands the reading to the
+// connection's reader and waits for its reply, or for its context, as a
+// queued call does; a reply it gives up on is read and dropped. The
+// connection stays open and the calls keep their order. (Waiting on the
+// socket, a caller cannot watch its context: a cancellation is noticed
+// within inlineWait. Watching it there, with context.AfterFunc, cost a
+// twentieth of a lone caller's CPU.)
 //
 // While a connection is idle nobody reads it, so a server that closed it
 // (a restart, its idle timeout) is noticed when it is next used: a look at
@@ -44,6 +50,9 @@ import (
 type idleWatch struct {
 	nc  net.Conn
 	raw syscall.RawConn
+	// guard, when not nil, is what redigo reads the connection through:
+	// a wait reads into it (see replyGuard.takeFrom); nil: a wait looks.
+	guard *replyGuard
 
 	// The state of a look at the socket, kept here so that a look
 	// allocates nothing: only the holder of the reading role looks.
@@ -51,22 +60,29 @@ type idleWatch struct {
 	n            int
 	err          error
 	look, waitOn func(fd uintptr) bool
-
-	mu      sync.Mutex // guards waiting against interrupt
-	waiting bool
-	stop    func() // interrupt, made once
 }
+
+// inlineWait is the longest a caller waits inline for its reply before it
+// hands the reading to the connection's reader: far above a round trip to
+// a Redis nearby, and short enough for a cancellation to be noticed soon.
+const inlineWait = time.Millisecond
 
 // netConnKey carries, in a dial's context, where FromURL's dialer leaves
 // the network connection it made (a *netConnBox).
 type netConnKey struct{}
 
-// netConnBox receives the network connection of a dial.
-type netConnBox struct{ conn net.Conn }
+// netConnBox receives the network connection of a dial, the replyGuard
+// redigo reads it through (nil if none), and the write timeout the dial's
+// redigo connection would have set.
+type netConnBox struct {
+	conn         net.Conn
+	guard        *replyGuard
+	writeTimeout time.Duration
+}
 
-// newIdleWatch returns the watch of nc, or nil when its socket cannot be
-// looked at without reading it.
-func newIdleWatch(nc net.Conn) *idleWatch {
+// newIdleWatch returns the watch of nc, read through guard (or nil), or
+// nil when its socket cannot be looked at without reading it.
+func newIdleWatch(nc net.Conn, guard *replyGuard) *idleWatch {
 	sc, ok := nc.(syscall.Conn)
 	if !ok || !canPeek {
 		return nil
@@ -75,13 +91,15 @@ func newIdleWatch(nc net.Conn) *idleWatch {
 	if err != nil {
 		return nil
 	}
-	w := &idleWatch{nc: nc, raw: raw}
+	w := &idleWatch{nc: nc, raw: raw, guard: guard}
 	w.look = func(fd uintptr) bool { w.n, w.err = peek(fd, w.buf[:]); return true }
 	w.waitOn = func(fd uintptr) bool {
+		if guard != nil {
+			return guard.takeFrom(fd) // false: nothing yet, wait until readable
+		}
 		w.n, w.err = peek(fd, w.buf[:])
-		return !errors.Is(w.err, syscall.EAGAIN) // nothing yet: wait until readable
+		return !errors.Is(w.err, syscall.EAGAIN)
 	}
-	w.stop = w.interrupt
 	return w
 }
 
@@ -107,48 +125,35 @@ func (w *idleWatch) sound() error {
 	return w.err
 }
 
-// await waits until the connection can be read, or ctx ends, or deadline
-// passes, and reports which: nil when a reply (or the end of the
-// connection) can be read.
-func (w *idleWatch) await(ctx context.Context, deadline time.Time) error {
+// await waits until the connection can be read, for at most inlineWait
+// and not past deadline, and reports whether it can: nil when a reply (or
+// the end of the connection) can be read.
+func (w *idleWatch) await(deadline time.Time) error {
+	if limit := time.Now().Add(inlineWait); limit.Before(deadline) {
+		deadline = limit
+	}
 	if err := w.nc.SetReadDeadline(deadline); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	w.waiting = true
-	w.mu.Unlock()
-	stop := context.AfterFunc(ctx, w.stop)
-	err := w.raw.Read(w.waitOn)
-	stop()
-	w.mu.Lock()
-	w.waiting = false
-	w.mu.Unlock()
 	// The read deadline is left set: every read of the connection sets
 	// its own (redigo.ReceiveWithTimeout).
-	return err
-}
-
-// interrupt ends a wait of await whose context ended before its deadline.
-func (w *idleWatch) interrupt() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.waiting {
-		w.nc.SetReadDeadline(time.Unix(1, 0)) //nolint:errcheck // the wait ends either way
-	}
+	return w.raw.Read(w.waitOn)
 }
 
 // inline makes c inline on the current connection if it is idle, and
-// reports whether it did; c is then answered, or its reply left to the
-// reader. Otherwise the caller queues c.
-func (p *pipeline) inline(ctx context.Context, c *call) bool {
+// reports whether it did, and whether c is answered (its reply in c.reply
+// and c.err, without a signal on c.done); a call made inline and not
+// answered is answered through c.done, by the reader or by the failure of
+// the connection. A call not made inline the caller queues.
+func (p *pipeline) inline(c *call) (made, answered bool) {
 	if p.pending.Load() > 1 { // others are on their way
-		return false
+		return false, false
 	}
 	p.mu.Lock()
 	cn := p.cn
 	if cn == nil || cn.idle == nil || p.writing || len(p.queue) > 0 || !cn.claim() {
 		p.mu.Unlock()
-		return false
+		return false, false
 	}
 	p.writing = true
 	p.mu.Unlock()
@@ -161,12 +166,12 @@ func (p *pipeline) inline(ctx context.Context, c *call) bool {
 		p.signal()
 	}
 	if !sent {
-		return false
+		return false, false
 	}
-	if err := cn.idle.await(ctx, c.due); err != nil {
+	if err := cn.idle.await(c.due); err != nil {
 		cn.pass()  // the reader reads c's reply, whenever it comes
 		p.signal() // and the writer's watchdog watches c
-		return true
+		return true, false
 	}
 	// The reply is there (or the connection's end): a read that still
 	// waits is one that stopped mid-reply, given as long as the watchdog
@@ -174,7 +179,7 @@ func (p *pipeline) inline(ctx context.Context, c *call) bool {
 	reply, err := redigo.ReceiveWithTimeout(cn.rc, max(time.Until(c.due.Add(p.overdue)), time.Millisecond))
 	if _, isReply := err.(redigo.Error); err != nil && !isReply {
 		p.fail(cn, err)
-		return true
+		return true, false
 	}
 	cn.mu.Lock()
 	cn.sent.pop() // c: it was pushed on an idle connection, and first
@@ -183,8 +188,12 @@ func (p *pipeline) inline(ctx context.Context, c *call) bool {
 	if pass {
 		cn.pass() // the calls the writer sent meanwhile, or the close
 	}
-	p.answer(c, reply, err)
-	return true
+	if err == nil {
+		reply, err = normalize(reply)
+	}
+	c.reply, c.err = reply, err // for its caller, here: no signal, no select
+	p.pending.Add(-1)
+	return true, true
 }
 
 // sendInline writes c on cn, whose reading role its caller holds, and

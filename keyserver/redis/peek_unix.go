@@ -18,3 +18,15 @@ func peek(fd uintptr, buf []byte) (int, error) {
 		}
 	}
 }
+
+// take reads up to len(buf) bytes from the socket fd, whose descriptor Go
+// keeps non-blocking, without waiting: 0 and no error at the end of the
+// stream, EAGAIN when there is nothing to read.
+func take(fd uintptr, buf []byte) (int, error) {
+	for {
+		n, err := syscall.Read(int(fd), buf)
+		if err != syscall.EINTR {
+			return max(n, 0), err
+		}
+	}
+}

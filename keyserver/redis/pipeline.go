@@ -80,8 +80,9 @@ func (p *pipeline) Do(ctx context.Context, cmd, keys []string, args ...string) (
 }
 
 // run queues c, a call from getCall, waits for its reply and recycles it.
-// A caller whose context ends first returns at once; its call still runs,
-// and its reply is read and dropped.
+// A caller whose context ends first returns at once (within inlineWait
+// when the call is made inline); its call still runs, and its reply is
+// read and dropped.
 func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
@@ -100,7 +101,13 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 		d, _ = ctx.Deadline()
 	}
 	c.due = d
-	if !p.inline(ctx, c) {
+	made, answered := p.inline(c)
+	if answered {
+		reply, err := c.reply, c.err
+		putCall(c)
+		return reply, err
+	}
+	if !made {
 		p.mu.Lock()
 		p.queue = append(p.queue, c)
 		p.mu.Unlock()
@@ -254,11 +261,15 @@ func (p *pipeline) connect() (*conn, error) {
 		return nil, connecting(err)
 	}
 	p.dials.Add(1)
-	var idle *idleWatch
+	var (
+		idle *idleWatch
+		w    *wire
+	)
 	if box.conn != nil {
-		idle = newIdleWatch(box.conn)
+		idle = newIdleWatch(box.conn, box.guard)
+		w = &wire{nc: box.conn, timeout: box.writeTimeout}
 	}
-	cn := newConn(rc, idle)
+	cn := newConn(rc, idle, w)
 	p.wg.Add(1)
 	go p.read(cn)
 	return cn, nil

@@ -414,14 +414,31 @@ func TestCallAloneEndsWithItsContext(t *testing.T) {
 
 // pausedAfterACall returns a node, paused until the test ends or it
 // resumes it, and a pipelined Server whose connection to it is open and
-// idle.
+// idle, so that its next call alone is made inline.
 func pausedAfterACall(t *testing.T) (*redistest.Node, *redis.Server) {
 	t.Helper()
 	node := redistest.Start(t, 1).Nodes[0]
 	s := fromURL(t, node.URL(""))
 	_, err := s.Acquire(bg, "warm", "t", time.Second)
 	require.NoError(t, err)
+	// The reader lets the connection go just after it handed the reply.
+	require.Eventually(t, func() bool { return redis.Idle(s) }, 5*time.Second, time.Millisecond)
 	node.Pause()
 	t.Cleanup(node.Resume)
 	return node, s
+}
+
+// TestCallAloneOutlastingTheInlineWait: a call alone whose reply takes
+// longer than a caller waits on the socket (a paused server) is answered
+// all the same, by the connection's reader, on the same connection.
+func TestCallAloneOutlastingTheInlineWait(t *testing.T) {
+	node, s := pausedAfterACall(t)
+	time.AfterFunc(50*time.Millisecond, node.Resume)
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	ok, err := s.Acquire(ctx, "k", "t", time.Minute)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, int64(0), redis.Pending(s))
+	assert.Equal(t, int64(1), redis.Dials(s))
 }

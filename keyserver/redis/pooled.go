@@ -124,7 +124,11 @@ func (p *pooled) once(ctx context.Context, c *call) (any, error) {
 		return nil, connecting(err)
 	}
 	defer conn.Close()
-	reply, err := doDirect(ctx, conn, c.cmd, c.args[:c.nargs])
+	var words [maxArgs]any // redigo takes its words as interfaces
+	for i, w := range c.args[:c.nargs] {
+		words[i] = w
+	}
+	reply, err := doDirect(ctx, conn, c.cmd, words[:c.nargs])
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,11 @@
 package redis
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"syscall"
 )
 
 // redigo sizes a reply from the lengths its header lines declare before it
@@ -29,6 +32,14 @@ type replyGuard struct {
 	net.Conn
 	err error // sticky: once a reply was refused, every read fails
 
+	// pre holds what a caller waiting inline for its reply took from the
+	// socket (see idleWatch.await), and preErr what ended that read: the
+	// next reads hand them on before reading the socket again. preBuf is
+	// where pre is read to, so that taking costs no allocation.
+	pre    []byte
+	preErr error
+	preBuf [512]byte
+
 	state  int   // what the next byte is part of
 	kind   byte  // the type byte of the current header line
 	length int64 // the length read so far on a '$' or '*' line
@@ -47,6 +58,22 @@ const (
 // guardReplies returns c read through a replyGuard.
 func guardReplies(c net.Conn) net.Conn { return &replyGuard{Conn: c} }
 
+// takeFrom reads what the socket fd holds, without waiting, for the next
+// reads to hand on, and reports whether that read ended the wait: it
+// found bytes, the end of the stream or an error, not EAGAIN. The caller
+// holds the connection's reading role, and g holds nothing taken before.
+func (g *replyGuard) takeFrom(fd uintptr) bool {
+	n, err := take(fd, g.preBuf[:])
+	if errors.Is(err, syscall.EAGAIN) {
+		return false
+	}
+	g.pre, g.preErr = g.preBuf[:n], err
+	if n == 0 && err == nil {
+		g.preErr = io.EOF
+	}
+	return true
+}
+
 // Read reads from the connection and checks what it read; a reply that
 // declares too much fails the read, and every later one, with nothing
 // handed on.
@@ -54,7 +81,19 @@ func (g *replyGuard) Read(b []byte) (int, error) {
 	if g.err != nil {
 		return 0, g.err
 	}
-	n, err := g.Conn.Read(b)
+	var (
+		n   int
+		err error
+	)
+	switch {
+	case len(g.pre) > 0:
+		n = copy(b, g.pre)
+		g.pre = g.pre[n:]
+	case g.preErr != nil:
+		err, g.preErr = g.preErr, nil
+	default:
+		n, err = g.Conn.Read(b)
+	}
 	for _, c := range b[:n] {
 		if g.err = g.next(c); g.err != nil {
 			g.Conn.Close() //nolint:errcheck // the connection is given up on

@@ -169,6 +169,9 @@ func (s *Server) load(ctx context.Context, sc *script) {
 // noScript reports whether err is Redis's answer to an EVALSHA of a
 // script it does not know.
 func (s *Server) noScript(err error) bool {
+	if err == nil {
+		return false // and no reply text read, which costs redigo's transport an allocation
+	}
 	msg, ok := s.t.ReplyText(err)
 	return ok && strings.HasPrefix(msg, "NOSCRIPT")
 }

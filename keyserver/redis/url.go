@@ -67,7 +67,7 @@ func FromURL(rawurl string, opts ...Option) (*Server, error) {
 	}
 	// Clipped: redigo appends to the options of each dial, and dials run
 	// concurrently.
-	dialOpts := slices.Clip(append(append(u.dialOptions(), guardedDialer(u.dialTimeout)), c.dialOpts...))
+	dialOpts := slices.Clip(append(append(u.dialOptions(), guardedDialer(u.dialTimeout, u.writeTimeout)), c.dialOpts...))
 	tls := strings.HasPrefix(rawurl, "rediss:")
 	return newOwned(c, func(ctx context.Context) (redigo.Conn, error) {
 		return guarded(ctx, tls, func(ctx context.Context) (redigo.Conn, error) {
