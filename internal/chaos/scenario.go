@@ -130,6 +130,10 @@ func Scenarios() []Scenario {
 	}
 }
 
+// clientsSettle is how long the restart scenarios wait before their first
+// restart (see restartAtOnce).
+const clientsSettle = 1500 * time.Millisecond
+
 // quarantinedRestarts is the scenario whose nodes restart empty at once
 // and stay safe: the clients quarantine them (redlock.WithQuarantine).
 const quarantinedRestarts = "majority restarted empty at once, quarantined"
@@ -335,7 +339,17 @@ func combined(f *faults) {
 // from a majority while its lock is still valid, and another client can
 // take it, unless the clients quarantine restarted nodes for a TTL; with
 // appendfsync always the keys come back with the node.
+//
+// The first restart comes once the clients are past their first second
+// (clientsSettle): a node that restarts in a client's first second,
+// before the client ever reached it, cannot be told from one that was up
+// before the client was made (Redis gives uptimes in whole seconds), so
+// the quarantine does not catch it, as the README says. Client processes
+// spawned at the start reach the nodes a few hundred milliseconds in.
 func restartAtOnce(f *faults) {
+	if !f.sleep(clientsSettle) {
+		return
+	}
 	for f.sleep(f.between(f.ttls(0.25), f.ttls(0.5))) {
 		for _, i := range f.pick(f.majority()) {
 			f.restart(i)
