@@ -35,8 +35,8 @@ type gate struct {
 // (0: none) bounds the wait between two calls leaving, as a call waiting
 // in line on the servers has that much per waiter ahead; out of it, or
 // when ctx ends or the client closes, enterGate returns the error
-// (errOutOfPatience, as a lineup's, ctx's or ErrClosed) and the votes of the last refused
-// attempt of a call inside, which stood in the way.
+// (errOutOfPatience, as a lineup's, ctx's or ErrClosed) and the votes of
+// the last refused attempt of a call inside, which stood in the way.
 func (c *Client) enterGate(ctx context.Context, key string, max int, patience time.Duration) (leave func(), note func(tally), last tally, err error) {
 	gs := &c.gates
 	gs.mu.Lock()
