@@ -110,7 +110,10 @@ func selectWake[T any](ctx context.Context, timeUp <-chan T, wake []<-chan struc
 // AfterFunc returns time.AfterFunc(d, f).
 func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
-// WithTimeout returns context.WithTimeout(ctx, d).
+// WithTimeout returns a context that ends as context.WithTimeout(ctx, d)'s
+// would, but arms its timer only once something waits on its Done: the
+// client bounds every server call this way, and most are answered before
+// anyone waits (see lazyDeadline).
 func (Real) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
+	return withLazyDeadline(ctx, time.Now().Add(d))
 }

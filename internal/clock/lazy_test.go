@@ -1,0 +1,114 @@
+package clock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The real clock's WithTimeout arms its timer only when waited on, and
+// must still end as context.WithTimeout's context does.
+
+func TestRealWithTimeoutEndsAtItsDeadline(t *testing.T) {
+	ctx, cancel := Real{}.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	<-ctx.Done()
+	if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Err after Done = %v, want DeadlineExceeded", err)
+	}
+}
+
+func TestRealWithTimeoutEndsUnwatched(t *testing.T) {
+	ctx, cancel := Real{}.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	d, ok := ctx.Deadline()
+	if !ok {
+		t.Fatal("no deadline")
+	}
+	time.Sleep(time.Until(d) + time.Millisecond)
+	if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Err past the deadline, nobody waiting = %v, want DeadlineExceeded", err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("Done armed past the deadline did not close")
+	}
+}
+
+func TestRealWithTimeoutCancel(t *testing.T) {
+	for _, watched := range []bool{false, true} {
+		ctx, cancel := Real{}.WithTimeout(context.Background(), time.Hour)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("Err before the deadline = %v", err)
+		}
+		var done <-chan struct{}
+		if watched {
+			done = ctx.Done()
+		}
+		cancel()
+		cancel() // a second cancel is harmless
+		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("watched %v: Err after cancel = %v, want Canceled", watched, err)
+		}
+		if done == nil {
+			done = ctx.Done()
+		}
+		select {
+		case <-done:
+		default:
+			t.Fatalf("watched %v: Done open after cancel", watched)
+		}
+	}
+}
+
+func TestRealWithTimeoutFollowsItsParent(t *testing.T) {
+	type key struct{}
+	parent, cancelParent := context.WithDeadline(context.WithValue(context.Background(), key{}, "v"), time.Now().Add(time.Hour))
+	ctx, cancel := Real{}.WithTimeout(parent, 2*time.Hour)
+	defer cancel()
+	d, _ := ctx.Deadline()
+	if pd, _ := parent.Deadline(); !d.Equal(pd) {
+		t.Fatal("Deadline is not the parent's earlier one")
+	}
+	if v := ctx.Value(key{}); v != "v" {
+		t.Fatalf("Value = %v, want the parent's", v)
+	}
+	child, cancelChild := context.WithCancel(ctx)
+	defer cancelChild()
+	cancelParent()
+	if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Err after the parent's cancel = %v", err)
+	}
+	select {
+	case <-child.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("a context derived from it did not end with the parent")
+	}
+}
+
+// TestRealWithTimeoutRaces arms and cancels from many goroutines at once,
+// for the race detector: every waiter sees the end.
+func TestRealWithTimeoutRaces(t *testing.T) {
+	for range 100 {
+		ctx, cancel := Real{}.WithTimeout(context.Background(), time.Hour)
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if i%2 == 0 {
+					cancel()
+					return
+				}
+				<-ctx.Done()
+			}()
+		}
+		wg.Wait()
+		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err = %v, want Canceled", err)
+		}
+	}
+}
