@@ -19,6 +19,10 @@ func Dials(s *Server) int64 { return s.t.(pipelined).dials.Load() }
 // unanswered, abandoned ones included.
 func Pending(s *Server) int64 { return s.t.(pipelined).pending.Load() }
 
+// IdleLook is how long a connection must have been idle before a call
+// looks for a server's close first.
+const IdleLook = idleLook
+
 // Idle reports whether a pipelined Server's connection is open and idle:
 // nothing unanswered and nobody reading it, so that a call alone is made
 // inline.

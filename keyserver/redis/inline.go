@@ -37,7 +37,11 @@ import (
 // the socket (MSG_PEEK, without waiting) before a call is written to an
 // idle connection finds the close, or anything the server sent unasked,
 // and the connection is replaced, as the reader's read would have found
-// them at once.
+// them at once. A connection written to less than idleLook ago is not
+// looked at: a server closes an idle connection after a whole second at
+// the least (its timeout), and a close in those few milliseconds, a
+// restart or a kill, fails the call that meets it as it fails the calls
+// in flight; the look was a twentieth of a lone caller's lock and unlock.
 //
 // Only connections whose socket the pipeline reaches are made inline:
 // plain TCP or Unix connections dialed by FromURL's own dialer. A TLS
@@ -61,6 +65,12 @@ type idleWatch struct {
 	err          error
 	look, waitOn func(fd uintptr) bool
 }
+
+// idleLook is how long a connection must have been idle before a call
+// looks at its socket first (see idleWatch.sound): far below the one
+// second of Redis's shortest idle timeout, far above the time between the
+// calls of a caller that locks and unlocks at once.
+const idleLook = 10 * time.Millisecond
 
 // inlineWait is the longest a caller waits inline for its reply before it
 // hands the reading to the connection's reader: far above a round trip to
@@ -129,15 +139,35 @@ func (w *idleWatch) sound() error {
 // and not past deadline, and reports whether it can: nil when a reply (or
 // the end of the connection) can be read.
 func (w *idleWatch) await(deadline time.Time) error {
-	if limit := time.Now().Add(inlineWait); limit.Before(deadline) {
+	now := time.Now()
+	if limit := now.Add(inlineWait); limit.Before(deadline) {
 		deadline = limit
 	}
-	if err := w.nc.SetReadDeadline(deadline); err != nil {
+	if err := w.readDeadline(now, deadline); err != nil {
 		return err
 	}
-	// The read deadline is left set: every read of the connection sets
-	// its own (redigo.ReceiveWithTimeout).
+	// The read deadline is left set: every read of the socket sets its
+	// own (redigo.ReceiveWithTimeout, through the guard).
 	return w.raw.Read(w.waitOn)
+}
+
+// readDeadline bounds a wait on the socket by d. A deadline an earlier
+// wait set is kept when it ends after half an inlineWait from now and not
+// after d: the calls of a caller that locks and unlocks at once then share
+// one timer update, and a wait still ends within inlineWait.
+func (w *idleWatch) readDeadline(now, d time.Time) error {
+	g := w.guard
+	if g == nil {
+		return w.nc.SetReadDeadline(d)
+	}
+	if g.set.After(now.Add(inlineWait/2)) && !g.set.After(d) {
+		return nil
+	}
+	if err := w.nc.SetReadDeadline(d); err != nil {
+		return err
+	}
+	g.set = d
+	return nil
 }
 
 // inline makes c inline on the current connection if it is idle, and
@@ -200,7 +230,7 @@ func (p *pipeline) inline(c *call) (made, answered bool) {
 // reports whether it did. A connection found unsound is failed instead,
 // and the writer replaces it.
 func (p *pipeline) sendInline(cn *conn, c *call) bool {
-	if err := cn.idle.sound(); err != nil {
+	if err := cn.sound(); err != nil {
 		p.fail(cn, err)
 		return false
 	}
@@ -231,9 +261,18 @@ func (p *pipeline) soundIfIdle(cn *conn) bool {
 	if !idle {
 		return true
 	}
-	if err := cn.idle.sound(); err != nil {
+	if err := cn.sound(); err != nil {
 		p.fail(cn, err)
 		return false
 	}
 	return true
+}
+
+// sound is idle.sound of a connection that has been idle for idleLook at
+// least, and nil for one written to since.
+func (cn *conn) sound() error {
+	if cn.wire != nil && cn.wire.sinceWrite() < idleLook {
+		return nil
+	}
+	return cn.idle.sound()
 }

@@ -386,6 +386,10 @@ func TestIdleConnectionClosedByServerIsReplaced(t *testing.T) {
 		list, err := redigo.String(conn.Do("CLIENT", "LIST", "TYPE", "normal"))
 		return err == nil && strings.Count(list, "id=") == 1 // this connection alone
 	}, 5*time.Second, time.Millisecond)
+	// And the connection has been idle long enough to be looked at (a
+	// close in the first milliseconds after a write fails the call that
+	// meets it; a server's idle timeout is a second at the least).
+	time.Sleep(redis.IdleLook)
 
 	for i := 0; i < 3; i++ {
 		ok, err := s.Acquire(bg, fmt.Sprint("k", i), "t", time.Minute)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"time"
 )
 
 // redigo sizes a reply from the lengths its header lines declare before it
@@ -39,6 +40,13 @@ type replyGuard struct {
 	pre    []byte
 	preErr error
 	preBuf [512]byte
+
+	// want is the read deadline redigo last asked for, and set the one
+	// the socket has. A deadline goes to the socket only before a read
+	// of the socket: a reply a caller took inline (pre) is handed on
+	// without moving the runtime's timer, which for a lone caller was
+	// one more timer update per call.
+	want, set time.Time
 
 	state  int   // what the next byte is part of
 	kind   byte  // the type byte of the current header line
@@ -92,6 +100,12 @@ func (g *replyGuard) Read(b []byte) (int, error) {
 	case g.preErr != nil:
 		err, g.preErr = g.preErr, nil
 	default:
+		if !g.want.Equal(g.set) {
+			if err := g.Conn.SetReadDeadline(g.want); err != nil {
+				return 0, err
+			}
+			g.set = g.want
+		}
 		n, err = g.Conn.Read(b)
 	}
 	for _, c := range b[:n] {
@@ -101,6 +115,18 @@ func (g *replyGuard) Read(b []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// SetReadDeadline records t for the next read of the socket (see want).
+func (g *replyGuard) SetReadDeadline(t time.Time) error {
+	g.want = t
+	return nil
+}
+
+// SetDeadline sets the write deadline and records the read deadline.
+func (g *replyGuard) SetDeadline(t time.Time) error {
+	g.want = t
+	return g.Conn.SetWriteDeadline(t)
 }
 
 // next follows the framing by one byte.

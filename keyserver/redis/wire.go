@@ -3,6 +3,7 @@ package redis
 import (
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,23 @@ type wire struct {
 	nc      net.Conn
 	timeout time.Duration // the URL's write_timeout; 0: none
 	buf     []byte        // the last batch's encoding, reused
+	// deadline is the write deadline last set. It is set anew only once
+	// less than three quarters of timeout is left: a write is never given
+	// less than that, and a lone caller's writes, microseconds apart, do
+	// not each move the runtime's timer.
+	deadline time.Time
+	// wrote is when the last write began (see sinceWrite), for the look
+	// at an idle connection (idleWatch.sound).
+	wrote atomic.Int64
+}
+
+// monoBase is the origin of wire.wrote: time.Since of it reads the
+// monotonic clock.
+var monoBase = time.Now()
+
+// sinceWrite is how long ago the last write on w began.
+func (w *wire) sinceWrite() time.Duration {
+	return time.Since(monoBase) - time.Duration(w.wrote.Load())
 }
 
 // maxKeptWire is the largest encoding buffer a connection keeps between
@@ -38,8 +56,11 @@ func (w *wire) write(batch []*call) error {
 	} else {
 		w.buf = nil
 	}
-	if w.timeout > 0 {
-		if err := w.nc.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+	now := time.Now()
+	w.wrote.Store(int64(now.Sub(monoBase)))
+	if w.timeout > 0 && w.deadline.Sub(now) < w.timeout*3/4 {
+		w.deadline = now.Add(w.timeout)
+		if err := w.nc.SetWriteDeadline(w.deadline); err != nil {
 			return err
 		}
 	}
