@@ -121,6 +121,17 @@ var errClosedByServer = errors.New("closed by the server while idle")
 // call: the server closed it, or sent something no call asked for; nil
 // when it can.
 func (w *idleWatch) sound() error {
+	// A read deadline that has passed would fail the look without a
+	// look: the socket keeps the last wait's or read's deadline, which a
+	// connection idle for longer has outlived.
+	if g := w.guard; g == nil || (!g.set.IsZero() && !g.set.After(time.Now())) {
+		if err := w.nc.SetReadDeadline(time.Time{}); err != nil {
+			return err
+		}
+		if g != nil {
+			g.set = time.Time{}
+		}
+	}
 	if err := w.raw.Read(w.look); err != nil {
 		return err
 	}

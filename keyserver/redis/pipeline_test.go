@@ -399,6 +399,24 @@ func TestIdleConnectionClosedByServerIsReplaced(t *testing.T) {
 	assert.Equal(t, int64(2), redis.Dials(s))
 }
 
+// TestIdleConnectionOutlivesItsDeadline: a connection idle for longer than
+// the read deadline its last call left on the socket is still used, not
+// replaced (the look for a server's close must not fail on the deadline).
+func TestIdleConnectionOutlivesItsDeadline(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	s := fromURL(t, node.URL(""))
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithTimeout(bg, 5*time.Millisecond+time.Second)
+		ok, err := s.Acquire(ctx, fmt.Sprint("k", i), "t", time.Minute)
+		cancel()
+		require.NoError(t, err)
+		assert.True(t, ok)
+		require.Eventually(t, func() bool { return redis.Idle(s) }, 5*time.Second, time.Millisecond)
+		time.Sleep(2 * redis.IdleLook) // past the inline wait's deadline, so the next call looks
+	}
+	assert.Equal(t, int64(1), redis.Dials(s), "connections opened")
+}
+
 // TestCallAloneEndsWithItsContext: a call alone on an idle connection to
 // a paused server returns when its context is cancelled, long before its
 // deadline; its reply is read and dropped when the server resumes, on the
