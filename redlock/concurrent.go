@@ -114,7 +114,7 @@ func (c *Client) serve(bg *background, i int, ks keyserver.KeyServer) {
 	}
 	c.observe(bg.ctx, bg.f.op, bg.f.name, i, err)
 	bg.count(i, vote{server: i, ok: ok, n: v, holder: h, err: err})
-	if bg.f.undo && bg.awaitVerdict() {
+	if bg.f.undo && bg.awaitVerdict() && !bg.f.storedNothing(ok, err) {
 		c.undo(bg.ctx, &bg.f, i, ks)
 	}
 }

@@ -32,8 +32,10 @@
 // finish in the background. The lock is granted when a quorum agreed and
 // validity = ttl − elapsed − (ttl·driftFactor + 2ms) is longer than the
 // loss margin, and it is valid until start + ttl − drift. A failed attempt
-// releases its token on every server, each right after that server's own
-// answer, then waits and tries again while its patience lasts (see
+// releases its token on every server that granted it, failed or had not
+// answered (a reply lost to a timeout may hide a grant), each right after
+// that server's own answer, but not where a lock was refused, which stored
+// nothing; then it waits and tries again while its patience lasts (see
 // Waiting for a lock).
 // An attempt takes at most about one server timeout: it waits only for the
 // clean-up of the servers that granted, which answer fast, and leaves the

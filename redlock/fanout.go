@@ -52,7 +52,8 @@ type fan struct {
 	timeout    time.Duration // bound on each server's call
 	rule       rule          // when the votes settle the outcome
 	// undo, if set, releases the token on every server after that
-	// server's call when the caller settles the fan-out as failed: a late
+	// server's call when the caller settles the fan-out as failed, unless
+	// its answer shows that it stored nothing (see storedNothing): a late
 	// "yes" is undone too, and an undo never overtakes the call it undoes.
 	undo bool
 	// after, if set, holds per server a channel closed once the earlier
@@ -211,7 +212,9 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 	if bg == nil || bg == oneServer { // every call has finished
 		if failed && f.undo {
 			for i, ks := range c.servers {
-				c.undo(ctx, f, i, ks)
+				if !f.storedNothing(r.answerOf(i)) {
+					c.undo(ctx, f, i, ks)
+				}
 			}
 		}
 		return
@@ -224,6 +227,16 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 			}
 		}
 	}
+}
+
+// storedNothing reports whether a server's answer to f (ok, err) shows that
+// f's call stored nothing there, so that a failed attempt has nothing to
+// undo on it: a lock's refusal (the key is another's, and the script ran
+// and wrote no token). A grant, a failure (the call may have run) and a
+// primitive's answers are undone. Under contention this spared each
+// refused attempt a release on every server, as many writes again.
+func (f *fan) storedNothing(ok bool, err error) bool {
+	return f.prim == nil && !ok && err == nil
 }
 
 // undo cleans up after a failed attempt on server i. It runs even when the

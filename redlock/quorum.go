@@ -43,6 +43,18 @@ type tally struct {
 	granters      uint64        // bit(i) set when server i granted
 }
 
+// answerOf returns server i's answer as the tally counted it: granted,
+// or failed with its error, or else refused. Servers from 63 on share a
+// bit in granters, so they are told granted when any of them was.
+func (t *tally) answerOf(i int) (ok bool, err error) {
+	for _, e := range t.errs {
+		if e.Server == i {
+			return false, e.Err
+		}
+	}
+	return t.granters&bit(i) != 0, nil
+}
+
 // bit is server i's bit in a set of servers; servers from 64 on share the
 // last bit, so that a set tells only that some of them are in it.
 func bit(i int) uint64 { return 1 << min(i, 63) }
