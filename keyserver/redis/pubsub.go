@@ -147,17 +147,16 @@ func receive(rc redigo.Conn) (any, error) {
 // without a write or a read of its own. Close would do for a connection
 // redigo dialed, but a connection from a redigo.Pool answers Close by
 // unsubscribing and reading the replies itself, racing the reader (and
-// waiting forever for a server that does not answer). A DoContext whose
-// deadline has passed closes the network connection of either kind before
-// it writes anything; Close then follows once the reader is done, to give
-// the connection back.
+// waiting forever for a server that does not answer). A ReceiveContext
+// whose deadline has passed closes the network connection of either kind
+// before it reads anything (see kill), and, unlike a DoContext, writes none
+// of a pooled connection's state; Close then follows once the reader is
+// done, to give the connection back.
 func abort(rc redigo.Conn) {
 	cc, ok := rc.(redigo.ConnWithContext)
 	if !ok {
 		rc.Close() //nolint:errcheck // broken on purpose
 		return
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), time.Time{})
-	defer cancel()
-	cc.DoContext(ctx, "") //nolint:errcheck // fails on purpose
+	kill(cc)
 }
