@@ -112,3 +112,36 @@ func TestRealWithTimeoutRaces(t *testing.T) {
 		}
 	}
 }
+
+// TestRealWithTimeoutAfterFunc: functions registered on the context (as
+// the context package does for contexts derived from it) run once it
+// ends, unless stopped first; registered after the end, at once.
+func TestRealWithTimeoutAfterFunc(t *testing.T) {
+	ctx, cancel := Real{}.WithTimeout(context.Background(), time.Hour)
+	ran := make(chan string, 3)
+	context.AfterFunc(ctx, func() { ran <- "first" })
+	stop := context.AfterFunc(ctx, func() { ran <- "stopped" })
+	if !stop() {
+		t.Fatal("stop of a pending function reported false")
+	}
+	child, cancelChild := context.WithCancel(ctx)
+	defer cancelChild()
+	cancel()
+	select {
+	case <-child.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("a derived context did not end")
+	}
+	if got := <-ran; got != "first" {
+		t.Fatalf("ran %q", got)
+	}
+	context.AfterFunc(ctx, func() { ran <- "late" })
+	if got := <-ran; got != "late" {
+		t.Fatalf("ran %q, want the function registered after the end", got)
+	}
+	select {
+	case got := <-ran:
+		t.Fatalf("ran %q too", got)
+	case <-time.After(10 * time.Millisecond):
+	}
+}
