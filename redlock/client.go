@@ -15,6 +15,7 @@ import (
 // concurrent use; share one per set of servers, and Close it when done.
 type Client struct {
 	servers   []keyserver.KeyServer
+	starters  []keyserver.Starter // by server, nil where not one; nil if none is
 	quorum    int
 	inProcess bool // every server is a keyserver.InProcess
 	options
@@ -93,6 +94,7 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		servers:   append([]keyserver.KeyServer(nil), servers...),
+		starters:  starters(servers),
 		quorum:    quorum(len(servers)),
 		options:   o,
 		inProcess: allInProcess(servers),

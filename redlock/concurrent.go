@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -12,19 +13,25 @@ import (
 // It is one allocation for the fan-out, with its per-server state in one
 // more: under load these were most of the client's allocations.
 type background struct {
+	c       *Client
 	f       fan
 	ctx     context.Context // the caller's
-	callCtx context.Context // bounded by f.timeout from the fan-out's start
+	callCtx context.Context // bounded by f.timeout from the fan-out's start; nil if no goroutine calls
 	cancel  context.CancelFunc
-	pending atomic.Int32 // calls still running; the last one cancels callCtx
+	pending atomic.Int32 // goroutines' calls still running; the last one cancels callCtx
 
 	mu sync.Mutex
 	// votes counts the answers until they decide the outcome under
-	// f.rule (then decided is set and voted signalled, for the caller);
+	// f.rule (then decided is set and voted closed, for the caller);
 	// later answers are not counted.
 	votes   tally
 	decided bool
-	voted   sync.Cond
+	voted   chan struct{}
+	// waiting counts the started calls that have neither answered nor
+	// expired; timer expires them at the deadline, and is stopped when
+	// none is left (see started.go).
+	waiting int
+	timer   clock.Timer
 	// verdict is broadcast once settle has set settled and failed, for
 	// the calls that undo.
 	settled, failed bool
@@ -44,6 +51,14 @@ type serverCall struct {
 	answered, granted bool
 	// skipped: the fan-out made no call to the server (see fan.only).
 	skipped bool
+	// started: the call was started on a keyserver.Starter (see
+	// started.go); expired: it was counted as late; going: its server goes
+	// on with it (see serverCall.Continue); parked: it answered or
+	// expired, and waits for the verdict of a fan-out that undoes (all
+	// but started under bg.mu).
+	started, expired, going, parked bool
+	bg                              *background
+	i                               int
 	// state and done tell when the call, and its undo if any, have
 	// finished: done is made only for a call still running at the
 	// verdict, which most are not (see watch).
@@ -58,40 +73,61 @@ const (
 	callFinished       // done, if made, is closed
 )
 
-// fanOutConcurrent calls every server on its own goroutine, except those
-// that f calls not at all (see fan.only) and has nothing to undo on, which
-// vote for at once. Each call counts its own answer, and the caller wakes
-// once, when the votes decide.
+// fanOutConcurrent starts every server's call on a keyserver.Starter
+// where it can (see started.go) and calls the others on a goroutine each,
+// except those that f calls not at all (see fan.only) and has nothing to
+// undo on, which vote for at once. Each call counts its own answer, and
+// the caller wakes once, when the votes decide.
 func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	n := len(c.servers)
-	bg := &background{f: f, ctx: ctx, servers: make([]serverCall, n)}
+	bg := &background{c: c, f: f, ctx: ctx, servers: make([]serverCall, n), voted: make(chan struct{})}
 	bg.votes.n = n
-	bg.voted.L, bg.verdict.L = &bg.mu, &bg.mu
+	bg.verdict.L = &bg.mu
 	calls := n
 	for i := range c.servers {
+		s := &bg.servers[i]
+		s.bg, s.i = bg, i
 		if !f.undo && f.only != 0 && f.only&bit(i) == 0 { // as fan.call would answer
 			calls--
-			s := &bg.servers[i]
 			s.ok, s.skipped = true, true
 			s.state.Store(callFinished)
 			c.observe(ctx, f.op, f.name, i, nil)
 			bg.count(i, vote{server: i, ok: true})
 		}
 	}
-	if calls > 0 {
-		bg.callCtx, bg.cancel = c.clock.WithTimeout(ctx, f.timeout)
-		bg.pending.Store(int32(calls))
-		c.bg.Add(calls)
+	c.bg.Add(calls)
+	started := 0
+	if c.starters != nil && calls > 0 && f.startable() {
+		// The timer is armed first, and counts every call as waiting:
+		// the calls started first may answer before the last one starts.
+		deadline := c.clock.Now().Add(f.timeout)
+		bg.waiting = calls
+		bg.timer = c.clock.AfterFunc(f.timeout, bg.timedOut)
+		for i := range c.servers {
+			if !bg.servers[i].skipped && c.startCall(bg, i, deadline) {
+				started++
+			}
+		}
+		bg.mu.Lock()
+		if bg.waiting -= calls - started; bg.waiting == 0 {
+			bg.timer.Stop()
+		}
+		bg.mu.Unlock()
 	}
-	for i, ks := range c.servers {
-		if !bg.servers[i].skipped {
-			go c.serve(bg, i, ks)
+	if calls > started {
+		bg.callCtx, bg.cancel = c.clock.WithTimeout(ctx, f.timeout)
+		bg.pending.Store(int32(calls - started))
+		for i, ks := range c.servers {
+			if s := &bg.servers[i]; !s.skipped && !s.started {
+				go c.serve(bg, i, ks)
+			}
 		}
 	}
-	bg.mu.Lock()
-	for !bg.decided {
-		bg.voted.Wait()
+	if started > 0 && ctx.Done() != nil {
+		bg.await(ctx)
 	}
+	<-bg.voted
+	bg.mu.Lock()
 	r := fanned{tally: bg.votes, bg: bg}
 	bg.mu.Unlock()
 	return r
@@ -125,14 +161,20 @@ func (bg *background) count(i int, v vote) {
 	bg.mu.Lock()
 	defer bg.mu.Unlock()
 	bg.servers[i].answered = true
-	if bg.decided {
+	if bg.decided || bg.servers[i].expired {
 		return
 	}
+	bg.countLocked(i, v)
+}
+
+// countLocked counts server i's answer v, the outcome not decided yet.
+// bg.mu must be held.
+func (bg *background) countLocked(i int, v vote) {
 	bg.votes.add(v)
 	bg.servers[i].granted = v.ok
 	if bg.votes.decided(bg.f.rule) {
 		bg.decided = true
-		bg.voted.Signal()
+		close(bg.voted)
 	}
 }
 
@@ -144,8 +186,13 @@ func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 	bg.mu.Lock()
 	bg.settled, bg.failed = true, failed
 	undoes := failed && bg.f.undo
+	var buf [8]int
+	parked := buf[:0]
 	for i := range bg.servers {
 		s := &bg.servers[i]
+		if s.parked {
+			parked = append(parked, i)
+		}
 		var ch <-chan struct{}
 		switch {
 		case s.skipped:
@@ -168,6 +215,9 @@ func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 	}
 	bg.mu.Unlock()
 	bg.verdict.Broadcast()
+	for _, i := range parked {
+		bg.servers[i].afterVerdict(undoes)
+	}
 	return done
 }
 

@@ -109,6 +109,12 @@ func (r quarantineRule) admit(ctx context.Context, i int, ttl time.Duration) (bo
 		return true, nil
 	}
 	in, err := is.Incarnation(ctx)
+	return r.judge(i, ttl, in, err)
+}
+
+// judge is admit once server i's incarnation was read: in, or the read's
+// error.
+func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation, err error) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%w: could not tell whether it restarted: %w", ErrQuarantined, err)
 	}

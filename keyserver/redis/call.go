@@ -24,6 +24,15 @@ type call struct {
 	done  chan struct{} // receives once the reply is in reply and err
 	reply any
 	err   error
+	// then, when not nil, takes the reply instead of a caller waiting on
+	// done: a call started by pipeline.start, which nobody waits for.
+	then answerer
+}
+
+// answerer takes the reply of a started call, on the goroutine that
+// settles it (the connection's reader, mostly); it must not block.
+type answerer interface {
+	answer(reply any, err error)
 }
 
 // The states of a call between the caller and whoever answers it.
@@ -62,7 +71,7 @@ func newCall(cmd, keys, args []string) (*call, bool) {
 // putCall returns c to the pool without the strings it referenced.
 func putCall(c *call) {
 	clear(c.args[:])
-	c.reply, c.err = nil, nil
+	c.reply, c.err, c.then = nil, nil, nil
 	c.state.Store(waiting)
 	callPool.Put(c)
 }
@@ -70,6 +79,11 @@ func putCall(c *call) {
 // finish hands the reply to the caller, or recycles c when the caller has
 // given up on it.
 func (c *call) finish(reply any, err error) {
+	if then := c.then; then != nil {
+		putCall(c)
+		then.answer(reply, err)
+		return
+	}
 	c.reply, c.err = reply, err
 	if c.state.CompareAndSwap(waiting, answered) {
 		c.done <- struct{}{}

@@ -47,8 +47,7 @@ func (s *Server) Incarnation(ctx context.Context) (keyserver.Incarnation, error)
 	}
 	for {
 		in.mu.Lock()
-		if in.read && dials == in.dials {
-			v := keyserver.Incarnation{ID: in.id, Up: in.up + time.Since(in.readAt), Durable: in.durable}
+		if v, ok := in.knownLocked(dials); ok {
 			in.mu.Unlock()
 			return v, nil
 		}
@@ -71,6 +70,27 @@ func (s *Server) Incarnation(ctx context.Context) (keyserver.Incarnation, error)
 		close(done)
 		return v, err
 	}
+}
+
+// knownIncarnation returns the incarnation last read if it is up to date
+// (see incarnation), without reading it: false when it must be read.
+func (s *Server) knownIncarnation() (keyserver.Incarnation, bool) {
+	dials, counted := s.dials()
+	if !counted {
+		return keyserver.Incarnation{}, false
+	}
+	s.inc.mu.Lock()
+	defer s.inc.mu.Unlock()
+	return s.inc.knownLocked(dials)
+}
+
+// knownLocked returns the incarnation last read, if it is up to date with
+// dials, the transport's connections opened now. in.mu must be held.
+func (in *incarnation) knownLocked(dials int64) (keyserver.Incarnation, bool) {
+	if !in.read || dials != in.dials {
+		return keyserver.Incarnation{}, false
+	}
+	return keyserver.Incarnation{ID: in.id, Up: in.up + time.Since(in.readAt), Durable: in.durable}, true
 }
 
 // readIncarnation reads INFO server, and CONFIG when the run id is new,

@@ -29,6 +29,11 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 			return set, keyserver.Holder{}, err
 		}
 	}
+	return s.acquireOrHolderTaken(ctx, key, token, ttl)
+}
+
+// acquireOrHolderTaken is AcquireOrHolder past its SET NX: the script.
+func (s *Server) acquireOrHolderTaken(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	return decodeHolder(s.evalAny(ctx, "acquire", holderScript, []string{key}, token, ms(ttl), promise(token)))
 }
 
@@ -56,6 +61,13 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 			return set, keyserver.Holder{}, err
 		}
 	}
+	return s.acquireInLineTaken(ctx, key, token, ttl, next)
+}
+
+// acquireInLineTaken is AcquireInLine past its SET NX (or without one):
+// the script, which takes or keeps the places in line.
+func (s *Server) acquireInLineTaken(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
+	p, n := keyserver.PromiseOf(token), keyserver.PromiseOf(next)
 	member, nextMember := "", ""
 	if p != "" {
 		member = s.sub.turnMember(p)

@@ -18,6 +18,12 @@ func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Durati
 	if set, err := s.setNX(ctx, key, token, ttl); err != nil || set {
 		return set, err
 	}
+	return s.acquireTaken(ctx, key, token, ttl)
+}
+
+// acquireTaken is Acquire of a key that a SET NX found taken: it may hold
+// token, or be promised to token's call.
+func (s *Server) acquireTaken(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 	n, err := s.eval(ctx, "acquire", setScript, []string{key}, token, ms(ttl), promise(token))
 	return n == 1, err
 }

@@ -57,7 +57,7 @@ type pipeline struct {
 	cn      *conn
 	writing bool
 
-	start  sync.Once // the writer starts with the first call
+	writer sync.Once // starts the writer with the first call
 	ctx    context.Context
 	cancel context.CancelFunc // ends the writer and a dial in progress
 	wg     sync.WaitGroup     // the writer and the connections' readers
@@ -89,10 +89,7 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 		putCall(c)
 		return nil, ErrOverloaded
 	}
-	p.start.Do(func() {
-		p.wg.Add(1)
-		go p.write()
-	})
+	p.startWriter()
 	d, ok := ctx.Deadline()
 	if !ok {
 		var cancel context.CancelFunc
@@ -128,6 +125,35 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 	reply, err := c.reply, c.err
 	putCall(c)
 	return reply, err
+}
+
+// start queues c, a call from newCall, for the writer, with due as its
+// deadline, and hands its reply to then instead of waiting for it: then
+// gets exactly one reply or error, from the goroutine that settles c, once
+// start has returned true. It returns false, having queued nothing, when
+// the pipeline holds WithMaxPending calls already. A started call is never
+// made inline: its caller does not wait on the connection.
+func (p *pipeline) start(c *call, due time.Time, then answerer) bool {
+	if p.pending.Add(1) > p.maxPending {
+		p.pending.Add(-1)
+		putCall(c)
+		return false
+	}
+	p.startWriter()
+	c.due, c.then = due, then
+	p.mu.Lock()
+	p.queue = append(p.queue, c)
+	p.mu.Unlock()
+	p.signal()
+	return true
+}
+
+// startWriter starts the writer with the first call.
+func (p *pipeline) startWriter() {
+	p.writer.Do(func() {
+		p.wg.Add(1)
+		go p.write()
+	})
 }
 
 // signal tells the writer to look at the queue and the watchdog.

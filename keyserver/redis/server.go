@@ -116,9 +116,14 @@ func (s *Server) eval(ctx context.Context, op string, sc *script, keys []string,
 	if err != nil {
 		return 0, err
 	}
+	return s.integer(op, keys[0], reply)
+}
+
+// integer reads a lock script's integer reply.
+func (s *Server) integer(op, key string, reply any) (int64, error) {
 	n, ok := reply.(int64)
 	if !ok {
-		return 0, s.fail(op, keys[0], fmt.Errorf("unexpected reply %T to a lock script", reply))
+		return 0, s.fail(op, key, fmt.Errorf("unexpected reply %T to a lock script", reply))
 	}
 	return n, nil
 }
@@ -135,22 +140,27 @@ func (s *Server) evalAny(ctx context.Context, op string, sc *script, keys []stri
 		return nil, err
 	}
 	defer s.inflight.Done()
-	numKeys := strconv.Itoa(len(keys))
 	d := s.digests[sc.id].Load()
-	var (
-		reply any
-		err   error
-	)
 	if d != nil && *d != "" {
-		reply, err = s.t.Do(ctx, []string{"EVALSHA", *d, numKeys}, keys, args...)
+		reply, err := s.t.Do(ctx, []string{"EVALSHA", *d, strconv.Itoa(len(keys))}, keys, args...)
+		if !s.noScript(err) {
+			if err != nil {
+				return nil, s.fail(op, keys[0], err)
+			}
+			return reply, nil
+		}
 	}
-	if d == nil || *d == "" || s.noScript(err) {
-		reply, err = s.t.Do(ctx, []string{"EVAL", sc.src, numKeys}, keys, args...)
-	}
+	return s.evalSource(ctx, op, sc, d == nil, keys, args...)
+}
+
+// evalSource runs sc by its source (EVAL), and then asks for its digest
+// when load. The caller has entered.
+func (s *Server) evalSource(ctx context.Context, op string, sc *script, load bool, keys []string, args ...string) (any, error) {
+	reply, err := s.t.Do(ctx, []string{"EVAL", sc.src, strconv.Itoa(len(keys))}, keys, args...)
 	if err != nil {
 		return nil, s.fail(op, keys[0], err)
 	}
-	if d == nil {
+	if load {
 		s.load(ctx, sc)
 	}
 	return reply, nil

@@ -1,0 +1,228 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// A Server made by FromURL is a keyserver.Starter: a lock call whose first
+// command is likely its last (a SET NX, or a script the Server knows the
+// digest of) is queued on the pipeline without a goroutine of the
+// caller's waiting for it, and its reply is decoded on the connection's
+// reader and handed to the caller's Completion. What takes more commands
+// (a SET NX refused, then the script; NOSCRIPT, then the source) goes on
+// from there as the blocking method would, on a goroutine of its own.
+// Calls the Server cannot start this way (no pipeline: pooled connections
+// or another transport; a key its waiters watch; a script whose digest it
+// does not know yet) are declined, and the caller makes them blocking.
+
+var _ keyserver.Starter = (*Server)(nil)
+
+// Start starts c (see keyserver.Starter) and reports whether it did.
+func (s *Server) Start(ctx context.Context, c keyserver.Call, to keyserver.Completion) bool {
+	p := s.startable()
+	if p == nil {
+		return false
+	}
+	st := startedPool.Get().(*started)
+	st.s, st.ctx, st.c, st.to = s, ctx, c, to
+	op, cmd, keys, args, ok := st.first()
+	if ok && s.enter(ctx, op, c.Key) == nil {
+		// The call is on the pipeline once queued: Close's pipeline stop
+		// answers it if nothing else does, so it is not counted in flight.
+		defer s.inflight.Done()
+		if cl, fits := newCall(cmd, keys, args); fits && p.start(cl, c.Deadline, st) {
+			return true
+		}
+	}
+	st.put()
+	return false
+}
+
+// startable returns the pipeline calls can be started on, or nil.
+func (s *Server) startable() *pipeline {
+	if t, ok := s.t.(pipelined); ok {
+		return t.pipeline
+	}
+	return nil
+}
+
+// started is a call of Start on its way. They are pooled: one per call
+// in flight.
+type started struct {
+	s    *Server
+	ctx  context.Context
+	c    keyserver.Call
+	to   keyserver.Completion
+	step step
+}
+
+// step is the command of a started call whose reply is awaited.
+type step uint8
+
+const (
+	stepSetNX step = iota // an acquire's SET NX
+	stepEval              // Extend's or Release's EVALSHA
+)
+
+var startedPool = sync.Pool{New: func() any { return new(started) }}
+
+func (st *started) put() {
+	*st = started{}
+	startedPool.Put(st)
+}
+
+// first returns the first command of st's call, as the blocking method
+// sends it, and false when the call is not to be started: bad arguments
+// (the blocking method reports them), a key this process's waiters watch
+// (the SET NX would be refused), a script not loaded yet.
+func (st *started) first() (op string, cmd, keys, args []string, ok bool) {
+	s, c := st.s, st.c
+	switch c.Op {
+	case keyserver.CallAcquire, keyserver.CallAcquireOrHolder, keyserver.CallAcquireInLine:
+		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || keyserver.PromiseOf(c.Next) != "" ||
+			(c.Op != keyserver.CallAcquire && s.sub.contended(c.Key)) {
+			return "", nil, nil, nil, false
+		}
+		st.step = stepSetNX
+		return "acquire", []string{"SET"}, []string{c.Key}, []string{c.Token, "NX", "PX", ms(c.TTL)}, true
+	case keyserver.CallExtend:
+		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil {
+			return "", nil, nil, nil, false
+		}
+		op, keys, args = "extend", []string{c.Key}, []string{c.Token, ms(c.TTL), promise(c.Token)}
+	case keyserver.CallRelease:
+		if keyserver.CheckToken(c.Key, c.Token) != nil {
+			return "", nil, nil, nil, false
+		}
+		op, keys, args = "release", []string{c.Key, keyserver.LineKey(c.Key)}, []string{c.Token, claimTTL, promiseLenArg}
+	default:
+		return "", nil, nil, nil, false
+	}
+	d := s.digests[st.script().id].Load()
+	if d == nil || *d == "" {
+		return "", nil, nil, nil, false
+	}
+	st.step = stepEval
+	return op, []string{"EVALSHA", *d, strconv.Itoa(len(keys))}, keys, args, true
+}
+
+// script is the script of an Extend or a Release.
+func (st *started) script() *script {
+	if st.c.Op == keyserver.CallRelease {
+		return releaseScript
+	}
+	return setScript
+}
+
+// op is the name of st's operation in errors.
+func (st *started) op() string {
+	switch st.c.Op {
+	case keyserver.CallExtend:
+		return "extend"
+	case keyserver.CallRelease:
+		return "release"
+	}
+	return "acquire"
+}
+
+// answer takes the reply of st's command, on the goroutine that settled
+// it: it decodes it as the blocking method would, or goes on with what
+// the blocking method would do next on a goroutine of its own.
+func (st *started) answer(reply any, err error) {
+	s, c := st.s, st.c
+	var a keyserver.Answer
+	switch {
+	case st.step == stepSetNX && err == nil && reply == nil: // taken: the script decides
+		go st.finishBlocking(st.acquireTaken, true)
+		return
+	case st.step == stepEval && s.noScript(err): // a restart or SCRIPT FLUSH: the source
+		go st.finishBlocking(st.evalSource, true)
+		return
+	case err != nil:
+		a.Err = s.fail(st.op(), c.Key, err)
+	case st.step == stepSetNX && reply != "OK":
+		a.Err = s.fail("acquire", c.Key, fmt.Errorf("unexpected reply %T to SET NX", reply))
+	case st.step == stepSetNX:
+		a.OK = true
+	default:
+		var n int64
+		n, a.Err = s.integer(st.op(), c.Key, reply)
+		a.OK = n == 1
+	}
+	if c.Incarnation && a.Err == nil {
+		in, known := s.knownIncarnation()
+		if !known { // read it, as Incarnation would
+			go st.finishBlocking(func(context.Context) keyserver.Answer { return a }, false)
+			return
+		}
+		a.Incarnation = in
+	}
+	st.complete(a)
+}
+
+// finishBlocking runs rest, the remainder of st's call, bounded by its
+// deadline, reads the incarnation if asked, and completes st. When rest
+// sends commands about the key, it first asks the caller whether to go on
+// (see keyserver.Completion); a read of the incarnation is not asked for.
+func (st *started) finishBlocking(rest func(ctx context.Context) keyserver.Answer, sends bool) {
+	if sends && !st.to.Continue() {
+		st.put()
+		return
+	}
+	ctx, cancel := context.WithDeadline(st.ctx, st.c.Deadline)
+	defer cancel()
+	a := rest(ctx)
+	if st.c.Incarnation && a.Err == nil {
+		a.Incarnation, a.IncarnationErr = st.s.Incarnation(ctx)
+	}
+	st.complete(a)
+}
+
+// complete hands a to st's Completion and recycles st.
+func (st *started) complete(a keyserver.Answer) {
+	to := st.to
+	st.put()
+	to.Complete(a)
+}
+
+// acquireTaken is the rest of an acquire whose SET NX was refused.
+func (st *started) acquireTaken(ctx context.Context) (a keyserver.Answer) {
+	s, c := st.s, st.c
+	switch {
+	case c.Op == keyserver.CallAcquire:
+		a.OK, a.Err = s.acquireTaken(ctx, c.Key, c.Token, c.TTL)
+	case c.Op == keyserver.CallAcquireInLine && keyserver.PromiseOf(c.Token) != "":
+		a.OK, a.Holder, a.Err = s.acquireInLineTaken(ctx, c.Key, c.Token, c.TTL, c.Next)
+	default: // AcquireInLine with nobody to put in line is AcquireOrHolder
+		a.OK, a.Holder, a.Err = s.acquireOrHolderTaken(ctx, c.Key, c.Token, c.TTL)
+	}
+	return a
+}
+
+// evalSource is the rest of an Extend or a Release that the server
+// answered NOSCRIPT: the script by its source.
+func (st *started) evalSource(ctx context.Context) (a keyserver.Answer) {
+	s, c := st.s, st.c
+	op := st.op()
+	if a.Err = s.enter(ctx, op, c.Key); a.Err != nil {
+		return a
+	}
+	defer s.inflight.Done()
+	var reply any
+	if c.Op == keyserver.CallRelease {
+		reply, a.Err = s.evalSource(ctx, op, releaseScript, false, []string{c.Key, keyserver.LineKey(c.Key)}, c.Token, claimTTL, promiseLenArg)
+	} else {
+		reply, a.Err = s.evalSource(ctx, op, setScript, false, []string{c.Key}, c.Token, ms(c.TTL), promise(c.Token))
+	}
+	if a.Err == nil {
+		var n int64
+		n, a.Err = s.integer(op, c.Key, reply)
+		a.OK = n == 1
+	}
+	return a
+}

@@ -1,0 +1,253 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// A fan-out's call to a keyserver.Starter is started rather than made on
+// a goroutine of its own: the server hands the answer to the call's
+// serverCall (its Completion) from the goroutine that reads its replies,
+// which counts the vote and wakes the caller once the votes decide. With
+// five Redis servers and 64 callers, the goroutine per server per call,
+// its stack growth and its wake-ups, the reply channel it waited on and
+// the timer of the calls that waited for the lock's earlier ones were
+// about half of the client's CPU per lock and unlock.
+//
+// What a goroutine did while it waited is done by others: the caller
+// waits for the votes to decide, bounded by the server timeout and by its
+// context, and counts the calls that have not answered by then as failed
+// (expire); the work of an answer that may block (a failure, which the
+// ServerFailed hook and the logger hear of; an undo) runs on a goroutine
+// of its own, as it is rare. A started call is finished, for the lock's
+// next call to the server and for Close, when its answer has come: the
+// server gives up on a call its connection does not answer some seconds
+// past its deadline (keyserver/redis: 5 s), so a started call to a server
+// that hangs holds Close up to that long, where a blocking one held it up
+// to the server timeout.
+
+// starters returns each server as a keyserver.Starter, or nil when none is.
+func starters(servers []keyserver.KeyServer) []keyserver.Starter {
+	var st []keyserver.Starter
+	for i, s := range servers {
+		if is, ok := s.(keyserver.Starter); ok {
+			if st == nil {
+				st = make([]keyserver.Starter, len(servers))
+			}
+			st[i] = is
+		}
+	}
+	return st
+}
+
+// startable reports whether f's calls are ones a keyserver.Starter
+// starts: a lock's acquire, extend and release.
+func (f *fan) startable() bool {
+	switch f.op {
+	case opAcquire, opAcquireInLine, opExtend, opRelease:
+		return f.prim == nil
+	}
+	return false
+}
+
+// startCall starts server i's call of bg, and reports whether it did:
+// false when the server is no Starter, the call must wait for the lock's
+// earlier calls to the server, or the server declined.
+func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
+	f, ks := &bg.f, c.starters[i]
+	if ks == nil || (f.only != 0 && f.only&bit(i) == 0) || (f.after != nil && !closed(f.after[i])) {
+		return false
+	}
+	call := keyserver.Call{Key: f.key, Token: f.token, TTL: f.ttl, Deadline: deadline,
+		Incarnation: f.quarantine.q != nil && f.quarantine.q.judged[i] != nil}
+	_, notifier := ks.(keyserver.Notifier)
+	switch {
+	case f.op == opAcquire && notifier:
+		call.Op = keyserver.CallAcquireOrHolder
+	case f.op == opAcquireInLine && notifier:
+		call.Op, call.Next = keyserver.CallAcquireInLine, f.next
+	case f.op == opAcquire || f.op == opAcquireInLine:
+		call.Op = keyserver.CallAcquire
+	case f.op == opExtend:
+		call.Op = keyserver.CallExtend
+	default:
+		call.Op = keyserver.CallRelease
+	}
+	s := &bg.servers[i]
+	bg.mu.Lock()
+	s.started = true // before the answer can come; under mu for expire
+	bg.mu.Unlock()
+	if ks.Start(bg.ctx, call, s) {
+		return true
+	}
+	bg.mu.Lock()
+	s.started = false
+	bg.mu.Unlock()
+	return false
+}
+
+// Continue tells the server whether to go on with the call (see
+// keyserver.Completion): not once it was counted as late. A call that
+// goes on is not counted late; its server bounds the rest by the deadline.
+func (s *serverCall) Continue() bool {
+	bg := s.bg
+	bg.mu.Lock()
+	defer bg.mu.Unlock()
+	if s.expired {
+		return false
+	}
+	s.going = true
+	return true
+}
+
+// Complete takes the answer of the server's started call (see
+// keyserver.Completion): judged by the quarantine as fan.call judges, then
+// counted. An answer that comes after the call was counted as late is
+// dropped, as a blocking call drops it.
+func (s *serverCall) Complete(a keyserver.Answer) {
+	bg := s.bg
+	bg.mu.Lock()
+	late := s.expired
+	bg.mu.Unlock()
+	if late {
+		return
+	}
+	f := &bg.f
+	ok, err := a.OK, a.Err
+	switch {
+	case f.quarantine.q == nil || f.quarantine.q.judged[s.i] == nil:
+	case ok:
+		ok, err = f.quarantine.judge(s.i, f.ttl, a.Incarnation, a.IncarnationErr)
+	case err == nil && a.IncarnationErr == nil: // a refusal: see quarantineRule.see
+		f.quarantine.q.sight(s.i, a.Incarnation, f.quarantine.q.clock.Now())
+	}
+	s.ok = ok
+	v := vote{server: s.i, ok: ok, holder: a.Holder, err: err}
+	if err != nil {
+		go s.take(v) // the hook and the logger hear of it, off the server's reader
+		return
+	}
+	s.take(v)
+}
+
+// take reports and counts the server's answer v, and finishes the call,
+// unless the fan-out undoes and its verdict is not in yet.
+func (s *serverCall) take(v vote) {
+	bg := s.bg
+	bg.c.observe(bg.ctx, bg.f.op, bg.f.name, s.i, v.err)
+	bg.mu.Lock()
+	s.answered = true
+	if !bg.decided {
+		bg.countLocked(s.i, v)
+	}
+	next := bg.leftLocked()
+	s.parked = next == parkUndo
+	bg.mu.Unlock()
+	if next != parkUndo {
+		s.afterVerdict(next == doUndo)
+	}
+}
+
+// What leftLocked says to do with a started call that has answered or
+// expired.
+const (
+	noUndo   = iota // finish it
+	doUndo          // undo it, then finish it
+	parkUndo        // wait for the verdict: settle decides (see parked)
+)
+
+// leftLocked counts the end of a started call's wait, stopping the
+// fan-out's timer when it was the last, and says what to do with the call
+// next. bg.mu must be held.
+func (bg *background) leftLocked() int {
+	if bg.waiting--; bg.waiting == 0 {
+		bg.timer.Stop()
+	}
+	switch {
+	case !bg.f.undo:
+		return noUndo
+	case !bg.settled:
+		return parkUndo
+	case bg.failed:
+		return doUndo
+	}
+	return noUndo
+}
+
+// afterVerdict finishes a started call that answered, once the verdict
+// is in: after undoing it on a goroutine of its own when undo.
+func (s *serverCall) afterVerdict(undo bool) {
+	if !undo {
+		s.finish()
+		return
+	}
+	go func() {
+		bg := s.bg
+		bg.c.undo(bg.ctx, &bg.f, s.i, bg.c.servers[s.i])
+		s.finish()
+	}()
+}
+
+// finish marks the call finished (see serverCall.done) for the lock's
+// next calls and for Close.
+func (s *serverCall) finish() {
+	if s.state.Swap(callFinished) == callWatched {
+		close(s.done)
+	}
+	s.bg.c.bg.Done()
+}
+
+// await waits until the votes decide, or until the caller's context
+// ends: the started calls that have not answered are then counted as
+// failed (see expire). The deadline is bg.timer's.
+func (bg *background) await(ctx context.Context) {
+	select {
+	case <-bg.voted:
+	case <-ctx.Done():
+		bg.expire(ctx.Err())
+	}
+}
+
+// timedOut is expire at the deadline.
+func (bg *background) timedOut() { bg.expire(context.DeadlineExceeded) }
+
+// expire ends the wait for the started calls that have not answered, as
+// a blocking call returns at its deadline: each is counted as failed with
+// err if the outcome is not decided yet, reported, and finished (or
+// undone, or parked until the verdict, as an answer would be); an answer
+// that comes later is dropped. A call its server goes on with (see
+// Continue) is left to end by itself, bounded by the same deadline.
+func (bg *background) expire(err error) {
+	type lateCall struct{ i, next int }
+	var buf [8]lateCall
+	late := buf[:0]
+	bg.mu.Lock()
+	for i := range bg.servers {
+		s := &bg.servers[i]
+		if !s.started || s.answered || s.expired || s.going {
+			continue
+		}
+		s.expired = true
+		if !bg.decided {
+			bg.countLocked(i, vote{server: i, err: bg.lateErr(err)})
+		}
+		next := bg.leftLocked()
+		s.parked = next == parkUndo
+		late = append(late, lateCall{i, next})
+	}
+	bg.mu.Unlock()
+	for _, l := range late {
+		bg.c.observe(bg.ctx, bg.f.op, bg.f.name, l.i, bg.lateErr(err))
+		if l.next != parkUndo {
+			bg.servers[l.i].afterVerdict(l.next == doUndo)
+		}
+	}
+}
+
+// lateErr is the error of a started call that did not answer in time.
+func (bg *background) lateErr(err error) error {
+	return fmt.Errorf("%s %q: no answer: %w", bg.f.op, bg.f.key, err)
+}
