@@ -46,8 +46,8 @@ type acquisition struct {
 	attempts             int
 	last                 tally // the votes of the last attempt
 	token                string
-	tails                []<-chan struct{} // the last attempt's calls
-	calls                *background       // and their answers; nil when they were made on the caller's goroutine
+	tails                tails       // the last attempt's calls
+	calls                *background // and their answers; nil when they were made on the caller's goroutine
 	kept                 bool
 	// patience is when the call gives up, after a refused attempt (see
 	// outOfPatience); zero until its first refusal. ahead is how many
@@ -201,7 +201,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redlock: generating a token: %w", err)
 		}
-		a.token, a.tails = token, nil
+		a.token, a.tails = token, tails{}
 		if !c.inProcess {
 			a.tails = c.released.take(a.key)
 		}
@@ -247,7 +247,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	}
 	kept := !granted && !a.finalAttempt() && !t.won() && t.keep()
 	c.settle(ctx, &f, &res, !granted && !kept)
-	a.tails, a.kept, a.last = res.done, kept, t
+	a.tails, a.kept, a.last = res.tails(), kept, t
 	a.calls = nil
 	if res.bg != oneServer {
 		a.calls = res.bg
@@ -273,7 +273,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		return nil, nil
 	}
 	a.kept = false
-	return newLock(c, o, grant{name: a.name, key: a.key, token: a.token, ttl: a.ttl, start: start, tails: res.done, fence: fence, ctx: ctx}), nil
+	return newLock(c, o, grant{name: a.name, key: a.key, token: a.token, ttl: a.ttl, start: start, tails: res.tails(), fence: fence, ctx: ctx}), nil
 }
 
 // finalAttempt reports whether the attempt about to be settled is the
@@ -289,14 +289,21 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 	if a.place != nil {
 		a.place.stop()
 	}
+	putInLine := false
 	if a.lineup != nil {
 		if l == nil && a.lineup.inLine(a.lw) {
-			a.inLine = a.c.notifierMask // put in line by the call ahead
+			a.inLine, putInLine = a.c.notifierMask, true // put in line by the call ahead
 			if a.token == "" {
 				a.token = a.rank.token()
 			}
 		}
 		a.c.leaveLineup(a.lineup, a.lw)
+	}
+	if a.inLine != 0 && !putInLine && a.calls != nil && a.calls.f.op == opAcquireInLine {
+		// Most are not in line after all: the servers that answered
+		// after the votes decided mostly granted, or are still on the
+		// SET NX that would not put the call in line.
+		a.inLine = a.calls.mayJoinLine(a.inLine)
 	}
 	if l == nil && a.kept {
 		a.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.timeout, after: a.tails})

@@ -53,12 +53,13 @@ type serverCall struct {
 	skipped bool
 	// started: the call was started on a keyserver.Starter (see
 	// started.go); expired: it was counted as late; going: its server goes
-	// on with it (see serverCall.Continue); parked: it answered or
-	// expired, and waits for the verdict of a fan-out that undoes (all
-	// but started under bg.mu).
-	started, expired, going, parked bool
-	bg                              *background
-	i                               int
+	// on with it (see serverCall.Continue); overtaken: a later call of the
+	// lock was sent before it finished (see serverCall.overtake); parked:
+	// it answered or expired, and waits for the verdict of a fan-out that
+	// undoes (all but started under bg.mu).
+	started, expired, going, overtaken, parked bool
+	bg                                         *background
+	i                                          int
 	// state and done tell when the call, and its undo if any, have
 	// finished: done is made only for a call still running at the
 	// verdict, which most are not (see watch).
@@ -196,8 +197,8 @@ func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 		var ch <-chan struct{}
 		switch {
 		case s.skipped:
-			if bg.f.after != nil && !closed(bg.f.after[i]) {
-				ch = bg.f.after[i]
+			if after := bg.f.after.done; after != nil && !closed(after[i]) {
+				ch = after[i]
 			}
 		case !s.answered || undoes:
 			ch = s.watch()
@@ -251,11 +252,11 @@ func (bg *background) awaitVerdict() bool {
 func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	f, callCtx := &bg.f, bg.callCtx
 	waited := false
-	if f.after != nil {
+	if after := f.after.done; after != nil {
 		select {
-		case <-f.after[i]:
+		case <-after[i]:
 		default:
-			<-f.after[i]
+			<-after[i]
 			waited = true
 		}
 	}

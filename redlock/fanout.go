@@ -58,8 +58,9 @@ type fan struct {
 	undo bool
 	// after, if set, holds per server a channel closed once the earlier
 	// calls of the same lock to that server have finished; this call is
-	// sent only then, so that it lands after them.
-	after []<-chan struct{}
+	// sent only then, so that it lands after them (or overtakes them where
+	// the server keeps the order: see serverCall.overtake).
+	after tails
 	// only, if not zero, holds the bits (see bit) of the servers to call;
 	// the others vote for without a call. Neither are the servers that
 	// granted the call of unlessGranted that this one follows (after).
@@ -139,6 +140,24 @@ type vote struct {
 	n      uint64
 	holder keyserver.Holder
 	err    error
+}
+
+// tails are the calls of one fan-out that a lock's next call to each
+// server follows: done per server, closed once the call has finished (nil
+// when all have), and the fan-out they are of, whose started calls a later
+// call may overtake (nil when none was started).
+type tails struct {
+	done []<-chan struct{}
+	of   *background
+}
+
+// tails returns r's calls, for the lock's next call to follow.
+func (r *fanned) tails() tails {
+	t := tails{done: r.done}
+	if r.done != nil && r.bg != oneServer {
+		t.of = r.bg
+	}
+	return t
 }
 
 // fanned is the result of a fan-out: the votes when the outcome was

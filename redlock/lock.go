@@ -36,7 +36,7 @@ type Lock struct {
 	// finished there: a late Extend or a straggling Acquire can never
 	// re-create a key that Release deleted.
 	op    sync.Mutex
-	tails []<-chan struct{} // per server, closed once the lock's last call to it finished
+	tails tails // per server, closed once the lock's last call to it finished
 
 	mu sync.Mutex
 	// life ends with the lock; its cause is the final Err. Done is its
@@ -60,8 +60,8 @@ type Lock struct {
 type grant struct {
 	name, key, token string
 	ttl              time.Duration
-	start            time.Time         // of the winning attempt
-	tails            []<-chan struct{} // its calls, per server
+	start            time.Time // of the winning attempt
+	tails            tails     // its calls, per server
 	fence            uint64
 	ctx              context.Context // the acquiring call's
 	prim             primOps
@@ -206,7 +206,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		quarantine: c.quarantineRule(l.o)}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
-	l.tails = res.done
+	l.tails = res.tails()
 	t := res.tally
 	c.logVotes(opExtend, l.name, t)
 	left := validity(ttl, c.clock.Since(start), l.o.driftFactor)

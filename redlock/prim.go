@@ -200,7 +200,7 @@ func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, erro
 		return nil, nil
 	}
 	return newLock(c, o, grant{name: a.name, key: a.key, token: token, ttl: a.ttl, start: start,
-		tails: res.done, fence: fence, ctx: ctx, prim: ops}), nil
+		tails: res.tails(), fence: fence, ctx: ctx, prim: ops}), nil
 }
 
 // outOfPatience reports, after a refused attempt, whether the call has

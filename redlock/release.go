@@ -71,8 +71,8 @@ func (l *Lock) Release(ctx context.Context) (err error) {
 	}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
-	l.tails = res.done
-	c.released.note(l.key, res.done)
+	l.tails = res.tails()
+	c.released.note(l.key, l.tails)
 	t := res.tally
 	c.logVotes(f.op, l.name, t)
 	switch {
@@ -95,7 +95,7 @@ func (l *Lock) Release(ctx context.Context) (err error) {
 // not refused by a server its own release has not reached yet.
 type releases struct {
 	mu    sync.Mutex
-	tails map[string][]<-chan struct{}
+	tails map[string]tails
 }
 
 // maxReleases is how many keys releases remembers before it forgets the
@@ -103,35 +103,35 @@ type releases struct {
 const maxReleases = 1024
 
 // note records the running calls of a release of key; nil when none are.
-func (r *releases) note(key string, tails []<-chan struct{}) {
+func (r *releases) note(key string, t tails) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if tails == nil {
+	if t.done == nil {
 		delete(r.tails, key)
 		return
 	}
 	if r.tails == nil {
-		r.tails = make(map[string][]<-chan struct{})
+		r.tails = make(map[string]tails)
 	}
 	if len(r.tails) >= maxReleases {
 		for k, t := range r.tails {
-			if finished(t) {
+			if finished(t.done) {
 				delete(r.tails, k)
 			}
 		}
 	}
-	r.tails[key] = tails
+	r.tails[key] = t
 }
 
 // take returns, once, the calls of the last release of key that are
 // still running, or nil.
-func (r *releases) take(key string) []<-chan struct{} {
+func (r *releases) take(key string) tails {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.tails[key]
 	delete(r.tails, key)
-	if finished(t) {
-		return nil
+	if finished(t.done) {
+		return tails{}
 	}
 	return t
 }

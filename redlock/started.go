@@ -58,7 +58,10 @@ func (f *fan) startable() bool {
 // earlier calls to the server, or the server declined.
 func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 	f, ks := &bg.f, c.starters[i]
-	if ks == nil || (f.only != 0 && f.only&bit(i) == 0) || (f.after != nil && !closed(f.after[i])) {
+	if ks == nil || (f.only != 0 && f.only&bit(i) == 0) {
+		return false
+	}
+	if after := f.after.done; after != nil && !closed(after[i]) && (f.after.of == nil || !f.after.of.servers[i].overtake()) {
 		return false
 	}
 	call := keyserver.Call{Key: f.key, Token: f.token, TTL: f.ttl, Deadline: deadline,
@@ -95,12 +98,69 @@ func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 func (s *serverCall) Continue() bool {
 	bg := s.bg
 	bg.mu.Lock()
-	defer bg.mu.Unlock()
-	if s.expired {
+	switch {
+	case s.expired:
+		bg.mu.Unlock()
+		return false
+	case s.overtaken: // it ends here, having granted nothing
+		s.answered = true
+		next := bg.leftLocked()
+		s.parked = next == parkUndo
+		bg.mu.Unlock()
+		if next != parkUndo {
+			s.afterVerdict(false)
+		}
 		return false
 	}
 	s.going = true
+	bg.mu.Unlock()
 	return true
+}
+
+// overtake reports whether a later call of the lock to the server may be
+// sent before this call has finished, and lets it: the call was started
+// and its server has sent nothing but its first command yet, which the
+// server sends before any call started later (a pipeline keeps the order).
+// The call then sends nothing more: the rest of an acquire or an extend
+// (the script after a refused SET NX, the source after NOSCRIPT) would be
+// moot once the lock's next call follows, and would land after it. A
+// release's rest (its source after NOSCRIPT) still goes: the lock's next
+// call after a release is the client's next acquisition of the key, which
+// follows the release only so as not to be refused by it.
+func (s *serverCall) overtake() bool {
+	bg := s.bg
+	bg.mu.Lock()
+	defer bg.mu.Unlock()
+	switch {
+	case !s.started || s.going || s.answered:
+		return false
+	case s.expired: // it sends nothing more
+		return true
+	}
+	if bg.f.op != opRelease {
+		s.overtaken = true
+	}
+	return true
+}
+
+// mayJoinLine returns the servers of mask (see bit) on which the fan-out's
+// acquire may yet put its caller in line: not those that granted, nor
+// those whose started call is still on its SET NX, which overtake stops
+// from going on to the script.
+func (bg *background) mayJoinLine(mask uint64) uint64 {
+	for i := range min(len(bg.servers), 63) {
+		if mask&bit(i) == 0 {
+			continue
+		}
+		s := &bg.servers[i]
+		bg.mu.Lock()
+		granted := s.answered && s.ok
+		bg.mu.Unlock()
+		if granted || s.overtake() {
+			mask &^= bit(i)
+		}
+	}
+	return mask
 }
 
 // Complete takes the answer of the server's started call (see
