@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -30,13 +29,17 @@ func (s *Server) Start(ctx context.Context, c keyserver.Call, to keyserver.Compl
 	}
 	st := startedPool.Get().(*started)
 	st.s, st.ctx, st.c, st.to = s, ctx, c, to
-	op, cmd, keys, args, ok := st.first()
-	if ok && s.enter(ctx, op, c.Key) == nil {
-		// The call is on the pipeline once queued: Close's pipeline stop
-		// answers it if nothing else does, so it is not counted in flight.
-		defer s.inflight.Done()
-		if cl, fits := newCall(cmd, keys, args); fits && p.start(cl, c.Deadline, st) {
-			return true
+	if cl := st.first(); cl != nil {
+		if s.enter(ctx, st.op(), c.Key) == nil {
+			// The call is on the pipeline once queued: Close's pipeline
+			// stop answers it if nothing else does, so it is not counted
+			// in flight.
+			defer s.inflight.Done()
+			if p.start(cl, c.Deadline, st) {
+				return true
+			}
+		} else {
+			putCall(cl)
 		}
 	}
 	st.put()
@@ -59,6 +62,7 @@ type started struct {
 	c    keyserver.Call
 	to   keyserver.Completion
 	step step
+	a    keyserver.Answer // an answer whose incarnation is still to be read
 }
 
 // step is the command of a started call whose reply is awaited.
@@ -77,38 +81,45 @@ func (st *started) put() {
 }
 
 // first returns the first command of st's call, as the blocking method
-// sends it, and false when the call is not to be started: bad arguments
-// (the blocking method reports them), a key this process's waiters watch
-// (the SET NX would be refused), a script not loaded yet.
-func (st *started) first() (op string, cmd, keys, args []string, ok bool) {
+// sends it, or nil when the call is not to be started: bad arguments (the
+// blocking method reports them), a key this process's waiters watch (the
+// SET NX would be refused), a script not loaded yet.
+func (st *started) first() *call {
 	s, c := st.s, st.c
+	var (
+		cl   *call
+		fits bool
+	)
 	switch c.Op {
 	case keyserver.CallAcquire, keyserver.CallAcquireOrHolder, keyserver.CallAcquireInLine:
 		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || keyserver.PromiseOf(c.Next) != "" ||
 			(c.Op != keyserver.CallAcquire && s.sub.contended(c.Key)) {
-			return "", nil, nil, nil, false
+			return nil
 		}
 		st.step = stepSetNX
-		return "acquire", []string{"SET"}, []string{c.Key}, []string{c.Token, "NX", "PX", ms(c.TTL)}, true
-	case keyserver.CallExtend:
-		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil {
-			return "", nil, nil, nil, false
+		cl, fits = newCall([]string{"SET"}, []string{c.Key}, []string{c.Token, "NX", "PX", ms(c.TTL)})
+	case keyserver.CallExtend, keyserver.CallRelease:
+		d := s.digests[st.script().id].Load()
+		if d == nil || *d == "" {
+			return nil
 		}
-		op, keys, args = "extend", []string{c.Key}, []string{c.Token, ms(c.TTL), promise(c.Token)}
-	case keyserver.CallRelease:
-		if keyserver.CheckToken(c.Key, c.Token) != nil {
-			return "", nil, nil, nil, false
+		st.step = stepEval
+		if c.Op == keyserver.CallExtend {
+			if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil {
+				return nil
+			}
+			cl, fits = newCall([]string{"EVALSHA", *d, "1"}, []string{c.Key}, []string{c.Token, ms(c.TTL), promise(c.Token)})
+		} else {
+			if keyserver.CheckToken(c.Key, c.Token) != nil {
+				return nil
+			}
+			cl, fits = newCall([]string{"EVALSHA", *d, "2"}, []string{c.Key, keyserver.LineKey(c.Key)}, []string{c.Token, claimTTL, promiseLenArg})
 		}
-		op, keys, args = "release", []string{c.Key, keyserver.LineKey(c.Key)}, []string{c.Token, claimTTL, promiseLenArg}
-	default:
-		return "", nil, nil, nil, false
 	}
-	d := s.digests[st.script().id].Load()
-	if d == nil || *d == "" {
-		return "", nil, nil, nil, false
+	if !fits {
+		return nil
 	}
-	st.step = stepEval
-	return op, []string{"EVALSHA", *d, strconv.Itoa(len(keys))}, keys, args, true
+	return cl
 }
 
 // script is the script of an Extend or a Release.
@@ -157,7 +168,8 @@ func (st *started) answer(reply any, err error) {
 	if c.Incarnation && a.Err == nil {
 		in, known := s.knownIncarnation()
 		if !known { // read it, as Incarnation would
-			go st.finishBlocking(func(context.Context) keyserver.Answer { return a }, false)
+			st.a = a
+			go st.finishBlocking(st.answered, false)
 			return
 		}
 		a.Incarnation = in
@@ -189,6 +201,9 @@ func (st *started) complete(a keyserver.Answer) {
 	st.put()
 	to.Complete(a)
 }
+
+// answered is the rest of a call that has its answer, st.a.
+func (st *started) answered(context.Context) keyserver.Answer { return st.a }
 
 // acquireTaken is the rest of an acquire whose SET NX was refused.
 func (st *started) acquireTaken(ctx context.Context) (a keyserver.Answer) {
