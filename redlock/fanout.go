@@ -51,6 +51,9 @@ type fan struct {
 	fence      uint64        // raise_fence
 	timeout    time.Duration // bound on each server's call
 	rule       rule          // when the votes settle the outcome
+	// final marks a lock's release (also one that only cuts the TTL to a
+	// minimum hold): its calls go all the way even when overtaken.
+	final bool
 	// undo, if set, releases the token on every server after that
 	// server's call when the caller settles the fan-out as failed, unless
 	// its answer shows that it stored nothing (see storedNothing): a late

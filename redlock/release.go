@@ -60,7 +60,7 @@ func (l *Lock) Release(ctx context.Context) (err error) {
 	// Sent even for a lost lock: our keys may still sit on servers whose
 	// clocks run slow. The calls are owner-checked, so a new holder's keys
 	// are safe.
-	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: l.o.timeoutFor(ttl), after: l.tails, prim: l.prim}
+	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: l.o.timeoutFor(ttl), after: l.tails, prim: l.prim, final: true}
 	if l.o.minHold > 0 && !lost { // a clock read saved for most locks
 		if keep := l.o.minHold - c.clock.Since(l.acquired); keep >= keyserver.MinTTL {
 			f.op, f.ttl = opExtend, keep // the TTL cut to the rest of the minimum hold

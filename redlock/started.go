@@ -124,9 +124,10 @@ func (s *serverCall) Continue() bool {
 // The call then sends nothing more: the rest of an acquire or an extend
 // (the script after a refused SET NX, the source after NOSCRIPT) would be
 // moot once the lock's next call follows, and would land after it. A
-// release's rest (its source after NOSCRIPT) still goes: the lock's next
-// call after a release is the client's next acquisition of the key, which
-// follows the release only so as not to be refused by it.
+// release's rest (its source after NOSCRIPT; also that of the extend a
+// minimum hold makes of it) still goes: the lock's next call after a
+// release is the client's next acquisition of the key, which follows the
+// release only so as not to be refused by it.
 func (s *serverCall) overtake() bool {
 	bg := s.bg
 	bg.mu.Lock()
@@ -137,7 +138,7 @@ func (s *serverCall) overtake() bool {
 	case s.expired: // it sends nothing more
 		return true
 	}
-	if bg.f.op != opRelease {
+	if bg.f.op != opRelease && !bg.f.final {
 		s.overtaken = true
 	}
 	return true
@@ -172,7 +173,7 @@ func (s *serverCall) Complete(a keyserver.Answer) {
 	bg.mu.Lock()
 	late := s.expired
 	bg.mu.Unlock()
-	if late {
+	if late { // spares the quarantine's look; take looks again
 		return
 	}
 	f := &bg.f
@@ -184,7 +185,6 @@ func (s *serverCall) Complete(a keyserver.Answer) {
 	case err == nil && a.IncarnationErr == nil: // a refusal: see quarantineRule.see
 		f.quarantine.q.sight(s.i, a.Incarnation, f.quarantine.q.clock.Now())
 	}
-	s.ok = ok
 	v := vote{server: s.i, ok: ok, holder: a.Holder, err: err}
 	if err != nil {
 		go s.take(v) // the hook and the logger hear of it, off the server's reader
@@ -193,19 +193,24 @@ func (s *serverCall) Complete(a keyserver.Answer) {
 	s.take(v)
 }
 
-// take reports and counts the server's answer v, and finishes the call,
-// unless the fan-out undoes and its verdict is not in yet.
+// take counts and reports the server's answer v, and finishes the call,
+// unless the fan-out undoes and its verdict is not in yet, or the call
+// was counted as late meanwhile.
 func (s *serverCall) take(v vote) {
 	bg := s.bg
-	bg.c.observe(bg.ctx, bg.f.op, bg.f.name, s.i, v.err)
 	bg.mu.Lock()
-	s.answered = true
+	if s.expired {
+		bg.mu.Unlock()
+		return
+	}
+	s.answered, s.ok = true, v.ok
 	if !bg.decided {
 		bg.countLocked(s.i, v)
 	}
 	next := bg.leftLocked()
 	s.parked = next == parkUndo
 	bg.mu.Unlock()
+	bg.c.observe(bg.ctx, bg.f.op, bg.f.name, s.i, v.err)
 	if next != parkUndo {
 		s.afterVerdict(next == doUndo)
 	}

@@ -1,0 +1,177 @@
+package redis_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
+)
+
+// completion collects the answers of started calls, and how often the
+// server asked whether to go on.
+type completion struct {
+	answers chan keyserver.Answer
+	asked   chan struct{} // a receive per Continue
+	goOn    bool
+}
+
+func newCompletion(goOn bool) *completion {
+	return &completion{answers: make(chan keyserver.Answer, 1), asked: make(chan struct{}, 4), goOn: goOn}
+}
+
+func (c *completion) Continue() bool {
+	c.asked <- struct{}{}
+	return c.goOn
+}
+
+func (c *completion) Complete(a keyserver.Answer) {
+	select {
+	case c.answers <- a:
+	default:
+		panic("a second answer") // Complete once per call
+	}
+}
+
+// answer waits for the answer, failing the test after a bound only a
+// defect reaches.
+func (c *completion) answer(t *testing.T) keyserver.Answer {
+	t.Helper()
+	select {
+	case a := <-c.answers:
+		return a
+	case <-time.After(10 * time.Second):
+		t.Fatal("a started call was never answered")
+		return keyserver.Answer{}
+	}
+}
+
+// start starts c on s and returns its answer.
+func start(t *testing.T, s *redis.Server, c keyserver.Call) keyserver.Answer {
+	t.Helper()
+	c.Deadline = time.Now().Add(time.Second)
+	to := newCompletion(true)
+	require.True(t, s.Start(context.Background(), c, to), "call %+v not started", c)
+	return to.answer(t)
+}
+
+// TestStartAnswersAsTheBlockingMethods: a call started on a FromURL
+// Server gets the answer its blocking method gives, also when it takes a
+// second command (a refused SET NX, NOSCRIPT), with the incarnation when
+// asked for.
+func TestStartAnswersAsTheBlockingMethods(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	s := fromURL(t, node.URL(""))
+	ctx := context.Background()
+	const ttl = time.Minute
+	call := func(op keyserver.CallOp, key, token string) keyserver.Call {
+		return keyserver.Call{Op: op, Key: key, Token: token, TTL: ttl}
+	}
+
+	a := start(t, s, call(keyserver.CallAcquireOrHolder, "k", "t1"))
+	require.NoError(t, a.Err)
+	assert.True(t, a.OK, "SET NX on a free key")
+	a = start(t, s, call(keyserver.CallAcquireOrHolder, "k", "t2"))
+	require.NoError(t, a.Err)
+	assert.False(t, a.OK, "held by t1")
+	assert.Greater(t, a.Holder.Left, time.Duration(0), "the refusal describes the holder (the script after the SET NX)")
+	a = start(t, s, call(keyserver.CallAcquire, "k", "t1"))
+	require.NoError(t, a.Err)
+	assert.True(t, a.OK, "the holder acquires again (the script after the SET NX)")
+
+	// Extend and Release go by digest, so only once the Server knows it.
+	assert.False(t, s.Start(ctx, call(keyserver.CallRelease, "k", "t1"), newCompletion(true)), "release started before its script was loaded")
+	_, err := s.Extend(ctx, "k", "t1", ttl)
+	require.NoError(t, err)
+	a = start(t, s, call(keyserver.CallExtend, "k", "t2"))
+	require.NoError(t, a.Err)
+	assert.False(t, a.OK, "extend by another token")
+	a = start(t, s, call(keyserver.CallExtend, "k", "t1"))
+	require.NoError(t, a.Err)
+	assert.True(t, a.OK, "extend by the holder")
+
+	do(t, node, "SCRIPT", "FLUSH")
+	_, err = s.Release(ctx, "other", "t1") // loads the release script (NOSCRIPT, then the source)
+	require.NoError(t, err)
+	do(t, node, "SCRIPT", "FLUSH")
+	a = start(t, s, call(keyserver.CallRelease, "k", "t1"))
+	require.NoError(t, a.Err)
+	assert.True(t, a.OK, "released after NOSCRIPT, by the source")
+	assert.Equal(t, int64(0), do(t, node, "EXISTS", "k"))
+
+	c := call(keyserver.CallAcquire, "k2", "t1")
+	c.Incarnation = true
+	a = start(t, s, c)
+	require.NoError(t, a.Err)
+	require.NoError(t, a.IncarnationErr)
+	assert.True(t, a.OK)
+	assert.NotEmpty(t, a.Incarnation.ID, "the incarnation, asked for")
+}
+
+// TestStartedCallStopsWhenTold: a started acquire whose SET NX is refused
+// sends its script only if the caller still wants it; told not to, it
+// ends without an answer and without the script's effects.
+func TestStartedCallStopsWhenTold(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	s := fromURL(t, node.URL(""))
+	do(t, node, "SET", "k", "other")
+	to := newCompletion(false)
+	require.True(t, s.Start(context.Background(), keyserver.Call{Op: keyserver.CallAcquireInLine, Key: "k", Token: "t", TTL: time.Minute,
+		Deadline: time.Now().Add(time.Second)}, to))
+	select {
+	case <-to.asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the refused call never asked whether to go on")
+	}
+	// A call made now runs after anything the started one sent; had its
+	// script run, it would have put the caller in line.
+	_, err := s.Release(context.Background(), "k", "t")
+	require.NoError(t, err)
+	select {
+	case a := <-to.answers:
+		t.Fatalf("answered %+v after being told to stop", a)
+	default:
+	}
+	assert.Equal(t, int64(0), do(t, node, "EXISTS", keyserver.LineKey("k")), "the script ran")
+}
+
+// TestStartedCallsOfABrokenConnectionAreAnswered: calls started on a
+// server that does not answer are answered when the connection breaks (the
+// server closes it) and when the Server closes, and nothing is left
+// running (goleak, at the end of the package's tests).
+func TestStartedCallsOfABrokenConnectionAreAnswered(t *testing.T) {
+	cluster := redistest.Start(t, 2)
+	killed, closed := cluster.Nodes[0], cluster.Nodes[1]
+	ks, cs := fromURL(t, killed.URL("")), fromURL(t, closed.URL(""))
+	ctx := context.Background()
+	for _, s := range []*redis.Server{ks, cs} {
+		_, err := s.Acquire(ctx, "warm", "t", time.Minute) // connected
+		require.NoError(t, err)
+	}
+	do(t, killed, "CLIENT", "PAUSE", "10000", "WRITE") // its SET NX waits in the server
+	t.Cleanup(func() { do(t, killed, "CLIENT", "UNPAUSE") })
+	closed.Pause()
+	t.Cleanup(closed.Resume)
+	c := keyserver.Call{Op: keyserver.CallAcquire, Key: "k", Token: "t", TTL: time.Minute, Deadline: time.Now().Add(time.Second)}
+	toKilled, toClosed := newCompletion(true), newCompletion(true)
+	require.True(t, ks.Start(ctx, c, toKilled))
+	require.True(t, cs.Start(ctx, c, toClosed))
+
+	require.Eventually(t, func() bool { // the SET NX has arrived, and waits
+		list, _ := do(t, killed, "CLIENT", "LIST").([]byte)
+		return strings.Contains(string(list), "flags=b")
+	}, 10*time.Second, time.Millisecond)
+	do(t, killed, "CLIENT", "KILL", "TYPE", "normal")
+	a := toKilled.answer(t)
+	assert.ErrorIs(t, a.Err, redis.ErrConnectionLost)
+	require.NoError(t, cs.Close())
+	a = toClosed.answer(t)
+	assert.ErrorIs(t, a.Err, redis.ErrClosed)
+	assert.False(t, cs.Start(ctx, c, newCompletion(true)), "started on a closed Server")
+}
