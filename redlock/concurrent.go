@@ -10,8 +10,9 @@ import (
 )
 
 // background is the state a fan-out shares with its calls still running.
-// It is one allocation for the fan-out, with its per-server state in one
-// more: under load these were most of the client's allocations.
+// It is one allocation for the fan-out, with its per-server state, its
+// voted channel and its timer in a few more: under load these were most of
+// the client's allocations.
 type background struct {
 	c       *Client
 	f       fan

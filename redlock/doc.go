@@ -344,7 +344,12 @@
 //   - A grant whose validity would not outlast the loss margin is no grant:
 //     its keys are released and the attempt counts as failed.
 //   - A client over one server calls it on the caller's goroutine; over
-//     several it calls each on its own.
+//     several it starts each call on a server that can start calls
+//     (keyserver.Starter: a FromURL Redis server), whose reader hands the
+//     answers over, and calls the other servers each on a goroutine of its
+//     own. A started call that has not answered by the server timeout is
+//     counted as failed then, as a blocking one returns; its answer, when
+//     it comes, is dropped (and undone if the attempt failed).
 //   - New warns, through the logger, of an even number of servers: it
 //     tolerates no more failures than one server fewer.
 //   - New refuses a server given twice, and the first call refuses servers
