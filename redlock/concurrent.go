@@ -58,9 +58,10 @@ type serverCall struct {
 	// lock was sent before it finished (see serverCall.overtake); parked:
 	// it answered or expired, and waits for the verdict of a fan-out that
 	// undoes (all but started under bg.mu).
-	started, expired, going, overtaken, parked bool
-	bg                                         *background
-	i                                          int
+	// undoing: it is being undone (see afterVerdict).
+	started, expired, going, overtaken, parked, undoing bool
+	bg                                                  *background
+	i                                                   int
 	// state and done tell when the call, and its undo if any, have
 	// finished: done is made only for a call still running at the
 	// verdict, which most are not (see watch).
@@ -194,6 +195,7 @@ func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 		s := &bg.servers[i]
 		if s.parked {
 			parked = append(parked, i)
+			s.parked, s.undoing = false, undoes
 		}
 		var ch <-chan struct{}
 		switch {

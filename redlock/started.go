@@ -102,14 +102,14 @@ func (s *serverCall) Continue() bool {
 	case s.expired:
 		bg.mu.Unlock()
 		return false
-	case s.overtaken: // it ends here, having granted nothing
+	case s.overtaken:
 		s.answered = true
-		next := bg.leftLocked()
-		s.parked = next == parkUndo
+		next := s.endLocked()
 		bg.mu.Unlock()
-		if next != parkUndo {
-			s.afterVerdict(false)
+		if next == doUndo {
+			next = noUndo // it ends here, having granted nothing
 		}
+		s.then(next)
 		return false
 	}
 	s.going = true
@@ -120,7 +120,8 @@ func (s *serverCall) Continue() bool {
 // overtake reports whether a later call of the lock to the server may be
 // sent before this call has finished, and lets it: the call was started
 // and its server has sent nothing but its first command yet, which the
-// server sends before any call started later (a pipeline keeps the order).
+// server sends before any call started later (a pipeline keeps the order),
+// or it has ended and is not to be undone.
 // The call then sends nothing more: the rest of an acquire or an extend
 // (the script after a refused SET NX, the source after NOSCRIPT) would be
 // moot once the lock's next call follows, and would land after it. A
@@ -133,10 +134,12 @@ func (s *serverCall) overtake() bool {
 	bg.mu.Lock()
 	defer bg.mu.Unlock()
 	switch {
-	case !s.started || s.going || s.answered:
+	case !s.started:
 		return false
-	case s.expired: // it sends nothing more
-		return true
+	case s.answered || s.expired: // it sends nothing more, unless undone
+		return !s.parked && !s.undoing
+	case s.going:
+		return false
 	}
 	if bg.f.op != opRelease && !bg.f.final {
 		s.overtaken = true
@@ -153,15 +156,29 @@ func (bg *background) mayJoinLine(mask uint64) uint64 {
 		if mask&bit(i) == 0 {
 			continue
 		}
-		s := &bg.servers[i]
-		bg.mu.Lock()
-		granted := s.answered && s.ok
-		bg.mu.Unlock()
-		if granted || s.overtake() {
+		if bg.servers[i].outOfLine() {
 			mask &^= bit(i)
 		}
 	}
 	return mask
+}
+
+// outOfLine reports whether the call, an acquire, cannot put its caller
+// in line: it granted, or it is started and has sent nothing but its SET
+// NX, and is now stopped there (see overtake).
+func (s *serverCall) outOfLine() bool {
+	bg := s.bg
+	bg.mu.Lock()
+	defer bg.mu.Unlock()
+	switch {
+	case s.answered:
+		return s.ok
+	case !s.started || s.going:
+		return false
+	case !s.expired:
+		s.overtaken = true
+	}
+	return true
 }
 
 // Complete takes the answer of the server's started call (see
@@ -193,11 +210,22 @@ func (s *serverCall) Complete(a keyserver.Answer) {
 	s.take(v)
 }
 
-// take counts and reports the server's answer v, and finishes the call,
+// take reports and counts the server's answer v, and finishes the call,
 // unless the fan-out undoes and its verdict is not in yet, or the call
-// was counted as late meanwhile.
+// was counted as late meanwhile. A failure is reported before it counts,
+// as a blocking call reports it: the caller's hooks have heard of it when
+// the caller returns.
 func (s *serverCall) take(v vote) {
 	bg := s.bg
+	if v.err != nil {
+		bg.mu.Lock()
+		late := s.expired
+		bg.mu.Unlock()
+		if late {
+			return
+		}
+	}
+	bg.c.observe(bg.ctx, bg.f.op, bg.f.name, s.i, v.err)
 	bg.mu.Lock()
 	if s.expired {
 		bg.mu.Unlock()
@@ -207,10 +235,22 @@ func (s *serverCall) take(v vote) {
 	if !bg.decided {
 		bg.countLocked(s.i, v)
 	}
-	next := bg.leftLocked()
-	s.parked = next == parkUndo
+	next := s.endLocked()
 	bg.mu.Unlock()
-	bg.c.observe(bg.ctx, bg.f.op, bg.f.name, s.i, v.err)
+	s.then(next)
+}
+
+// endLocked ends the wait for the call, which answered or expired (see
+// leftLocked), and returns what to do with it next, parking it until the
+// verdict when that is to wait. bg.mu must be held.
+func (s *serverCall) endLocked() int {
+	next := s.bg.leftLocked()
+	s.parked, s.undoing = next == parkUndo, next == doUndo
+	return next
+}
+
+// then does next (see endLocked), bg.mu not held.
+func (s *serverCall) then(next int) {
 	if next != parkUndo {
 		s.afterVerdict(next == doUndo)
 	}
@@ -286,33 +326,34 @@ func (bg *background) timedOut() { bg.expire(context.DeadlineExceeded) }
 // that comes later is dropped. A call its server goes on with (see
 // Continue) is left to end by itself, bounded by the same deadline.
 func (bg *background) expire(err error) {
-	type lateCall struct{ i, next int }
-	var buf [8]lateCall
+	var buf [8]int
 	late := buf[:0]
 	bg.mu.Lock()
 	for i := range bg.servers {
 		s := &bg.servers[i]
-		if !s.started || s.answered || s.expired || s.going {
-			continue
+		if s.started && !s.answered && !s.expired && !s.going {
+			s.expired = true // from now on, nobody else counts or finishes it
+			late = append(late, i)
 		}
-		s.expired = true
-		if !bg.decided {
-			bg.countLocked(i, vote{server: i, err: bg.lateErr(err)})
-		}
-		next := bg.leftLocked()
-		s.parked = next == parkUndo
-		late = append(late, lateCall{i, next})
 	}
 	bg.mu.Unlock()
-	for _, l := range late {
-		bg.c.observe(bg.ctx, bg.f.op, bg.f.name, l.i, bg.lateErr(err))
-		if l.next != parkUndo {
-			bg.servers[l.i].afterVerdict(l.next == doUndo)
-		}
+	if len(late) == 0 {
+		return
 	}
-}
-
-// lateErr is the error of a started call that did not answer in time.
-func (bg *background) lateErr(err error) error {
-	return fmt.Errorf("%s %q: no answer: %w", bg.f.op, bg.f.key, err)
+	err = fmt.Errorf("%s %q: no answer: %w", bg.f.op, bg.f.key, err)
+	for _, i := range late { // reported before they count, as in take
+		bg.c.observe(bg.ctx, bg.f.op, bg.f.name, i, err)
+	}
+	next := make([]int, len(late))
+	bg.mu.Lock()
+	for k, i := range late {
+		if !bg.decided {
+			bg.countLocked(i, vote{server: i, err: err})
+		}
+		next[k] = bg.servers[i].endLocked()
+	}
+	bg.mu.Unlock()
+	for k, i := range late {
+		bg.servers[i].then(next[k])
+	}
 }
