@@ -20,14 +20,14 @@ import (
 // What a goroutine did while it waited is done by others: the caller
 // waits for the votes to decide, bounded by the server timeout and by its
 // context, and counts the calls that have not answered by then as failed
-// (expire); the work of an answer that may block (a failure, which the
-// ServerFailed hook and the logger hear of; an undo) runs on a goroutine
-// of its own, as it is rare. A started call is finished, for the lock's
-// next call to the server and for Close, when its answer has come: the
-// server gives up on a call its connection does not answer some seconds
-// past its deadline (keyserver/redis: 5 s), so a started call to a server
-// that hangs holds Close up to that long, where a blocking one held it up
-// to the server timeout.
+// (expire), also after the caller has returned; the work of an answer that
+// may block (a failure, which the ServerFailed hook and the logger hear
+// of; an undo) runs on a goroutine of its own, as it is rare. A started
+// call is finished, for the lock's next call to the server and for Close,
+// when its answer has come or its deadline has passed, as a blocking call
+// returns then; the server still reads and drops a late reply. The lock's
+// next call to the server need not even wait for that where the server
+// keeps the order of its calls (see overtake).
 
 // starters returns each server as a keyserver.Starter, or nil when none is.
 func starters(servers []keyserver.KeyServer) []keyserver.Starter {
@@ -332,7 +332,9 @@ func (bg *background) expire(err error) {
 	for i := range bg.servers {
 		s := &bg.servers[i]
 		if s.started && !s.answered && !s.expired && !s.going {
-			s.expired = true // from now on, nobody else counts or finishes it
+			// From now on nobody else counts or finishes it; and until
+			// it is counted below, it may yet be undone (see overtake).
+			s.expired, s.undoing = true, bg.f.undo
 			late = append(late, i)
 		}
 	}
