@@ -58,10 +58,11 @@ type serverCall struct {
 	// lock was sent before it finished (see serverCall.overtake); parked:
 	// it answered or expired, and waits for the verdict of a fan-out that
 	// undoes (all but started under bg.mu).
-	// undoing: it is being undone (see afterVerdict).
-	started, expired, going, overtaken, parked, undoing bool
-	bg                                                  *background
-	i                                                   int
+	// undoing: it is being undone (see afterVerdict); refused: it answered
+	// that it stored nothing (see fan.storedNothing), so is not undone.
+	started, expired, going, overtaken, parked, undoing, refused bool
+	bg                                                           *background
+	i                                                            int
 	// state and done tell when the call, and its undo if any, have
 	// finished: done is made only for a call still running at the
 	// verdict, which most are not (see watch).
@@ -195,7 +196,7 @@ func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 		s := &bg.servers[i]
 		if s.parked {
 			parked = append(parked, i)
-			s.parked, s.undoing = false, undoes
+			s.parked, s.undoing = false, undoes && !s.refused
 		}
 		var ch <-chan struct{}
 		switch {
@@ -220,7 +221,8 @@ func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 	bg.mu.Unlock()
 	bg.verdict.Broadcast()
 	for _, i := range parked {
-		bg.servers[i].afterVerdict(undoes)
+		s := &bg.servers[i]
+		s.afterVerdict(s.undoing)
 	}
 	return done
 }

@@ -231,7 +231,7 @@ func (s *serverCall) take(v vote) {
 		bg.mu.Unlock()
 		return
 	}
-	s.answered, s.ok = true, v.ok
+	s.answered, s.ok, s.refused = true, v.ok, bg.f.storedNothing(v.ok, v.err)
 	if !bg.decided {
 		bg.countLocked(s.i, v)
 	}
@@ -245,6 +245,9 @@ func (s *serverCall) take(v vote) {
 // verdict when that is to wait. bg.mu must be held.
 func (s *serverCall) endLocked() int {
 	next := s.bg.leftLocked()
+	if next == doUndo && s.refused {
+		next = noUndo
+	}
 	s.parked, s.undoing = next == parkUndo, next == doUndo
 	return next
 }

@@ -222,3 +222,24 @@ func TestReleaseOvertakesAStartedStraggler(t *testing.T) {
 		assert.Zero(t, s.store.Len(), "server %d", i)
 	}
 }
+
+// TestStartedRefusalIsNotUndone: a failed attempt releases its token where
+// a started call granted it, not where one was refused (it stored nothing).
+func TestStartedRefusalIsNotUndone(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ss, ks := newStarters(t, fc, 3)
+	c := testClient(t, fc, ks, WithRetryCount(0))
+	for _, s := range ss[1:] {
+		ok, err := s.store.Acquire(bg, "job", "other", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	_, err := c.Acquire(bg, "job", time.Minute)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.NoError(t, c.Close())
+	assert.Equal(t, int32(1), ss[0].blocked.Load(), "server 0 granted: its undo")
+	for i, s := range ss[1:] {
+		assert.Zero(t, s.blocked.Load(), "server %d refused: nothing to undo", i+1)
+	}
+	assert.Zero(t, ss[0].store.Len(), "server 0's grant undone")
+}
