@@ -24,7 +24,8 @@ func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Durati
 // acquireTaken is Acquire of a key that a SET NX found taken: it may hold
 // token, or be promised to token's call.
 func (s *Server) acquireTaken(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	n, err := s.eval(ctx, "acquire", setScript, []string{key}, token, ms(ttl), promise(token))
+	keys, args := setWords(key, token, ttl)
+	n, err := s.eval(ctx, "acquire", setScript, keys, args...)
 	return n == 1, err
 }
 
@@ -34,7 +35,8 @@ func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "extend", setScript, []string{key}, token, ms(ttl), promise(token))
+	keys, args := setWords(key, token, ttl)
+	n, err := s.eval(ctx, "extend", setScript, keys, args...)
 	return n == 1, err
 }
 
@@ -45,7 +47,8 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release", releaseScript, []string{key, keyserver.LineKey(key)}, token, claimTTL, promiseLenArg)
+	keys, args := releaseWords(key, token)
+	n, err := s.eval(ctx, "release", releaseScript, keys, args...)
 	return n == 1, err
 }
 
@@ -94,3 +97,15 @@ var (
 	lineTTL       = ms(keyserver.LineTTL)
 	promiseLenArg = strconv.Itoa(promiseLen)
 )
+
+// setWords are setScript's keys and arguments, for the script of an
+// Acquire whose SET NX was refused and for Extend: a key holding the token
+// or the promise to its call is the caller's (see lua.go).
+func setWords(key, token string, ttl time.Duration) (keys, args []string) {
+	return []string{key}, []string{token, ms(ttl), promise(token)}
+}
+
+// releaseWords are releaseScript's keys and arguments.
+func releaseWords(key, token string) (keys, args []string) {
+	return []string{key, keyserver.LineKey(key)}, []string{token, claimTTL, promiseLenArg}
+}

@@ -99,20 +99,25 @@ func (st *started) first() *call {
 		st.step = stepSetNX
 		cl, fits = newCall([]string{"SET"}, []string{c.Key}, []string{c.Token, "NX", "PX", ms(c.TTL)})
 	case keyserver.CallExtend, keyserver.CallRelease:
-		d := s.digests[st.script().id].Load()
+		if c.Op == keyserver.CallExtend && keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil ||
+			c.Op == keyserver.CallRelease && keyserver.CheckToken(c.Key, c.Token) != nil {
+			return nil
+		}
+		sc := setScript
+		if c.Op == keyserver.CallRelease {
+			sc = releaseScript
+		}
+		d := s.digests[sc.id].Load()
 		if d == nil || *d == "" {
 			return nil
 		}
 		st.step = stepEval
+		// The words of setWords and releaseWords, built here so that they
+		// stay on the stack: returned by those, they cost ten allocations
+		// per lock and unlock at five nodes.
 		if c.Op == keyserver.CallExtend {
-			if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil {
-				return nil
-			}
 			cl, fits = newCall([]string{"EVALSHA", *d, "1"}, []string{c.Key}, []string{c.Token, ms(c.TTL), promise(c.Token)})
 		} else {
-			if keyserver.CheckToken(c.Key, c.Token) != nil {
-				return nil
-			}
 			cl, fits = newCall([]string{"EVALSHA", *d, "2"}, []string{c.Key, keyserver.LineKey(c.Key)}, []string{c.Token, claimTTL, promiseLenArg})
 		}
 	}
@@ -122,12 +127,17 @@ func (st *started) first() *call {
 	return cl
 }
 
-// script is the script of an Extend or a Release.
-func (st *started) script() *script {
-	if st.c.Op == keyserver.CallRelease {
-		return releaseScript
+// script is the script of an Extend or a Release, with its keys and
+// arguments, as the blocking method sends them: for the source after
+// NOSCRIPT, which is rare.
+func (st *started) script() (sc *script, keys, args []string) {
+	c := st.c
+	if c.Op == keyserver.CallRelease {
+		keys, args = releaseWords(c.Key, c.Token)
+		return releaseScript, keys, args
 	}
-	return setScript
+	keys, args = setWords(c.Key, c.Token, c.TTL)
+	return setScript, keys, args
 }
 
 // op is the name of st's operation in errors.
@@ -228,13 +238,9 @@ func (st *started) evalSource(ctx context.Context) (a keyserver.Answer) {
 		return a
 	}
 	defer s.inflight.Done()
-	var reply any
-	if c.Op == keyserver.CallRelease {
-		reply, a.Err = s.evalSource(ctx, op, releaseScript, false, []string{c.Key, keyserver.LineKey(c.Key)}, c.Token, claimTTL, promiseLenArg)
-	} else {
-		reply, a.Err = s.evalSource(ctx, op, setScript, false, []string{c.Key}, c.Token, ms(c.TTL), promise(c.Token))
-	}
-	if a.Err == nil {
+	sc, keys, args := st.script()
+	reply, err := s.evalSource(ctx, op, sc, false, keys, args...)
+	if a.Err = err; a.Err == nil {
 		var n int64
 		n, a.Err = s.integer(op, c.Key, reply)
 		a.OK = n == 1
