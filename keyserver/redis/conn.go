@@ -27,6 +27,11 @@ type conn struct {
 	// the scratch of their words.
 	wire *wire
 	args [maxArgs]any
+	// words and counts hold a batch's commands (name, then arguments) and
+	// their argument counts for redigo's Send, read before the calls are
+	// pushed (see send); kept between batches.
+	words  []string
+	counts []int
 
 	// idle, when not nil, lets a caller find the connection idle and make
 	// its call inline (see inline.go); nil for a connection whose reader
@@ -82,6 +87,21 @@ func (cn *conn) pushLocked(c *call) bool {
 func (cn *conn) send(batch []*call) bool {
 	cn.wmu.Lock()
 	defer cn.wmu.Unlock()
+	// The calls are read before they are pushed: once pushed, a reply
+	// (from a server that answers before it is asked, or garbage: found
+	// by FuzzPipelineReplies under -race) may hand one back to its caller,
+	// who recycles it while it would still be read here.
+	var encoded []byte
+	words, counts := cn.words[:0], cn.counts[:0]
+	if cn.wire != nil {
+		encoded = cn.wire.encode(batch)
+	} else {
+		for _, c := range batch {
+			words = append(append(words, c.cmd), c.args[:c.nargs]...)
+			counts = append(counts, c.nargs)
+		}
+		defer func(all []string) { clear(all); cn.words, cn.counts = all[:0], counts[:0] }(words)
+	}
 	cn.mu.Lock()
 	if cn.dead {
 		cn.mu.Unlock()
@@ -96,17 +116,18 @@ func (cn *conn) send(batch []*call) bool {
 		cn.pass()
 	}
 	if cn.wire != nil {
-		if cn.wire.write(batch) != nil {
+		if cn.wire.flush(encoded) != nil {
 			cn.rc.Close() //nolint:errcheck // the reader's read fails, and it fails the calls
 		}
 		return true
 	}
-	for _, c := range batch {
-		for i, w := range c.args[:c.nargs] {
+	for _, n := range counts {
+		for i, w := range words[1 : 1+n] {
 			cn.args[i] = w
 		}
-		err := cn.rc.Send(c.cmd, cn.args[:c.nargs]...)
-		clear(cn.args[:c.nargs])
+		err := cn.rc.Send(words[0], cn.args[:n]...)
+		clear(cn.args[:n])
+		words = words[1+n:]
 		if err != nil {
 			return true // redigo closed the connection; the reader fails the calls
 		}

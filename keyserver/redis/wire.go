@@ -46,7 +46,13 @@ const maxKeptWire = 64 << 10
 
 // write encodes batch as RESP arrays of bulk strings, as redigo would,
 // and writes it at once.
-func (w *wire) write(batch []*call) error {
+func (w *wire) write(batch []*call) error { return w.flush(w.encode(batch)) }
+
+// encode encodes batch into the connection's buffer and returns it. It
+// reads the calls: once they are pushed for the reader, a reply (from a
+// server that answers before it is asked, or garbage) can hand a call back
+// to its caller, who recycles it.
+func (w *wire) encode(batch []*call) []byte {
 	b := w.buf[:0]
 	for _, c := range batch {
 		b = appendCall(b, c)
@@ -56,6 +62,11 @@ func (w *wire) write(batch []*call) error {
 	} else {
 		w.buf = nil
 	}
+	return b
+}
+
+// flush writes b, an encoded batch, at once.
+func (w *wire) flush(b []byte) error {
 	now := time.Now()
 	w.wrote.Store(int64(now.Sub(monoBase)))
 	if w.timeout > 0 && w.deadline.Sub(now) < w.timeout*3/4 {
