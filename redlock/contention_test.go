@@ -372,14 +372,15 @@ func TestSplitVoteEarliestKeeps(t *testing.T) {
 	})
 }
 
-// awaitCalls waits, in real time, until every call the servers received
-// has been answered.
-func awaitCalls(t *testing.T, servers static.Cluster) {
+// awaitAcquires waits, in real time, until every server has received n
+// acquires and answered every call it received: a fan-out decides on a
+// quorum, and its last call may not have reached its server yet.
+func awaitAcquires(t *testing.T, servers static.Cluster, n int) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for _, s := range servers {
 		for {
-			done := true
+			done := s.Count(static.OpAcquire) >= n
 			for _, c := range s.Calls() {
 				done = done && c.Done
 			}
@@ -409,7 +410,7 @@ func TestMixedNotifyingServers(t *testing.T) {
 	waiter := testClient(t, fc, mixed, WithRetryDelay(time.Minute))
 	l, err := holder.Acquire(bg, "job", ttl3)
 	require.NoError(t, err)
-	awaitCalls(t, servers) // the holder's call to the third server too
+	awaitAcquires(t, servers, 1) // the holder's call to the third server too
 	done := make(chan error, 1)
 	go func() {
 		l, err := waiter.Acquire(bg, "job", ttl3)
@@ -420,6 +421,9 @@ func TestMixedNotifyingServers(t *testing.T) {
 	}()
 	_, err = fc.BlockUntilSleepers(1, wait)
 	require.NoError(t, err)
+	// The waiter's refusal by server 0, which puts it in line there, may
+	// come after the refusals of the others decided its attempt.
+	awaitAcquires(t, servers, 2)
 	assert.Equal(t, 1, servers[0].Watching("job"), "the waiter watches the server that notifies")
 	require.NoError(t, l.Release(bg)) // another client's release: heard through server 0 only
 	deadline := time.Now().Add(wait)
