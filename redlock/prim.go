@@ -224,6 +224,14 @@ func (a *primAcquisition) outOfPatience() bool {
 // whose watch fired, or whose watch is due to be set anew (renewWatches);
 // a server whose watch fails is waited for by the retry delay.
 func (a *primAcquisition) armWatches(ctx context.Context) {
+	a.watch(ctx, true)
+}
+
+// watch starts a watch of the key on every server that has none, and,
+// when renew is set, on those whose watch fired or is due to be set anew.
+// A fired watch is renewed only after the wait it ended, never before it:
+// that would swallow the change it announced.
+func (a *primAcquisition) watch(ctx context.Context, renew bool) {
 	c := a.c
 	if a.watches == nil {
 		a.watches = make([]watchOf, len(c.servers))
@@ -231,7 +239,7 @@ func (a *primAcquisition) armWatches(ctx context.Context) {
 	now := c.clock.Now()
 	for i, ks := range c.servers {
 		w := &a.watches[i]
-		if w.changed != nil && !closed(w.changed) && now.Sub(w.at) < renewWatches {
+		if w.changed != nil && (!renew || !closed(w.changed) && now.Sub(w.at) < renewWatches) {
 			continue
 		}
 		if w.stop != nil {
@@ -256,7 +264,10 @@ func (a *primAcquisition) armWatches(ctx context.Context) {
 // at a time, and a granted call must not stand in line), and the undo
 // may have fired its watch; a waiter woken by its own clean-up would try
 // again at once, and again, without anything having changed, and one
-// left out of the watchers would be woken by nobody there.
+// left out of the watchers would be woken by nobody there. The other
+// servers' watches are left as they are: one that fired announced a
+// change (the holder's release, which the servers that granted had seen
+// first), and the wait must end at once for it.
 func (a *primAcquisition) ignoreOwnUndo(ctx context.Context) {
 	for i := range a.watches {
 		w := &a.watches[i]
@@ -266,7 +277,7 @@ func (a *primAcquisition) ignoreOwnUndo(ctx context.Context) {
 		}
 	}
 	a.undone = 0
-	a.armWatches(ctx)
+	a.watch(ctx, false)
 }
 
 // backOff waits a moment, whatever the servers announce, after an
