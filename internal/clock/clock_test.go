@@ -154,3 +154,22 @@ func TestFakeBlockUntilWaitersCountsTimersAndDeadlines(t *testing.T) {
 		t.Fatalf("BlockUntilWaiters = %v, %v", ds, err)
 	}
 }
+
+// TestMonoNow: MonoNow moves with the monotonic clock, as time.Now does,
+// and carries a monotonic reading, so that Since and Until of it read no
+// wall clock.
+func TestMonoNow(t *testing.T) {
+	before := time.Now()
+	m := MonoNow()
+	after := time.Now()
+	if m.Before(before) || m.After(after) {
+		t.Fatalf("MonoNow() = %v, not between %v and %v", m, before, after)
+	}
+	if m.Round(0) == m {
+		t.Fatal("MonoNow carries no monotonic reading")
+	}
+	time.Sleep(time.Millisecond)
+	if d := time.Since(m); d < time.Millisecond {
+		t.Fatalf("Since(MonoNow()) after a 1 ms sleep = %v", d)
+	}
+}

@@ -124,7 +124,7 @@ func (l *lazyDeadline) Err() error {
 	switch {
 	case l.parent.Err() != nil:
 		l.end(l.parent.Err())
-	case !time.Now().Before(l.deadline):
+	case time.Until(l.deadline) <= 0:
 		l.end(context.DeadlineExceeded)
 	default:
 		return nil

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -86,7 +87,7 @@ func WithSweepInterval(d time.Duration) Option {
 
 // WithNow replaces the time source that TTLs are measured on; tests pass a
 // fake clock's Now to expire keys without waiting. nil means the monotonic
-// clock (see monotonicNow).
+// clock (see clock.MonoNow).
 func WithNow(now func() time.Time) Option {
 	return func(c *config) {
 		if now != nil {
@@ -95,20 +96,10 @@ func WithNow(now func() time.Time) Option {
 	}
 }
 
-// started is when the process began, as monotonicNow counts.
-var started = time.Now()
-
-// monotonicNow is the time TTLs are measured on by default: time.Now as
-// the monotonic clock moves, read at half the cost of time.Now, which
-// reads the wall clock too (on some virtual machines each read costs
-// about 100 ns, and a lock and unlock reads twice). Only the monotonic
-// reading is ever compared; a TTL runs on it with time.Now too.
-func monotonicNow() time.Time { return started.Add(time.Since(started)) }
-
 // New returns an empty Server. Unless WithSweepInterval turns it off, a
 // goroutine sweeps expired keys every DefaultSweepInterval until Close.
 func New(opts ...Option) *Server {
-	c := config{sweep: DefaultSweepInterval, now: monotonicNow}
+	c := config{sweep: DefaultSweepInterval, now: clock.MonoNow}
 	for _, o := range opts {
 		o(&c)
 	}

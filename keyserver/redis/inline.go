@@ -124,7 +124,7 @@ func (w *idleWatch) sound() error {
 	// A read deadline that has passed would fail the look without a
 	// look: the socket keeps the last wait's or read's deadline, which a
 	// connection idle for longer has outlived.
-	if g := w.guard; g == nil || (!g.set.IsZero() && !g.set.After(time.Now())) {
+	if g := w.guard; g == nil || (!g.set.IsZero() && time.Until(g.set) <= 0) {
 		if err := w.nc.SetReadDeadline(time.Time{}); err != nil {
 			return err
 		}

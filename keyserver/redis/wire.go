@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/goredlock/goredlock/internal/clock"
 )
 
 // The commands of a plain pipelined connection that FromURL dialed are
@@ -67,7 +69,7 @@ func (w *wire) encode(batch []*call) []byte {
 
 // flush writes b, an encoded batch, at once.
 func (w *wire) flush(b []byte) error {
-	now := time.Now()
+	now := clock.MonoNow()
 	w.wrote.Store(int64(now.Sub(monoBase)))
 	if w.timeout > 0 && w.deadline.Sub(now) < w.timeout*3/4 {
 		w.deadline = now.Add(w.timeout)
