@@ -48,17 +48,25 @@ end
 // NX, and a release script that runs GET and DEL), not five. Keys held by
 // unranked values (other libraries', whose own releases compare the value
 // they stored) are never marked; their releases always look for a line.
-// The function mark(v) marks v if it is a ranked token without the mark.
-var marked = fmt.Sprintf(`
-local function ranked(t)
-	return #t == %d and string.byte(t, %d) == 46 and string.byte(t, -1) ~= 126
+// The statement marked marks v, the key's value, if it is a ranked token
+// without the mark.
+var marked = `
+if ` + ranked("v") + ` then
+	redis.call('SET', KEYS[1], v .. '+', 'KEEPTTL')
 end
-local function mark(v)
-	if ranked(v) then
-		redis.call('SET', KEYS[1], v .. '+', 'KEEPTTL')
-	end
-end
-`, keyserver.TokenLen, rankDot+1)
+`
+
+// ranked is the Lua condition that the string v (a local or an
+// expression without side effects) is a ranked token without the waiters'
+// mark (see marked). It is written out where it is tested, not called: a
+// local function is a closure made anew at every run of the script, and
+// the release script, which runs at every unlock, spent a fifth of its
+// time making the three it defined (alone, on a key nobody held: 3.6 µs
+// per call against 2.9 µs without them).
+func ranked(v string) string {
+	return fmt.Sprintf("#%[1]s == %[2]d and string.byte(%[1]s, %[3]d) == 46 and string.byte(%[1]s, -1) ~= 126",
+		v, keyserver.TokenLen, rankDot+1)
+}
 
 // holder describes v, the value that refused the caller, as decodeHolder
 // reads it: {left, order, ahead}, where left is the key's PTTL in
@@ -145,7 +153,7 @@ var (
 	// that was in line, a next that joined) stores the caller's token
 	// marked. KEYS: key, line. ARGV: token, ttl, promise, line TTL, member,
 	// next member.
-	lineScript = newScript(marked + `
+	lineScript = newScript(`
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 local renewed = ARGV[6] ~= ''
 if renewed then
@@ -176,8 +184,7 @@ if ARGV[5] ~= '' then
 	end
 	ahead = redis.call('ZRANK', KEYS[2], ARGV[5])
 end
-mark(v)
-` + holder)
+` + marked + holder)
 
 	// releaseScript is Release: if the key holds the token itself (not a
 	// promise to the token's call, which a failed attempt's clean-up must
@@ -185,16 +192,19 @@ mark(v)
 	// the next waiter or deleted; a ranked token without the waiters'
 	// mark is deleted at once, as nobody joined its line (see marked).
 	// KEYS: key, line. ARGV: token, claim TTL, promise length. Returns 1,
-	// or 0 when another value holds the key or none does.
-	releaseScript = newScript(handOver + marked + `
+	// or 0 when another value holds the key or none does. It defines
+	// handOver only past the common case, an unlock nobody waited for,
+	// which so makes no closure (see ranked).
+	releaseScript = newScript(`
 local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] and ranked(v) then
+if v == ARGV[1] and ` + ranked("v") + ` then
 	redis.call('DEL', KEYS[1])
 	return 1
 end
 if v ~= ARGV[1] and v ~= ARGV[1] .. '+' then
 	return 0
 end
+` + handOver + `
 handOver(ARGV[2], ARGV[3])
 return 1
 `)
