@@ -52,11 +52,12 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
-	p, n := keyserver.PromiseOf(token), keyserver.PromiseOf(next)
-	if p == "" && n == "" { // nobody to put in line
+	// A waiter is put in line by its promise, which a ranked token has.
+	ranked, nextRanked := keyserver.RankOf(token) != "", keyserver.RankOf(next) != ""
+	if !ranked && !nextRanked { // nobody to put in line
 		return s.AcquireOrHolder(ctx, key, token, ttl)
 	}
-	if n == "" && !s.sub.contended(key) {
+	if !nextRanked && !s.sub.contended(key) {
 		if set, err := s.setNX(ctx, key, token, ttl); err != nil || set {
 			return set, keyserver.Holder{}, err
 		}

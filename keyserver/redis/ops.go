@@ -102,10 +102,12 @@ var (
 // Acquire whose SET NX was refused and for Extend: a key holding the token
 // or the promise to its call is the caller's (see lua.go).
 func setWords(key, token string, ttl time.Duration) (keys, args []string) {
-	return []string{key}, []string{token, ms(ttl), promise(token)}
+	w := []string{key, token, ms(ttl), promise(token)}
+	return w[:1:1], w[1:] // one allocation, not two
 }
 
 // releaseWords are releaseScript's keys and arguments.
 func releaseWords(key, token string) (keys, args []string) {
-	return []string{key, keyserver.LineKey(key)}, []string{token, claimTTL, promiseLenArg}
+	w := []string{key, keyserver.LineKey(key), token, claimTTL, promiseLenArg}
+	return w[:2:2], w[2:]
 }

@@ -193,7 +193,10 @@ func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration
 		return false, err
 	}
 	defer s.inflight.Done()
-	reply, err := s.t.Do(ctx, []string{"SET"}, []string{key}, token, "NX", "PX", ms(ttl))
+	// The words share one array: one allocation where three slices
+	// escaping to the transport cost three.
+	w := []string{"SET", key, token, "NX", "PX", ms(ttl)}
+	reply, err := s.t.Do(ctx, w[:1:1], w[1:2:2], w[2:]...)
 	switch {
 	case err != nil:
 		return false, s.fail("acquire", key, err)
