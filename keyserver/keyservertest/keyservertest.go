@@ -18,8 +18,10 @@
 // release, no turn missed, promises that pass on and lapse; and the
 // primitives' interfaces (primitives.go): keyserver.Semaphorer's slots,
 // stored count and wakes, keyserver.RWLocker's modes and waiting writers,
-// keyserver.Elector's leader, term and wakes. Keys carry a random prefix, so a shared
-// server (one Redis for the whole test run) does no harm.
+// keyserver.Elector's leader, term and wakes; and keyserver.Starter's
+// started calls (starter.go), which must answer as the blocking methods do,
+// once, and not at all when told not to go on. Keys carry a random prefix,
+// so a shared server (one Redis for the whole test run) does no harm.
 package keyservertest
 
 import (
@@ -91,6 +93,7 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"LineArguments", s.lineArguments},
 	}
 	tests = append(tests, s.primitiveChecks()...)
+	tests = append(tests, s.starterChecks()...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, s.newServer(t), randomKey(t))

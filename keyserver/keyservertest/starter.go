@@ -1,0 +1,206 @@
+package keyservertest
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// starterChecks are the checks of keyserver.Starter; a server that does
+// not implement it passes them.
+func (s *suite) starterChecks() []check {
+	return []check{
+		{"StartedCallsAnswerAsBlocking", s.startedCallsAnswerAsBlocking},
+		{"StartedCallStopsWhenNotContinued", s.startedCallStopsWhenNotContinued},
+	}
+}
+
+// completion is a keyserver.Completion that passes its answers on; room
+// for two lets a second answer, which the contract forbids, be seen.
+type completion struct {
+	goOn    bool
+	asked   atomic.Int32 // calls of Continue
+	answers chan keyserver.Answer
+}
+
+func newCompletion(goOn bool) *completion {
+	return &completion{goOn: goOn, answers: make(chan keyserver.Answer, 2)}
+}
+
+func (c *completion) Continue() bool {
+	c.asked.Add(1)
+	return c.goOn
+}
+
+func (c *completion) Complete(a keyserver.Answer) {
+	select {
+	case c.answers <- a:
+	default: // a third answer: the second fails the check already
+	}
+}
+
+// starter runs started calls against one server and checks at the end of
+// the test that none was answered twice.
+type starter struct {
+	t     *testing.T
+	st    keyserver.Starter
+	key   string
+	calls []*completion
+}
+
+func newStarter(t *testing.T, st keyserver.Starter, key string) *starter {
+	s := &starter{t: t, st: st, key: key}
+	t.Cleanup(func() {
+		for _, c := range s.calls {
+			if len(c.answers) > 0 {
+				t.Errorf("a started call was answered twice: %+v", <-c.answers)
+			}
+		}
+	})
+	return s
+}
+
+// start starts c on the key with a completion that goes on, and returns
+// its answer, or false when the server declined the call (which it may,
+// for any call).
+func (s *starter) start(what string, c keyserver.Call) (keyserver.Answer, bool) {
+	s.t.Helper()
+	c.Key, c.Deadline = s.key, time.Now().Add(wakeWithin)
+	to := newCompletion(true)
+	if !s.st.Start(context.Background(), c, to) {
+		s.t.Logf("%s: declined; made with the blocking method", what)
+		return keyserver.Answer{}, false
+	}
+	s.calls = append(s.calls, to)
+	select {
+	case a := <-to.answers:
+		if a.Err != nil {
+			s.t.Fatalf("%s: unexpected error: %v", what, a.Err)
+		}
+		return a, true
+	case <-time.After(wakeWithin):
+		s.t.Fatalf("%s: not answered within %v", what, wakeWithin)
+		return keyserver.Answer{}, false
+	}
+}
+
+// expect starts c and checks its vote, or makes it with blocking when
+// the server declines it, so that the key's state is the same either way;
+// started reports which.
+func (s *starter) expect(what string, c keyserver.Call, want bool, blocking func() (bool, error)) (a keyserver.Answer, started bool) {
+	s.t.Helper()
+	a, started = s.start(what, c)
+	if !started {
+		expect(s.t, what, want)(blocking())
+		return a, false
+	}
+	if a.OK != want {
+		s.t.Fatalf("%s = %v, want %v", what, a.OK, want)
+	}
+	return a, true
+}
+
+// holderFirst checks the holder a refused started call reported: the
+// holder's rank first, and some of its TTL left.
+func (s *starter) holderFirst(what string, h keyserver.Holder) {
+	s.t.Helper()
+	if h.Rank != keyserver.HolderFirst || h.Left <= 0 || h.Left > ttl {
+		s.t.Errorf("%s reported holder %+v; want the holder's rank first and 0 < left ≤ %v", what, h, ttl)
+	}
+}
+
+// startedCallsAnswerAsBlocking checks that each kind of started call
+// gives the answer its blocking method gives, on a free key and on one
+// another token holds.
+func (s *suite) startedCallsAnswerAsBlocking(t *testing.T, ks keyserver.KeyServer, key string) {
+	st, ok := ks.(keyserver.Starter)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	a, b := ranked(1, 1), ranked(2, 1)
+	// A blocking call first: a server may decline calls until it has a
+	// connection.
+	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, a, ttl))
+	expect(t, "Release(a)", true)(ks.Release(ctx, key, a))
+
+	s1 := newStarter(t, st, key)
+	s1.expect("started Acquire(a) on an absent key", keyserver.Call{Op: keyserver.CallAcquire, Token: a, TTL: ttl}, true,
+		func() (bool, error) { return ks.Acquire(ctx, key, a, ttl) })
+	s1.expect("started Acquire(b) on a key held by a", keyserver.Call{Op: keyserver.CallAcquire, Token: b, TTL: ttl}, false,
+		func() (bool, error) { return ks.Acquire(ctx, key, b, ttl) })
+	s1.expect("started Extend(b) of a key held by a", keyserver.Call{Op: keyserver.CallExtend, Token: b, TTL: ttl}, false,
+		func() (bool, error) { return ks.Extend(ctx, key, b, ttl) })
+	s1.expect("started Extend(a) by its holder", keyserver.Call{Op: keyserver.CallExtend, Token: a, TTL: ttl}, true,
+		func() (bool, error) { return ks.Extend(ctx, key, a, ttl) })
+	if ns, ok := ks.(keyserver.Notifier); ok {
+		what := "started AcquireOrHolder(b) on a key held by a"
+		if a, started := s1.expect(what, keyserver.Call{Op: keyserver.CallAcquireOrHolder, Token: b, TTL: ttl}, false,
+			func() (bool, error) { ok, _, err := ns.AcquireOrHolder(ctx, key, b, ttl); return ok, err }); started {
+			s1.holderFirst(what, a.Holder)
+		}
+		what = "started AcquireInLine(b) on a key held by a"
+		if a, started := s1.expect(what, keyserver.Call{Op: keyserver.CallAcquireInLine, Token: b, TTL: ttl}, false,
+			func() (bool, error) { ok, _, err := ns.AcquireInLine(ctx, key, b, ttl, ""); return ok, err }); started {
+			s1.holderFirst(what, a.Holder)
+		}
+		if err := ns.LeaveLine(ctx, key, b); err != nil {
+			t.Fatalf("LeaveLine(b): %v", err)
+		}
+	}
+	s1.expect("started Release(b) of a key held by a", keyserver.Call{Op: keyserver.CallRelease, Token: b}, false,
+		func() (bool, error) { return ks.Release(ctx, key, b) })
+	s1.expect("started Release(a) by its holder", keyserver.Call{Op: keyserver.CallRelease, Token: a}, true,
+		func() (bool, error) { return ks.Release(ctx, key, a) })
+	expect(t, "Acquire(b) after the started Release(a)", true)(ks.Acquire(ctx, key, b, ttl))
+	expect(t, "Release(b)", true)(ks.Release(ctx, key, b))
+}
+
+// startedCallStopsWhenNotContinued checks that a started call whose
+// Completion says not to go on (Continue false) sends nothing more and is
+// not answered: its caller has counted it already. A server that answers
+// in one command, never asking, answers as the blocking method does.
+func (s *suite) startedCallStopsWhenNotContinued(t *testing.T, ks keyserver.KeyServer, key string) {
+	st, ok := ks.(keyserver.Starter)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	a, b := ranked(1, 1), ranked(2, 1)
+	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, a, ttl))
+	to := newCompletion(false)
+	if !st.Start(ctx, keyserver.Call{Op: keyserver.CallAcquire, Key: key, Token: b, TTL: ttl, Deadline: time.Now().Add(wakeWithin)}, to) {
+		t.Log("started Acquire(b): declined")
+		return
+	}
+	deadline := time.Now().Add(wakeWithin)
+	for to.asked.Load() == 0 {
+		select {
+		case a := <-to.answers:
+			if to.asked.Load() == 0 { // answered in one command
+				if a.Err != nil || a.OK {
+					t.Fatalf("started Acquire(b) on a key held by a = %+v, want a refusal", a)
+				}
+				return
+			}
+			t.Fatalf("started Acquire(b) answered (%+v) after Continue said no", a)
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("started Acquire(b): neither answered nor asked to go on within %v", wakeWithin)
+		}
+	}
+	// A blocking call on the same key comes after whatever the started
+	// call sent, on a server that keeps the order of one key's calls.
+	expect(t, "Extend(a) after the started call stopped", true)(ks.Extend(ctx, key, a, ttl))
+	select {
+	case a := <-to.answers:
+		t.Fatalf("started Acquire(b) answered (%+v) after Continue said no", a)
+	default:
+	}
+	expect(t, "Release(b): it never took the key", false)(ks.Release(ctx, key, b))
+	expect(t, "Release(a)", true)(ks.Release(ctx, key, a))
+}
