@@ -70,6 +70,25 @@ func sleeps(t *testing.T, fc *clock.Fake, n int) []time.Duration {
 	return got
 }
 
+// advanceBackOffs moves fc past every sleep shorter than below, until the
+// test ends. A waiter whose attempt meets a release half done (granted by
+// the servers it has reached, refused by the others) backs off for at
+// most a quarter of its retry delay before it waits; a test of wakes moves
+// the clock past such back-offs and never past the wait itself (below is
+// shorter), so that its waiter returns only if it was woken.
+func advanceBackOffs(t *testing.T, fc *clock.Fake, below time.Duration) {
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for !closed(stop) {
+			if ds, err := fc.BlockUntilSleepers(1, 10*time.Millisecond); err == nil && ds[0] < below {
+				fc.Advance(ds[0])
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-stopped })
+}
+
 // async runs f in a goroutine and returns a function that waits for its
 // result, failing the test if it takes longer than wait.
 func async[T any](t *testing.T, f func() T) func() T {

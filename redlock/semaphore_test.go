@@ -212,21 +212,7 @@ func TestSemaphoreWaiterWokenByRelease(t *testing.T) {
 	ds, err := fc.BlockUntilSleepers(1, wait)
 	require.NoError(t, err, "the waiter never waited")
 	require.Equal(t, renewWatches, ds[0], "the waiter's wait: until it renews its watches")
-	// An attempt that meets the release half done (granted by the servers
-	// it has reached, refused by the others) backs off for at most a
-	// quarter of the retry delay. The clock is moved past such back-offs
-	// only, never past a wait of renewWatches, so the call returns only if
-	// the release woke it.
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for !closed(stop) {
-			if ds, err := fc.BlockUntilSleepers(1, 10*time.Millisecond); err == nil && ds[0] < renewWatches {
-				fc.Advance(ds[0])
-			}
-		}
-	}()
-	defer func() { close(stop); <-stopped }()
+	advanceBackOffs(t, fc, renewWatches)
 	require.NoError(t, l.Release(bg))
 	r := got()
 	require.NoError(t, r.err)
