@@ -182,7 +182,15 @@ func TestLossDeclaredAMarginBeforeUntilWithHungServers(t *testing.T) {
 	require.ErrorIs(t, r.err, ErrLockLost)
 	require.NoError(t, c.Close())
 	for i, s := range servers {
-		assert.Equal(t, 5, s.Count(static.OpExtend), "server %d: no try whose answer could come after the loss", i)
+		// At most 5: no try whose answer could come after the loss. At
+		// least 4: the tries go on until then. (On a loaded machine the
+		// stepping may move the clock before an extension's call that
+		// waited for the one before it has armed its own timeout, which
+		// delays the tries after it by one timeout: 9 runs in 800 with
+		// four test processes at once, on this code and the one before.)
+		n := s.Count(static.OpExtend)
+		assert.LessOrEqual(t, n, 5, "server %d: no try whose answer could come after the loss", i)
+		assert.GreaterOrEqual(t, n, 4, "server %d: tries until the margin", i)
 	}
 }
 
