@@ -87,8 +87,15 @@ func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 		return true
 	}
 	bg.mu.Lock()
+	defer bg.mu.Unlock()
+	if s.expired {
+		// The deadline passed while Start ran: expire has counted the
+		// call as late and finished it (or parked it for the verdict),
+		// as it would a started call that did not answer. It is not to be
+		// made again.
+		return true
+	}
 	s.started = false
-	bg.mu.Unlock()
 	return false
 }
 

@@ -243,3 +243,72 @@ func TestStartedRefusalIsNotUndone(t *testing.T) {
 	}
 	assert.Zero(t, ss[0].store.Len(), "server 0's grant undone")
 }
+
+// declinesLate is a starter whose first Start declines the call only once
+// the test lets it, as a Redis key server whose connection went while
+// Start was queueing the call on it.
+type declinesLate struct {
+	*starter
+	once     sync.Once
+	entered  chan struct{}
+	decline  chan struct{}
+	acquires atomic.Int32 // made with the blocking method
+}
+
+func (d *declinesLate) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	d.acquires.Add(1)
+	return d.starter.Acquire(ctx, key, token, ttl)
+}
+
+func (d *declinesLate) Start(ctx context.Context, c keyserver.Call, to keyserver.Completion) bool {
+	first := false
+	d.once.Do(func() { first = true })
+	if !first {
+		return d.starter.Start(ctx, c, to)
+	}
+	close(d.entered)
+	<-d.decline
+	return false
+}
+
+// TestStartDeclinedAfterTheDeadline: a server whose Start declines a call
+// only after the fan-out's deadline has passed (a busy machine, a
+// connection lost meanwhile) has that call counted once, as late: it is
+// not made again with the blocking method, and Close's count of the calls
+// left running stays whole (the call was finished twice, and the count
+// went negative: found by the chaos suite on a loaded machine).
+func TestStartDeclinedAfterTheDeadline(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ss, ks := newStarters(t, fc, 3)
+	slow := &declinesLate{starter: ss[2], entered: make(chan struct{}), decline: make(chan struct{})}
+	ks[2] = slow
+	late := make(chan struct{})
+	var once sync.Once
+	hooks := Hooks{ServerFailed: func(_ context.Context, op, _ string, server int, err error) {
+		if op == "acquire" && server == 2 && errors.Is(err, context.DeadlineExceeded) {
+			once.Do(func() { close(late) })
+		}
+	}}
+	// One attempt: the other two servers' answers may come before the
+	// deadline (granted) or after it (late too, and refused); either way
+	// the call ends without a retry the fake clock would have to wait for.
+	c := testClient(t, fc, ks, WithServerTimeout(100*time.Millisecond), WithHooks(hooks), WithRetryCount(0))
+	got := async(t, func() lockResult { l, err := c.Acquire(bg, "job", time.Minute); return lockResult{l, err} })
+	<-slow.entered
+	ds, err := fc.BlockUntilWaiters(1, wait) // the fan-out's deadline
+	require.NoError(t, err)
+	fc.Advance(ds[0])
+	select {
+	case <-late:
+	case <-time.After(wait):
+		t.Fatal("the call Start still held was not counted late at the deadline")
+	}
+	close(slow.decline)
+	if r := got(); r.err == nil {
+		require.NoError(t, r.lock.Release(bg))
+	} else {
+		require.ErrorIs(t, r.err, context.DeadlineExceeded, "refused only by lateness")
+	}
+	require.NoError(t, c.Close())
+	assert.Zero(t, slow.acquires.Load(), "the call counted late was made again with the blocking method")
+}
