@@ -113,8 +113,8 @@ func (st *started) first() *call {
 		}
 		st.step = stepEval
 		// The words of setWords and releaseWords, built here so that they
-		// stay on the stack: returned by those, they cost ten allocations
-		// per lock and unlock at five nodes.
+		// stay on the stack (newCall copies them): returned by those, they
+		// escape to the heap, an allocation per call.
 		if c.Op == keyserver.CallExtend {
 			cl, fits = newCall([]string{"EVALSHA", *d, "1"}, []string{c.Key}, []string{c.Token, ms(c.TTL), promise(c.Token)})
 		} else {

@@ -46,11 +46,8 @@ func (w *wire) sinceWrite() time.Duration {
 // batches: a burst of thousands of calls does not pin its buffer.
 const maxKeptWire = 64 << 10
 
-// write encodes batch as RESP arrays of bulk strings, as redigo would,
-// and writes it at once.
-func (w *wire) write(batch []*call) error { return w.flush(w.encode(batch)) }
-
-// encode encodes batch into the connection's buffer and returns it. It
+// encode encodes batch as RESP arrays of bulk strings, as redigo would,
+// into the connection's buffer and returns it. It
 // reads the calls: once they are pushed for the reader, a reply (from a
 // server that answers before it is asked, or garbage) can hand a call back
 // to its caller, who recycles it.

@@ -50,7 +50,7 @@ func TestWireWritesWhatRedigoWould(t *testing.T) {
 	w := &wire{nc: wireWrote}
 	for round := 0; round < 2; round++ { // the second reuses the buffer
 		wireWrote.wrote.Reset()
-		if err := w.write(batch); err != nil {
+		if err := w.flush(w.encode(batch)); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(wireWrote.wrote.Bytes(), redigoWrote.wrote.Bytes()) {
