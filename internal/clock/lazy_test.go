@@ -145,3 +145,28 @@ func TestRealWithTimeoutAfterFunc(t *testing.T) {
 	case <-time.After(10 * time.Millisecond):
 	}
 }
+
+func TestUnarmed(t *testing.T) {
+	ctx, cancel := Real{}.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	if done, ok := Unarmed(ctx); !ok || done != nil {
+		t.Fatalf("Unarmed of a fresh context under Background = %v, %v; want nil, true", done, ok)
+	}
+	ctx.Done()
+	if _, ok := Unarmed(ctx); ok {
+		t.Fatal("Unarmed after Done armed the timer = true")
+	}
+
+	parent, stop := context.WithCancel(context.Background())
+	defer stop()
+	ctx, cancel = Real{}.WithTimeout(parent, time.Hour)
+	defer cancel()
+	if done, ok := Unarmed(ctx); !ok || done != parent.Done() {
+		t.Fatalf("Unarmed under a cancellable parent = %v, %v; want the parent's Done, true", done, ok)
+	}
+	std, cancelStd := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelStd()
+	if _, ok := Unarmed(std); ok {
+		t.Fatal("Unarmed of context.WithTimeout's context = true")
+	}
+}

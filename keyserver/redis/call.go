@@ -27,6 +27,11 @@ type call struct {
 	// then, when not nil, takes the reply instead of a caller waiting on
 	// done: a call started by pipeline.start, which nobody waits for.
 	then answerer
+
+	// The links of the pipeline's expiry, which watches due for a caller
+	// whose context has no timer; under its mutex.
+	prev, next *call
+	linked     bool
 }
 
 // answerer takes the reply of a started call, on the goroutine that
@@ -38,8 +43,13 @@ type answerer interface {
 // The states of a call between the caller and whoever answers it.
 const (
 	waiting   int32 = iota // the caller waits for done
-	answered               // n and err are set and done is (being) signalled
+	answered               // reply and err are set and done is (being) signalled
 	abandoned              // the caller gave up; whoever answers recycles the call
+	// overDeadline: the expiry ended the wait at the deadline, and signalled
+	// done. The caller then gives the call up (abandoned), unless the
+	// reply came first (answeredLate), which the caller takes.
+	overDeadline
+	answeredLate
 )
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -88,6 +98,9 @@ func (c *call) finish(reply any, err error) {
 	if c.state.CompareAndSwap(waiting, answered) {
 		c.done <- struct{}{}
 		return
+	}
+	if c.state.CompareAndSwap(overDeadline, answeredLate) {
+		return // its caller, woken by the expiry, takes the reply and recycles c
 	}
 	putCall(c)
 }

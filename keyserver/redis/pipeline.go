@@ -11,6 +11,7 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 
+	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -61,6 +62,8 @@ type pipeline struct {
 	ctx    context.Context
 	cancel context.CancelFunc // ends the writer and a dial in progress
 	wg     sync.WaitGroup     // the writer and the connections' readers
+
+	expiry expiry // ends the waits of callers whose context has no timer
 }
 
 func newPipeline(dial func(context.Context) (redigo.Conn, error), c config) *pipeline {
@@ -104,27 +107,72 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 		putCall(c)
 		return reply, err
 	}
+	parentDone, unarmed := clock.Unarmed(ctx)
+	if unarmed {
+		p.expiry.add(c)
+	}
 	if !made {
 		p.mu.Lock()
 		p.queue = append(p.queue, c)
 		p.mu.Unlock()
 		p.signal()
 	}
+	if unarmed {
+		return p.await(ctx, c, parentDone)
+	}
 
 	select {
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(waiting, abandoned) {
-			if p.connecting.Load() { // say why nothing answered
-				return nil, fmt.Errorf("still connecting: %w", ctx.Err())
-			}
-			return nil, ctx.Err() // the reader recycles c when its reply comes
+			return nil, p.gaveUp(ctx) // the reader recycles c when its reply comes
 		}
 		<-c.done // answered as the context ended: take the answer
 	}
 	reply, err := c.reply, c.err
 	putCall(c)
 	return reply, err
+}
+
+// await waits for the reply of c, which the expiry watches, and recycles
+// it: the expiry ends the wait at the deadline, and parentDone (nil if
+// none) when the caller's context is cancelled.
+func (p *pipeline) await(ctx context.Context, c *call, parentDone <-chan struct{}) (any, error) {
+	if parentDone == nil {
+		<-c.done
+	} else {
+		select {
+		case <-c.done:
+		case <-parentDone:
+			p.expiry.remove(c)
+			if c.state.CompareAndSwap(waiting, abandoned) {
+				return nil, p.gaveUp(ctx)
+			}
+			<-c.done // answered, or expired, as the context ended
+		}
+	}
+	if c.state.CompareAndSwap(overDeadline, abandoned) {
+		return nil, p.gaveUp(ctx) // the reader recycles c when its reply comes
+	}
+	// Answered, or answered late: the reply came while the expiry ended
+	// the wait, and the reader left c to its caller.
+	p.expiry.remove(c)
+	reply, err := c.reply, c.err
+	putCall(c)
+	return reply, err
+}
+
+// gaveUp is the error of a caller whose context ended before its reply
+// came.
+func (p *pipeline) gaveUp(ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil { // the expiry's: ctx ends by the same deadline
+		err = context.DeadlineExceeded
+	}
+	if p.connecting.Load() { // say why nothing answered
+		return fmt.Errorf("still connecting: %w", err)
+	}
+	return err
 }
 
 // start queues c, a call from newCall, for the writer, with due as its
@@ -306,4 +354,5 @@ func (p *pipeline) connect() (*conn, error) {
 func (p *pipeline) stop() {
 	p.cancel()
 	p.wg.Wait()
+	p.expiry.stop()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
@@ -21,10 +22,28 @@ import (
 // Tests of the pipelined mode, FromURL's default. The tests in
 // redis_test.go run through it too.
 
+// deadlines are the two kinds of context a pipelined call is bounded by: a
+// caller's context.WithTimeout, whose Done the caller watches, and the
+// client's clock.Real.WithTimeout, whose timer is never armed: the
+// pipeline's expiry watches the deadline instead.
+var deadlines = []struct {
+	name string
+	with func(context.Context, time.Duration) (context.Context, context.CancelFunc)
+}{
+	{"context", context.WithTimeout},
+	{"client", clock.Real{}.WithTimeout},
+}
+
 // TestRepliesNeverCrossCallers runs 64 callers on one connection, each
 // with answers that depend on its own keys, some of them giving up on
 // their calls mid-flight: every answer must be the caller's own.
 func TestRepliesNeverCrossCallers(t *testing.T) {
+	for _, d := range deadlines {
+		t.Run(d.name, func(t *testing.T) { repliesNeverCrossCallers(t, d.with) })
+	}
+}
+
+func repliesNeverCrossCallers(t *testing.T, withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)) {
 	node := redistest.Start(t, 1).Nodes[0]
 	s := fromURL(t, node.URL(""))
 	const callers, rounds = 64, 60
@@ -42,7 +61,7 @@ func TestRepliesNeverCrossCallers(t *testing.T) {
 			}
 			for r := 0; r < rounds; r++ {
 				token := fmt.Sprintf("t%d.%d", i, r)
-				ctx, cancel := context.WithTimeout(bg, 5*time.Second) // a lost reply fails, not hangs
+				ctx, cancel := withTimeout(bg, 5*time.Second) // a lost reply fails, not hangs
 				switch (i + r) % 3 {
 				case 0: // answers yes, no, yes
 					ok, err := s.Acquire(ctx, free, token, time.Minute)
@@ -57,7 +76,7 @@ func TestRepliesNeverCrossCallers(t *testing.T) {
 					ok, err = s.Extend(ctx, held, token, time.Minute)
 					check("extend of a held key", false, ok, err)
 				case 2: // gives up mid-flight; its reply must reach nobody
-					short, cancel := context.WithTimeout(bg, time.Duration(r%4)*50*time.Microsecond)
+					short, cancel := withTimeout(bg, time.Duration(r%4)*50*time.Microsecond)
 					s.Acquire(short, loose, token, time.Second) //nolint:errcheck // either answer, or none
 					cancel()
 				}
@@ -75,6 +94,12 @@ func TestRepliesNeverCrossCallers(t *testing.T) {
 // server returns at once; the calls queued behind it run in order when the
 // server resumes, and each later caller gets its own reply.
 func TestDeadlinePassesMidFlight(t *testing.T) {
+	for _, d := range deadlines {
+		t.Run(d.name, func(t *testing.T) { deadlinePassesMidFlight(t, d.with) })
+	}
+}
+
+func deadlinePassesMidFlight(t *testing.T, withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)) {
 	node := redistest.Start(t, 1).Nodes[0]
 	s := fromURL(t, node.URL(""))
 	_, err := s.Acquire(bg, "warm", "t", time.Second)
@@ -83,7 +108,7 @@ func TestDeadlinePassesMidFlight(t *testing.T) {
 	node.Pause()
 
 	const deadline = 150 * time.Millisecond
-	ctx, cancel := context.WithTimeout(bg, deadline)
+	ctx, cancel := withTimeout(bg, deadline)
 	defer cancel()
 	start := time.Now()
 	_, err = s.Acquire(ctx, "a", "ta", time.Minute)
@@ -422,8 +447,19 @@ func TestIdleConnectionOutlivesItsDeadline(t *testing.T) {
 // deadline; its reply is read and dropped when the server resumes, on the
 // same connection.
 func TestCallAloneEndsWithItsContext(t *testing.T) {
+	for _, d := range deadlines {
+		t.Run(d.name, func(t *testing.T) { callAloneEndsWithItsContext(t, d.with) })
+	}
+}
+
+// callAloneEndsWithItsContext cancels the parent of the call's context,
+// as a caller of the client would: the client's own contexts are
+// cancelled only once their calls have returned.
+func callAloneEndsWithItsContext(t *testing.T, withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)) {
 	node, s := pausedAfterACall(t)
-	ctx, cancel := context.WithTimeout(bg, time.Minute)
+	parent, cancel := context.WithCancel(bg)
+	ctx, stop := withTimeout(parent, time.Minute)
+	defer stop()
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
 	_, err := s.Acquire(ctx, "k", "t", time.Minute)
