@@ -149,13 +149,28 @@ func advanceUntil(t *testing.T, fc *clock.Fake, done <-chan struct{}) {
 // the soonest, until done is closed.
 func advanceTimersUntil(t *testing.T, fc *clock.Fake, n int, done <-chan struct{}) {
 	t.Helper()
+	advanceTimersTo(t, fc, n, done, time.Time{})
+}
+
+// advanceTimersTo is advanceTimersUntil that never moves fc past limit
+// (zero: no limit), for a test that reads the clock when done closes: a
+// timer's function runs in a goroutine of its own, and the stepping would
+// otherwise move on before it has run.
+func advanceTimersTo(t *testing.T, fc *clock.Fake, n int, done <-chan struct{}, limit time.Time) {
+	t.Helper()
 	deadline := time.Now().Add(wait)
 	for !closed(done) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not done after %v of advancing the clock (at %v)", wait, fc.Now().Sub(t0))
 		}
 		if ds, err := fc.BlockUntilWaiters(n, 20*time.Millisecond); err == nil {
-			fc.Advance(ds[0])
+			step := ds[0]
+			if !limit.IsZero() {
+				step = min(step, limit.Sub(fc.Now()))
+			}
+			if step > 0 {
+				fc.Advance(step)
+			}
 		}
 	}
 }

@@ -168,15 +168,16 @@ func TestLossDeclaredAMarginBeforeUntilWithHungServers(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
 	c := testClient(t, fc, servers.KeyServers(), WithServerTimeout(timeout), WithLossMargin(margin))
+	until := t0.Add(ttl3 - drift(ttl3, DefaultDriftFactor))
 	r := runUntilLostStepping(t, fc, c, func() {
 		servers[0].Script(static.OpExtend, static.Hang)
 		servers[1].Script(static.OpExtend, static.Hang)
 	}, func(seen <-chan struct{}) {
 		// The lock's expiry timer, and a keep-alive wait or an extension's
-		// deadline.
-		advanceTimersUntil(t, fc, 2, seen)
+		// deadline; never past the time the loss is due, so that the
+		// clock fn reads is that time if the loss came then.
+		advanceTimersTo(t, fc, 2, seen, until.Add(-margin))
 	})
-	until := t0.Add(ttl3 - drift(ttl3, DefaultDriftFactor))
 	assert.Equal(t, until.Add(-margin), r.at, "fn told at +%v, Until is +%v", r.at.Sub(t0), until.Sub(t0))
 	require.ErrorIs(t, r.cause, ErrLockLost)
 	require.ErrorIs(t, r.err, ErrLockLost)
