@@ -31,19 +31,13 @@ func transportPeers() []peer {
 			c := goredisclient.NewClient(&goredisclient.Options{Addr: addr})
 			return goredis.New(c), c.Close, nil
 		}),
-		transportPeer("goredlock-rueidis", "keyserver/rueidis over a rueidis client per node", func(addr string) (*redis.Server, func() error, error) {
-			c, err := rueidisclient.NewClient(rueidisclient.ClientOption{InitAddress: []string{addr}})
-			if err != nil {
-				return nil, nil, err
-			}
-			return rueidis.New(c), closeWith(c.Close), nil
+		transportPeer("goredlock-rueidis", "keyserver/rueidis.FromOption, a rueidis client per node", func(addr string) (*redis.Server, func() error, error) {
+			s, err := rueidis.FromOption(rueidisclient.ClientOption{InitAddress: []string{addr}})
+			return s, noClose, err // the server closes its client
 		}),
-		transportPeer("goredlock-valkey", "keyserver/valkey over a valkey-go client per node", func(addr string) (*redis.Server, func() error, error) {
-			c, err := valkeyclient.NewClient(valkeyclient.ClientOption{InitAddress: []string{addr}})
-			if err != nil {
-				return nil, nil, err
-			}
-			return valkey.New(c), closeWith(c.Close), nil
+		transportPeer("goredlock-valkey", "keyserver/valkey.FromOption, a valkey-go client per node", func(addr string) (*redis.Server, func() error, error) {
+			s, err := valkey.FromOption(valkeyclient.ClientOption{InitAddress: []string{addr}})
+			return s, noClose, err
 		}),
 	}
 }
@@ -67,10 +61,5 @@ func transportPeer(name, about string, newServer newServer) peer {
 	}
 }
 
-// closeWith adapts a Close that returns nothing.
-func closeWith(close func()) func() error {
-	return func() error {
-		close()
-		return nil
-	}
-}
+// noClose is the close of a server that owns its client.
+func noClose() error { return nil }

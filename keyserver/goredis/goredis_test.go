@@ -31,7 +31,7 @@ func TestTransport(t *testing.T) {
 		}
 		t.Cleanup(func() { client.Close() })
 		return goredisks.New(client), nil
-	}, transporttest.WithCluster(), transporttest.WithSentinel())
+	}, transporttest.WithCluster(), transporttest.WithSentinel(), transporttest.WithCountedConnections())
 }
 
 func TestDefaultNames(t *testing.T) {

@@ -47,6 +47,15 @@ func (d *detached) Do(ctx context.Context, cmd, keys []string, args ...string) (
 	}
 }
 
+// Connections is t's count of its connections, when it keeps one (see
+// ConnectionCounter).
+func (d *detached) Connections() (int64, bool) {
+	if c, ok := d.Transport.(ConnectionCounter); ok {
+		return c.Connections()
+	}
+	return 0, false
+}
+
 // String names the server after t, when t has a name.
 func (d *detached) String() string {
 	if n, ok := d.Transport.(fmt.Stringer); ok {

@@ -19,7 +19,8 @@ var _ keyserver.Incarnator = (*Server)(nil)
 // so the first call after it dials), or the last read failed. One read
 // runs at a time, and the callers that need it wait for it as long as
 // their context lets them. A transport that cannot count its connections
-// (New's pool, the other Redis clients) has INFO read at every ask;
+// (New's pool, a Transport that is no ConnectionCounter) has INFO read at
+// every ask;
 // CONFIG is read again only when the run id changed.
 type incarnation struct {
 	mu      sync.Mutex
@@ -191,8 +192,11 @@ func configValue(reply any, param string) (string, bool) {
 // dials returns how many connections the transport has opened, and false
 // when it cannot tell.
 func (s *Server) dials() (int64, bool) {
-	if s.opened == nil {
-		return 0, false
+	switch {
+	case s.opened != nil:
+		return s.opened.Load(), true
+	case s.counter != nil:
+		return s.counter.Connections()
 	}
-	return s.opened.Load(), true
+	return 0, false
 }

@@ -30,6 +30,9 @@ type Server struct {
 
 	inc    incarnation   // what it last read of its Redis's life
 	opened *atomic.Int64 // the command connections opened; nil when the transport is not FromURL's
+	// counter is the transport's own count of its connections, when it
+	// keeps one (ConnectionCounter).
+	counter ConnectionCounter
 }
 
 var (
@@ -57,6 +60,7 @@ func NewServer(t Transport, opts ...Option) *Server {
 		c.name = "redis"
 	}
 	s := &Server{t: t, name: c.name, digests: make([]atomic.Pointer[string], len(scripts))}
+	s.counter, _ = t.(ConnectionCounter)
 	s.sub = newSubscriber(s)
 	return s
 }

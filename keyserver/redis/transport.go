@@ -32,6 +32,22 @@ type Transport interface {
 	Close() error
 }
 
+// ConnectionCounter is implemented by a Transport that counts the
+// connections it opens to its Redis. A Server over it reads its Redis's
+// incarnation (INFO: see Server.Incarnation, what the redlock client's
+// quarantine of restarted servers asks after every grant) again only once
+// a new connection was opened, instead of at every ask: a restart breaks
+// every connection, so a command after it runs on a new one. An
+// uncontended lock then costs Redis four commands, not five. The count
+// must miss no connection that carries commands, or a restart can go
+// unseen.
+type ConnectionCounter interface {
+	// Connections returns how many connections the transport has opened,
+	// and false when it cannot tell: then the Server reads INFO at every
+	// ask.
+	Connections() (opened int64, ok bool)
+}
+
 // PubSub is one Pub/Sub connection a Transport opened.
 type PubSub interface {
 	// Subscribe sends SUBSCRIBE channel without waiting: Redis's

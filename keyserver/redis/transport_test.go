@@ -30,14 +30,14 @@ func TestTransportPipelined(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
 		u, opts := targetURL(target)
 		return redis.FromURL(u, opts...)
-	})
+	}, transporttest.WithCountedConnections())
 }
 
 func TestTransportPooled(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
 		u, opts := targetURL(target)
 		return redis.FromURL(u, append(opts, redis.WithPooledConnections())...)
-	})
+	}, transporttest.WithCountedConnections())
 }
 
 // TestTransportCallersPool runs the suite through New, over a pool the

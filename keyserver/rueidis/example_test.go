@@ -32,3 +32,19 @@ func Example() {
 	}
 	fmt.Println(ok, holder.Left)
 }
+
+// A server that makes its rueidis client, and owns it, counts the
+// client's connections: an uncontended lock costs each Redis four
+// commands, as with keyserver/redis.FromURL.
+func ExampleFromOption() {
+	srv, err := rueidisks.FromOption(rueidis.ClientOption{InitAddress: []string{"10.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err) // rueidis connects at once: an unreachable node or a wrong password
+	}
+	defer srv.Close() // closes the client too
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	ok, err := srv.Acquire(ctx, "export", "my-token", 30*time.Second)
+	fmt.Println(ok, err)
+}

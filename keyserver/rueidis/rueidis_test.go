@@ -1,11 +1,14 @@
 package rueidis_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
+	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver/redis"
 	"github.com/goredlock/goredlock/keyserver/redis/transporttest"
 	rueidisks "github.com/goredlock/goredlock/keyserver/rueidis"
@@ -22,11 +25,29 @@ func TestTransport(t *testing.T) {
 		if target.Sentinel != "" {
 			opt.Sentinel.MasterSet = target.Sentinel
 		}
-		client, err := rueidis.NewClient(opt) // connects at once: a wrong password fails here
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(client.Close)
-		return rueidisks.New(client), nil
-	}, transporttest.WithCluster(), transporttest.WithSentinel())
+		return rueidisks.FromOption(opt) // connects at once: a wrong password fails here
+	}, transporttest.WithCluster(), transporttest.WithSentinel(), transporttest.WithCountedConnections())
+}
+
+// TestNew: a server over a caller's client works, and leaves the client
+// open when it closes.
+func TestNew(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{node.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	s := rueidisks.New(client)
+	ctx := context.Background()
+	if ok, err := s.Acquire(ctx, "k", "t", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	if ok, err := s.Release(ctx, "k", "t"); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	s.Close()
+	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
+		t.Fatalf("the caller's client after the server closed: %v", err)
+	}
 }

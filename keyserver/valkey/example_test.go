@@ -38,3 +38,19 @@ func Example() {
 	})
 	log.Println(ran, err)
 }
+
+// A server that makes its valkey-go client, and owns it, counts the
+// client's connections: an uncontended lock costs each server four
+// commands, as with keyserver/redis.FromURL.
+func ExampleFromOption() {
+	srv, err := valkeyks.FromOption(valkey.MustParseURL("redis://10.0.0.1:6379"))
+	if err != nil {
+		log.Fatal(err) // valkey-go connects at once: an unreachable node or a wrong password
+	}
+	defer srv.Close() // closes the client too
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	ok, err := srv.Acquire(ctx, "export", "my-token", 30*time.Second)
+	log.Println(ok, err)
+}

@@ -1,12 +1,15 @@
 package valkey_test
 
 import (
+	"context"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/valkey-io/valkey-go"
 	"go.uber.org/goleak"
 
+	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver/redis"
 	"github.com/goredlock/goredlock/keyserver/redis/transporttest"
 	valkeyks "github.com/goredlock/goredlock/keyserver/valkey"
@@ -26,13 +29,31 @@ func TestTransport(t *testing.T) {
 			t.Fatal(err)
 		}
 		opt.TLSConfig, opt.DisableCache = target.TLS, true
-		client, err := valkey.NewClient(opt) // connects at once: a wrong password fails here
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(client.Close)
-		return valkeyks.New(client), nil
-	}, transporttest.WithCluster(), transporttest.WithSentinel())
+		return valkeyks.FromOption(opt) // connects at once: a wrong password fails here
+	}, transporttest.WithCluster(), transporttest.WithSentinel(), transporttest.WithCountedConnections())
+}
+
+// TestNew: a server over a caller's client works, and leaves the client
+// open when it closes.
+func TestNew(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{node.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	s := valkeyks.New(client)
+	ctx := context.Background()
+	if ok, err := s.Acquire(ctx, "k", "t", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	if ok, err := s.Release(ctx, "k", "t"); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	s.Close()
+	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
+		t.Fatalf("the caller's client after the server closed: %v", err)
+	}
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

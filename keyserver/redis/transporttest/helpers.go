@@ -48,6 +48,20 @@ func (c counter) calls() map[string]int {
 	return calls
 }
 
+// infos returns how many INFO commands ran since reset, the one that
+// reads them left out.
+func (c counter) infos() int {
+	c.t.Helper()
+	stats := redistest.Text(c.n.MustDo("INFO", "commandstats"))
+	for _, line := range strings.Split(stats, "\r\n") {
+		var n int
+		if _, err := fmt.Sscanf(line, "cmdstat_info:calls=%d,", &n); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
 // total returns how many commands ran since reset, and resets.
 func (c counter) total() int {
 	c.t.Helper()

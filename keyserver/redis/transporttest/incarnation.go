@@ -21,6 +21,28 @@ func (s *suite) incarnation(t *testing.T) {
 	if in.ID != id || in.Durable || in.Up > time.Since(began) {
 		t.Errorf("Incarnation = %+v; want ID %s, not durable, up no longer than the test (%v)", in, id, time.Since(began))
 	}
+	if s.counted {
+		// Asked after every grant: once the client has opened its
+		// connections (some open theirs as they are first used), from
+		// what the server read before.
+		ask := func(i uint32) {
+			_, err := srv.Acquire(bg, "counted", ranked(9, i), ttl)
+			must(t, "Acquire", err)
+			_, err = srv.Incarnation(bg)
+			must(t, "Incarnation", err)
+		}
+		for i := uint32(1); i <= 32; i++ {
+			ask(i)
+		}
+		c := counter{t, n}
+		c.reset()
+		for i := uint32(33); i <= 40; i++ {
+			ask(i)
+		}
+		if got := c.infos(); got != 0 {
+			t.Errorf("a transport that counts its connections read INFO %d times for 8 asks with no new connection, want 0", got)
+		}
+	}
 
 	began = time.Now()
 	n.Restart()

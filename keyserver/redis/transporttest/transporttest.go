@@ -67,9 +67,16 @@ func WithCluster() Option { return func(s *suite) { s.cluster = true } }
 // WithSentinel runs a failover through a sentinel too.
 func WithSentinel() Option { return func(s *suite) { s.sentinel = true } }
 
+// WithCountedConnections says the transport counts its connections to a
+// single node (redis.ConnectionCounter): the suite then checks that a
+// server asked its incarnation again, with no new connection in between,
+// reads no INFO.
+func WithCountedConnections() Option { return func(s *suite) { s.counted = true } }
+
 type suite struct {
 	newServer         NewServer
 	cluster, sentinel bool
+	counted           bool
 }
 
 // Run runs the suite as subtests of t.
