@@ -28,18 +28,15 @@ type wire struct {
 	// less than that, and a lone caller's writes, microseconds apart, do
 	// not each move the runtime's timer.
 	deadline time.Time
-	// wrote is when the last write began (see sinceWrite), for the look
-	// at an idle connection (idleWatch.sound).
+	// wrote is when the last write began, clock.MonoNow's Unix
+	// nanoseconds (see sinceWrite), for the look at an idle connection
+	// (idleWatch.sound).
 	wrote atomic.Int64
 }
 
-// monoBase is the origin of wire.wrote: time.Since of it reads the
-// monotonic clock.
-var monoBase = time.Now()
-
 // sinceWrite is how long ago the last write on w began.
 func (w *wire) sinceWrite() time.Duration {
-	return time.Since(monoBase) - time.Duration(w.wrote.Load())
+	return time.Duration(clock.MonoNow().UnixNano() - w.wrote.Load())
 }
 
 // maxKeptWire is the largest encoding buffer a connection keeps between
@@ -67,7 +64,7 @@ func (w *wire) encode(batch []*call) []byte {
 // flush writes b, an encoded batch, at once.
 func (w *wire) flush(b []byte) error {
 	now := clock.MonoNow()
-	w.wrote.Store(int64(now.Sub(monoBase)))
+	w.wrote.Store(now.UnixNano())
 	if w.timeout > 0 && w.deadline.Sub(now) < w.timeout*3/4 {
 		w.deadline = now.Add(w.timeout)
 		if err := w.nc.SetWriteDeadline(w.deadline); err != nil {
