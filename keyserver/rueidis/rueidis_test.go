@@ -3,7 +3,6 @@ package rueidis_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
@@ -38,16 +37,7 @@ func TestNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	s := rueidisks.New(client)
-	ctx := context.Background()
-	if ok, err := s.Acquire(ctx, "k", "t", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire = %v, %v", ok, err)
-	}
-	if ok, err := s.Release(ctx, "k", "t"); !ok || err != nil {
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
-	s.Close()
-	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
-		t.Fatalf("the caller's client after the server closed: %v", err)
-	}
+	transporttest.CallersClient(t, rueidisks.New(client), func(ctx context.Context) error {
+		return client.Do(ctx, client.B().Ping().Build()).Error()
+	})
 }

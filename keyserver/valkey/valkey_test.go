@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/valkey-io/valkey-go"
 	"go.uber.org/goleak"
@@ -42,18 +41,9 @@ func TestNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	s := valkeyks.New(client)
-	ctx := context.Background()
-	if ok, err := s.Acquire(ctx, "k", "t", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire = %v, %v", ok, err)
-	}
-	if ok, err := s.Release(ctx, "k", "t"); !ok || err != nil {
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
-	s.Close()
-	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
-		t.Fatalf("the caller's client after the server closed: %v", err)
-	}
+	transporttest.CallersClient(t, valkeyks.New(client), func(ctx context.Context) error {
+		return client.Do(ctx, client.B().Ping().Build()).Error()
+	})
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
