@@ -88,7 +88,7 @@ func parse(args []string) (config, error) {
 	fs.DurationVar(&cfg.settings.retry, "retry", time.Millisecond, "the short retry delay: goredlock's variant, bsm/redislock and the floor")
 	fs.IntVar(&cfg.clients, "clients", 1, "independent clients (own connections, as separate processes would have) that the goroutines of the workloads without a count of their own (not 8c-*) are dealt over")
 	fs.BoolVar(&quick, "quick", false, "a smoke run: 300 ms per case after 100 ms, 1 repetition")
-	fs.StringVar(&peerList, "peers", strings.Join(allPeers, ","), "libraries to run; also goredlock-pool, goredlock-pool-percall (redis.New over a caller's redigo pool), goredlock-goredis, goredlock-rueidis, goredlock-valkey (the other transports) and goredlock-permit, goredlock-read, goredlock-write (the primitives)")
+	fs.StringVar(&peerList, "peers", strings.Join(allPeers, ","), "libraries to run; also goredlock-pool, goredlock-pool-counted, goredlock-pool-percall (redis.New over a caller's redigo pool: as it is, counted by redis.CountDials, a connection per call), goredlock-goredis, goredlock-rueidis, goredlock-valkey (the other transports) and goredlock-permit, goredlock-read, goredlock-write (the primitives)")
 	fs.StringVar(&wlList, "workloads", strings.Join(allLoads, ","), "workloads to run")
 	fs.StringVar(&cfg.server, "redis-server", "redis-server", "the redis-server binary")
 	if err := fs.Parse(args); err != nil {

@@ -23,6 +23,10 @@ func transportPeers() []peer {
 			p := newPool(addr)
 			return redis.New(p), p.Close, nil
 		}),
+		transportPeer("goredlock-pool-counted", "keyserver/redis.New over a caller's redigo pool per node, its dials counted (redis.CountDials)", func(addr string) (*redis.Server, func() error, error) {
+			p := redis.CountDials(newPool(addr))
+			return redis.New(p), p.Close, nil
+		}),
 		transportPeer("goredlock-pool-percall", "keyserver/redis.New with WithPooledConnections (a connection per call) over a caller's redigo pool per node", func(addr string) (*redis.Server, func() error, error) {
 			p := newPool(addr)
 			return redis.New(p, redis.WithPooledConnections()), p.Close, nil

@@ -66,6 +66,22 @@ func ExampleNew() {
 	defer lock.Release(context.Background())
 }
 
+// A pool whose dials are counted before its first use spares every lock a
+// read of INFO: the Server then knows its Redis cannot have restarted while
+// no new connection was made.
+func ExampleCountDials() {
+	pool := redis.CountDials(&redigo.Pool{
+		DialContext: func(ctx context.Context) (redigo.Conn, error) {
+			return redigo.DialContext(ctx, "tcp", "10.0.0.1:6379")
+		},
+		MaxIdle: 8,
+	})
+	defer pool.Close() // the pool's own methods
+	srv := redis.New(pool, redis.WithName("10.0.0.1:6379"))
+	defer srv.Close()
+	_ = srv // one of the servers given to redlock.New
+}
+
 // A transport for a Redis client this module does not ship is a few
 // methods (see Transport); NewServer puts the lock logic on top.
 func ExampleNewServer() {

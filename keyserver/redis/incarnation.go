@@ -19,9 +19,9 @@ var _ keyserver.Incarnator = (*Server)(nil)
 // so the first call after it dials), or the last read failed. One read
 // runs at a time, and the callers that need it wait for it as long as
 // their context lets them. A transport that cannot count its connections
-// (New's pool, a Transport that is no ConnectionCounter) has INFO read at
-// every ask;
-// CONFIG is read again only when the run id changed.
+// (New's pool unless CountDials counted it, a Transport that is no
+// ConnectionCounter) has INFO read at every ask; CONFIG is read again only
+// when the run id changed.
 type incarnation struct {
 	mu      sync.Mutex
 	read    bool // id, up, readAt, durable and dials hold a good read

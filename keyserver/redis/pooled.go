@@ -98,6 +98,16 @@ func (p *pooled) Close() error {
 	return nil
 }
 
+// Connections is the count of the pool's dials, when the pool keeps one
+// (CountDials). Every connection of the Server's comes from the pool: the
+// calls', the shared pipeline's and the subscriber's.
+func (p *pooled) Connections() (int64, bool) {
+	if c, ok := p.pool.(ConnectionCounter); ok {
+		return c.Connections()
+	}
+	return 0, false
+}
+
 // retry runs c on a pooled connection. A connection that turns out to be
 // broken (the server restarted since it was pooled) is replaced once:
 // running a lock operation twice is harmless (the scripts are idempotent,

@@ -187,6 +187,12 @@ func WithMaxPending(n int) Option { return func(c *config) { c.maxPending = n } 
 // WithMaxPending bounds the calls of the shared connection (below 1: the
 // default).
 //
+// The Server cannot see pool's dials, so it reads its Redis's INFO after
+// every grant, to learn whether the Redis restarted (the quarantine of
+// package redlock): a fifth command per lock, and a third round trip for a
+// caller alone. A pool counted by CountDials before its first use spares
+// both, as FromURL's own connections do.
+//
 // WithPooledConnections keeps every call on a connection of its own, as
 // New did before it shared one: for a proxy that does not allow
 // pipelining, or a pool whose size is meant to bound the calls in flight.

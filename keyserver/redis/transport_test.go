@@ -53,8 +53,25 @@ func TestTransportCallersPoolPerCall(t *testing.T) {
 	transporttest.Run(t, callersPool(redis.WithPooledConnections()))
 }
 
+// TestTransportCallersPoolCounted runs the suite through New over a pool
+// that counts its dials (CountDials) and keeps idle connections: no INFO
+// on warm connections, and a restart still seen.
+func TestTransportCallersPoolCounted(t *testing.T) {
+	counted := func(p *redigo.Pool) *redis.CountedPool {
+		p.MaxIdle = 4
+		return redis.CountDials(p)
+	}
+	transporttest.Run(t, callersPoolOf(counted), transporttest.WithCountedConnections())
+}
+
 // callersPool makes Servers with New over a pool the test owns.
 func callersPool(opts ...redis.Option) func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
+	return callersPoolOf(func(p *redigo.Pool) *redigo.Pool { return p }, opts...)
+}
+
+// callersPoolOf makes Servers with New over the pool that lend makes of a
+// pool the test owns.
+func callersPoolOf[P redis.Pool](lend func(*redigo.Pool) P, opts ...redis.Option) func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
 	return func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
 		u, _ := targetURL(target)
 		var dialOpts []redigo.DialOption
@@ -69,6 +86,6 @@ func callersPool(opts ...redis.Option) func(t *testing.T, target transporttest.T
 			Wait:      true,
 		}
 		t.Cleanup(func() { pool.Close() })
-		return redis.New(pool, opts...), nil
+		return redis.New(lend(pool), opts...), nil
 	}
 }
