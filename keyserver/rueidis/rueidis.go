@@ -29,8 +29,11 @@
 // runs on one dedicated connection.
 //
 // rueidis bounds a command by the context's deadline, but not always by
-// its cancellation, so every call runs detached (redis.Detach): it returns
-// when its context ends, and Close waits for what is still running.
+// its cancellation, nor the reconnection that may come before it (on a
+// paused node, a call after a broken connection waited for rueidis's
+// 5-second dial timeout, past its 200ms deadline), so every call runs
+// detached (redis.Detach): it returns when its context ends, and Close
+// waits for what is still running.
 package rueidis
 
 import (

@@ -23,7 +23,8 @@
 // locks taken through valkey-go and through the other clients exclude each
 // other. Every call runs detached (redis.Detach), as valkey-go, like
 // rueidis, bounds a command by its context's deadline but not always by
-// its cancellation; Close waits for what is still running.
+// its cancellation, nor the reconnection that may come before it; Close
+// waits for what is still running.
 package valkey
 
 import (

@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
@@ -166,20 +168,51 @@ func released(t *testing.T, srv *redis.Server, key, token string) {
 	})
 }
 
-// pause checks that a paused node costs a call no more than its deadline.
+// pause checks that a paused node costs a call no more than its deadline,
+// and a call whose context is cancelled no more than that: under the
+// contexts of callers and under those the redlock client bounds its calls
+// with (a deadline of their own, under a parent that may or may not be
+// cancelled), which a transport may treat otherwise (see
+// redis.DetachCancellation).
 func (s *suite) pause(t *testing.T) {
 	n, srv := s.single(t)
 	want(t, "Acquire", true)(srv.Acquire(bg, "k", "t", ttl))
 	n.Pause()
-	ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+	cancelled, cancel := context.WithCancel(bg)
 	defer cancel()
-	start := time.Now()
-	_, err := srv.Acquire(ctx, "k2", "t", ttl)
-	took := time.Since(start)
-	n.Resume()
-	if err == nil || took > time.Second {
-		t.Errorf("Acquire on a paused node = %v after %v; want a failure at its 200ms deadline", err, took)
+	probes := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want string
+		// within is far past when the call should end, and far before
+		// what a transport that misses the end would take: a client's
+		// own read timeout (go-redis: 3s) or dial timeout (rueidis: 5s),
+		// the pipeline's watchdog (5s past the oldest call's deadline),
+		// or the minute.
+		within time.Duration
+	}{
+		{"a caller's deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(bg, 200*time.Millisecond)
+		}, "a failure at its 200ms deadline", time.Second},
+		{"the client's deadline", func() (context.Context, context.CancelFunc) {
+			return clock.Real{}.WithTimeout(bg, 200*time.Millisecond)
+		}, "a failure at its 200ms deadline", time.Second},
+		{"the client's deadline under a cancelled parent", func() (context.Context, context.CancelFunc) {
+			time.AfterFunc(100*time.Millisecond, cancel)
+			return clock.Real{}.WithTimeout(cancelled, time.Minute)
+		}, "a failure when its parent is cancelled, after 100ms", 2 * time.Second},
 	}
+	for i, p := range probes {
+		ctx, cancel := p.ctx()
+		start := time.Now()
+		_, err := srv.Acquire(ctx, fmt.Sprint("k", i+2), "t", ttl)
+		took := time.Since(start)
+		cancel()
+		if err == nil || took > p.within {
+			t.Errorf("Acquire on a paused node under %s = %v after %v; want %s", p.name, err, took, p.want)
+		}
+	}
+	n.Resume()
 	eventually(t, 10*time.Second, "calls after the node resumed", func() bool {
 		ok, err := srv.Release(bg, "k", "t")
 		return err == nil && ok
