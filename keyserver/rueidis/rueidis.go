@@ -30,8 +30,8 @@
 //
 // rueidis bounds a command by the context's deadline, but not always by
 // its cancellation, nor the reconnection that may come before it (on a
-// paused node, a call after a broken connection waited for rueidis's
-// 5-second dial timeout, past its 200ms deadline), so every call runs
+// paused node, a call after a broken connection waited 5 seconds for
+// rueidis to reconnect, past its 200ms deadline), so every call runs
 // detached (redis.Detach): it returns when its context ends, and Close
 // waits for what is still running.
 package rueidis
