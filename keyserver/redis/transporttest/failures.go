@@ -170,23 +170,23 @@ func released(t *testing.T, srv *redis.Server, key, token string) {
 
 // pause checks that a paused node costs a call no more than its deadline,
 // and a call whose context is cancelled no more than that: under the
-// contexts of callers and under those the redlock client bounds its calls
-// with (a deadline of their own, under a parent that may or may not be
-// cancelled), which a transport may treat otherwise (see
-// redis.DetachCancellation).
+// contexts of callers, and under those the redlock client bounds its
+// calls with (a deadline of their own, which arms no timer until asked
+// for Done, under a parent that may be cancelled), which a transport must
+// not take for contexts that end by their deadline alone.
 func (s *suite) pause(t *testing.T) {
 	n, srv := s.single(t)
 	want(t, "Acquire", true)(srv.Acquire(bg, "k", "t", ttl))
 	n.Pause()
-	cancelled, cancel := context.WithCancel(bg)
-	defer cancel()
+	cancelled, cancelParent := context.WithCancel(bg)
+	defer cancelParent()
 	probes := []struct {
 		name string
 		ctx  func() (context.Context, context.CancelFunc)
 		want string
 		// within is far past when the call should end, and far before
 		// what a transport that misses the end would take: a client's
-		// own read timeout (go-redis: 3s) or dial timeout (rueidis: 5s),
+		// own read timeout (go-redis: 3s) or reconnection (rueidis: 5s),
 		// the pipeline's watchdog (5s past the oldest call's deadline),
 		// or the minute.
 		within time.Duration
@@ -198,7 +198,7 @@ func (s *suite) pause(t *testing.T) {
 			return clock.Real{}.WithTimeout(bg, 200*time.Millisecond)
 		}, "a failure at its 200ms deadline", time.Second},
 		{"the client's deadline under a cancelled parent", func() (context.Context, context.CancelFunc) {
-			time.AfterFunc(100*time.Millisecond, cancel)
+			time.AfterFunc(100*time.Millisecond, cancelParent)
 			return clock.Real{}.WithTimeout(cancelled, time.Minute)
 		}, "a failure when its parent is cancelled, after 100ms", 2 * time.Second},
 	}
