@@ -67,15 +67,7 @@ func BenchmarkRedisOneNode(b *testing.B) {
 		for len(ours) < b.N {
 			n := min(100, b.N-len(ours))
 			for range n {
-				start := time.Now()
-				l, err := c.Acquire(ctx, "bench", 10*time.Second)
-				ours = append(ours, time.Since(start))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Release(ctx); err != nil {
-					b.Fatal(err)
-				}
+				ours = append(ours, lockUnlockOnce(ctx, b, c))
 			}
 			for range n {
 				floor = append(floor, f.lockUnlock(b))
