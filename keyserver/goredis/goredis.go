@@ -41,7 +41,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -62,38 +61,29 @@ import (
 func New(client goredis.UniversalClient, opts ...redis.Option) *redis.Server {
 	t := transport{c: client}
 	if c, ok := client.(*goredis.Client); ok {
-		t.opened = new(atomic.Int64)
-		c.AddHook(dialCount{t.opened})
+		t.DialCount = new(redis.DialCount)
+		c.AddHook(dialCount{t.DialCount})
 	}
 	return redis.NewServer(redis.Detach(t), opts...)
 }
 
-// transport is a redis.Transport over a go-redis client.
+// transport is a redis.Transport over a go-redis client. Its DialCount,
+// for a client whose dials New hooks, is the count of the client's
+// connections (redis.ConnectionCounter); nil for the others.
 type transport struct {
-	c      goredis.UniversalClient
-	opened *atomic.Int64 // the client's connections, when counted (see dialCount)
-}
-
-// Connections is the count of the client's connections, for a client
-// whose dials New hooks.
-func (t transport) Connections() (int64, bool) {
-	if t.opened == nil {
-		return 0, false
-	}
-	return t.opened.Load(), true
+	c goredis.UniversalClient
+	*redis.DialCount
 }
 
 // dialCount is the hook that counts a client's connections: every one, for
 // commands and for Pub/Sub, including those the pool opens on its own
 // (MinIdleConns), passes through the client's dial hooks.
-type dialCount struct{ n *atomic.Int64 }
+type dialCount struct{ n *redis.DialCount }
 
 func (d dialCount) DialHook(next goredis.DialHook) goredis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
-		if err == nil {
-			d.n.Add(1)
-		}
+		d.n.Dialed(err)
 		return conn, err
 	}
 }

@@ -14,12 +14,38 @@ import (
 // take twice as long as one over FromURL. A pool the caller counts before
 // using it spares both.
 
+// DialCount counts the connections a transport opens, for the Server's
+// ConnectionCounter: a transport (or whatever makes its connections) calls
+// Dialed after every dial, and has Connections among its methods by
+// holding a *DialCount. A nil *DialCount counts nothing and cannot tell.
+type DialCount struct{ opened atomic.Int64 }
+
+var _ ConnectionCounter = (*DialCount)(nil)
+
+// Dialed counts a dial whose error was err: one connection more, if it
+// succeeded.
+func (d *DialCount) Dialed(err error) {
+	if err == nil {
+		d.opened.Add(1)
+	}
+}
+
+// Connections returns how many dials have succeeded; false for a nil
+// DialCount.
+func (d *DialCount) Connections() (opened int64, ok bool) {
+	if d == nil {
+		return 0, false
+	}
+	return d.opened.Load(), true
+}
+
 // CountedPool is a redigo pool that counts the connections it dials. A
 // Server over it (New) reads its Redis's incarnation again only after a
-// new connection, as FromURL's Server does. Its methods are the pool's.
+// new connection, as FromURL's Server does. Its methods are the pool's,
+// and Connections, the dials since CountDials.
 type CountedPool struct {
 	*redigo.Pool
-	opened atomic.Int64
+	DialCount
 }
 
 var _ ConnectionCounter = (*CountedPool)(nil)
@@ -44,24 +70,16 @@ func CountDials(pool *redigo.Pool) *CountedPool {
 	switch dialContext, dial := pool.DialContext, pool.Dial; {
 	case dialContext != nil:
 		pool.DialContext = func(ctx context.Context) (redigo.Conn, error) {
-			return p.count(dialContext(ctx))
+			c, err := dialContext(ctx)
+			p.Dialed(err)
+			return c, err
 		}
 	case dial != nil:
-		pool.Dial = func() (redigo.Conn, error) { return p.count(dial()) }
+		pool.Dial = func() (redigo.Conn, error) {
+			c, err := dial()
+			p.Dialed(err)
+			return c, err
+		}
 	}
 	return p
-}
-
-// count counts a dial that succeeded.
-func (p *CountedPool) count(c redigo.Conn, err error) (redigo.Conn, error) {
-	if err == nil {
-		p.opened.Add(1)
-	}
-	return c, err
-}
-
-// Connections returns how many connections the pool has dialed since
-// CountDials.
-func (p *CountedPool) Connections() (opened int64, ok bool) {
-	return p.opened.Load(), true
 }

@@ -192,11 +192,8 @@ func configValue(reply any, param string) (string, bool) {
 // dials returns how many connections the transport has opened, and false
 // when it cannot tell.
 func (s *Server) dials() (int64, bool) {
-	switch {
-	case s.opened != nil:
-		return s.opened.Load(), true
-	case s.counter != nil:
-		return s.counter.Connections()
+	if s.counter == nil {
+		return 0, false
 	}
-	return 0, false
+	return s.counter.Connections()
 }

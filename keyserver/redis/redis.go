@@ -110,7 +110,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
@@ -233,12 +232,10 @@ func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Serve
 	name := WithName(c.name)
 	// The connections of commands are counted, so that the Server reads
 	// its Redis's incarnation again after a new one (see incarnation).
-	opened := new(atomic.Int64)
+	opened := new(DialCount)
 	counted := func(ctx context.Context) (redigo.Conn, error) {
 		rc, err := dial(ctx)
-		if err == nil {
-			opened.Add(1)
-		}
+		opened.Dialed(err)
 		return rc, err
 	}
 	var t Transport
@@ -255,6 +252,6 @@ func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Serve
 		t = pipelined{newPipeline(counted, c), sub}
 	}
 	s := NewServer(t, name)
-	s.opened = opened
+	s.counter = opened // the transport's own, a pool's, counts nothing
 	return s, nil
 }

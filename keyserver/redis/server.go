@@ -28,10 +28,10 @@ type Server struct {
 	closed   bool
 	inflight sync.WaitGroup
 
-	inc    incarnation   // what it last read of its Redis's life
-	opened *atomic.Int64 // the command connections opened; nil when the transport is not FromURL's
-	// counter is the transport's own count of its connections, when it
-	// keeps one (ConnectionCounter).
+	inc incarnation // what it last read of its Redis's life
+	// counter counts the connections that carry its commands: the
+	// transport's (ConnectionCounter), or FromURL's dials; nil when
+	// nothing does.
 	counter ConnectionCounter
 }
 

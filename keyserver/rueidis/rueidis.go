@@ -44,7 +44,6 @@ import (
 	"net"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/redis/rueidis"
 
@@ -68,7 +67,7 @@ func New(client rueidis.Client, opts ...redis.Option) *redis.Server {
 // connections of a Cluster client are not counted: which node INFO reaches
 // is the client's choice.
 func FromOption(opt rueidis.ClientOption, opts ...redis.Option) (*redis.Server, error) {
-	opened := new(atomic.Int64)
+	opened := new(redis.DialCount)
 	dial := opt.DialFn
 	opt.DialFn = func(dst string, d *net.Dialer, cfg *tls.Config) (conn net.Conn, err error) {
 		switch { // as rueidis dials when DialFn is nil
@@ -79,9 +78,7 @@ func FromOption(opt rueidis.ClientOption, opts ...redis.Option) (*redis.Server, 
 		default:
 			conn, err = d.Dial("tcp", dst)
 		}
-		if err == nil {
-			opened.Add(1)
-		}
+		opened.Dialed(err)
 		return conn, err
 	}
 	client, err := rueidis.NewClient(opt)
@@ -90,7 +87,7 @@ func FromOption(opt rueidis.ClientOption, opts ...redis.Option) (*redis.Server, 
 	}
 	t := transport{c: client, own: true}
 	if !clustered(client) {
-		t.opened = opened
+		t.DialCount = opened
 	}
 	return redis.NewServer(redis.Detach(t), opts...), nil
 }
@@ -106,20 +103,13 @@ func clustered(client rueidis.Client) bool {
 	return true
 }
 
-// transport is a redis.Transport over a rueidis client.
+// transport is a redis.Transport over a rueidis client. Its DialCount,
+// for a client FromOption made that is not a Cluster's, is the count of
+// the client's connections (redis.ConnectionCounter); nil for the others.
 type transport struct {
-	c      rueidis.Client
-	own    bool          // made by FromOption: Close closes it
-	opened *atomic.Int64 // the client's connections, when counted (FromOption)
-}
-
-// Connections is the count of the client's connections, for a client
-// FromOption made that is not a Cluster's.
-func (t transport) Connections() (int64, bool) {
-	if t.opened == nil {
-		return 0, false
-	}
-	return t.opened.Load(), true
+	c   rueidis.Client
+	own bool // made by FromOption: Close closes it
+	*redis.DialCount
 }
 
 // Do runs one command; rueidis routes it in a Cluster by its keys.

@@ -35,7 +35,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/valkey-io/valkey-go"
 
@@ -58,7 +57,7 @@ func New(client valkey.Client, opts ...redis.Option) *redis.Server {
 // The connections of a Cluster client are not counted: which node INFO
 // reaches is the client's choice.
 func FromOption(opt valkey.ClientOption, opts ...redis.Option) (*redis.Server, error) {
-	opened := new(atomic.Int64)
+	opened := new(redis.DialCount)
 	dialCtx, dial := opt.DialCtxFn, opt.DialFn
 	opt.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (conn net.Conn, err error) {
 		switch { // as valkey-go dials when neither is set
@@ -71,9 +70,7 @@ func FromOption(opt valkey.ClientOption, opts ...redis.Option) (*redis.Server, e
 		default:
 			conn, err = d.DialContext(ctx, "tcp", dst)
 		}
-		if err == nil {
-			opened.Add(1)
-		}
+		opened.Dialed(err)
 		return conn, err
 	}
 	client, err := valkey.NewClient(opt)
@@ -82,25 +79,18 @@ func FromOption(opt valkey.ClientOption, opts ...redis.Option) (*redis.Server, e
 	}
 	t := &transport{client: client, own: true}
 	if client.Mode() != valkey.ClientModeCluster {
-		t.opened = opened
+		t.DialCount = opened
 	}
 	return redis.NewServer(redis.Detach(t), opts...), nil
 }
 
-// transport is a redis.Transport over a valkey-go client.
+// transport is a redis.Transport over a valkey-go client. Its DialCount,
+// for a client FromOption made that is not a Cluster's, is the count of
+// the client's connections (redis.ConnectionCounter); nil for the others.
 type transport struct {
 	client valkey.Client
-	own    bool          // made by FromOption: Close closes it
-	opened *atomic.Int64 // the client's connections, when counted (FromOption)
-}
-
-// Connections is the count of the client's connections, for a client
-// FromOption made that is not a Cluster's.
-func (t *transport) Connections() (int64, bool) {
-	if t.opened == nil {
-		return 0, false
-	}
-	return t.opened.Load(), true
+	own    bool // made by FromOption: Close closes it
+	*redis.DialCount
 }
 
 // Do builds the command from its words, keys marked for Cluster routing.
