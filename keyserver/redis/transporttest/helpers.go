@@ -30,21 +30,30 @@ type counter struct {
 // reset starts counting from zero.
 func (c counter) reset() { c.n.MustDo("CONFIG", "RESETSTAT") }
 
-// calls returns the commands run since reset, by name.
-func (c counter) calls() map[string]int {
+// commandstats returns the commands run since reset, by name, as INFO
+// commandstats has them: the INFO that reads them left out, those of
+// earlier reads in.
+func (c counter) commandstats() map[string]int {
 	c.t.Helper()
 	stats := redistest.Text(c.n.MustDo("INFO", "commandstats"))
 	calls := map[string]int{}
 	for _, line := range strings.Split(stats, "\r\n") {
 		var cmd string
 		var n int
-		if _, err := fmt.Sscanf(strings.Replace(line, ":", " ", 1), "cmdstat_%s calls=%d,", &cmd, &n); err != nil {
-			continue
-		}
-		if cmd != "config|resetstat" && cmd != "info" {
+		if _, err := fmt.Sscanf(strings.Replace(line, ":", " ", 1), "cmdstat_%s calls=%d,", &cmd, &n); err == nil {
 			calls[cmd] = n
 		}
 	}
+	return calls
+}
+
+// calls returns the commands run since reset, by name, but the count's
+// own (CONFIG RESETSTAT, INFO).
+func (c counter) calls() map[string]int {
+	c.t.Helper()
+	calls := c.commandstats()
+	delete(calls, "config|resetstat")
+	delete(calls, "info")
 	return calls
 }
 
@@ -52,14 +61,7 @@ func (c counter) calls() map[string]int {
 // reads them left out.
 func (c counter) infos() int {
 	c.t.Helper()
-	stats := redistest.Text(c.n.MustDo("INFO", "commandstats"))
-	for _, line := range strings.Split(stats, "\r\n") {
-		var n int
-		if _, err := fmt.Sscanf(line, "cmdstat_info:calls=%d,", &n); err == nil {
-			return n
-		}
-	}
-	return 0
+	return c.commandstats()["info"]
 }
 
 // total returns how many commands ran since reset, and resets.
