@@ -92,14 +92,14 @@ func (s *suite) commandCounts(t *testing.T) {
 		}},
 	}
 	for _, st := range steps {
-		c.reset()
-		st.run()
-		got := c.total()
+		calls := c.measure(st.run)
+		got := sum(calls)
 		t.Logf("%s: %d commands", st.name, got)
 		if got > st.max {
-			t.Errorf("%s took %d commands; want at most %d", st.name, got, st.max)
+			t.Errorf("%s took %d commands %v; want at most %d", st.name, got, calls, st.max)
 		}
 	}
+	c.reset()
 	turn, stop, err := waiter.WatchTurn(bg, key, w)
 	must(t, "WatchTurn", err)
 	defer stop()

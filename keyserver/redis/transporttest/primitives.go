@@ -45,13 +45,8 @@ func (s *suite) primitiveCommandCounts(t *testing.T) {
 	for _, st := range steps {
 		st.run() // the first runs load the scripts and open connections
 		st.run()
-		c.reset()
-		st.run()
-		calls := c.calls()
-		got := 0
-		for _, k := range calls {
-			got += k
-		}
+		calls := c.measure(st.run)
+		got := sum(calls)
 		t.Logf("uncontended %s, taken and released: %d commands", st.name, got)
 		if got > 8 {
 			t.Errorf("uncontended %s, taken and released, took %d commands %v; want at most 8, twice a lock's", st.name, got, calls)
