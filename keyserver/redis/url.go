@@ -46,9 +46,10 @@ const (
 // at the first lock. A server configured with more databases is reached
 // with a URL that names none and WithDialOptions(redigo.DialDatabase(n)).
 //
-// Errors never repeat the URL or any part of it but the host and port, so
-// a password cannot reach a log through them; reserved characters in a
-// password (% / ? # @) must be percent-encoded. Pass
+// Errors never repeat the URL or any part of it but the host and port and
+// an unknown parameter's name, and not those either when they hold the
+// password, so a password cannot reach a log through them; reserved
+// characters in a password (% / ? # @) must be percent-encoded. Pass
 // WithDialOptions(redigo.DialTLSConfig(cfg)) for a private certificate
 // authority; options apply after the URL's parameters. Close the Server to
 // close its connections.

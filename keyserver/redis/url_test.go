@@ -54,6 +54,9 @@ func TestFromURLErrorsNeverShowThePassword(t *testing.T) {
 		{url: "redis://:" + pwA + "@host?db=1&db=1"},                 // repeated
 		{url: "redis://:" + pwA + "@host?x=%zz" + pwB},               // malformed query
 		{url: "redis://:" + pwA + "@host?" + pwB + ";x"},             // semicolon
+		{url: "redis://:" + pwA + "@host?" + pwA},                    // the password as a parameter
+		{url: "redis://:" + pwA + "@" + pwA + "?x=1"},                // a host that is the password
+		{url: "redis://:" + pwA + "@" + pwA + "/99"},                 // the same, a bad path
 		{url: "redis://:" + pwA + "@host", opts: []redis.Option{redis.WithMaxConnections(0)}},
 	} {
 		s, err := redis.FromURL(tc.url, tc.opts...)

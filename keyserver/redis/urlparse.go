@@ -48,10 +48,13 @@ func (u urlSettings) dialOptions() []redigo.DialOption {
 }
 
 // parseURL validates rawurl and reads its settings. Its errors quote no
-// text from rawurl but the host and port, and those only once the user
-// info is known to have been split off cleanly: a password with an
-// unescaped '/', '?' or '#' leaves its tail, and the '@' after it, in the
-// path, query or fragment, which parseURL refuses before quoting anything.
+// text from rawurl but the host and port and an unknown parameter's name,
+// and those only once the user info is known to have been split off
+// cleanly: a password with an unescaped '/', '?' or '#' leaves its tail,
+// and the '@' after it, in the path, query or fragment, which parseURL
+// refuses before quoting anything. Nor do they quote a piece that holds
+// the password: a password typed where a parameter goes, or a host that
+// happens to contain it (the fuzzer found "redis://:000000@000000?0").
 func parseURL(rawurl string) (urlSettings, error) {
 	s := urlSettings{
 		dialTimeout:  connectTimeout,
@@ -86,23 +89,35 @@ func parseURL(rawurl string) (urlSettings, error) {
 		return s, urlError("", "the port is not a number from 1 to 65535")
 	}
 	s.addr = net.JoinHostPort(host, port)
+	secret, _ := u.User.Password()
+	named := s.addr // the server, as the errors below name it
+	if holds(named, secret) {
+		named = ""
+	}
 
 	pathDB := -1
 	if p := strings.TrimPrefix(u.Path, "/"); p != "" {
 		if pathDB, err = parseDB(p); err != nil {
-			return s, urlError(s.addr, "%v (in the path)", err)
+			return s, urlError(named, "%v (in the path)", err)
 		}
 		s.db = pathDB
 	}
-	if err := s.readQuery(u.RawQuery, pathDB); err != nil {
-		return s, urlError(s.addr, "%v", err)
+	if err := s.readQuery(u.RawQuery, pathDB, secret); err != nil {
+		return s, urlError(named, "%v", err)
 	}
 	return s, nil
 }
 
+// holds reports whether piece, quoted from a URL, would show the URL's
+// password secret (empty when it has none).
+func holds(piece, secret string) bool {
+	return secret != "" && strings.Contains(piece, secret)
+}
+
 // readQuery applies the query parameters to s, refusing unknown, repeated
-// and malformed ones. pathDB is the database the path named, or -1.
-func (s *urlSettings) readQuery(rawQuery string, pathDB int) error {
+// and malformed ones. pathDB is the database the path named, or -1; secret
+// is the URL's password, which its errors must not quote.
+func (s *urlSettings) readQuery(rawQuery string, pathDB int, secret string) error {
 	seen := map[string]bool{}
 	for _, part := range strings.Split(rawQuery, "&") {
 		if part == "" {
@@ -139,7 +154,7 @@ func (s *urlSettings) readQuery(rawQuery string, pathDB int) error {
 		case "client_name":
 			s.clientName, err = value, checkClientName(value)
 		default:
-			return fmt.Errorf("unknown parameter %s: the query may set db, dial_timeout, connect_timeout, read_timeout, write_timeout and client_name", paramName(key))
+			return fmt.Errorf("unknown parameter %s: the query may set db, dial_timeout, connect_timeout, read_timeout, write_timeout and client_name", paramName(key, secret))
 		}
 		if err != nil {
 			return fmt.Errorf("parameter %s: %w", key, err)
@@ -191,9 +206,10 @@ func checkClientName(v string) error {
 }
 
 // paramName quotes an unknown parameter's name when it looks like one, so
-// that a typo is easy to find, and otherwise says nothing about it.
-func paramName(key string) string {
-	if key == "" || len(key) > 32 {
+// that a typo is easy to find, and otherwise (or when it holds the
+// password, secret) says nothing about it.
+func paramName(key, secret string) string {
+	if key == "" || len(key) > 32 || holds(key, secret) {
 		return "(unnamed)"
 	}
 	for _, r := range key {
