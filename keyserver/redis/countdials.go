@@ -39,6 +39,15 @@ func (d *DialCount) Connections() (opened int64, ok bool) {
 	return d.opened.Load(), true
 }
 
+// counting returns dial, counting in d the connections it makes.
+func (d *DialCount) counting(dial func(context.Context) (redigo.Conn, error)) func(context.Context) (redigo.Conn, error) {
+	return func(ctx context.Context) (redigo.Conn, error) {
+		c, err := dial(ctx)
+		d.Dialed(err)
+		return c, err
+	}
+}
+
 // CountedPool is a redigo pool that counts the connections it dials. A
 // Server over it (New) reads its Redis's incarnation again only after a
 // new connection, as FromURL's Server does. Its methods are the pool's,
@@ -69,11 +78,7 @@ func CountDials(pool *redigo.Pool) *CountedPool {
 	p := &CountedPool{Pool: pool}
 	switch dialContext, dial := pool.DialContext, pool.Dial; {
 	case dialContext != nil:
-		pool.DialContext = func(ctx context.Context) (redigo.Conn, error) {
-			c, err := dialContext(ctx)
-			p.Dialed(err)
-			return c, err
-		}
+		pool.DialContext = p.counting(dialContext)
 	case dial != nil:
 		pool.Dial = func() (redigo.Conn, error) {
 			c, err := dial()

@@ -233,11 +233,7 @@ func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Serve
 	// The connections of commands are counted, so that the Server reads
 	// its Redis's incarnation again after a new one (see incarnation).
 	opened := new(DialCount)
-	counted := func(ctx context.Context) (redigo.Conn, error) {
-		rc, err := dial(ctx)
-		opened.Dialed(err)
-		return rc, err
-	}
+	counted := opened.counting(dial)
 	var t Transport
 	if c.pooled {
 		pool := newPool(counted, c.maxActive)
