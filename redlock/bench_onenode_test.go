@@ -63,20 +63,20 @@ func BenchmarkRedisOneNode(b *testing.B) {
 		f := newFloor(cluster.Nodes[0].Addr())
 		defer f.close()
 		ctx := context.Background()
-		var ours, floor []time.Duration
+		var ours, floors []time.Duration
 		for len(ours) < b.N {
 			n := min(100, b.N-len(ours))
 			for range n {
 				ours = append(ours, lockUnlockOnce(ctx, b, c))
 			}
 			for range n {
-				floor = append(floor, f.lockUnlock(b))
+				floors = append(floors, f.lockUnlock(b))
 			}
 		}
 		b.StopTimer()
 		b.ReportMetric(p50(ours), "p50-µs")
-		b.ReportMetric(p50(floor), "floor-p50-µs")
-		b.ReportMetric(p50(ours)/p50(floor), "p50-ratio")
+		b.ReportMetric(p50(floors), "floor-p50-µs")
+		b.ReportMetric(p50(ours)/p50(floors), "p50-ratio")
 	})
 }
 
