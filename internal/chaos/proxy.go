@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -14,17 +15,21 @@ import (
 //
 // A black-holed proxy still accepts connections and dials the target: a
 // client's connect succeeds and its request then hangs, as after a
-// partition that began mid-connection.
+// partition that began mid-connection. A refusing one (Refuse) has closed
+// its port: a client's connect is refused, as by a host whose server is
+// dead, until Reopen opens the same port again.
 type Proxy struct {
 	target string
-	ln     net.Listener
+	addr   string // the port it listens on, kept while it refuses
 
-	mu      sync.Mutex
-	latency time.Duration
-	holding bool
-	healed  chan struct{} // closed when the black hole ends; a new one per BlackHole
-	links   map[*link]struct{}
-	closed  bool
+	mu       sync.Mutex
+	ln       net.Listener // nil while it refuses
+	latency  time.Duration
+	holding  bool
+	healed   chan struct{} // closed when the black hole ends; a new one per BlackHole
+	links    map[*link]struct{}
+	closed   bool
+	refusing bool
 
 	wg sync.WaitGroup // the accept loop and every link's goroutines
 }
@@ -39,15 +44,15 @@ func Listen(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{target: target, ln: ln, healed: make(chan struct{}), links: make(map[*link]struct{})}
+	p := &Proxy{target: target, addr: ln.Addr().String(), ln: ln, healed: make(chan struct{}), links: make(map[*link]struct{})}
 	close(p.healed)
 	p.wg.Add(1)
-	go p.accept()
+	go p.accept(ln)
 	return p, nil
 }
 
 // Addr returns the host:port clients should dial instead of the target.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.addr }
 
 // SetLatency delays every byte read from now on by d, in each direction,
 // so a request and its reply take 2d more; 0 removes the delay. Bytes keep
@@ -96,6 +101,51 @@ func (p *Proxy) Reset() int {
 	return len(links)
 }
 
+// Refuse closes the proxy's port, so that connects to it are refused, as
+// by a host whose server is dead (a connect through a proxy that listens
+// succeeds, and only then is the connection reset), and resets every
+// connection it carries.
+func (p *Proxy) Refuse() {
+	p.mu.Lock()
+	ln := p.ln
+	if p.closed || p.refusing {
+		p.mu.Unlock()
+		return
+	}
+	p.ln, p.refusing = nil, true
+	p.mu.Unlock()
+	ln.Close() //nolint:errcheck // it refuses either way
+	p.Reset()
+}
+
+// reopenFor bounds Reopen's tries to listen on the proxy's port again: a
+// free port can be taken, briefly, as the local end of another
+// connection.
+const reopenFor = 2 * time.Second
+
+// Reopen listens on the proxy's port again after Refuse.
+func (p *Proxy) Reopen() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || !p.refusing {
+		return nil
+	}
+	deadline := time.Now().Add(reopenFor)
+	for {
+		ln, err := net.Listen("tcp", p.addr)
+		if err == nil {
+			p.ln, p.refusing = ln, false
+			p.wg.Add(1)
+			go p.accept(ln)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("proxy to %s: listening on %s again: %w", p.target, p.addr, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Open returns the number of connections the proxy is carrying.
 func (p *Proxy) Open() int {
 	p.mu.Lock()
@@ -108,17 +158,21 @@ func (p *Proxy) Open() int {
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
+	ln := p.ln
 	p.mu.Unlock()
-	err := p.ln.Close()
+	var err error
+	if ln != nil { // nil: it refuses, its port already closed
+		err = ln.Close()
+	}
 	p.Reset()
 	p.wg.Wait()
 	return err
 }
 
-func (p *Proxy) accept() {
+func (p *Proxy) accept(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return // closed
 		}

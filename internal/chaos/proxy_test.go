@@ -261,3 +261,56 @@ func TestProxyCloseEndsEverything(t *testing.T) {
 		t.Fatal("a closed proxy accepted a connection")
 	}
 }
+
+func TestProxyRefuseThenReopen(t *testing.T) {
+	e := startEcho(t)
+	p := startProxy(t, e.ln.Addr().String())
+	c := dial(t, p)
+	if _, err := roundTrip(c, "x", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p.Refuse()
+	if _, err := roundTrip(c, "y", 2*time.Second); err == nil {
+		t.Fatal("a connection open before Refuse still carries bytes")
+	}
+	for deadline := time.Now().Add(2 * time.Second); p.Open() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Open() after Refuse = %d, want 0", p.Open())
+		}
+	}
+	if c2, err := net.DialTimeout("tcp", p.Addr(), time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		if c2 != nil {
+			c2.Close()
+		}
+		t.Fatalf("connect while refusing: %v, want it refused", err)
+	}
+	p.Refuse() // again: nothing changes
+	if err := p.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reopen(); err != nil { // again: nothing changes
+		t.Fatal(err)
+	}
+	if _, err := roundTrip(dial(t, p), "z", 2*time.Second); err != nil {
+		t.Fatalf("after Reopen, on the same port: %v", err)
+	}
+}
+
+func TestProxyClosesWhileRefusing(t *testing.T) {
+	e := startEcho(t)
+	p, err := Listen(e.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Refuse()
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close of a refusing proxy: %v", err)
+	}
+	if err := p.Reopen(); err != nil {
+		t.Fatalf("Reopen after Close: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", p.Addr(), time.Second); err == nil {
+		c.Close()
+		t.Fatal("a closed proxy listens again after Reopen")
+	}
+}
