@@ -117,14 +117,16 @@ func fields(line string) map[string]string {
 	return m
 }
 
-// checkKeys reports the keys left on each node. Call it once the largest
-// TTL has passed since the last client closed: by then every key a lock
-// wrote must have been released or expired. SCAN skips keys whose TTL has
-// run out even when Redis has not evicted them yet.
-func checkKeys(nodes []string) []Violation {
+// checkKeys reports the keys on each node that will still be there at
+// gone: give it the time the largest TTL will have passed since the last
+// write, when every key a lock wrote must have been released or expired.
+// A key whose remaining TTL (PTTL) runs out by then is not left, so the
+// check need not wait for gone; one without a TTL always is. SCAN skips
+// keys whose TTL has run out even when Redis has not evicted them yet.
+func checkKeys(nodes []string, gone time.Time) []Violation {
 	var vs []Violation
 	for i, addr := range nodes {
-		keys, err := scanKeys(addr)
+		keys, err := scanKeys(addr, time.Until(gone))
 		switch {
 		case err != nil:
 			vs = append(vs, Violation{Kind: KeyLeak, Detail: fmt.Sprintf("node %d: SCAN: %v", i, err)})
@@ -136,15 +138,16 @@ func checkKeys(nodes []string) []Violation {
 	return vs
 }
 
-// scanKeys returns each key of the node at addr with its remaining TTL;
-// values (tokens) are not read. Fence counters (keyserver.FenceKey) are
+// scanKeys returns each key of the node at addr that will not have expired
+// within wait, with its remaining TTL; values (tokens) are not read.
+// Fence counters (keyserver.FenceKey) are
 // left out: they have no TTL by design and outlive every lock. So are the
 // lines of waiters (keyserver.LineKey) and the primitives' watchers that
 // expire within keyserver.LineTTL: a waiter whose LeaveLine a fault lost,
 // or that stopped watching a primitive without being woken, keeps its
 // place that long after it stopped waiting, as DESIGN.md's rule 9 allows,
 // which is longer than the locks' TTL the check waits for.
-func scanKeys(addr string) ([]string, error) {
+func scanKeys(addr string, wait time.Duration) ([]string, error) {
 	conn, err := dialNode(addr)
 	if err != nil {
 		return nil, err
@@ -163,6 +166,9 @@ func scanKeys(addr string) ([]string, error) {
 		}
 		for _, k := range page {
 			pttl, _ := redigo.Int64(conn.Do("PTTL", k))
+			if pttl == -2 || pttl >= 0 && time.Duration(pttl)*time.Millisecond <= wait {
+				continue // gone, or gone by then
+			}
 			if pttl == -1 && strings.HasSuffix(k, ":fence") {
 				continue
 			}

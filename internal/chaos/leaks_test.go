@@ -76,18 +76,29 @@ func TestKeyLeakFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	onlyKind(t, checkKeys(addrs), KeyLeak, 0)
+	onlyKind(t, checkKeys(addrs, time.Now()), KeyLeak, 0)
 
 	if _, err := conn.Do("SET", "expired", "token", "PX", 1); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(10 * time.Millisecond)
-	onlyKind(t, checkKeys(addrs), KeyLeak, 0) // expired, evicted or not
+	onlyKind(t, checkKeys(addrs, time.Now()), KeyLeak, 0) // expired, evicted or not
+
+	// A key that expires by the time given is not left; one that outlives
+	// it is, however soon it expires after.
+	if _, err := conn.Do("SET", "expiring", "token", "PX", 500); err != nil {
+		t.Fatal(err)
+	}
+	onlyKind(t, checkKeys(addrs, time.Now().Add(time.Second)), KeyLeak, 0)
+	onlyKind(t, checkKeys(addrs, time.Now().Add(100*time.Millisecond)), KeyLeak, 1)
+	if _, err := conn.Do("DEL", "expiring"); err != nil {
+		t.Fatal(err)
+	}
 
 	if _, err := conn.Do("SET", "left", "secret-token"); err != nil {
 		t.Fatal(err)
 	}
-	vs := checkKeys(addrs)
+	vs := checkKeys(addrs, time.Now().Add(time.Hour))
 	onlyKind(t, vs, KeyLeak, 1)
 	if !strings.Contains(vs[0].Detail, `"left"`) || strings.Contains(vs[0].Detail, "secret") {
 		t.Fatalf("the report should name the key and not its value: %s", vs[0].Detail)
