@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -24,8 +25,12 @@ const maxListed = 10
 // included), on a resource leak anywhere, on a client process that did
 // not end well, and, in the full and long runs, when an unsafe scenario
 // shows no overlap or the stopped processes no stale fenced write (the
-// checks would be blind). One scenario runs with -run 'TestChaos/black'
-// (its name, spaces as underscores).
+// checks would be blind), or when a scenario's lock grants per second
+// fall below its floor (MinAvailability) of the baseline's. One scenario
+// runs with -run 'TestChaos/black' (its name, spaces as underscores),
+// and reports its grants per second without a share of the baseline's;
+// -run 'TestChaos/^(baseline|minority_killed)' runs the baseline first, for
+// that share.
 func TestChaos(t *testing.T) {
 	settings, mode := Short, "short"
 	switch {
@@ -46,11 +51,27 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos: %s run, %d nodes, %d clients of the lock and %d of the primitives (%d client processes where they run as such), %v per scenario (%v for the newest), seed %d (replay: -chaos.seed=%d)",
 		mode, settings.Nodes, settings.Clients, len(primWorks(settings.Prims)), settings.Procs, settings.Duration, brief, s, s)
 
-	var results []Result
+	var (
+		results []Result
+		base    *Result // the baseline's, once it ran
+	)
 	for i, sc := range Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
 			r := Run(t, sc, settings, s+uint64(i))
+			if sc.Name == baselineName {
+				b := r
+				base = &b
+			}
+			r.compareAvailability(base) // the baseline's own: 1
 			results = append(results, r)
+			logAvailability(t, r, base != nil)
+			if short := r.belowFloor(); short != "" {
+				if fullLength {
+					t.Errorf("availability: %s (seed %d)", short, s)
+				} else {
+					t.Logf("availability: %s; the floor fails the full and long runs only", short)
+				}
+			}
 			t.Logf("%d grants, %d lost, %d violations, %d overlaps (longest %v), failures %v, skips %d, fence order broken by counters lost in empty restarts %d; faults: %s",
 				r.Grants, r.Lost, len(r.Violations), r.Overlaps, r.MaxOverlap.Round(time.Millisecond),
 				r.ByKind, r.Skips, r.FenceResets, r.Faults)
@@ -100,6 +121,25 @@ func TestChaos(t *testing.T) {
 		// Not a failure: a busy machine makes fewer grants, not unsafe ones.
 		t.Logf("chaos: only %d grants in the safe scenarios, fewer than the %d the full run aims for; was the machine busy?", safe, wantGrants)
 	}
+}
+
+// logAvailability logs r's grants per second, the lock's and each
+// primitive's, and their share of the baseline's when the run has one.
+func logAvailability(t *testing.T, r Result, baseline bool) {
+	t.Helper()
+	parts := []string{fmt.Sprintf("lock %s", r.Availability.rateCell())}
+	for _, p := range r.Prims {
+		parts = append(parts, fmt.Sprintf("%s %s", p.Primitive, p.Availability.rateCell()))
+	}
+	note := "(share of the baseline's in brackets)"
+	if !baseline {
+		note = "(no baseline in this run: no share of it"
+		if r.Scenario.MinAvailability > 0 {
+			note += fmt.Sprintf(", and the floor of %.2f is not checked", r.Scenario.MinAvailability)
+		}
+		note += ")"
+	}
+	t.Logf("availability over %v: grants/s %s %s", r.Ran.Round(time.Millisecond), strings.Join(parts, ", "), note)
 }
 
 // logViolations logs the first maxListed of vs.

@@ -55,6 +55,14 @@
 // goroutines left running, connections left open on a proxy or a node,
 // and keys left on a node after the largest TTL.
 //
+// Every scenario also reports its availability: the grants per second
+// of the lock's clients, and of each primitive's, while its faults were
+// in force, and their share of the baseline's (the scenario without
+// faults) of the same run; a run that leaves the baseline out (-run)
+// reports the rates alone. A scenario with a floor (MinAvailability)
+// fails the full and long runs below that share of the baseline's lock
+// grants per second; the short run only reports it.
+//
 // # Scenarios
 //
 // Five nodes, a few names, clients doing Acquire/Release with short

@@ -18,6 +18,9 @@ type PrimResult struct {
 	// An election's observers: Leader reads that named a leader, that
 	// found none, and values sent by Observe.
 	Reads, NoLeader, Observed int
+	// Availability is its grants per second while the faults were in
+	// force, and that over the baseline's, once compared.
+	Availability Availability
 }
 
 // primWorks returns the primitives' clients of a run: n[w] of each

@@ -33,9 +33,14 @@ type Result struct {
 	Writes WriteReport
 	// Prims are the primitives' workloads: their checkers' reports and
 	// their clients' failures, one per primitive that ran.
-	Prims   []PrimResult
-	Faults  string // the faults injected
-	Elapsed time.Duration
+	Prims []PrimResult
+	// Availability is the lock's grants per second while the faults were
+	// in force (Ran long), and, once compared (compareAvailability), that
+	// rate over the baseline's of the same run.
+	Availability Availability
+	Ran          time.Duration
+	Faults       string // the faults injected
+	Elapsed      time.Duration
 }
 
 // Failed returns the violations, the lock's and the primitives', that
@@ -164,6 +169,7 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 		stop()
 		wg.Wait()
 	}()
+	working := h.Now()
 	for _, c := range clients {
 		wg.Add(1)
 		go func() {
@@ -181,6 +187,7 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	f.clocks, f.procs = clocks, ps
 	sc.faults(f)
 	f.sleep(time.Until(f.end)) // a schedule may end early
+	healed := h.Now()          // grants from here on came with every fault undone
 	f.healAll()
 	stop()
 	wg.Wait()
@@ -204,11 +211,16 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 		byPrim[g.Workload.Primitive()] = append(byPrim[g.Workload.Primitive()], g)
 	}
 	res.Report = Check(byPrim[LockPrim])
+	res.Ran = healed - working
+	res.Availability = Availability{PerSecond: perSecond(byPrim[LockPrim], working, healed)}
 	countersLost := !sc.Fsync && f.count["kill"]+f.count["restart now"] > 0
 	if countersLost {
 		res.Violations, res.FenceResets = withoutFenceOrder(res.Violations)
 	}
 	res.Prims = checkPrims(byPrim, clients, countersLost)
+	for i, p := range res.Prims {
+		res.Prims[i].Availability = Availability{PerSecond: perSecond(byPrim[p.Primitive], working, healed)}
+	}
 	if ps != nil {
 		res.Violations, res.StopLate = ps.withoutStopped(res.Violations, grants, load.TTL)
 		var stale []Violation

@@ -29,6 +29,11 @@ type Scenario struct {
 	// Brief scenarios last Settings.Brief, when set, instead of Duration:
 	// the short run has them briefly.
 	Brief bool
+	// MinAvailability is the least share of the baseline's lock grants per
+	// second that the scenario must reach (Result.Availability); 0 for no
+	// floor. It fails the full and long runs, where the baseline ran
+	// before it; the short run only reports it.
+	MinAvailability float64
 	// faults injects the faults until the scenario's time is up.
 	faults func(f *faults)
 }

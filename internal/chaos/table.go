@@ -8,24 +8,29 @@ import (
 )
 
 // WriteTable prints one line per scenario, and a total for the safe ones.
+// Each line has the lock's availability: its grants per second while the
+// faults were in force, that share of the baseline's ("-" when the run
+// left the baseline out) and the scenario's floor for it ("-" for none,
+// "(below)" when missed).
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tsafe\tgrants\tviolations\toverlaps\tmax overlap\tlost\tfailures\tskips\ttime\tfaults injected\tstale writes")
+	fmt.Fprintln(tw, "scenario\tsafe\tgrants\tgrants/s\tof baseline\tfloor\tviolations\toverlaps\tmax overlap\tlost\tfailures\tskips\ttime\tfaults injected\tstale writes")
 	var grants, violations int
 	for _, r := range results {
 		safe := "yes"
 		if !r.Scenario.Safe {
 			safe = "NO"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%v\t%d\t%d\t%d\t%v\t%s\t%s\n",
-			r.Scenario.Name, safe, r.Grants, len(r.Violations), r.Overlaps, r.MaxOverlap.Round(time.Millisecond),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%d\t%d\t%v\t%d\t%d\t%d\t%v\t%s\t%s\n",
+			r.Scenario.Name, safe, r.Grants, r.Availability.PerSecond, r.Availability.ofBaselineCell(), r.floorCell(),
+			len(r.Violations), r.Overlaps, r.MaxOverlap.Round(time.Millisecond),
 			r.Lost, r.Failures, r.Skips, r.Elapsed.Round(time.Second), r.Faults, r.Writes)
 		if r.Scenario.Safe {
 			grants += r.Grants
 			violations += len(r.Violations)
 		}
 	}
-	fmt.Fprintf(tw, "safe scenarios\t\t%d\t%d\t\t\t\t\t\t\t\t\n", grants, violations)
+	fmt.Fprintf(tw, "safe scenarios\t\t%d\t\t\t\t%d\t\t\t\t\t\t\t\t\n", grants, violations)
 	return tw.Flush()
 }
 
@@ -34,10 +39,12 @@ func WriteTable(w io.Writer, results []Result) error {
 // holds), the most holds of one name at once (permits of a semaphore,
 // readers of a read-write lock) and its violations; then, for all three,
 // the holders told of a loss, the failed calls and the observer's Leader
-// reads; and a total for the safe scenarios.
+// reads; then each primitive's grants per second while the faults were in
+// force, with that share of the baseline's in brackets when the run had
+// one; and a total for the safe scenarios.
 func WritePrimTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tsafe\tpermits\tmost\tviolations\treads\twrites\tmost\tviolations\tleaderships\tviolations\tlost\tfailures\tleader reads")
+	fmt.Fprintln(tw, "scenario\tsafe\tpermits\tmost\tviolations\treads\twrites\tmost\tviolations\tleaderships\tviolations\tlost\tfailures\tleader reads\tpermits/s\tholds/s\tleaderships/s")
 	var grants, violations [3]int // of the safe scenarios, by primitive
 	writes := 0
 	for _, r := range results {
@@ -48,13 +55,20 @@ func WritePrimTable(w io.Writer, results []Result) error {
 		if !r.Scenario.Safe {
 			safe = "NO"
 		}
-		var cells []any
+		var cells, rates []any
 		lost, failures, reads := 0, 0, ""
 		for i, pc := range primCheckers {
 			p, ok := r.prim(pc.prim)
+			rate := "-"
+			if ok {
+				rate = p.Availability.rateCell()
+			}
+			rates = append(rates, rate)
 			switch {
-			case !ok:
-				cells = append(cells, "-", "-", "-")
+			case !ok: // as many cells as its columns
+				for range map[Primitive]int{SemaphorePrim: 3, RWMutexPrim: 4, ElectionPrim: 2}[pc.prim] {
+					cells = append(cells, "-")
+				}
 			case pc.prim == ElectionPrim:
 				cells = append(cells, p.Grants, len(p.Violations))
 				reads = fmt.Sprintf("%d (%d none)", p.Reads+p.NoLeader, p.NoLeader)
@@ -71,10 +85,10 @@ func WritePrimTable(w io.Writer, results []Result) error {
 			lost += p.Lost
 			failures += p.Failures
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%d\t%d\t%s\n",
-			append(append([]any{r.Scenario.Name, safe}, cells...), lost, failures, reads)...)
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%d\t%d\t%s\t%s\t%s\t%s\n",
+			append(append(append([]any{r.Scenario.Name, safe}, cells...), lost, failures, reads), rates...)...)
 	}
-	fmt.Fprintf(tw, "safe scenarios\t\t%d\t\t%d\t%d\t%d\t\t%d\t%d\t%d\t\t\t\n",
+	fmt.Fprintf(tw, "safe scenarios\t\t%d\t\t%d\t%d\t%d\t\t%d\t%d\t%d\t\t\t\t\t\t\n",
 		grants[0], violations[0], grants[1]-writes, writes, violations[1], grants[2], violations[2])
 	return tw.Flush()
 }
