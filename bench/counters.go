@@ -11,6 +11,7 @@ import (
 
 // nodeCounters reads the nodes' own counters over connections of its own.
 type nodeCounters struct {
+	addrs []string
 	conns []redigo.Conn
 }
 
@@ -21,16 +22,41 @@ type counts struct {
 }
 
 func openCounters(addrs []string) (*nodeCounters, error) {
-	nc := &nodeCounters{}
+	nc := &nodeCounters{addrs: addrs}
 	for _, a := range addrs {
-		c, err := redigo.Dial("tcp", a, redigo.DialConnectTimeout(5*time.Second), redigo.DialReadTimeout(5*time.Second))
+		c, err := dialCounter(a)
 		if err != nil {
 			nc.close()
-			return nil, fmt.Errorf("counters: %w", err)
+			return nil, err
 		}
 		nc.conns = append(nc.conns, c)
 	}
 	return nc, nil
+}
+
+func dialCounter(addr string) (redigo.Conn, error) {
+	c, err := redigo.Dial("tcp", addr, redigo.DialConnectTimeout(5*time.Second), redigo.DialReadTimeout(5*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("counters: %w", err)
+	}
+	return c, nil
+}
+
+// redial replaces the connection to addr, after its node was started
+// again (a degraded state killed it).
+func (nc *nodeCounters) redial(addr string) error {
+	for i, a := range nc.addrs {
+		if a != addr {
+			continue
+		}
+		c, err := dialCounter(a)
+		if err != nil {
+			return err
+		}
+		nc.conns[i].Close()
+		nc.conns[i] = c
+	}
+	return nil
 }
 
 // read sums the counters. A node counts each INFO after answering it, so

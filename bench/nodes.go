@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -16,12 +17,18 @@ import (
 
 // node is one redis-server process this program started. Its files (the
 // log only: persistence is off) live in a temporary directory removed by
-// stop.
+// stop. The degraded states (states.go) pause it, or kill it and start it
+// again on the same port, between cases.
 type node struct {
 	addr   string
+	port   int
+	bin    string
 	dir    string
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the process has been waited for
+	paused bool          // SIGSTOP sent, no SIGCONT yet
+	dead   bool          // killed by kill, not started again yet
+	hold   io.Closer     // while dead: the port, bound and not listening
 }
 
 // startNodes starts n independent redis-server masters on free loopback
@@ -70,7 +77,7 @@ func launch(ctx context.Context, bin string, port int) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	nd := &node{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, exited: make(chan struct{})}
+	nd := &node{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), port: port, bin: bin, dir: dir, exited: make(chan struct{})}
 	nd.cmd = exec.Command(bin,
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
@@ -124,11 +131,85 @@ func (nd *node) ready(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// stop kills the process, waits for it and removes its directory.
+// stop kills the process (SIGKILL ends a stopped process too), waits for
+// it and removes its directory; it lets a dead node's port go.
 func (nd *node) stop() {
 	nd.cmd.Process.Kill() //nolint:errcheck // it may have exited already
 	<-nd.exited
 	os.RemoveAll(nd.dir) //nolint:errcheck // best effort: a temporary directory
+	if nd.hold != nil {
+		nd.hold.Close() //nolint:errcheck // best effort
+		nd.hold = nil
+	}
+}
+
+// pause makes the node silent: SIGSTOP. The kernel still completes TCP
+// handshakes on its listening socket (up to the backlog) and takes in
+// what clients send, but nothing is answered until resume.
+func (nd *node) pause() error {
+	if nd.paused || nd.dead {
+		return nil
+	}
+	if err := pauseProcess(nd.cmd.Process); err != nil {
+		return fmt.Errorf("pausing redis-server on %s: %w", nd.addr, err)
+	}
+	nd.paused = true
+	return nil
+}
+
+// resume sends SIGCONT to a paused node; ready tells when it answers.
+func (nd *node) resume() error {
+	if !nd.paused {
+		return nil
+	}
+	if err := resumeProcess(nd.cmd.Process); err != nil {
+		return fmt.Errorf("resuming redis-server on %s: %w", nd.addr, err)
+	}
+	nd.paused = false
+	return nil
+}
+
+// kill makes the node dead: the process is killed and its port is bound
+// by this program without listening, so that connections to it are
+// refused (RST) and the kernel does not hand the port to an outgoing
+// connection as its local port (a client dialling a free port in the
+// ephemeral range can otherwise connect to itself). Its keys are lost:
+// persistence is off.
+func (nd *node) kill() {
+	if nd.dead {
+		return
+	}
+	nd.stop()
+	nd.paused, nd.dead = false, true
+	// Without the hold (holdPort failed) the port is free and refuses
+	// connections all the same.
+	if hold, err := holdPort(nd.port); err == nil {
+		nd.hold = hold
+	}
+}
+
+// revive starts a dead node again on its port, and waits until it answers.
+func (nd *node) revive(ctx context.Context) error {
+	if !nd.dead {
+		return nil
+	}
+	if nd.hold != nil {
+		nd.hold.Close() //nolint:errcheck // best effort
+		nd.hold = nil
+	}
+	var err error
+	for try := 0; try < 5; try++ {
+		var fresh *node
+		if fresh, err = launch(ctx, nd.bin, nd.port); err == nil {
+			nd.dir, nd.cmd, nd.exited, nd.dead = fresh.dir, fresh.cmd, fresh.exited, false
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("restarting redis-server on %s: %w", nd.addr, err)
 }
 
 func freePort() (int, error) {
