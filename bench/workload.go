@@ -80,11 +80,21 @@ type sample struct {
 	unlockErrs int64
 	conns      int64 // connections the nodes accepted in the window
 	firstErr   string
+	// What a library that hangs left behind (degraded states): goroutines
+	// still in a call stuckAfter after the window, goroutines the case
+	// stopped waiting for, and a close that did not return in closeWait.
+	stuck, abandoned int64
+	closeStuck       bool
+	// cannotStart says why the library's clients could not be created in
+	// a degraded state; nothing else was measured then.
+	cannotStart string
 }
 
-// worker is one goroutine's record; only it writes it, the case reads it
-// after waiting for it.
+// worker is one goroutine's record; only it writes it, under mu, which the
+// case takes to read it: a goroutine stuck in its library is read without
+// being waited for.
 type worker struct {
+	mu         sync.Mutex
 	grants     int64
 	lats       []time.Duration
 	gaveUp     int64
@@ -92,16 +102,60 @@ type worker struct {
 	firstErr   error
 }
 
+// The waits that keep a case bounded when a library hangs on a node that
+// does not answer.
+const (
+	// stuckAfter: how long the goroutines get, after the window, to
+	// return from the call they are in, before the nodes are put back.
+	stuckAfter = time.Second
+	// abandonAfter: how long they get once the nodes answer again, before
+	// the case stops waiting for them and goes on without them.
+	abandonAfter = 5 * time.Second
+	// closeWait: how long the clients get to close.
+	closeWait = 5 * time.Second
+)
+
+// hooks are what a degraded state does during a case; the zero value does
+// nothing, as in the healthy state.
+type hooks struct {
+	// mid runs halfway through the measured window.
+	mid func() error
+	// undo runs after the window, once the goroutines had stuckAfter to
+	// return: it puts the nodes back before the case waits for them again
+	// and closes the clients.
+	undo func() error
+	// openWait bounds the creation of the clients; 0 is closeWait.
+	openWait time.Duration
+}
+
+// startError is a case whose clients could not be created in time.
+type startError struct{ err error }
+
+func (e *startError) Error() string { return "cannot start: " + e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
+
 // runCase drives workload w through fresh lockers of p (w.lockers() of
 // them, independent, the goroutines dealt over them) for t.warmup, then
 // measures for t.duration. Cases run one at a time, so that the process's
 // CPU time and the nodes' command counters belong to this case alone.
 func runCase(ctx context.Context, p peer, w workload, addrs []string, s settings, t timing, counters *nodeCounters, keyPrefix string) (sample, error) {
-	clients, err := openClients(p, w.lockers(), addrs, s)
+	return runCaseWith(ctx, p, w, addrs, s, t, counters, keyPrefix, hooks{})
+}
+
+// runCaseWith is runCase with a degraded state's hooks. counters may be
+// nil (a degraded state: a silent node would not answer INFO); then no
+// Redis commands are counted. No wait is unbounded: the clients' creation
+// (a *startError past h.openWait), the goroutines after the window and the
+// clients' close each have a deadline, and what outlived it is reported in
+// the sample.
+func runCaseWith(ctx context.Context, p peer, w workload, addrs []string, s settings, t timing, counters *nodeCounters, keyPrefix string, h hooks) (sample, error) {
+	if h.openWait <= 0 {
+		h.openWait = closeWait
+	}
+	clients, err := openBounded(ctx, p, w.lockers(), addrs, s, h.openWait)
 	if err != nil {
 		return sample{}, err
 	}
-	defer closeClients(clients) //nolint:errcheck // nothing to do about it at the end of a case
 
 	keys := w.goroutines
 	if w.oneKey {
@@ -111,8 +165,10 @@ func runCase(ctx context.Context, p peer, w workload, addrs []string, s settings
 	var (
 		overlaps  atomic.Int64
 		measuring atomic.Bool
+		running   atomic.Int64
 		workers   = make([]worker, w.goroutines)
 		wg        sync.WaitGroup
+		finished  = make(chan struct{})
 	)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -123,11 +179,14 @@ func runCase(ctx context.Context, p peer, w workload, addrs []string, s settings
 			k = g
 		}
 		wg.Add(1)
+		running.Add(1)
 		go func(l locker, me *worker, k int, key string) {
 			defer wg.Done()
+			defer running.Add(-1)
 			drive(runCtx, l, w.hold, key, &holders[k], &overlaps, &measuring, me)
 		}(clients[clientOf(g, len(clients))], &workers[g], k, fmt.Sprintf("%s:%d", keyPrefix, k))
 	}
+	go func() { wg.Wait(); close(finished) }()
 
 	wait := func(d time.Duration) error {
 		select {
@@ -138,37 +197,57 @@ func runCase(ctx context.Context, p peer, w workload, addrs []string, s settings
 		}
 	}
 	var (
+		sm            sample
 		before, after counts
 		cpu0, cpu1    time.Duration
 		t0, t1        time.Time
 	)
 	err = wait(t.warmup)
-	if err == nil {
+	if err == nil && counters != nil {
 		before, err = counters.read()
 	}
 	if err == nil {
 		cpu0, t0 = cpuTime(), time.Now()
 		measuring.Store(true)
-		err = wait(t.duration)
+		if h.mid != nil {
+			half := t.duration / 2
+			if err = wait(half); err == nil {
+				err = h.mid()
+			}
+			if err == nil {
+				err = wait(t.duration - half)
+			}
+		} else {
+			err = wait(t.duration)
+		}
 		measuring.Store(false)
 		cpu1, t1 = cpuTime(), time.Now()
 	}
-	if err == nil {
+	if err == nil && counters != nil {
 		after, err = counters.read()
 	}
 	stop()
-	wg.Wait()
+	if !waitClosed(finished, stuckAfter) {
+		sm.stuck = running.Load()
+	}
+	if h.undo != nil {
+		if uerr := h.undo(); uerr != nil && err == nil {
+			err = uerr
+		}
+	}
+	if !waitClosed(finished, abandonAfter) {
+		sm.abandoned = running.Load()
+	}
+	sm.closeStuck = !closeBounded(clients, closeWait)
 	if err != nil {
 		return sample{}, err
 	}
 
-	var (
-		sm     sample
-		counts = make([]float64, len(workers))
-		all    []time.Duration
-	)
+	counts := make([]float64, len(workers))
+	var all []time.Duration
 	for i := range workers {
 		me := &workers[i]
+		me.mu.Lock()
 		sm.grants += me.grants
 		sm.gaveUp += me.gaveUp
 		sm.unlockErrs += me.unlockErrs
@@ -177,6 +256,7 @@ func runCase(ctx context.Context, p peer, w workload, addrs []string, s settings
 		}
 		counts[i] = float64(me.grants)
 		all = append(all, me.lats...)
+		me.mu.Unlock()
 	}
 	sm.lat = summarize(all)
 	sm.jain = jain(counts)
@@ -184,10 +264,71 @@ func runCase(ctx context.Context, p peer, w workload, addrs []string, s settings
 	sm.opsPerSec = float64(sm.grants) / t1.Sub(t0).Seconds()
 	if sm.grants > 0 {
 		sm.cpuPerOp = (cpu1 - cpu0) / time.Duration(sm.grants)
-		sm.cmdsPerOp = float64(counters.commandsBetween(before, after)) / float64(sm.grants)
+		if counters != nil {
+			sm.cmdsPerOp = float64(counters.commandsBetween(before, after)) / float64(sm.grants)
+		}
 	}
 	sm.conns = after.connections - before.connections
 	return sm, nil
+}
+
+// waitClosed waits up to d for ch to be closed, and says whether it was.
+func waitClosed(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// openBounded opens the clients of a case, waiting no longer than wait: a
+// library whose constructor waits on a node that does not answer gives a
+// *startError, and what it opens later is closed as soon as it returns.
+func openBounded(ctx context.Context, p peer, n int, addrs []string, s settings, wait time.Duration) ([]locker, error) {
+	type opened struct {
+		ls  []locker
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		ls, err := openClients(p, n, addrs, s)
+		ch <- opened{ls, err}
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			return nil, &startError{o.err}
+		}
+		return o.ls, nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	go func() {
+		if o := <-ch; o.err == nil {
+			closeClients(o.ls) //nolint:errcheck // nobody is waiting for it
+		}
+	}()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, &startError{fmt.Errorf("no client after %v", wait)}
+}
+
+// closeBounded closes the clients, waiting no longer than wait, and says
+// whether they closed in time; their errors are not reported (the end of a
+// case: nothing to do about them).
+func closeBounded(ls []locker, wait time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		closeClients(ls) //nolint:errcheck // see above
+		close(done)
+	}()
+	return waitClosed(done, wait)
 }
 
 // drive is one goroutine of a case. The latency of a grant runs from the
@@ -199,10 +340,12 @@ func drive(ctx context.Context, l locker, hold time.Duration, key string, holder
 		unlock, err := l.lock(ctx, key)
 		if err != nil {
 			if ctx.Err() == nil && measuring.Load() {
+				me.mu.Lock()
 				me.gaveUp++
 				if me.firstErr == nil {
 					me.firstErr = err
 				}
+				me.mu.Unlock()
 			}
 			continue
 		}
@@ -211,8 +354,10 @@ func drive(ctx context.Context, l locker, hold time.Duration, key string, holder
 			overlaps.Add(1)
 		}
 		if measuring.Load() {
+			me.mu.Lock()
 			me.grants++
 			me.lats = append(me.lats, lat)
+			me.mu.Unlock()
 		}
 		if hold > 0 {
 			time.Sleep(hold)
@@ -220,10 +365,12 @@ func drive(ctx context.Context, l locker, hold time.Duration, key string, holder
 		holders.Add(-1)
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := unlock(uctx); err != nil && measuring.Load() {
+			me.mu.Lock()
 			me.unlockErrs++
 			if me.firstErr == nil {
 				me.firstErr = fmt.Errorf("unlock: %w", err)
 			}
+			me.mu.Unlock()
 		}
 		cancel()
 		wanted = time.Now()
