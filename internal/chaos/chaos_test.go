@@ -29,7 +29,7 @@ const maxListed = 10
 // fall below its floor (MinAvailability) of the baseline's. One scenario
 // runs with -run 'TestChaos/black' (its name, spaces as underscores),
 // and reports its grants per second without a share of the baseline's;
-// -run 'TestChaos/^(baseline|minority_killed)' runs the baseline first, for
+// -run 'TestChaos/^(baseline|one_node_dead)' runs the baseline first, for
 // that share.
 func TestChaos(t *testing.T) {
 	settings, mode := Short, "short"
@@ -44,12 +44,15 @@ func TestChaos(t *testing.T) {
 	if s == 0 {
 		s = rand.Uint64()
 	}
-	brief := settings.Duration
+	brief, steady := settings.Duration, settings.Duration
 	if settings.Brief > 0 {
 		brief = settings.Brief
 	}
-	t.Logf("chaos: %s run, %d nodes, %d clients of the lock and %d of the primitives (%d client processes where they run as such), %v per scenario (%v for the newest), seed %d (replay: -chaos.seed=%d)",
-		mode, settings.Nodes, settings.Clients, len(primWorks(settings.Prims)), settings.Procs, settings.Duration, brief, s, s)
+	if settings.Steady > 0 {
+		steady = settings.Steady
+	}
+	t.Logf("chaos: %s run, %d nodes, %d clients of the lock and %d of the primitives (%d client processes where they run as such), %v per scenario (%v for the brief ones, %v for those of one state), seed %d (replay: -chaos.seed=%d)",
+		mode, settings.Nodes, settings.Clients, len(primWorks(settings.Prims)), settings.Procs, settings.Duration, brief, steady, s, s)
 
 	var (
 		results []Result

@@ -107,6 +107,16 @@
 // In the short run these three, and the unsafe skew, last half as long as
 // the others.
 //
+// Four more hold one state for the whole run, for their availability: a
+// failed minority must cost the clients nearly nothing, not only keep
+// them safe. One node silent (stopped with SIGSTOP: connects succeed,
+// nothing answers) since before the clients are made, two nodes silent
+// so, one node silenced a quarter to half-way through, and one node dead
+// (killed, its port closed: connects are refused) since before the
+// clients are made, back only once the run is over. Each is safe, and
+// must reach half the baseline's lock grants per second. They last
+// Settings.Steady: 10 seconds in the full run, 2 in the short one.
+//
 // A scenario's seed fixes its fault schedule and the clients' draws; the
 // interleaving with real time does not replay exactly.
 //

@@ -30,9 +30,13 @@ type faults struct {
 	// without persistence, the safe ones with appendfsync always or with
 	// the clients' quarantine of restarted nodes.
 	restartNow bool
+	// started is set once the clients run (begin): faults before that
+	// are the state the clients are made in (Scenario.before).
+	started bool
 
 	paused  []bool
 	downAt  []time.Time     // zero while the node runs
+	refused []bool          // the node's paths refuse connects (down)
 	cut     map[[2]int]bool // black-holed paths, by node and client
 	pending []action
 	count   map[string]int
@@ -48,10 +52,28 @@ type action struct {
 // that the keys it held have expired everywhere when it returns.
 const downFor = 100 * time.Millisecond
 
-func newFaults(t testing.TB, rng *rand.Rand, nodes []*redistest.Node, paths [][]*Proxy, maxTTL time.Duration, d time.Duration) *faults {
-	return &faults{t: t, rng: rng, nodes: nodes, paths: paths, maxTTL: maxTTL, end: time.Now().Add(d),
-		paused: make([]bool, len(nodes)), downAt: make([]time.Time, len(nodes)), cut: make(map[[2]int]bool),
-		count: make(map[string]int)}
+// newFaults returns the faults of a run whose clients are not made yet;
+// begin starts their schedule.
+func newFaults(t testing.TB, rng *rand.Rand, nodes []*redistest.Node, paths [][]*Proxy, maxTTL time.Duration) *faults {
+	return &faults{t: t, rng: rng, nodes: nodes, paths: paths, maxTTL: maxTTL,
+		paused: make([]bool, len(nodes)), downAt: make([]time.Time, len(nodes)), refused: make([]bool, len(nodes)),
+		cut: make(map[[2]int]bool), count: make(map[string]int)}
+}
+
+// begin starts the schedule, which lasts d, once the clients run.
+func (f *faults) begin(d time.Duration) {
+	f.started = true
+	f.end = time.Now().Add(d)
+}
+
+// counted counts a fault injected once the clients run as what, and one
+// injected before they were made (Scenario.before) as what " before the
+// clients", which nothing the clients wrote can have been lost to.
+func (f *faults) counted(what string) {
+	if !f.started {
+		what += " before the clients"
+	}
+	f.count[what]++
 }
 
 func (f *faults) n() int        { return len(f.nodes) }
@@ -141,7 +163,7 @@ func (f *faults) pause(i int) {
 	}
 	f.nodes[i].Pause()
 	f.paused[i] = true
-	f.count["pause"]++
+	f.counted("pause")
 }
 
 func (f *faults) resume(i int) {
@@ -161,11 +183,27 @@ func (f *faults) kill(i int) {
 	f.nodes[i].Kill()
 	f.paused[i] = false
 	f.downAt[i] = time.Now()
-	f.count["kill"]++
+	f.counted("kill")
+}
+
+// down kills node i, as kill does, and closes its port on every path:
+// the clients' connects are refused, as by a host whose server is dead.
+// revive brings both back.
+func (f *faults) down(i int) {
+	f.kill(i)
+	if f.refused[i] {
+		return
+	}
+	for _, p := range f.paths[i] {
+		p.Refuse()
+	}
+	f.refused[i] = true
+	f.counted("port closed")
 }
 
 // revive restarts killed node i, empty (or from its append-only file),
-// first waiting out what is left of its time down.
+// first waiting out what is left of its time down, and opens its port
+// again on every path if down closed it.
 func (f *faults) revive(i int) {
 	if f.downAt[i].IsZero() {
 		return
@@ -175,6 +213,14 @@ func (f *faults) revive(i int) {
 	}
 	f.nodes[i].Revive()
 	f.downAt[i] = time.Time{}
+	if f.refused[i] {
+		for _, p := range f.paths[i] {
+			if err := p.Reopen(); err != nil {
+				f.t.Fatalf("chaos: node %d: %v", i, err)
+			}
+		}
+		f.refused[i] = false
+	}
 }
 
 // restart kills node i and starts it again at once: unsafe without

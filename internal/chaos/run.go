@@ -61,12 +61,13 @@ func (r Result) Failed() []Violation {
 	return failed
 }
 
-// Run runs one scenario on fresh nodes: the clients work through their
-// own paths (proxies) to the nodes while the faults are injected, then
-// every fault is healed, the clients are closed, and the history, the
-// store's writes and the leftovers are checked. Faults, workloads and
-// names are drawn from seed; timing is not, so a seed replays the
-// schedule, not the exact interleaving.
+// Run runs one scenario on fresh nodes: the faults the clients are to be
+// made in (Scenario.before) are injected first, then the clients work
+// through their own paths (proxies) to the nodes while the faults are
+// injected, then every fault is healed, the clients are closed, and the
+// history, the store's writes and the leftovers are checked. Faults,
+// workloads and names are drawn from seed; timing is not, so a seed
+// replays the schedule, not the exact interleaving.
 func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	t.Helper()
 	began := time.Now()
@@ -113,6 +114,11 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	var clocks *Clocks
 	if sc.Skew {
 		clocks = NewClocks(s.Nodes)
+	}
+	// The state the clients are made in, and then their faults' schedule.
+	f := newFaults(t, rand.New(rand.NewPCG(seed, 0xfa)), cluster.Nodes, paths, s.Load.TTL)
+	if sc.before != nil {
+		sc.before(f)
 	}
 
 	h := NewHistory()
@@ -179,12 +185,15 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	}
 
 	d := s.Duration
-	if sc.Brief && s.Brief > 0 {
+	switch {
+	case sc.Brief && s.Brief > 0:
 		d = s.Brief
+	case sc.Steady && s.Steady > 0:
+		d = s.Steady
 	}
-	f := newFaults(t, rand.New(rand.NewPCG(seed, 0xfa)), cluster.Nodes, paths, load.TTL, d)
 	f.restartNow = !sc.Safe || sc.Fsync || sc.Name == quarantinedRestarts
 	f.clocks, f.procs = clocks, ps
+	f.begin(d)
 	sc.faults(f)
 	f.sleep(time.Until(f.end)) // a schedule may end early
 	healed := h.Now()          // grants from here on came with every fault undone

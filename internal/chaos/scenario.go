@@ -29,11 +29,18 @@ type Scenario struct {
 	// Brief scenarios last Settings.Brief, when set, instead of Duration:
 	// the short run has them briefly.
 	Brief bool
+	// Steady scenarios hold one state, for their availability: they last
+	// Settings.Steady, when set, instead of Duration.
+	Steady bool
 	// MinAvailability is the least share of the baseline's lock grants per
 	// second that the scenario must reach (Result.Availability); 0 for no
 	// floor. It fails the full and long runs, where the baseline ran
 	// before it; the short run only reports it.
 	MinAvailability float64
+	// before, when set, injects the faults the clients are made in: it
+	// runs once the nodes and the paths to them are up and before any
+	// client (its redlock.Client, or its process) exists.
+	before func(f *faults)
 	// faults injects the faults until the scenario's time is up.
 	faults func(f *faults)
 }
@@ -45,6 +52,7 @@ type Settings struct {
 	Procs    int           // client processes, in the scenarios that run them
 	Duration time.Duration // of each scenario, faults and workloads
 	Brief    time.Duration // of the Brief scenarios, when set
+	Steady   time.Duration // of the Steady scenarios, when set
 	Load     Load
 	// Prims are the primitives' clients, by workload, beside the lock's
 	// Clients in every scenario that runs clients in the test's process.
@@ -54,16 +62,18 @@ type Settings struct {
 // Full is the run of make chaos: every scenario within about six and a
 // half minutes on two cores, and more than 10,000 grants in the safe
 // scenarios.
-var Full = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 25 * time.Second, Load: defaultLoad, Prims: fullPrims}
+var Full = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 25 * time.Second, Steady: 10 * time.Second,
+	Load: defaultLoad, Prims: fullPrims}
 
 // Short is the run of make test: every scenario, briefly, within about 70
 // seconds.
-var Short = Settings{Nodes: 5, Clients: 10, Procs: 4, Duration: 4 * time.Second, Brief: 2 * time.Second, Load: defaultLoad,
-	Prims: shortPrims}
+var Short = Settings{Nodes: 5, Clients: 10, Procs: 4, Duration: 4 * time.Second, Brief: 2 * time.Second,
+	Steady: 2 * time.Second, Load: defaultLoad, Prims: shortPrims}
 
 // Long is the run of make chaos LONG=1: the full run, six times as long
 // (about 35 minutes), for more than 100,000 grants in the safe scenarios.
-var Long = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 150 * time.Second, Load: defaultLoad, Prims: fullPrims}
+var Long = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 150 * time.Second, Steady: 60 * time.Second,
+	Load: defaultLoad, Prims: fullPrims}
 
 // The primitives' clients of the full and long runs, and of the short
 // run: more permit clients than a semaphore's permits, readers beside
@@ -110,7 +120,10 @@ var skewMix = map[Workload]int{Acquire: 6, DoOrSkip: 2, Do: 1, KeepAlive: 1, Hol
 // Scenarios returns the suite: the safe scenarios first, then the
 // immediate restarts: without persistence, where the clients' quarantine
 // of restarted nodes keeps the lock safe and turning it off does not,
-// and with persistence.
+// and with persistence; the unsafe skew; and last the states of a failed
+// minority, held for the whole run, whose availability has a floor. The
+// baseline comes first, for the others' share of its availability; new
+// scenarios go last, so that a seed replays the earlier ones as before.
 func Scenarios() []Scenario {
 	return []Scenario{
 		{Name: "baseline", Safe: true, faults: func(f *faults) { f.sleep(time.Hour) }},
@@ -132,7 +145,61 @@ func Scenarios() []Scenario {
 		{Name: "majority restarted at once, appendfsync always", Safe: true, Fsync: true, faults: restartAtOnce},
 		{Name: "majority's clocks 10% fast (unsafe)", Safe: false, Skew: true, Brief: true, Mix: skewMix,
 			faults: clocksSkewed(unsafeSkew)},
+		// A failed minority costs nothing: the same safety, and at least
+		// minorityFloor of the baseline's grants per second.
+		{Name: "one node silent since before the clients start", Safe: true, Steady: true,
+			MinAvailability: minorityFloor, before: silentFromTheStart(1), faults: holdState},
+		{Name: "two nodes silent since before the clients start", Safe: true, Steady: true,
+			MinAvailability: minorityFloor, before: silentFromTheStart(2), faults: holdState},
+		{Name: "one node silenced mid-run", Safe: true, Steady: true,
+			MinAvailability: minorityFloor, faults: silencedMidRun},
+		{Name: "one node dead since before the clients start", Safe: true, Steady: true,
+			MinAvailability: minorityFloor, before: deadFromTheStart(1), faults: holdState},
 	}
+}
+
+// minorityFloor is the least share of the baseline's lock grants per
+// second that the scenarios of a failed minority must reach: a node that
+// does not answer, or refuses, must not make every call wait for it.
+const minorityFloor = 0.5
+
+// silentFromTheStart stops k nodes (SIGSTOP) before the clients are made,
+// for the whole run: the clients meet them silent (their connects
+// succeed, nothing ever answers) from their first call on.
+func silentFromTheStart(k int) func(f *faults) {
+	return func(f *faults) {
+		for _, i := range f.pick(k) {
+			f.pause(i)
+		}
+	}
+}
+
+// deadFromTheStart kills k nodes and closes their ports before the
+// clients are made, for the whole run: every connect to them is refused.
+// They come back, empty, once the scenario's time is up, for the leak
+// checks.
+func deadFromTheStart(k int) func(f *faults) {
+	return func(f *faults) {
+		for _, i := range f.pick(k) {
+			f.down(i)
+		}
+	}
+}
+
+// holdState keeps the state the clients were made in (Scenario.before)
+// until the scenario's time is up.
+func holdState(f *faults) { f.sleep(time.Until(f.end)) }
+
+// silencedMidRun stops one node (SIGSTOP) once the clients have worked
+// for a quarter to a half of the scenario's time, and leaves it silent to
+// the end: the clients knew it answering, and must stop waiting for it.
+func silencedMidRun(f *faults) {
+	left := time.Until(f.end)
+	if !f.sleep(f.between(left/4, left/2)) {
+		return
+	}
+	f.pause(f.pick(1)[0])
+	f.sleep(time.Until(f.end))
 }
 
 // clientsSettle is how long the restart scenarios wait before their first
