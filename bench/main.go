@@ -5,12 +5,18 @@
 //	cd bench && go run . -nodes 1       # one node: bsm/redislock joins in
 //	cd bench && go run . -quick         # a short smoke run
 //	cd bench && go run . -clients 8     # every workload over 8 independent clients
+//	cd bench && go run . -states healthy,silent1,dead1 -workloads 1-distinct,64-distinct
+//	                                    # also with a node silent, and dead
 //
 // Every library runs the same workloads in turn (never two at once, so
 // that the process's CPU time and the nodes' command counters belong to
 // one case), and a markdown table of the medians goes to standard output;
-// progress goes to standard error. It lives in a module of its own so
-// that users of goredlock never download the libraries it is compared with.
+// progress goes to standard error. With -states, the workloads run again
+// with a minority of the nodes silent (SIGSTOP) or dead (killed), every
+// library in the same state in the same run (states.go), and a table per
+// workload sets the degraded rows beside goredlock's healthy one. It lives
+// in a module of its own so that users of goredlock never download the
+// libraries it is compared with.
 //
 // The peers' versions are pinned in go.mod: redsync v4.15.0 is the newest
 // whose module graph (its tests need rueidis/rueidiscompat at the same
@@ -60,17 +66,19 @@ type config struct {
 	settings  settings
 	peers     []peer
 	workloads []workload
-	server    string   // redis-server binary
-	args      []string // the flags as given, for the report
+	states    []nodeState
+	startWait time.Duration // how long a library's clients may take to open
+	server    string        // redis-server binary
+	args      []string      // the flags as given, for the report
 }
 
 func parse(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var (
-		cfg                config
-		quick              bool
-		peerList, wlList   string
-		allPeers, allLoads []string
+		cfg                         config
+		quick                       bool
+		peerList, wlList, stateList string
+		allPeers, allLoads          []string
 	)
 	for _, p := range peers() {
 		if !p.extra {
@@ -90,6 +98,8 @@ func parse(args []string) (config, error) {
 	fs.BoolVar(&quick, "quick", false, "a smoke run: 300 ms per case after 100 ms, 1 repetition")
 	fs.StringVar(&peerList, "peers", strings.Join(allPeers, ","), "libraries to run; also goredlock-pool, goredlock-pool-counted, goredlock-pool-percall (redis.New over a caller's redigo pool: as it is, counted by redis.CountDials, a connection per call), goredlock-goredis, goredlock-rueidis, goredlock-valkey (the other transports) and goredlock-permit, goredlock-read, goredlock-write (the primitives)")
 	fs.StringVar(&wlList, "workloads", strings.Join(allLoads, ","), "workloads to run")
+	fs.StringVar(&stateList, "states", "healthy", "node states to run every workload in, each library in turn: healthy, silent1 and silent2 (the last 1 or 2 nodes stopped with SIGSTOP before the clients are created), silent-mid (the last node stopped halfway through the measured window), dead1 (the last node killed before the clients are created, its port refusing connections); each case puts the nodes back (SIGCONT, restart on the same port) and waits until they answer. All: "+stateNames())
+	fs.DurationVar(&cfg.startWait, "start-wait", 5*time.Second, "how long a library's clients may take to be created: past it, or on an error, a degraded state's row says cannot start (a healthy case fails the run)")
 	fs.StringVar(&cfg.server, "redis-server", "redis-server", "the redis-server binary")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -114,6 +124,8 @@ func parse(args []string) (config, error) {
 		return config{}, fmt.Errorf("-ttl %v: use at least 1s, so that no lock runs out while held", cfg.settings.ttl)
 	case cfg.settings.retry <= 0:
 		return config{}, fmt.Errorf("-retry %v: must be positive", cfg.settings.retry)
+	case cfg.startWait <= 0:
+		return config{}, fmt.Errorf("-start-wait %v: must be positive", cfg.startWait)
 	}
 	var err error
 	if cfg.peers, err = pick(peers(), peerList, func(p peer) string { return p.name }); err != nil {
@@ -121,6 +133,12 @@ func parse(args []string) (config, error) {
 	}
 	if cfg.workloads, err = pick(withClients(workloads(), cfg.clients), wlList, func(w workload) string { return w.name }); err != nil {
 		return config{}, fmt.Errorf("-workloads: %w", err)
+	}
+	if cfg.states, err = pick(nodeStates(), stateList, func(st nodeState) string { return st.name }); err != nil {
+		return config{}, fmt.Errorf("-states: %w", err)
+	}
+	if err := checkStates(cfg.states, cfg.nodes); err != nil {
+		return config{}, fmt.Errorf("-states: %w", err)
 	}
 	cfg.args = args
 	return cfg, nil
@@ -160,6 +178,12 @@ func run(ctx context.Context, cfg config, out, progress io.Writer) (*results, er
 		return nil, err
 	}
 	defer stopNodes(nodes)
+	return runOn(ctx, cfg, nodes, out, progress)
+}
+
+// runOn is run on nodes already started (len(nodes) == cfg.nodes), which
+// it leaves running and healthy.
+func runOn(ctx context.Context, cfg config, nodes []*node, out, progress io.Writer) (*results, error) {
 	var addrs []string
 	for _, nd := range nodes {
 		addrs = append(addrs, nd.addr)
@@ -172,24 +196,30 @@ func run(ctx context.Context, cfg config, out, progress io.Writer) (*results, er
 
 	res := newResults(cfg, counters.serverVersion())
 	for rep := 0; rep < cfg.reps; rep++ {
-		for wi, w := range cfg.workloads {
-			// Rotate the order of the libraries from one repetition to the
-			// next, so that none always runs first or last.
-			for k := range cfg.peers {
-				pi := (k + rep) % len(cfg.peers)
-				p := cfg.peers[pi]
-				if why := p.skip(cfg.nodes, w); why != "" {
-					res.skipped(pi, wi, why)
-					continue
+		for si, st := range cfg.states {
+			for wi, w := range cfg.workloads {
+				// Rotate the order of the libraries from one repetition to
+				// the next, so that none always runs first or last.
+				for k := range cfg.peers {
+					pi := (k + rep) % len(cfg.peers)
+					p := cfg.peers[pi]
+					if why := p.skip(cfg.nodes, w); why != "" {
+						res.skipped(pi, wi, why)
+						continue
+					}
+					name := fmt.Sprintf("%s, %s", p.name, w.name)
+					prefix := fmt.Sprintf("bench:%s:%s:%d", p.name, w.name, rep)
+					if !st.healthy() {
+						name = fmt.Sprintf("%s, %s", name, st.name)
+						prefix = fmt.Sprintf("bench:%s:%s:%s:%d", st.name, p.name, w.name, rep)
+					}
+					sm, err := runInState(ctx, cfg, st, nodes, counters, p, w, addrs, prefix)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", name, err)
+					}
+					res.add(si, pi, wi, sm)
+					progressLine(progress, rep, cfg.reps, st, w, p, sm)
 				}
-				prefix := fmt.Sprintf("bench:%s:%s:%d", p.name, w.name, rep)
-				sm, err := runCase(ctx, p, w, addrs, cfg.settings, cfg.timing, counters, prefix)
-				if err != nil {
-					return nil, fmt.Errorf("%s, %s: %w", p.name, w.name, err)
-				}
-				res.add(pi, wi, sm)
-				fmt.Fprintf(progress, "rep %d/%d  %-15s %-20s %9.0f ops/s  p99 %-9s overlaps %d\n",
-					rep+1, cfg.reps, w.name, p.name, sm.opsPerSec, fmtDur(sm.lat.p99), sm.overlaps)
 			}
 		}
 	}
@@ -197,4 +227,56 @@ func run(ctx context.Context, cfg config, out, progress io.Writer) (*results, er
 		return nil, err
 	}
 	return res, nil
+}
+
+// runInState runs one case in state st: the state is set up before the
+// clients are created (or halfway through the window, silent-mid) and
+// undone before the next case, also on error. In a degraded state, a
+// library whose clients cannot be created gets a sample that says so, and
+// the nodes' command counters are not read (a silent node would not
+// answer INFO).
+func runInState(ctx context.Context, cfg config, st nodeState, nodes []*node, counters *nodeCounters, p peer, w workload, addrs []string, prefix string) (sample, error) {
+	h := hooks{openWait: cfg.startWait}
+	if st.healthy() {
+		return runCaseWith(ctx, p, w, addrs, cfg.settings, cfg.timing, counters, prefix, h)
+	}
+	f := &faults{st: st, nodes: nodes, counters: counters}
+	h.undo = func() error { return f.undo(ctx) }
+	if st.silentMid > 0 {
+		h.mid = f.mid
+	}
+	err := f.before()
+	var sm sample
+	if err == nil {
+		sm, err = runCaseWith(ctx, p, w, addrs, cfg.settings, cfg.timing, nil, prefix, h)
+	}
+	uerr := f.undo(ctx)
+	var se *startError
+	if errors.As(err, &se) {
+		err, sm = nil, sample{cannotStart: se.err.Error()}
+	}
+	if err == nil {
+		err = uerr
+	}
+	return sm, err
+}
+
+func progressLine(w io.Writer, rep, reps int, st nodeState, wl workload, p peer, sm sample) {
+	state := ""
+	if !st.healthy() {
+		state = st.name + "  "
+	}
+	if sm.cannotStart != "" {
+		fmt.Fprintf(w, "rep %d/%d  %s%-15s %-20s cannot start: %s\n", rep+1, reps, state, wl.name, p.name, sm.cannotStart)
+		return
+	}
+	var extra string
+	if sm.stuck > 0 {
+		extra = fmt.Sprintf("  stuck %d", sm.stuck)
+	}
+	if sm.abandoned > 0 {
+		extra += fmt.Sprintf("  abandoned %d", sm.abandoned)
+	}
+	fmt.Fprintf(w, "rep %d/%d  %s%-15s %-20s %9.0f ops/s  p50 %-9s p99 %-9s overlaps %d%s\n",
+		rep+1, reps, state, wl.name, p.name, sm.opsPerSec, fmtDur(sm.lat.p50), fmtDur(sm.lat.p99), sm.overlaps, extra)
 }

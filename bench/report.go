@@ -16,21 +16,42 @@ import (
 type results struct {
 	cfg     config
 	redis   string
-	samples map[[2]int][]sample // by peer and workload index
-	skips   map[[2]int]string
+	samples map[caseKey][]sample
+	skips   map[[2]int]string // by peer and workload index
 }
+
+// caseKey is a case by the indexes of its state, peer and workload in the
+// config.
+type caseKey struct{ state, peer, wl int }
 
 func newResults(cfg config, redisVersion string) *results {
-	return &results{cfg: cfg, redis: redisVersion, samples: map[[2]int][]sample{}, skips: map[[2]int]string{}}
+	return &results{cfg: cfg, redis: redisVersion, samples: map[caseKey][]sample{}, skips: map[[2]int]string{}}
 }
 
-func (r *results) add(peer, wl int, s sample) {
-	r.samples[[2]int{peer, wl}] = append(r.samples[[2]int{peer, wl}], s)
+func (r *results) add(state, peer, wl int, s sample) {
+	k := caseKey{state, peer, wl}
+	r.samples[k] = append(r.samples[k], s)
+}
+
+// stateIndex is the index of the state called name in the config, or -1.
+func (r *results) stateIndex(name string) int {
+	return slices.IndexFunc(r.cfg.states, func(st nodeState) bool { return st.name == name })
+}
+
+// peerIndex is the index of the peer called name in the config, or -1.
+func (r *results) peerIndex(name string) int {
+	return slices.IndexFunc(r.cfg.peers, func(p peer) bool { return p.name == name })
+}
+
+// degraded says whether any state but healthy ran.
+func (r *results) degraded() bool {
+	return slices.ContainsFunc(r.cfg.states, func(st nodeState) bool { return !st.healthy() })
 }
 
 func (r *results) skipped(peer, wl int, why string) { r.skips[[2]int{peer, wl}] = why }
 
-// row is the medians of one case over its repetitions.
+// row is the medians of one case over its repetitions (those whose
+// clients could be created).
 type row struct {
 	label                  string
 	clients                int // independent clients the case ran over
@@ -39,20 +60,48 @@ type row struct {
 	overlaps, gaveUp, runs int64
 	unlockErrs, conns      int64
 	firstErr               string
+	// Summed over repetitions: the ones that could not start (startErr
+	// says why, the first time), goroutines still in a call stuckAfter
+	// after the window, goroutines abandoned, closes that did not return.
+	cannotStart, stuck, abandoned, closeStuck int64
+	startErr                                  string
 }
 
+// row is the healthy state's row of peer on workload wl.
 func (r *results) row(peer, wl int) (row, bool) {
-	ss := r.samples[[2]int{peer, wl}]
-	if len(ss) == 0 {
+	return r.rowIn(r.stateIndex("healthy"), peer, wl)
+}
+
+// rowIn is state st's row of peer on workload wl; false when it did not run.
+func (r *results) rowIn(st, peer, wl int) (row, bool) {
+	all := r.samples[caseKey{st, peer, wl}]
+	if len(all) == 0 {
 		return row{}, false
 	}
 	var (
-		rw                      = row{label: r.cfg.peers[peer].label(r.cfg.settings), clients: r.cfg.workloads[wl].lockers(), runs: int64(len(ss))}
+		rw                      = row{label: r.cfg.peers[peer].label(r.cfg.settings), clients: r.cfg.workloads[wl].lockers()}
+		ss                      []sample
 		ops, jains, cmds        []float64
 		p50s, p99s, maxes, cpus []time.Duration
 		gaveUps, conns          []int64
 	)
+	for _, s := range all {
+		if s.cannotStart != "" {
+			rw.cannotStart++
+			if rw.startErr == "" {
+				rw.startErr = s.cannotStart
+			}
+			continue
+		}
+		ss = append(ss, s)
+	}
+	rw.runs = int64(len(ss))
 	for _, s := range ss {
+		rw.stuck += s.stuck
+		rw.abandoned += s.abandoned
+		if s.closeStuck {
+			rw.closeStuck++
+		}
 		ops = append(ops, s.opsPerSec)
 		jains = append(jains, s.jain)
 		cmds = append(cmds, s.cmdsPerOp)
@@ -106,12 +155,45 @@ func (r *results) write(w io.Writer) error {
 	fmt.Fprintf(bw, "- nodes: %d redis-server processes on loopback (no persistence), on the same machine as the client\n", cfg.nodes)
 	fmt.Fprintf(bw, "- each case: %v warm-up, then %v measured; medians of %d repetition(s); TTL %v\n", cfg.timing.warmup, cfg.timing.duration, cfg.reps, cfg.settings.ttl)
 	fmt.Fprintf(bw, "- command: `%s`\n", commandLine(cfg.args))
-	base := -1 // the row the others are compared with
-	for i, p := range cfg.peers {
-		if p.name == "redsync" {
-			base = i
+	if r.degraded() {
+		var names []string
+		for _, st := range cfg.states {
+			names = append(names, st.name)
 		}
+		fmt.Fprintf(bw, "- node states: %s (see Degraded nodes)\n", strings.Join(names, ", "))
 	}
+	if r.stateIndex("healthy") >= 0 {
+		r.writeHealthy(bw)
+	}
+	if r.degraded() {
+		r.writeDegraded(bw)
+	}
+	fmt.Fprintf(bw, "\n### How to read it\n\n")
+	fmt.Fprintln(bw, "- ops/s: grants per second over the measured window; ÷ redsync: the same relative to redsync's in that table.")
+	fmt.Fprintln(bw, "- p50/p99/max: acquire latency, from the moment a goroutine wants the lock to its grant, across the times its library gives up and it calls again.")
+	fmt.Fprintln(bw, "- Jain: fairness of the grant counts over goroutines (1 = equal shares, 1/n = one goroutine takes all).")
+	fmt.Fprintln(bw, "- overlaps: grants while another goroutine of the case still held the same key, summed over repetitions. Must be 0.")
+	fmt.Fprintln(bw, "- CPU µs/op: user+system CPU time of the whole client process (harness included) per grant; the nodes' CPU is not in it.")
+	fmt.Fprintln(bw, "- Redis cmds/op: commands the nodes ran per grant, summed over nodes (INFO total_commands_processed); commands a Lua script runs count too, so one EVALSHA of a GET+DEL script counts 3.")
+	fmt.Fprintln(bw, "- ÷ uncontended: Redis cmds/op relative to the same library's on one goroutine without contention (goredlock's for its retry variant); – when that case did not run.")
+	fmt.Fprintln(bw, "- gave up: lock calls that returned an error in the window (the library's retries ran out); the goroutine calls again.")
+	if r.degraded() {
+		r.writeDegradedHowTo(bw)
+	}
+	if slices.ContainsFunc(cfg.workloads, func(w workload) bool { return w.lockers() > 1 }) {
+		fmt.Fprintln(bw, "- × N clients: the case opened N independent clients of the library, each with its own connections to the nodes, as N processes would (goredlock: a redlock.Client each over its own redis.FromURL servers; redsync: an instance each over its own pools; the others likewise), and dealt the goroutines over them round-robin. Rows without it ran on one client.")
+	}
+	fmt.Fprintf(bw, "\n### The libraries\n\n")
+	for _, p := range cfg.peers {
+		fmt.Fprintf(bw, "- %s: %s\n", p.label(cfg.settings), p.about)
+	}
+	return bw.Flush()
+}
+
+// writeHealthy writes a table per workload of the healthy state's rows.
+func (r *results) writeHealthy(bw *bufio.Writer) {
+	cfg := r.cfg
+	base := r.peerIndex("redsync") // the row the others are compared with
 	for wi, wl := range cfg.workloads {
 		fmt.Fprintf(bw, "\n### %s\n\n", wl.title)
 		fmt.Fprintln(bw, "| library | ops/s | ÷ redsync | p50 | p99 | max | Jain | overlaps | CPU µs/op | Redis cmds/op | ÷ uncontended | gave up |")
@@ -157,23 +239,6 @@ func (r *results) write(w io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintf(bw, "\n### How to read it\n\n")
-	fmt.Fprintln(bw, "- ops/s: grants per second over the measured window; ÷ redsync: the same relative to redsync's in that table.")
-	fmt.Fprintln(bw, "- p50/p99/max: acquire latency, from the moment a goroutine wants the lock to its grant, across the times its library gives up and it calls again.")
-	fmt.Fprintln(bw, "- Jain: fairness of the grant counts over goroutines (1 = equal shares, 1/n = one goroutine takes all).")
-	fmt.Fprintln(bw, "- overlaps: grants while another goroutine of the case still held the same key, summed over repetitions. Must be 0.")
-	fmt.Fprintln(bw, "- CPU µs/op: user+system CPU time of the whole client process (harness included) per grant; the nodes' CPU is not in it.")
-	fmt.Fprintln(bw, "- Redis cmds/op: commands the nodes ran per grant, summed over nodes (INFO total_commands_processed); commands a Lua script runs count too, so one EVALSHA of a GET+DEL script counts 3.")
-	fmt.Fprintln(bw, "- ÷ uncontended: Redis cmds/op relative to the same library's on one goroutine without contention (goredlock's for its retry variant); – when that case did not run.")
-	fmt.Fprintln(bw, "- gave up: lock calls that returned an error in the window (the library's retries ran out); the goroutine calls again.")
-	if slices.ContainsFunc(cfg.workloads, func(w workload) bool { return w.lockers() > 1 }) {
-		fmt.Fprintln(bw, "- × N clients: the case opened N independent clients of the library, each with its own connections to the nodes, as N processes would (goredlock: a redlock.Client each over its own redis.FromURL servers; redsync: an instance each over its own pools; the others likewise), and dealt the goroutines over them round-robin. Rows without it ran on one client.")
-	}
-	fmt.Fprintf(bw, "\n### The libraries\n\n")
-	for _, p := range cfg.peers {
-		fmt.Fprintf(bw, "- %s: %s\n", p.label(cfg.settings), p.about)
-	}
-	return bw.Flush()
 }
 
 // commandLine is how to run this again.
