@@ -264,7 +264,7 @@ func runInState(ctx context.Context, cfg config, st nodeState, nodes []*node, co
 func progressLine(w io.Writer, rep, reps int, st nodeState, wl workload, p peer, sm sample) {
 	state := ""
 	if !st.healthy() {
-		state = st.name + "  "
+		state = fmt.Sprintf("%-11s ", st.name)
 	}
 	if sm.cannotStart != "" {
 		fmt.Fprintf(w, "rep %d/%d  %s%-15s %-20s cannot start: %s\n", rep+1, reps, state, wl.name, p.name, sm.cannotStart)
