@@ -7,7 +7,7 @@
 // It is the evidence behind the README's "Guarantees and limits", and
 // anyone can rerun it:
 //
-//	make chaos                 # every scenario at full length, about six minutes
+//	make chaos                 # every scenario at full length, about seven minutes
 //	make chaos SHORT=1         # the short run, which make test runs on every change
 //	make chaos LONG=1          # every scenario for longer: over 100,000 grants in the safe ones
 //	make chaos SEED=42         # replay a run's fault schedule and workload draws

@@ -59,8 +59,8 @@ type Settings struct {
 	Prims map[Workload]int
 }
 
-// Full is the run of make chaos: every scenario within about six and a
-// half minutes on two cores, and more than 10,000 grants in the safe
+// Full is the run of make chaos: every scenario within about seven
+// minutes on two cores, and more than 10,000 grants in the safe
 // scenarios.
 var Full = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 25 * time.Second, Steady: 10 * time.Second,
 	Load: defaultLoad, Prims: fullPrims}
@@ -71,7 +71,7 @@ var Short = Settings{Nodes: 5, Clients: 10, Procs: 4, Duration: 4 * time.Second,
 	Steady: 2 * time.Second, Load: defaultLoad, Prims: shortPrims}
 
 // Long is the run of make chaos LONG=1: the full run, six times as long
-// (about 35 minutes), for more than 100,000 grants in the safe scenarios.
+// (about 40 minutes), for more than 100,000 grants in the safe scenarios.
 var Long = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 150 * time.Second, Steady: 60 * time.Second,
 	Load: defaultLoad, Prims: fullPrims}
 
