@@ -6,10 +6,10 @@ require (
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.15.0
 	github.com/gomodule/redigo v1.9.3
-	github.com/goredlock/goredlock v0.0.0
-	github.com/goredlock/goredlock/keyserver/goredis v0.0.0
-	github.com/goredlock/goredlock/keyserver/rueidis v0.0.0
-	github.com/goredlock/goredlock/keyserver/valkey v0.0.0
+	github.com/goredlock/goredlock v0.1.0
+	github.com/goredlock/goredlock/keyserver/goredis v0.1.0
+	github.com/goredlock/goredlock/keyserver/rueidis v0.1.0
+	github.com/goredlock/goredlock/keyserver/valkey v0.1.0
 	github.com/redis/go-redis/v9 v9.18.0
 	github.com/redis/rueidis v1.0.69
 	github.com/valkey-io/valkey-go v1.0.79

@@ -3,7 +3,7 @@ module github.com/goredlock/goredlock/redlockotel
 go 1.22.0
 
 require (
-	github.com/goredlock/goredlock v0.0.0
+	github.com/goredlock/goredlock v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.35.0
 	go.opentelemetry.io/otel/metric v1.35.0

@@ -1,12 +1,12 @@
 module github.com/goredlock/goredlock/integration/gocronlock
 
-go 1.22
+go 1.22.0
 
 require (
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/gomodule/redigo v1.9.3
 	github.com/google/uuid v1.6.0
-	github.com/goredlock/goredlock v0.0.0
+	github.com/goredlock/goredlock v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )

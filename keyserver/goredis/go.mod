@@ -1,9 +1,9 @@
 module github.com/goredlock/goredlock/keyserver/goredis
 
-go 1.22
+go 1.22.0
 
 require (
-	github.com/goredlock/goredlock v0.0.0
+	github.com/goredlock/goredlock v0.1.0
 	github.com/redis/go-redis/v9 v9.18.0
 	go.uber.org/goleak v1.3.0
 )

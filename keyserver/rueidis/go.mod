@@ -3,7 +3,7 @@ module github.com/goredlock/goredlock/keyserver/rueidis
 go 1.22.0
 
 require (
-	github.com/goredlock/goredlock v0.0.0
+	github.com/goredlock/goredlock v0.1.0
 	github.com/redis/rueidis v1.0.55
 	go.uber.org/goleak v1.3.0
 )

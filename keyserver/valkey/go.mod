@@ -3,7 +3,7 @@ module github.com/goredlock/goredlock/keyserver/valkey
 go 1.25.0
 
 require (
-	github.com/goredlock/goredlock v0.0.0
+	github.com/goredlock/goredlock v0.1.0
 	github.com/valkey-io/valkey-go v1.0.79
 	go.uber.org/goleak v1.3.0
 )
