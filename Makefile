@@ -9,7 +9,7 @@ PKGS        := ./...
 # peers of the comparison.
 NESTED      := keyserver/goredis keyserver/rueidis keyserver/valkey bench redlockotel integration/gocronlock
 
-.PHONY: test lint vet demo bench bench-peers chaos fuzz redis-up redis-down
+.PHONY: test lint vet demo bench bench-peers chaos fuzz redis-up redis-down release-check
 
 ## test: vet, then every test with the race detector, in this module (the
 ## short fault-injection run of internal/chaos included) and in the nested
@@ -33,6 +33,20 @@ lint: vet
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) mod tidy -diff
 	@for m in $(NESTED); do echo "== $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff) || exit 1; done
+
+## release-check: VERSION=vX.Y.Z (required): every nested module's
+## requires set to VERSION and this repository's replaces dropped, in a
+## temporary copy of the tree; the core and every published nested module
+## served at VERSION by a local file-system module proxy; the core builds
+## and vets, each nested module builds and passes go test -count=1 ./...
+## against it, and a module outside the repository go gets
+## keyserver/goredis@VERSION and builds; prints the tags to push.
+## RELEASING.md has the procedure; CI runs it for the next version
+## (.ci/release/next-version). Nested modules that are not tagged:
+RELEASE_UNPUBLISHED := bench
+release-check:
+	@test -n "$(VERSION)" || { echo "usage: make release-check VERSION=vX.Y.Z (RELEASING.md)"; exit 2; }
+	GO='$(GO)' NESTED='$(NESTED)' UNPUBLISHED='$(RELEASE_UNPUBLISHED)' ./.ci/release/check '$(VERSION)'
 
 ## demo: the quickstart: workers competing for locks on in-memory servers.
 demo:
