@@ -191,7 +191,7 @@ func (a *acquisition) notAcquired(ctxErr error) *QuorumError {
 // background.
 func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	c, o := a.c, a.o
-	if err := c.beginAttempt(ctx, a.name, a.timeout); err != nil {
+	if err := c.beginAttempt(); err != nil {
 		return nil, err
 	}
 	defer c.exit()
@@ -233,7 +233,8 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	res := c.fanOut(ctx, f)
 	t := res.tally
 	elapsed := c.clock.Since(start)
-	granted := t.won() && validity(a.ttl, elapsed, o.driftFactor) > a.margin
+	dup := c.identities.failed() // two servers found to be one store: no grant counts
+	granted := dup == nil && t.won() && validity(a.ttl, elapsed, o.driftFactor) > a.margin
 	var fence uint64
 	if granted && o.fencing {
 		// The token is drawn while the keys are held, before the verdict:
@@ -261,6 +262,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	if c.hooks.Attempt != nil {
 		c.hooks.Attempt(ctx, Attempt{Name: a.name, Number: a.attempts, Servers: t.n, Granted: t.granted, Refused: t.refused,
 			Failed: len(t.errs), Duration: elapsed, OK: granted})
+	}
+	if dup != nil {
+		return nil, dup
 	}
 	if !granted {
 		if t.won() {

@@ -98,7 +98,7 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 		quorum:    quorum(len(servers)),
 		options:   o,
 		inProcess: allInProcess(servers),
-		health:    health{failures: make([]atomic.Int64, len(servers))},
+		health:    health{failures: make([]atomic.Int64, len(servers)), breakers: make(breakers, len(servers))},
 	}
 	c.closing, c.stopClosing = context.WithCancel(context.Background())
 	c.identities.init(c.servers)
@@ -203,14 +203,14 @@ func (c *Client) enterAttempt() error {
 	return nil
 }
 
-// beginAttempt enters an attempt of the call that takes name, as
-// enterAttempt does, once the servers' identities are settled (see
-// checkIdentities); the caller exits when the attempt ends.
-func (c *Client) beginAttempt(ctx context.Context, name string, timeout time.Duration) error {
+// beginAttempt enters an attempt to take a lock, as enterAttempt does,
+// unless two servers were found to reach one store (see identities); the
+// caller exits when the attempt ends.
+func (c *Client) beginAttempt() error {
 	if err := c.enterAttempt(); err != nil {
 		return err
 	}
-	if err := c.checkIdentities(ctx, name, timeout); err != nil {
+	if err := c.identities.failed(); err != nil {
 		c.exit()
 		return err
 	}

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -88,15 +89,29 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	bg.votes.n = n
 	bg.verdict.L = &bg.mu
 	calls := n
+	made := f.after.made
 	for i := range c.servers {
 		s := &bg.servers[i]
 		s.bg, s.i = bg, i
-		if !f.undo && f.only != 0 && f.only&bit(i) == 0 { // as fan.call would answer
+		switch {
+		case !f.undo && f.only != 0 && f.only&bit(i) == 0: // as fan.call would answer
 			calls--
 			s.ok, s.skipped = true, true
 			s.state.Store(callFinished)
-			c.observe(ctx, f.op, f.name, i, nil)
 			bg.count(i, vote{server: i, ok: true})
+		case f.mustCall(i):
+			made |= bit(i)
+		default:
+			if err := c.health.breakers[i].allow(c.clock); err != nil {
+				// Not called: it stored nothing, and there is nothing to undo.
+				calls--
+				s.skipped, s.refused = true, true
+				s.state.Store(callFinished)
+				c.observe(ctx, f.op, f.name, i, err)
+				bg.count(i, vote{server: i, err: err})
+				continue
+			}
+			made |= bit(i)
 		}
 	}
 	c.bg.Add(calls)
@@ -132,7 +147,7 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	}
 	<-bg.voted
 	bg.mu.Lock()
-	r := fanned{tally: bg.votes, bg: bg}
+	r := fanned{tally: bg.votes, bg: bg, made: made}
 	bg.mu.Unlock()
 	return r
 }
@@ -152,7 +167,7 @@ func (c *Client) serve(bg *background, i int, ks keyserver.KeyServer) {
 	if bg.pending.Add(-1) == 0 {
 		bg.cancel()
 	}
-	c.observe(bg.ctx, bg.f.op, bg.f.name, i, err)
+	c.heard(bg.ctx, &bg.f, i, err)
 	bg.count(i, vote{server: i, ok: ok, n: v, holder: h, err: err})
 	if bg.f.undo && bg.awaitVerdict() && !bg.f.storedNothing(ok, err) {
 		c.undo(bg.ctx, &bg.f, i, ks)
@@ -252,8 +267,11 @@ func (bg *background) awaitVerdict() bool {
 
 // callAfter makes server i's call once the calls it must follow have
 // finished, unless the call it follows granted what this one would undo
-// (see fan.unlessGranted). A call that had to wait gets a timeout of its
-// own, as the shared one started with the fan-out.
+// (see fan.unlessGranted). A clean-up waits as long as that takes, and
+// then gets a timeout of its own, as the shared one started with the
+// fan-out; any other call waits no longer than its own deadline, so that a
+// server that stopped answering cannot chain the calls of one key behind
+// each other.
 func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	f, callCtx := &bg.f, bg.callCtx
 	waited := false
@@ -261,6 +279,14 @@ func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool,
 		select {
 		case <-after[i]:
 		default:
+			if !f.cleansUp() {
+				select {
+				case <-after[i]:
+				case <-callCtx.Done():
+					return false, 0, keyserver.Holder{}, fmt.Errorf("%s %q: not sent: an earlier call to the server has not ended: %w", f.op, f.key, callCtx.Err())
+				}
+				break
+			}
 			<-after[i]
 			waited = true
 		}
@@ -273,5 +299,5 @@ func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool,
 		defer cancel()
 		callCtx = own
 	}
-	return f.call(callCtx, i, ks)
+	return c.call(callCtx, f, i)
 }

@@ -132,6 +132,9 @@ func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
 	f := fan{op: opRead, name: e.name, key: e.key(&c.options), timeout: timeout, rule: everyAnswer, prim: r}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
+	if err := c.identities.failed(); err != nil {
+		return "", 0, err // two servers are one store: no value counts
+	}
 	t := res.tally
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -159,7 +162,9 @@ func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
 // current one ("" when none leads), then each change, never the same
 // value twice in a row. It is woken by the servers' announcements of
 // changes (and by the TTL of a leader that may expire unannounced), not
-// by polling. The channel is closed when ctx ends or the client closes. A
+// by polling. The channel is closed when ctx ends or the client closes,
+// and without a value when two of the client's servers turn out to reach
+// one store (Leader then returns ErrInvalidArgument). A
 // read that too few servers answered sends nothing; the next change or
 // the retry delay brings the next read.
 func (e *Election) Observe(ctx context.Context) <-chan string {
@@ -186,6 +191,10 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	for {
 		watch.armWatches(ctx) // before the read: a change after it is not missed
 		v, left, err := e.leader(ctx)
+		if errors.Is(err, ErrInvalidArgument) {
+			c.logger.Error("redlock: election not observed", "election", e.name, "error", err)
+			return // two servers are one store: no value can be trusted
+		}
 		if errors.Is(err, ErrNoLeader) {
 			v, err = "", nil
 		}

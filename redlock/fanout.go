@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -105,6 +106,38 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 	return ok, n, h, err
 }
 
+// call makes f's call to server i once the server's identity is known
+// (see identities): the call's own wait, bounded like the call.
+func (c *Client) call(ctx context.Context, f *fan, i int) (ok bool, n uint64, h keyserver.Holder, err error) {
+	if (f.only == 0 || f.only&bit(i) != 0) && !f.cleansUp() {
+		if err := c.identify(ctx, i, f.name); err != nil {
+			return false, 0, h, err
+		}
+	}
+	return f.call(ctx, i, c.servers[i])
+}
+
+// heard observes server i's answer to f, unless f voted for it without
+// a call (see fan.only): that says nothing of the server.
+func (c *Client) heard(ctx context.Context, f *fan, i int, err error) {
+	if err != nil || f.only == 0 || f.only&bit(i) != 0 {
+		c.observe(ctx, f.op, f.name, i, err)
+	}
+}
+
+// cleansUp reports whether f cleans up after the lock's earlier calls
+// rather than asking for a vote that grants anything.
+func (f *fan) cleansUp() bool {
+	return f.op == opRelease || f.op == opLeaveLine || f.final
+}
+
+// mustCall reports whether f's call to server i goes even while the
+// server's breaker is open: it cleans up after an earlier call of the
+// lock that was made to the server, which may have stored something there.
+func (f *fan) mustCall(i int) bool {
+	return f.cleansUp() && f.after.made&bit(i) != 0
+}
+
 // lockCall makes f's call to ks for a lock key.
 func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
 	switch f.op {
@@ -148,15 +181,18 @@ type vote struct {
 // tails are the calls of one fan-out that a lock's next call to each
 // server follows: done per server, closed once the call has finished (nil
 // when all have), and the fan-out they are of, whose started calls a later
-// call may overtake (nil when none was started).
+// call may overtake (nil when none was started). made has the bits (see
+// bit) of the servers that the lock's calls so far were made to: the
+// others, whose breakers were open, hold nothing of it.
 type tails struct {
 	done []<-chan struct{}
 	of   *background
+	made uint64
 }
 
 // tails returns r's calls, for the lock's next call to follow.
 func (r *fanned) tails() tails {
-	t := tails{done: r.done}
+	t := tails{done: r.done, made: r.made}
 	if r.done != nil && r.bg != oneServer {
 		t.of = r.bg
 	}
@@ -172,6 +208,9 @@ type fanned struct {
 	// call. nil when every call has finished already. Set by settle.
 	done []<-chan struct{}
 	bg   *background // the calls still running; nil when there are none
+	// made has the bits of the servers the lock's calls were made to, this
+	// fan-out's and those before it (see tails.made).
+	made uint64
 }
 
 // fanOut sends f's call to every server and returns as soon as the votes
@@ -199,9 +238,10 @@ func (c *Client) fanOut(ctx context.Context, f fan) fanned {
 // and every vote counted.
 func (c *Client) fanOutInline(ctx context.Context, f *fan) (r fanned) {
 	r.n = len(c.servers)
-	for i, ks := range c.servers {
-		ok, n, h, err := f.call(ctx, i, ks)
-		c.observe(ctx, f.op, f.name, i, err)
+	r.made = ^uint64(0)
+	for i := range c.servers {
+		ok, n, h, err := c.call(ctx, f, i)
+		c.heard(ctx, f, i, err)
 		r.add(vote{server: i, ok: ok, n: n, holder: h, err: err})
 	}
 	return r
@@ -215,11 +255,23 @@ var oneServer = &background{}
 // decides anyway. The lock's earlier calls to it were made the same way,
 // so they have finished.
 func (c *Client) fanOutOne(ctx context.Context, f *fan) (r fanned) {
-	callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
-	ok, n, h, err := f.call(callCtx, 0, c.servers[0])
-	cancel()
-	c.observe(ctx, f.op, f.name, 0, err)
-	r.n = 1
+	r.n, r.made = 1, f.after.made
+	var (
+		ok  bool
+		n   uint64
+		h   keyserver.Holder
+		err = c.health.breakers[0].allow(c.clock)
+	)
+	if err != nil && f.mustCall(0) {
+		err = nil
+	}
+	if err == nil {
+		r.made |= 1
+		callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
+		ok, n, h, err = f.call(callCtx, 0, c.servers[0])
+		cancel()
+	}
+	c.heard(ctx, f, 0, err)
 	r.add(vote{server: 0, ok: ok, n: n, holder: h, err: err})
 	r.bg = oneServer
 	return r
@@ -258,7 +310,10 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 // primitive's answers are undone. Under contention this spared each
 // refused attempt a release on every server, as many writes again.
 func (f *fan) storedNothing(ok bool, err error) bool {
-	return f.prim == nil && !ok && err == nil
+	if err != nil {
+		return errors.Is(err, errServerDown) // the call was not made
+	}
+	return f.prim == nil && !ok
 }
 
 // undo cleans up after a failed attempt on server i. It runs even when the

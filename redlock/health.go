@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+
+	"github.com/goredlock/goredlock/keyserver"
 )
 
 // health counts each server's consecutive failures, so that the log says
@@ -12,6 +14,7 @@ import (
 // warning, not two thousand.
 type health struct {
 	failures []atomic.Int64 // per server; 0 while it answers
+	breakers breakers       // per server (see breaker)
 }
 
 // observe records a server call's outcome: the first failure after a
@@ -22,7 +25,9 @@ type health struct {
 // because its server is quarantined (see ErrQuarantined).
 func (c *Client) observe(ctx context.Context, op opKind, name string, server int, err error) {
 	n := &c.health.failures[server]
+	b := &c.health.breakers[server]
 	if err == nil {
+		b.answered()
 		if n.Load() != 0 {
 			if was := n.Swap(0); was > 0 {
 				c.logger.Info("redlock: key server recovered", "server", server, "failures", was)
@@ -33,7 +38,11 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 	if h := c.hooks.ServerFailed; h != nil {
 		h(ctx, op.String(), name, server, err)
 	}
+	if errors.Is(err, errServerDown) { // not called: its breaker counted the failures
+		return
+	}
 	if errors.Is(err, context.Canceled) {
+		b.cancelled()
 		c.logger.Debug("redlock: key server call cancelled", "op", op, "lock", name, "server", server)
 		return
 	}
@@ -41,7 +50,11 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 		c.logger.Debug("redlock: grant of a quarantined key server not counted", "op", op, "lock", name, "server", server, "error", err)
 		return
 	}
-	if n.Add(1) == 1 {
+	failures := n.Add(1)
+	if !errors.Is(err, keyserver.ErrPermanent) {
+		b.failed(c.clock, failures, err)
+	}
+	if failures == 1 {
 		c.logger.Warn("redlock: key server failing", "op", op, "lock", name, "server", server, "error", err)
 		return
 	}

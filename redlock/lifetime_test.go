@@ -639,7 +639,11 @@ func TestOneStoreReachedTwiceIsRefused(t *testing.T) {
 	_, err := c.Acquire(bg, "job", ttl3)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "key servers 0 and 2 reach the same store")
-	assert.Zero(t, servers.Count(static.OpAcquire), "no vote was asked")
+	// Servers are asked who they are with their first votes, which no
+	// server's silence may hold up; a vote of the store reached twice
+	// never counts, and the call that found it undoes what it was granted.
+	// (The distinct client below is granted "job": nothing was left held.)
+	assert.Zero(t, servers[2].Count(static.OpAcquire), "server 2's vote was not asked")
 	_, err = c.TryAcquire(bg, "job", ttl3)
 	require.ErrorIs(t, err, ErrInvalidArgument, "and every later call")
 

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"math/bits"
 	"math/rand/v2"
 	"time"
 
@@ -53,7 +54,7 @@ type place struct {
 
 // wait waits after a refused attempt until the next one is worth making.
 func (a *acquisition) wait(ctx context.Context) error {
-	if a.inLine != 0 {
+	if a.inLine != 0 && a.waitsInALine() {
 		return a.waitInLine(ctx)
 	}
 	d := a.o.retryWait()
@@ -61,6 +62,25 @@ func (a *acquisition) wait(ctx context.Context) error {
 		d = l
 	}
 	return a.c.clock.SleepOrWake(ctx, a.untilPatience(d), []<-chan struct{}{a.c.closing.Done()})
+}
+
+// waitsInALine reports whether the call really waits in the servers'
+// lines: it was put there by the call ahead of it (see lineup), or enough
+// Notifiers refused its last attempt that their turns can make a quorum.
+// A call that failed on the others (servers down, quarantined) is in no
+// line that can give it its turn, and tries again at the retry delay.
+func (a *acquisition) waitsInALine() bool {
+	if a.attempts == 0 {
+		return true
+	}
+	c := a.c
+	return bits.OnesCount64(a.last.refusers&c.notifierMask) >= c.turnsNeeded()
+}
+
+// turnsNeeded is how many Notifiers must give a waiter its turn before it
+// tries again: a quorum, less the servers that keep no line.
+func (c *Client) turnsNeeded() int {
+	return max(c.quorum-(len(c.servers)-len(c.notifiers)), 1)
 }
 
 // untilPatience shortens a wait of d so that it ends when the call's
@@ -91,7 +111,7 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 		d = min(d, a.o.retryWait())
 	}
 	until := c.clock.Now().Add(d)
-	need := max(c.quorum-(len(c.servers)-len(c.notifiers)), 1)
+	need := c.turnsNeeded()
 	gathering := false
 	var wake []<-chan struct{}
 	for {

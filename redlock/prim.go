@@ -150,7 +150,7 @@ func (c *Client) acquirePrim(ctx context.Context, o *options, name, key string, 
 // fencing token written to a quorum); otherwise undone on every server.
 func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, error) {
 	c, o := a.c, a.o
-	if err := c.beginAttempt(ctx, a.name, a.timeout); err != nil {
+	if err := c.beginAttempt(); err != nil {
 		return nil, err
 	}
 	defer c.exit()
@@ -171,7 +171,8 @@ func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, erro
 	start := c.clock.Now()
 	res := c.fanOut(ctx, f)
 	t := res.tally
-	granted := t.won() && validity(a.ttl, c.clock.Since(start), o.driftFactor) > a.margin
+	dup := c.identities.failed() // two servers found to be one store: no grant counts
+	granted := dup == nil && t.won() && validity(a.ttl, c.clock.Since(start), o.driftFactor) > a.margin
 	var fence uint64
 	if granted && a.fenced {
 		var ft tally
@@ -192,6 +193,9 @@ func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, erro
 	if c.hooks.Attempt != nil {
 		c.hooks.Attempt(ctx, Attempt{Name: a.name, Number: a.attempts, Servers: t.n, Granted: t.granted, Refused: t.refused,
 			Failed: len(t.errs), Duration: c.clock.Since(start), OK: granted})
+	}
+	if dup != nil {
+		return nil, dup
 	}
 	if !granted {
 		if a.fenced && t.maxN >= keyserver.MaxFence {

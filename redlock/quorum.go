@@ -41,6 +41,7 @@ type tally struct {
 	left          time.Duration // the shortest holder TTL a refusal reported; 0 if none
 	ahead         int           // the most waiters a refusal said were ahead in line
 	granters      uint64        // bit(i) set when server i granted
+	refusers      uint64        // bit(i) set when server i refused
 }
 
 // answerOf returns server i's answer as the tally counted it: granted,
@@ -73,6 +74,7 @@ func (t *tally) add(v vote) {
 		t.granters |= bit(v.server)
 	default:
 		t.refused++
+		t.refusers |= bit(v.server)
 		switch v.holder.Rank {
 		case keyserver.HolderFirst:
 			t.first++

@@ -143,7 +143,8 @@ func (r *releases) note(key string, t tails) {
 }
 
 // take returns, once, the calls of the last release of key that are
-// still running, or nil.
+// still running, or nil. They are another token's: the new token's calls
+// follow them, but are made nowhere yet (see tails.made).
 func (r *releases) take(key string) tails {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -153,6 +154,7 @@ func (r *releases) take(key string) tails {
 	if finished(t.done) {
 		return tails{}
 	}
+	t.made = 0
 	return t
 }
 

@@ -58,8 +58,8 @@ func (f *fan) startable() bool {
 // earlier calls to the server, or the server declined.
 func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 	f, ks := &bg.f, c.starters[i]
-	if ks == nil || (f.only != 0 && f.only&bit(i) == 0) {
-		return false
+	if ks == nil || (f.only != 0 && f.only&bit(i) == 0) || !c.identities.known[i].Load() {
+		return false // an unknown server is asked who it is first, on a goroutine (see identities)
 	}
 	if after := f.after.done; after != nil && !closed(after[i]) && (f.after.of == nil || !f.after.of.servers[i].overtake()) {
 		return false

@@ -105,8 +105,10 @@
 // status prints one line per server, in the order given: host:port, then
 // "held" and the time the key has left (with "by holder K" when servers
 // hold different tokens), "free", or "error:" and why. It only reads
-// (PTTL and GET, over a connection of its own to each server, at most 2s
-// each) and never prints a token.
+// (INFO, PTTL and GET, over a connection of its own to each server, at
+// most 2s each) and never prints a token. Two servers that are one Redis
+// under two names (127.0.0.1 and localhost) are a usage error (64) that
+// names both: that Redis would count twice.
 //
 // # redlock leader
 //
@@ -114,7 +116,8 @@
 //
 // leader prints the value of the leader of the election NAME (what a
 // program of package redlock passed to Election.Campaign), when a quorum
-// of the servers agree on the same leader; it only reads, at most 2s.
+// of the servers agree on the same leader; it only reads, at most 2s. As
+// with status, two servers that are one Redis are a usage error (64).
 //
 // # redlock help, redlock --version
 //
@@ -129,8 +132,9 @@
 //	         leader: a leader's value printed; help and --version
 //	1        status: a quorum of servers holds NAME with one token; leader: no leader
 //	N        run: COMMAND's exit status; 128+N when signal N ended it
-//	64       usage: bad flags, missing NAME, "--" or COMMAND, no servers, a bad URL;
-//	         one line on stderr, and no server was contacted
+//	64       usage: bad flags, missing NAME, "--" or COMMAND, no servers, a bad URL
+//	         (no server was contacted), or two servers that are one Redis (found
+//	         when they answered); one line on stderr
 //	69       too few servers answered: run could not take the lock (never a skip),
 //	         or failed at once on an error retrying cannot fix; status and leader
 //	         could not tell, as the servers that failed could complete a quorum

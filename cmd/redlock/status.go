@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ type holding struct {
 	held  bool
 	left  time.Duration // the key's remaining TTL; negative when it has none
 	value string        // compared across servers, never printed: it is the holder's token
+	runID string        // the Redis process's run id: one Redis named twice answers with one
 	err   error
 }
 
@@ -57,6 +59,9 @@ func (t *tool) status(args []string) error {
 		}()
 	}
 	wg.Wait()
+	if err := oneStoreTwice(hs); err != nil {
+		return err
+	}
 
 	holders := map[string]int{} // token → servers holding it
 	label := map[string]int{}   // token → its number in the output, when there are several
@@ -91,6 +96,30 @@ func (t *tool) status(args []string) error {
 			cfg.name, failed, n, quorum)
 	}
 	return nil
+}
+
+// oneStoreTwice fails, as a usage error, when two of the servers given
+// are one Redis under two names (127.0.0.1 and localhost): its answer
+// would count twice toward a quorum.
+func oneStoreTwice(hs []holding) error {
+	for i := range hs {
+		for j := range i {
+			if hs[i].runID != "" && hs[i].runID == hs[j].runID {
+				return badf("servers %s and %s are one Redis, whose answer would count twice; Redlock needs independent servers", hs[j].addr, hs[i].addr)
+			}
+		}
+	}
+	return nil
+}
+
+// infoField returns field's value in an INFO reply, or "".
+func infoField(info, field string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // describe is h's line of output: host:port, then "held" and the time
@@ -136,6 +165,9 @@ func read(ctx context.Context, rawurl, addr, key string) holding {
 		return h
 	}
 	defer conn.Close()
+	if info, err := redigo.String(redigo.DoContext(conn, ctx, "INFO", "server")); err == nil {
+		h.runID = infoField(info, "run_id")
+	}
 	ms, err := redigo.Int64(redigo.DoContext(conn, ctx, "PTTL", key))
 	if err != nil {
 		h.err = err

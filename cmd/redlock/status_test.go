@@ -148,3 +148,22 @@ func TestStatusSaysWhatTheServersAnswered(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`(?i)wrongpass|auth`), r.stdout)
 	assert.NotContains(t, r.stdout+r.stderr, wrong)
 }
+
+// TestOneRedisNamedTwice: status and leader refuse a server list that
+// names one Redis twice (127.0.0.1 and localhost), as run does: its answer
+// would count twice toward a quorum. It is a usage error naming both.
+func TestOneRedisNamedTwice(t *testing.T) {
+	t.Parallel()
+	c, _ := cluster(t, 2)
+	twice := strings.Replace(c.Nodes[0].URL(""), "127.0.0.1", "localhost", 1)
+	environ := env("REDLOCK_SERVERS=" + strings.Join([]string{c.Nodes[0].URL(""), c.Nodes[1].URL(""), twice}, ","))
+	set(c.Nodes[0], "job", "a-token", time.Minute)
+	for _, sub := range []string{"status", "leader"} {
+		r := run(t, environ, sub, "job")
+		assert.Equal(t, exitUsage, r.code, "%s: %s", sub, r.stderr)
+		assert.Empty(t, r.stdout, sub)
+		assert.Contains(t, r.stderr, c.Nodes[0].Addr(), sub)
+		assert.Contains(t, r.stderr, strings.Replace(c.Nodes[0].Addr(), "127.0.0.1", "localhost", 1), sub)
+		assert.Contains(t, r.stderr, "count twice", sub)
+	}
+}

@@ -29,8 +29,10 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// ErrClosed is returned by calls on a Server after Close.
-var ErrClosed = errors.New("memory: server closed")
+// ErrClosed is returned by calls on a Server after Close. It matches
+// keyserver.ErrPermanent: calling a closed server is a mistake of the
+// program that retrying cannot fix, so a redlock call fails at once.
+var ErrClosed = keyserver.Permanent(errors.New("memory: server closed"))
 
 // DefaultSweepInterval is how often expired keys are swept by default.
 const DefaultSweepInterval = time.Minute

@@ -41,8 +41,10 @@ var (
 )
 
 // ErrClosed is returned by every call on a Server whose Close has been
-// called.
-var ErrClosed = errors.New("redis: server closed")
+// called. It matches keyserver.ErrPermanent: calling a closed server is a
+// mistake of the program that retrying cannot fix, so a redlock call fails
+// at once.
+var ErrClosed = keyserver.Permanent(errors.New("redis: server closed"))
 
 // NewServer returns a Server over t, which it owns: Close closes it. Of
 // the options only WithName applies; by default the server is named after

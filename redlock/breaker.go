@@ -1,0 +1,124 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goredlock/goredlock/internal/clock"
+)
+
+// A server that cannot be dialled, or that failed tripAfter calls in a
+// row, is not called again by every call: its votes fail at once, as
+// errServerDown, and once a backoff has passed a single call goes through
+// as a probe. The probe's answer closes the breaker; its failure doubles
+// the backoff, up to maxBackoff, so that a server that comes back is used
+// again within about a second, and a dead one costs one dial a second
+// instead of one per call.
+//
+// Calls that clean up after an earlier call of the same lock to the
+// server (a release, leaving a line) still go where that earlier call
+// went, so that nothing it may have stored is left behind (see
+// fan.mustCall).
+
+// errServerDown is the vote of a server whose breaker is open.
+var errServerDown = errors.New("not called: key server down")
+
+const (
+	tripAfter    = 3 // failures in a row that open a breaker
+	firstBackoff = 100 * time.Millisecond
+	maxBackoff   = time.Second
+	// staleProbe is how long a probe may stay unanswered before another
+	// is let through: a probe's caller may have been cancelled, which
+	// says nothing of the server.
+	staleProbe = 5 * time.Second
+)
+
+// breakers are a client's breakers, one per server.
+type breakers []breaker
+
+// breaker is one server's.
+type breaker struct {
+	open atomic.Bool // read by every call; the rest under mu
+
+	mu      sync.Mutex
+	next    time.Time // when the next probe may go
+	probe   time.Time // when the probe in flight went; zero when none
+	backoff time.Duration
+	cause   error // the failure that opened it
+}
+
+// allow reports whether a call may be made to the server now: the breaker
+// is closed, or the call is its probe. Otherwise it returns the vote's
+// error.
+func (b *breaker) allow(clk clock.Clock) error {
+	if !b.open.Load() {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open.Load() {
+		return nil
+	}
+	now := clk.Now()
+	if now.Before(b.next) || (!b.probe.IsZero() && now.Sub(b.probe) < staleProbe) {
+		return fmt.Errorf("%w (next try in %v): %w", errServerDown, max(b.next.Sub(now), 0).Round(time.Millisecond), b.cause)
+	}
+	b.probe = now
+	return nil
+}
+
+// answered records a call's success: the server is back.
+func (b *breaker) answered() {
+	if !b.open.Load() {
+		return
+	}
+	b.mu.Lock()
+	b.open.Store(false)
+	b.probe, b.backoff, b.cause = time.Time{}, 0, nil
+	b.mu.Unlock()
+}
+
+// cancelled records that a call was cancelled by its caller, which says
+// nothing of the server: if it was the probe, the next call probes.
+func (b *breaker) cancelled() {
+	if !b.open.Load() {
+		return
+	}
+	b.mu.Lock()
+	b.probe = time.Time{}
+	b.mu.Unlock()
+}
+
+// failed records a call's failure, the failures'th in a row, and opens the
+// breaker when that is enough, or lets it wait longer for the next probe.
+func (b *breaker) failed(clk clock.Clock, failures int64, err error) {
+	if !b.open.Load() && failures < tripAfter && !dialFailed(err) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open.Load() {
+		b.open.Store(true)
+		b.backoff = firstBackoff
+	} else if !b.probe.IsZero() {
+		b.backoff = min(2*b.backoff, maxBackoff)
+	} else {
+		return // a straggler failing while the breaker waits: no news
+	}
+	b.cause, b.probe = err, time.Time{}
+	// Uniform in [backoff/2, backoff]: clients that lost a server together
+	// do not probe it together.
+	b.next = clk.Now().Add(b.backoff/2 + time.Duration(rand.Int64N(int64(b.backoff/2)+1)))
+}
+
+// dialFailed reports whether err is a failure to connect: the server is
+// not there, and every call would fail the same way.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}

@@ -1,0 +1,201 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// A failed minority of servers costs nothing: with one of three real Redis
+// nodes silent (SIGSTOP: it accepts connections and never answers) or
+// dead (refusing connections), locks are granted by the other two as fast
+// as when all three answer. The bounds are far from what a healthy client
+// does even under the race detector on a busy machine, and far above what a
+// client that waits for the failed node, or redials it per call, achieves.
+
+// minorityTTL is long, so that the server timeout (5 % of it: 1.5 s) is
+// what a call that waits for the silent node would take.
+const minorityTTL = 30 * time.Second
+
+func TestRedisSilentSinceStartCostsNothing(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	cluster.Nodes[2].Pause()
+	t.Cleanup(cluster.Nodes[2].Resume) // runs after the client's Close: cleanups run last first
+	c := clientOn(t, cluster)
+	assertMinorityFree(t, c, nil)
+}
+
+func TestRedisSilencedWhileRunningCostsNothing(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	t.Cleanup(cluster.Nodes[2].Resume)
+	c := clientOn(t, cluster)
+	lockUnlock(t, c, "warm") // every server identified and connected
+	cluster.Nodes[2].Pause()
+	assertMinorityFree(t, c, nil)
+}
+
+func TestRedisDeadMinorityCostsNothing(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c := clientOn(t, cluster)
+	healthy := lockUnlocks(t, c, 16, 2*time.Second)
+	cluster.Nodes[2].Kill()
+	assertMinorityFree(t, c, func(n int) {
+		assert.GreaterOrEqual(t, float64(n), 0.6*float64(healthy),
+			"16 goroutines with one node dead: %d lock+unlock against %d healthy", n, healthy)
+	})
+}
+
+// assertMinorityFree checks that one goroutine's median lock+unlock takes
+// under 50 ms, and that 16 goroutines on distinct keys make at least 2,000
+// in 2 s (or what check says of their count).
+func assertMinorityFree(t *testing.T, c *redlock.Client, check func(n int)) {
+	t.Helper()
+	var took []time.Duration
+	for i := range 21 {
+		began := time.Now()
+		lockUnlock(t, c, fmt.Sprintf("one-%d", i))
+		took = append(took, time.Since(began))
+	}
+	slices.Sort(took)
+	assert.Less(t, took[len(took)/2], 50*time.Millisecond, "median lock+unlock of one goroutine; all: %v", took)
+	n := lockUnlocks(t, c, 16, 2*time.Second)
+	if check != nil {
+		check(n)
+		return
+	}
+	assert.GreaterOrEqual(t, n, 2000, "lock+unlock of 16 goroutines in 2 s")
+}
+
+// lockUnlock takes name for minorityTTL and releases it.
+func lockUnlock(t *testing.T, c *redlock.Client, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := c.Acquire(ctx, name, minorityTTL)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+}
+
+// lockUnlocks has goroutines lock and unlock a key of their own each for
+// d, and returns how many lock+unlock they made.
+func lockUnlocks(t *testing.T, c *redlock.Client, goroutines int, d time.Duration) int {
+	t.Helper()
+	var (
+		n    atomic.Int64
+		wg   sync.WaitGroup
+		errs = make(chan error, goroutines)
+	)
+	end := time.Now().Add(d)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("g%d", g)
+			for time.Now().Before(end) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				l, err := c.Acquire(ctx, name, minorityTTL)
+				if err == nil {
+					err = l.Release(ctx)
+				}
+				cancel()
+				if err != nil {
+					errs <- err
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("lock+unlock: %v", err)
+	}
+	return int(n.Load())
+}
+
+// TestRedisRetriesKeepTheirDelayWhenServersFail: a call whose servers
+// fail is in no line; it tries again at its retry delay, not at the line's
+// poll, and its patience (retries × delay) ends it.
+func TestRedisRetriesKeepTheirDelayWhenServersFail(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	var attempts atomic.Int64
+	c := clientOn(t, cluster, redlock.WithRetryCount(20), redlock.WithRetryDelay(20*time.Millisecond),
+		redlock.WithHooks(redlock.Hooks{Attempt: func(context.Context, redlock.Attempt) { attempts.Add(1) }}))
+	for _, n := range cluster.Nodes {
+		n.Kill()
+	}
+	began := time.Now()
+	_, err := c.Acquire(context.Background(), "job", time.Second)
+	took := time.Since(began)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.Less(t, took, 1500*time.Millisecond)
+	assert.InDelta(t, 21, attempts.Load(), 6, "attempts about retries+1")
+}
+
+// TestRedisClosedServersFailAtOnce: a key server the program closed is a
+// mistake that retrying cannot fix.
+func TestRedisClosedServersFailAtOnce(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	servers := serversAt(t, cluster.URLs(""))
+	c, err := redlock.New(servers)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	lockUnlock(t, c, "warm")
+	for _, s := range servers {
+		require.NoError(t, s.(*redis.Server).Close())
+	}
+	began := time.Now()
+	_, err = c.Acquire(context.Background(), "job", 10*time.Second)
+	assert.Less(t, time.Since(began), 150*time.Millisecond)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.ErrorIs(t, err, redis.ErrClosed)
+	assert.ErrorIs(t, err, keyserver.ErrPermanent)
+}
+
+// TestRedisReadsCountOneRedisOnce: Leader and Observe over one Redis
+// named twice return an error, never the value it alone holds.
+func TestRedisReadsCountOneRedisOnce(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	leader := clientOn(t, cluster)
+	l, err := leader.Election("e").Campaign(ctx, 10*time.Second, "me")
+	require.NoError(t, err)
+	defer l.Release(context.Background()) //nolint:errcheck // the test's end
+	// Only node 0 keeps the leader: the others' keys are deleted.
+	for _, n := range cluster.Nodes[1:] {
+		n.MustDo("FLUSHALL")
+	}
+	_, port, err := net.SplitHostPort(cluster.Nodes[0].Addr())
+	require.NoError(t, err)
+	urls := []string{cluster.Nodes[0].URL(""), "redis://localhost:" + port, cluster.Nodes[1].URL("")}
+
+	reader, err := redlock.New(serversAt(t, urls))
+	require.NoError(t, err)
+	t.Cleanup(func() { reader.Close() })
+	v, err := reader.Election("e").Leader(ctx)
+	require.ErrorIs(t, err, redlock.ErrInvalidArgument, "got %q", v)
+	assert.Empty(t, v)
+
+	observer, err := redlock.New(serversAt(t, urls))
+	require.NoError(t, err)
+	t.Cleanup(func() { observer.Close() })
+	for v := range observer.Election("e").Observe(ctx) {
+		assert.NotEqual(t, "me", v, "a leader that one Redis alone holds")
+	}
+	require.NoError(t, ctx.Err(), "the stream closed at once")
+}
