@@ -13,7 +13,8 @@ import (
 )
 
 // A server that cannot be dialled, or that failed tripAfter calls in a
-// row, is not called again by every call: its votes fail at once, as
+// row over tripQuiet or longer, is not called again by every call: its
+// votes fail at once, as
 // errServerDown, and once a backoff has passed a single call goes through
 // as a probe. The probe's answer closes the breaker; its failure doubles
 // the backoff, up to maxBackoff, so that a server that comes back is used
@@ -28,8 +29,16 @@ import (
 // errServerDown is the vote of a server whose breaker is open.
 var errServerDown = errors.New("not called: key server down")
 
+// errNotSent is the vote of a call that was not sent because the lock's
+// earlier call to the server had not ended by the call's deadline (see
+// callAfter). That earlier call counts for or against the server itself.
+var errNotSent = errors.New("not sent: an earlier call to the server has not ended")
+
 const (
-	tripAfter    = 3 // failures in a row that open a breaker
+	tripAfter = 3 // failures in a row that open a breaker ...
+	// ... when they span this much: a server that is only slow (a short
+	// server timeout on a loaded machine) still answers some calls in it.
+	tripQuiet    = 500 * time.Millisecond
 	firstBackoff = 100 * time.Millisecond
 	maxBackoff   = time.Second
 	// staleProbe is how long a probe may stay unanswered before another
@@ -48,6 +57,7 @@ type breaker struct {
 	mu      sync.Mutex
 	next    time.Time // when the next probe may go
 	probe   time.Time // when the probe in flight went; zero when none
+	streak  time.Time // when the failures in a row began to come
 	backoff time.Duration
 	cause   error // the failure that opened it
 }
@@ -79,7 +89,7 @@ func (b *breaker) answered() {
 	}
 	b.mu.Lock()
 	b.open.Store(false)
-	b.probe, b.backoff, b.cause = time.Time{}, 0, nil
+	b.probe, b.backoff, b.cause, b.streak = time.Time{}, 0, nil, time.Time{}
 	b.mu.Unlock()
 }
 
@@ -97,12 +107,16 @@ func (b *breaker) cancelled() {
 // failed records a call's failure, the failures'th in a row, and opens the
 // breaker when that is enough, or lets it wait longer for the next probe.
 func (b *breaker) failed(clk clock.Clock, failures int64, err error) {
-	if !b.open.Load() && failures < tripAfter && !dialFailed(err) {
-		return
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := clk.Now()
 	if !b.open.Load() {
+		if failures == 1 || b.streak.IsZero() {
+			b.streak = now
+		}
+		if !dialFailed(err) && (failures < tripAfter || now.Sub(b.streak) < tripQuiet) {
+			return
+		}
 		b.open.Store(true)
 		b.backoff = firstBackoff
 	} else if !b.probe.IsZero() {
@@ -113,7 +127,7 @@ func (b *breaker) failed(clk clock.Clock, failures int64, err error) {
 	b.cause, b.probe = err, time.Time{}
 	// Uniform in [backoff/2, backoff]: clients that lost a server together
 	// do not probe it together.
-	b.next = clk.Now().Add(b.backoff/2 + time.Duration(rand.Int64N(int64(b.backoff/2)+1)))
+	b.next = now.Add(b.backoff/2 + time.Duration(rand.Int64N(int64(b.backoff/2)+1)))
 }
 
 // dialFailed reports whether err is a failure to connect: the server is

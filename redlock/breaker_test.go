@@ -34,6 +34,8 @@ func TestDeadServerIsNotCalledPerCall(t *testing.T) {
 	for range tripAfter {
 		lockUnlock()
 	}
+	fc.Advance(tripQuiet)
+	lockUnlock()
 	calls := servers[2].Count(static.OpAcquire) + servers[2].Count(static.OpRelease)
 	for range 100 {
 		lockUnlock()
@@ -72,6 +74,9 @@ func TestBreakerWaitsNoLongerThanMaxBackoff(t *testing.T) {
 	for n := range int64(tripAfter) {
 		b.failed(fc, n+1, err)
 	}
+	require.NoError(t, b.allow(fc), "failures in a row, but over less than tripQuiet: only slow")
+	fc.Advance(tripQuiet)
+	b.failed(fc, tripAfter+1, err)
 	require.Error(t, b.allow(fc), "open")
 	for range 10 { // probes that fail
 		fc.Advance(maxBackoff)

@@ -283,7 +283,7 @@ func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool,
 				select {
 				case <-after[i]:
 				case <-callCtx.Done():
-					return false, 0, keyserver.Holder{}, fmt.Errorf("%s %q: not sent: an earlier call to the server has not ended: %w", f.op, f.key, callCtx.Err())
+					return false, 0, keyserver.Holder{}, fmt.Errorf("%s %q: %w: %w", f.op, f.key, errNotSent, callCtx.Err())
 				}
 				break
 			}

@@ -38,7 +38,7 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 	if h := c.hooks.ServerFailed; h != nil {
 		h(ctx, op.String(), name, server, err)
 	}
-	if errors.Is(err, errServerDown) { // not called: its breaker counted the failures
+	if errors.Is(err, errServerDown) || errors.Is(err, errNotSent) { // not called: the calls that were count
 		return
 	}
 	if errors.Is(err, context.Canceled) {
