@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -169,6 +170,13 @@ func (c *Client) serve(bg *background, i int, ks keyserver.KeyServer) {
 	}
 	c.heard(bg.ctx, &bg.f, i, err)
 	bg.count(i, vote{server: i, ok: ok, n: v, holder: h, err: err})
+	if errors.Is(err, errNotSent) {
+		// Not sent, it still ends only after the call it would have
+		// followed: the lock's next call to the server follows that one
+		// through it.
+		<-bg.f.after.done[i]
+		return
+	}
 	if bg.f.undo && bg.awaitVerdict() && !bg.f.storedNothing(ok, err) {
 		c.undo(bg.ctx, &bg.f, i, ks)
 	}
@@ -290,6 +298,12 @@ func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool,
 			<-after[i]
 			waited = true
 		}
+	}
+	if waited && c.health.breakers[i].open.Load() {
+		// A clean-up that waited for a server that stopped answering: the
+		// call it followed got no answer either, and queuing more calls
+		// behind it would chain every later call of the key (see breaker).
+		return false, 0, keyserver.Holder{}, fmt.Errorf("%s %q: %w", f.op, f.key, errServerDown)
 	}
 	if f.unlessGranted != nil && f.unlessGranted.servers[i].ok {
 		return true, 0, keyserver.Holder{}, nil

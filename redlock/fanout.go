@@ -310,8 +310,8 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 // primitive's answers are undone. Under contention this spared each
 // refused attempt a release on every server, as many writes again.
 func (f *fan) storedNothing(ok bool, err error) bool {
-	if err != nil {
-		return errors.Is(err, errServerDown) // the call was not made
+	if err != nil { // unless the call was not made
+		return errors.Is(err, errServerDown) || errors.Is(err, errNotSent)
 	}
 	return f.prim == nil && !ok
 }
