@@ -44,9 +44,9 @@ type pipeline struct {
 	dialTimeout time.Duration // bound on opening a connection
 	callTimeout time.Duration // bound on a call whose context has no deadline
 
-	pending    atomic.Int64 // calls queued, sent or unanswered: abandoned ones too
-	dials      atomic.Int64 // connections opened
-	connecting atomic.Bool  // the writer is opening a connection
+	pending atomic.Int64                 // calls queued, sent or unanswered: abandoned ones too
+	dials   atomic.Int64                 // connections opened
+	dialing atomic.Pointer[dialProgress] // while the writer opens a connection
 
 	mu    sync.Mutex
 	queue []*call       // waiting for the writer, in call order
@@ -169,8 +169,8 @@ func (p *pipeline) gaveUp(ctx context.Context) error {
 	if err == nil { // the expiry's: ctx ends by the same deadline
 		err = context.DeadlineExceeded
 	}
-	if p.connecting.Load() { // say why nothing answered
-		return fmt.Errorf("still connecting: %w", err)
+	if prog := p.dialing.Load(); prog != nil { // say why nothing answered
+		return prog.stalled(err)
 	}
 	return err
 }
@@ -292,9 +292,10 @@ func (p *pipeline) write() {
 			}
 			if cn == nil {
 				var err error
-				p.connecting.Store(true)
-				cn, err = p.connect()
-				p.connecting.Store(false)
+				prog := new(dialProgress)
+				p.dialing.Store(prog)
+				cn, err = p.connect(prog)
+				p.dialing.Store(nil)
 				if err != nil {
 					for _, c := range batch {
 						p.settle(c, nil, err)
@@ -322,10 +323,12 @@ func (p *pipeline) write() {
 	}
 }
 
-// connect opens a connection and starts its reader.
-func (p *pipeline) connect() (*conn, error) {
+// connect opens a connection and starts its reader. The dial, if it is
+// FromURL's, tells prog how far it got.
+func (p *pipeline) connect(prog *dialProgress) (*conn, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.dialTimeout)
 	defer cancel()
+	ctx = context.WithValue(ctx, dialProgressKey{}, prog)
 	box := &netConnBox{}
 	if p.inlined {
 		ctx = context.WithValue(ctx, netConnKey{}, box)

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/redlock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -139,8 +141,9 @@ func TestZeroServerFailsWithoutPanic(t *testing.T) {
 }
 
 // TestRedissToAPlainServer: rediss:// to a Redis that does not serve TLS
-// never finishes the handshake; the call says it was still connecting, and
-// Close does not wait for the handshake's own timeout (5 s).
+// never finishes the handshake; the call says so (see
+// TestRedissToAPlainServerSaysTLS), and Close does not wait for the
+// handshake's own timeout (5 s).
 func TestRedissToAPlainServer(t *testing.T) {
 	cluster := redistest.Start(t, 1)
 	s, err := redis.FromURL("rediss://" + cluster.Nodes[0].Addr())
@@ -149,8 +152,65 @@ func TestRedissToAPlainServer(t *testing.T) {
 	defer cancel()
 	_, err = s.Acquire(ctx, "k", "t", time.Second)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Contains(t, err.Error(), "still connecting")
+	assert.Contains(t, err.Error(), "TLS handshake with "+cluster.Nodes[0].Addr()+" timed out")
 	start := time.Now()
 	require.NoError(t, s.Close())
 	assert.Less(t, time.Since(start), 2*time.Second, "Close waited for the TLS handshake's timeout")
+}
+
+// TestRedissToAPlainServerSaysTLS: a call to a Redis that does not serve
+// TLS, through rediss://, fails by its own deadline with an error that
+// names the server and says that the TLS handshake went unanswered, with
+// a pipeline or a pool, when the call's deadline ends the wait and when
+// the dial timeout does; and a redlock client's error carries the text.
+// It used to say "still connecting" or "context deadline exceeded", with
+// no word of TLS. The password stays out of every error.
+func TestRedissToAPlainServerSaysTLS(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	const secret = "Secret-pw-7"
+	base := "rediss://:" + secret + "@" + node.Addr()
+	want := "TLS handshake with " + node.Addr() + " timed out: is the server speaking TLS?"
+	check := func(t *testing.T, err error, took, bound time.Duration) {
+		t.Helper()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), want)
+		assert.NotContains(t, err.Error(), secret)
+		assert.LessOrEqual(t, took, bound, "the call outlived its deadline: %v", err)
+	}
+	for _, mode := range []struct {
+		name string
+		opts []redis.Option
+	}{{"pipelined", nil}, {"pooled", []redis.Option{redis.WithPooledConnections()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			s := fromURL(t, base, mode.opts...)
+			for i := 0; i < 2; i++ { // the first call dials; the second finds the dial running, or dials again
+				ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+				start := time.Now()
+				_, err := s.Acquire(ctx, "k", "t", time.Second)
+				cancel()
+				check(t, err, time.Since(start), 300*time.Millisecond+250*time.Millisecond)
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+			}
+			// No deadline on the call: the dial timeout ends the dial,
+			// whichever of its timers (the context's, the handshake's)
+			// fires first.
+			s = fromURL(t, base+"?dial_timeout=400ms", mode.opts...)
+			start := time.Now()
+			_, err := s.Acquire(bg, "k", "t", time.Second)
+			check(t, err, time.Since(start), 400*time.Millisecond+250*time.Millisecond)
+		})
+	}
+	t.Run("redlock", func(t *testing.T) {
+		s := fromURL(t, base)
+		c, err := redlock.New([]keyserver.KeyServer{s}, redlock.WithRetryCount(1), redlock.WithServerTimeout(200*time.Millisecond))
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = c.Acquire(bg, "job", 10*time.Second)
+		require.ErrorIs(t, err, redlock.ErrNotAcquired)
+		var se *redlock.ServerError
+		require.ErrorAs(t, err, &se)
+		assert.Contains(t, se.Error(), want)
+		assert.NotContains(t, err.Error(), secret)
+		assert.Equal(t, 1, strings.Count(err.Error(), "TLS handshake with"), "one server, one error: %v", err)
+	})
 }

@@ -53,6 +53,11 @@ const (
 // WithDialOptions(redigo.DialTLSConfig(cfg)) for a private certificate
 // authority; options apply after the URL's parameters. Close the Server to
 // close its connections.
+//
+// A rediss:// URL for a Redis that does not speak TLS cannot fail at once:
+// such a server answers nothing to the TLS hello. Each call fails by its
+// own deadline (or by the dial timeout) with an error that names the
+// server and says that the TLS handshake timed out.
 func FromURL(rawurl string, opts ...Option) (*Server, error) {
 	u, err := parseURL(rawurl)
 	if err != nil {
@@ -71,7 +76,7 @@ func FromURL(rawurl string, opts ...Option) (*Server, error) {
 	dialOpts := slices.Clip(append(append(u.dialOptions(), guardedDialer(u.dialTimeout, u.writeTimeout)), c.dialOpts...))
 	tls := strings.HasPrefix(rawurl, "rediss:")
 	return newOwned(c, func(ctx context.Context) (redigo.Conn, error) {
-		return guarded(ctx, tls, func(ctx context.Context) (redigo.Conn, error) {
+		return guarded(ctx, tls, u.shown, func(ctx context.Context) (redigo.Conn, error) {
 			return redigo.DialURLContext(ctx, rawurl, dialOpts...)
 		})
 	})

@@ -23,6 +23,7 @@ const maxDB = 15
 // TLS, which redigo.DialURLContext reads from the URL itself.
 type urlSettings struct {
 	addr         string // host:port, the Server's name unless WithName
+	shown        string // addr as errors may quote it: "" when it holds the password
 	db           int
 	dialTimeout  time.Duration
 	readTimeout  time.Duration
@@ -94,6 +95,7 @@ func parseURL(rawurl string) (urlSettings, error) {
 	if holds(named, secret) {
 		named = ""
 	}
+	s.shown = named
 
 	pathDB := -1
 	if p := strings.TrimPrefix(u.Path, "/"); p != "" {
