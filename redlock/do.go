@@ -49,7 +49,8 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 //
 // With WithMinHold, the lock is kept for at least that long after it was
 // granted even when fn returns sooner, so that hosts whose schedules fire
-// a little later skip instead of running the job again.
+// a little later skip instead of running the job again; never past the
+// lock's TTL, which should therefore be at least the minimum hold.
 func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (ran bool, err error) {
 	ctx = c.start(ctx, "do_or_skip", name)
 	defer func() { c.end(ctx, "do_or_skip", name, err) }()

@@ -141,7 +141,9 @@
 // outlasts the retries is an error, never a skip. WithMinHold keeps the
 // lock for a while after a short job (the keys' TTL is cut to the rest of
 // it instead of being deleted), so that a host whose schedule fires a
-// little later skips instead of running the job again.
+// little later skips instead of running the job again. The cut never
+// lengthens the lock past what its TTL left it: give the call a TTL at
+// least as long as the minimum hold.
 //
 // # Fencing tokens
 //

@@ -162,14 +162,16 @@ func ExampleLockFromContext() {
 
 // A job scheduled on every host at about the same time, whose run is
 // quick: the first host keeps the lock for a minute, so that a host whose
-// clock fires a few seconds later skips instead of running it again.
+// clock fires a few seconds later skips instead of running it again. The
+// TTL covers the minimum hold: Release cuts the keys' TTL, never lengthens
+// it.
 func ExampleWithMinHold() {
 	client, closeServers := newClient(redlock.WithRetryCount(0))
 	defer closeServers()
 	ctx := context.Background()
 	job := func(context.Context) error { return nil }
 
-	ran, err := client.DoOrSkip(ctx, "hourly-digest", 10*time.Second, job, redlock.WithMinHold(time.Minute))
+	ran, err := client.DoOrSkip(ctx, "hourly-digest", time.Minute, job, redlock.WithMinHold(time.Minute))
 	fmt.Println("first host ran:", ran, err)
 	ran, err = client.DoOrSkip(ctx, "hourly-digest", 10*time.Second, job)
 	fmt.Println("a later host ran:", ran, err)

@@ -293,6 +293,10 @@ func TestDoOrSkipOutageIsAnError(t *testing.T) {
 	assert.Len(t, qe.Failed, 2, "two failures of three rule out both a grant and a quorum of refusals")
 }
 
+// holdTTL is the TTL of the tests of a minute's minimum hold: a minimum
+// hold never lengthens a lock, so the TTL must cover it.
+const holdTTL = 2 * time.Minute
+
 func TestMinHoldMakesALaterHostSkip(t *testing.T) {
 	fc := clock.NewFake(t0)
 	ks := memoryServers(t, fc, 3)
@@ -300,21 +304,21 @@ func TestMinHoldMakesALaterHostSkip(t *testing.T) {
 	hostB := testClient(t, fc, ks, WithRetryCount(0))
 	job := func(context.Context) error { return nil }
 
-	ran, err := hostA.DoOrSkip(bg, "nightly", ttl3, job)
+	ran, err := hostA.DoOrSkip(bg, "nightly", holdTTL, job)
 	require.NoError(t, err)
 	require.True(t, ran, "returned as soon as fn did, with no clock moved")
 
 	fc.Advance(59 * time.Second)
-	ran, err = hostB.DoOrSkip(bg, "nightly", ttl3, job)
+	ran, err = hostB.DoOrSkip(bg, "nightly", holdTTL, job)
 	require.NoError(t, err)
 	assert.False(t, ran, "within the minimum hold the job is skipped")
 
 	fc.Advance(2 * time.Second)
-	ran, err = hostB.DoOrSkip(bg, "nightly", ttl3, job)
+	ran, err = hostB.DoOrSkip(bg, "nightly", holdTTL, job)
 	require.NoError(t, err)
 	assert.True(t, ran, "after the minimum hold the job runs again")
 
-	ran, err = hostB.DoOrSkip(bg, "nightly", ttl3, job)
+	ran, err = hostB.DoOrSkip(bg, "nightly", holdTTL, job)
 	require.NoError(t, err)
 	assert.True(t, ran, "without a minimum hold the lock is deleted")
 }
@@ -358,23 +362,72 @@ func TestMinHoldAppliesToRelease(t *testing.T) {
 	holder := testClient(t, fc, ks)
 	other := testClient(t, fc, ks, WithRetryCount(0))
 	for _, take := range []func() (*Lock, error){
-		func() (*Lock, error) { return holder.Acquire(bg, "nightly", ttl3, WithMinHold(time.Minute)) },
-		func() (*Lock, error) { return holder.TryAcquire(bg, "nightly", ttl3, WithMinHold(time.Minute)) },
+		func() (*Lock, error) { return holder.Acquire(bg, "nightly", holdTTL, WithMinHold(time.Minute)) },
+		func() (*Lock, error) { return holder.TryAcquire(bg, "nightly", holdTTL, WithMinHold(time.Minute)) },
 	} {
 		l, err := take()
 		require.NoError(t, err)
 		require.NoError(t, l.Release(bg))
 		require.ErrorIs(t, l.Err(), ErrNotHeld, "released for its holder")
 		fc.Advance(59 * time.Second)
-		_, err = other.TryAcquire(bg, "nightly", ttl3)
+		_, err = other.TryAcquire(bg, "nightly", holdTTL)
 		require.ErrorIs(t, err, ErrHeldElsewhere, "within the minimum hold")
 		fc.Advance(2 * time.Second)
-		l, err = other.TryAcquire(bg, "nightly", ttl3)
+		l, err = other.TryAcquire(bg, "nightly", holdTTL)
 		require.NoError(t, err, "after the minimum hold")
 		require.NoError(t, l.Release(bg))
 	}
-	_, err := other.TryAcquire(bg, "nightly", ttl3)
+	_, err := other.TryAcquire(bg, "nightly", holdTTL)
 	require.NoError(t, err, "without a minimum hold Release deletes")
+}
+
+// TestMinHoldNeverLengthensTheLock: Release cuts the keys' TTL to the
+// rest of the minimum hold or the rest of the lock's own TTL, whichever
+// is shorter: a 1 s lock given WithMinHold(5s) and released at once is
+// free to others after 1 s, not 5 s, and Release's calls carry no TTL
+// longer than the lock had left. A lock that was extended keeps to its
+// last extension's TTL.
+func TestMinHoldNeverLengthensTheLock(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ks := memoryServers(t, fc, 3)
+	logged := static.New(static.WithNow(fc.Now))
+	holder := testClient(t, fc, ks, WithMinHold(5*time.Second))
+	other := testClient(t, fc, ks, WithRetryCount(0))
+	l, err := holder.Acquire(bg, "job", time.Second)
+	require.NoError(t, err)
+	fc.Advance(200 * time.Millisecond)
+	require.NoError(t, l.Release(bg))
+	fc.Advance(799 * time.Millisecond)
+	_, err = other.TryAcquire(bg, "job", time.Second)
+	require.ErrorIs(t, err, ErrHeldElsewhere, "within the lock's own TTL")
+	fc.Advance(2 * time.Millisecond)
+	l, err = other.TryAcquire(bg, "job", time.Second)
+	require.NoError(t, err, "once the lock's TTL has passed, whatever the minimum hold")
+	require.NoError(t, l.Release(bg))
+
+	// Extended to 2 s at 0.5 s: the cut is to the extension's end, 2.5 s
+	// after the grant, short of the 5 s minimum hold.
+	c := testClient(t, fc, []keyserver.KeyServer{logged}, WithMinHold(5*time.Second))
+	l, err = c.Acquire(bg, "job", time.Second)
+	require.NoError(t, err)
+	fc.Advance(500 * time.Millisecond)
+	require.NoError(t, l.Extend(bg, 2*time.Second))
+	fc.Advance(time.Second)
+	require.NoError(t, l.Release(bg))
+	calls := logged.Calls()
+	last := calls[len(calls)-1]
+	require.Equal(t, static.OpExtend, last.Op, "the minimum hold is kept by a cut, not a delete")
+	assert.Equal(t, time.Second, last.TTL, "the rest of the extension's TTL, not of the minimum hold")
+
+	// A minimum hold shorter than the TTL still cuts to its own rest.
+	l, err = c.Acquire(bg, "short", 10*time.Second, WithMinHold(3*time.Second))
+	require.NoError(t, err)
+	fc.Advance(time.Second)
+	require.NoError(t, l.Release(bg))
+	calls = logged.Calls()
+	last = calls[len(calls)-1]
+	require.Equal(t, static.OpExtend, last.Op)
+	assert.Equal(t, 2*time.Second, last.TTL, "the rest of the minimum hold")
 }
 
 func TestClosedClientRefusesWithoutReachingServers(t *testing.T) {

@@ -155,7 +155,11 @@ func WithMaxHold(d time.Duration) Option {
 // (and Do and DoOrSkip when fn returns) cuts the keys' TTL to what is left
 // of d instead of deleting them, and returns. Hosts whose schedules fire a
 // little apart then skip the job instead of each running it (ShedLock's
-// lockAtLeastFor). Default (or 0): release at once.
+// lockAtLeastFor). The cut never lengthens the lock: the keys keep at most
+// what the last grant or extension left them, so that a lock whose holder
+// crashes is never held longer than its TTL; give the lock a TTL at least
+// as long as d (ShedLock's lockAtMostFor ≥ lockAtLeastFor). Default (or
+// 0): release at once.
 func WithMinHold(d time.Duration) Option {
 	return func(o *options) { o.minHold = o.duration("min hold", d, 0) }
 }

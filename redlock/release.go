@@ -32,6 +32,9 @@ import (
 // lock, a lock released sooner than that after its grant keeps its keys
 // until then: Release cuts their TTL to what is left of the minimum hold
 // instead of deleting them, and returns nil when a quorum took the cut.
+// The cut never lengthens the lock: a minimum hold that outlasts the
+// lock's TTL keeps the keys only as long as the last grant or extension
+// left them (a 1 s lock with a 5 s minimum hold is free after 1 s).
 func (l *Lock) Release(ctx context.Context) error {
 	if l == nil {
 		return errNilLock
@@ -47,23 +50,25 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.checkExpiry()
 	lost := l.err != nil
 	l.end(ErrNotHeld)
-	ttl := l.ttl
+	ttl, expires := l.ttl, l.granted.Add(l.ttl)
 	l.mu.Unlock()
 	h := l.c.hooks.Released
 	if h == nil {
-		return l.release(ctx, ttl, lost)
+		return l.release(ctx, ttl, expires, lost)
 	}
 	held := l.c.clock.Since(l.acquired)
-	err := l.release(ctx, ttl, lost)
+	err := l.release(ctx, ttl, expires, lost)
 	h(ctx, l.name, held, err)
 	return err
 }
 
-// release sends Release's calls, for a lock that was held for ttl and, if
-// lost, had been lost before. (Apart from Release, whose few defers the
-// compiler then writes out inline: with this function's many returns they
-// were a deferred-call record each, a tenth of an in-process Release.)
-func (l *Lock) release(ctx context.Context, ttl time.Duration, lost bool) error {
+// release sends Release's calls, for a lock that was held for ttl, whose
+// keys expire on the servers no sooner than expires (the start of its
+// last grant or extension plus its TTL) and, if lost, had been lost
+// before. (Apart from Release, whose few defers the compiler then writes
+// out inline: with this function's many returns they were a deferred-call
+// record each, a tenth of an in-process Release.)
+func (l *Lock) release(ctx context.Context, ttl time.Duration, expires time.Time, lost bool) error {
 	c := l.c
 	if err := c.enter(); err != nil {
 		return err
@@ -74,8 +79,14 @@ func (l *Lock) release(ctx context.Context, ttl time.Duration, lost bool) error 
 	// are safe.
 	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: l.o.timeoutFor(ttl), after: l.tails, prim: l.prim, final: true}
 	if l.o.minHold > 0 && !lost { // a clock read saved for most locks
-		if keep := l.o.minHold - c.clock.Since(l.acquired); keep >= keyserver.MinTTL {
-			f.op, f.ttl = opExtend, keep // the TTL cut to the rest of the minimum hold
+		// The TTL is cut to the rest of the minimum hold, and never set
+		// beyond the rest of the lock's own: a hold longer than the TTL
+		// must not turn Release into an extension. The keys were set no
+		// sooner than their call began, so expires is no later than
+		// their end on the servers.
+		now := c.clock.Now()
+		if keep := earlier(l.acquired.Add(l.o.minHold), expires).Sub(now); keep >= keyserver.MinTTL {
+			f.op, f.ttl = opExtend, keep
 		}
 	}
 	if ctx.Done() != nil {
