@@ -27,7 +27,7 @@ func WithFencing() Option {
 // earlier grant of the lock's name, and kept by Extend. It is 0 unless the
 // client was made WithFencing.
 func (l *Lock) Fence() uint64 {
-	if l == nil {
+	if l.zero() {
 		return 0
 	}
 	return l.fence

@@ -23,7 +23,7 @@ import (
 // ctx ends first, leaving the lock held until it would be declared lost.
 // Run at most one KeepAlive per lock.
 func (l *Lock) KeepAlive(ctx context.Context) error {
-	if l == nil {
+	if l.zero() {
 		return errNilLock
 	}
 	c := l.c

@@ -639,18 +639,29 @@ func TestTokensCarryTheCallsRank(t *testing.T) {
 	}
 }
 
-func TestNilLockDoesNotPanic(t *testing.T) {
-	var l *Lock
-	assert.Empty(t, l.Name())
-	assert.Empty(t, l.Token())
-	assert.Zero(t, l.Until())
-	assert.Zero(t, l.Fence())
-	assert.True(t, closed(l.Done()), "Done of a nil lock")
-	for what, err := range map[string]error{
-		"Err": l.Err(), "Extend": l.Extend(bg, time.Second), "Release": l.Release(bg), "KeepAlive": l.KeepAlive(bg),
-	} {
-		assert.ErrorIs(t, err, ErrInvalidArgument, what)
-		assert.ErrorIs(t, err, ErrNotHeld, what)
+// TestZeroLockDoesNotPanic: a zero Lock, one not made by a Client (a
+// struct field never assigned, a copy of redlock.Lock{}), holds nothing,
+// as a nil *Lock: no method panics, Done is closed, and the methods that
+// report an error report one matching ErrInvalidArgument and ErrNotHeld.
+func TestZeroLockDoesNotPanic(t *testing.T) {
+	for what, l := range map[string]*Lock{"nil": nil, "zero": {}, "new": new(Lock)} {
+		t.Run(what, func(t *testing.T) {
+			assert.Empty(t, l.Name())
+			assert.Empty(t, l.Token())
+			assert.Zero(t, l.Until())
+			assert.Zero(t, l.Fence())
+			assert.True(t, closed(l.Done()), "Done")
+			for method, err := range map[string]error{
+				"Err": l.Err(), "Extend": l.Extend(bg, time.Second), "Release": l.Release(bg), "KeepAlive": l.KeepAlive(bg),
+				"Release again": l.Release(bg),
+			} {
+				assert.ErrorIs(t, err, ErrInvalidArgument, method)
+				assert.ErrorIs(t, err, ErrNotHeld, method)
+			}
+			ctx, cancel := context.WithCancel(bg)
+			cancel()
+			assert.ErrorIs(t, l.KeepAlive(ctx), ErrNotHeld, "KeepAlive with an ended ctx")
+		})
 	}
 }
 

@@ -12,9 +12,13 @@ import (
 // Lock is a lock held on a quorum of key servers until Until. It is a lease:
 // once Until passes without an Extend, another process may take it, so the
 // lock is declared lost a loss margin earlier (WithLossMargin) and its
-// holder hears of it first. Its methods are safe for concurrent use. The
-// methods of a nil *Lock do not panic: it holds nothing, Done is closed,
-// and Err, Extend, Release and KeepAlive return an error matching
+// holder hears of it first. Its methods are safe for concurrent use.
+//
+// Only a Client makes a Lock that holds something. The methods of a nil
+// *Lock, and of a zero Lock (a Lock{} or new(Lock), such as a struct
+// field that was never assigned), do not panic: it holds nothing, Done
+// is closed, Name and Token are empty, Until is the zero time, Fence is
+// 0, and Err, Extend, Release and KeepAlive return an error matching
 // ErrInvalidArgument and ErrNotHeld.
 type Lock struct {
 	c     *Client
@@ -112,7 +116,7 @@ func (l *Lock) setValidity(start time.Time, ttl time.Duration) {
 
 // Name returns the lock's name, without the client's key prefix.
 func (l *Lock) Name() string {
-	if l == nil {
+	if l.zero() {
 		return ""
 	}
 	return l.name
@@ -123,7 +127,7 @@ func (l *Lock) Name() string {
 // keyserver.RankOf). A new one is drawn for every attempt, except after an
 // attempt that kept the servers it was granted (see the package doc).
 func (l *Lock) Token() string {
-	if l == nil {
+	if l.zero() {
 		return ""
 	}
 	return l.token
@@ -134,7 +138,7 @@ func (l *Lock) Token() string {
 // TTL, less the clock drift allowance. Work that must be exclusive must
 // finish before it; the lock is declared lost a loss margin earlier.
 func (l *Lock) Until() time.Time {
-	if l == nil {
+	if l.zero() {
 		return time.Time{}
 	}
 	l.mu.Lock()
@@ -145,7 +149,7 @@ func (l *Lock) Until() time.Time {
 // Done returns a channel that is closed when the lock is released or
 // declared lost (a loss margin before Until), whichever comes first.
 func (l *Lock) Done() <-chan struct{} {
-	if l == nil {
+	if l.zero() {
 		return closedChan
 	}
 	return l.watch().Done()
@@ -154,16 +158,20 @@ func (l *Lock) Done() <-chan struct{} {
 // closedChan is the Done of a nil Lock, which no one holds.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// errNilLock is what the methods of a nil *Lock return: a program that
-// ignored Acquire's error holds no lock.
+// errNilLock is what the methods of a nil or zero Lock return: a program
+// that ignored Acquire's error, or made a Lock itself, holds no lock.
 var errNilLock = fmt.Errorf("redlock: %w: %w: nil lock", ErrInvalidArgument, ErrNotHeld)
+
+// zero reports whether l is nil or was not made by a Client (a zero
+// Lock): it holds nothing, and has no client to ask.
+func (l *Lock) zero() bool { return l == nil || l.c == nil }
 
 // Err returns nil while the lock is held, ErrNotHeld once it was released,
 // and ErrLockLost once it was declared lost before it was released: not
 // extended by Until − loss margin, or found held by another token on a
 // quorum of servers.
 func (l *Lock) Err() error {
-	if l == nil {
+	if l.zero() {
 		return errNilLock
 	}
 	l.mu.Lock()
@@ -182,7 +190,7 @@ func (l *Lock) Err() error {
 // it would be declared lost anyway; when a quorum holds another token, the
 // lock is lost at once and the error satisfies errors.Is(err, ErrLockLost).
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	if l == nil {
+	if l.zero() {
 		return errNilLock
 	}
 	if err := checkTTL(l.o, l.name, ttl); err != nil {

@@ -36,7 +36,7 @@ import (
 // lock's TTL keeps the keys only as long as the last grant or extension
 // left them (a 1 s lock with a 5 s minimum hold is free after 1 s).
 func (l *Lock) Release(ctx context.Context) error {
-	if l == nil {
+	if l.zero() {
 		return errNilLock
 	}
 	l.op.Lock()
