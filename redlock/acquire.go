@@ -255,8 +255,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	}
 	if f.op == opAcquireInLine {
 		// Refused or failed, the call may now have a place in the line of
-		// each Notifier that did not grant it; granted, it has none there.
-		a.inLine = c.notifierMask &^ t.granters
+		// each Notifier that did not grant it; granted, it has none there,
+		// nor where no call of its token was made (see tails.made).
+		a.inLine = c.notifierMask &^ t.granters & res.made
 	}
 	c.logVotes(opAcquire, a.name, t)
 	if c.hooks.Attempt != nil {

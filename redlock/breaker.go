@@ -59,7 +59,7 @@ type breaker struct {
 	probe   time.Time // when the probe in flight went; zero when none
 	streak  time.Time // when the failures in a row began to come
 	backoff time.Duration
-	cause   error // the failure that opened it
+	down    error // the votes' error while open: errServerDown and the failure that opened it
 }
 
 // allow reports whether a call may be made to the server now: the breaker
@@ -76,7 +76,7 @@ func (b *breaker) allow(clk clock.Clock) error {
 	}
 	now := clk.Now()
 	if now.Before(b.next) || (!b.probe.IsZero() && now.Sub(b.probe) < staleProbe) {
-		return fmt.Errorf("%w (next try in %v): %w", errServerDown, max(b.next.Sub(now), 0).Round(time.Millisecond), b.cause)
+		return b.down
 	}
 	b.probe = now
 	return nil
@@ -89,7 +89,7 @@ func (b *breaker) answered() {
 	}
 	b.mu.Lock()
 	b.open.Store(false)
-	b.probe, b.backoff, b.cause, b.streak = time.Time{}, 0, nil, time.Time{}
+	b.probe, b.backoff, b.down, b.streak = time.Time{}, 0, nil, time.Time{}
 	b.mu.Unlock()
 }
 
@@ -124,7 +124,10 @@ func (b *breaker) failed(clk clock.Clock, failures int64, err error) {
 	} else {
 		return // a straggler failing while the breaker waits: no news
 	}
-	b.cause, b.probe = err, time.Time{}
+	b.probe = time.Time{}
+	// Made once per opening or failed probe, not per vote: a lock with a
+	// server down fails a vote on it at every call.
+	b.down = fmt.Errorf("%w (probed every %v at most): %w", errServerDown, b.backoff, err)
 	// Uniform in [backoff/2, backoff]: clients that lost a server together
 	// do not probe it together.
 	b.next = now.Add(b.backoff/2 + time.Duration(rand.Int64N(int64(b.backoff/2)+1)))

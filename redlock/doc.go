@@ -354,9 +354,18 @@
 //     it comes, is dropped (and undone if the attempt failed).
 //   - New warns, through the logger, of an even number of servers: it
 //     tolerates no more failures than one server fewer.
-//   - New refuses a server given twice, and the first call refuses servers
-//     that reach one store (keyserver.Identifier: one Redis under two
-//     URLs), with ErrInvalidArgument, before any vote is counted.
+//   - New refuses a server given twice. A server that can say which store
+//     it reaches (keyserver.Identifier: one Redis under two URLs) is asked
+//     with its first vote, which counts only once it answered; the call
+//     that finds two servers on one store, and every call after it, fails
+//     with ErrInvalidArgument. No vote waits for another server's answer,
+//     so calls decided before the second name answered may be granted,
+//     one vote per store.
+//   - A failed server is not called by every call: after a failed dial, or
+//     three failures in a row over half a second, its votes fail at once
+//     until a single probe, after a jittered backoff from 100 ms doubling
+//     to a second, finds it back. A call whose servers failed tries again
+//     at its retry delay.
 //   - A nil context panics, as in the standard library; a nil *Client's
 //     Close and a nil *Lock's methods do not.
 //
