@@ -43,8 +43,8 @@ type Elector interface {
 
 // Leadership is an election's leader as one server holds it.
 type Leadership struct {
-	Token string // "" when nobody leads
-	Value string
+	Token string        // "" when nobody leads
+	Value string        // the value stored beside the token (AcquireLeader's value)
 	Left  time.Duration // the TTL the leader's key has left
 }
 

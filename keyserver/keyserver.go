@@ -2,7 +2,7 @@
 // independent key servers: three owner-checked operations on a key with a
 // time to live.
 //
-// A KeyServer must be safe for concurrent use and must honour the context's
+// A [KeyServer] must be safe for concurrent use and must honour the context's
 // deadline and cancellation: the client bounds every call by its per-server
 // timeout and counts a late answer as no answer. Implementations live in the
 // sub-packages redis (production), memory (one process) and static (scripted
@@ -17,7 +17,9 @@
 //
 // A reply of false with a nil error means "another token holds the key"; an
 // error means the server could not answer. The client counts both as a vote
-// against, but reports them differently.
+// against, but reports them differently. Optional abilities ([Notifier],
+// [Fencer], [Starter], [InProcess], ...) are interfaces of their own, which
+// the client finds by a type assertion.
 package keyserver
 
 import (
@@ -125,5 +127,7 @@ func CheckArgs(key, token string, ttl time.Duration, needTTL bool) error {
 // the method is not promoted).
 type InProcess interface {
 	KeyServer
+	// InProcess does nothing: it only marks the server as one that never
+	// blocks, since no method could prove that.
 	InProcess()
 }

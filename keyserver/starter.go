@@ -49,8 +49,8 @@ const (
 
 // Call is one call of a Starter: the method and its arguments.
 type Call struct {
-	Op         CallOp
-	Key, Token string
+	Op         CallOp        // which method the call stands for
+	Key, Token string        // the method's key and token, as the blocking method takes them
 	TTL        time.Duration // the acquires and Extend
 	Next       string        // CallAcquireInLine's next
 	// Deadline is when the caller stops waiting: what the server measures
@@ -65,9 +65,9 @@ type Call struct {
 
 // Answer is a key server's answer to a started Call.
 type Answer struct {
-	OK     bool
+	OK     bool   // the blocking method's bool: granted, extended or released
 	Holder Holder // of a refused CallAcquireOrHolder or CallAcquireInLine
-	Err    error
+	Err    error  // the blocking method's error
 	// Incarnation, or IncarnationErr, is what Call.Incarnation asked for;
 	// both zero when it was not asked or Err is set.
 	Incarnation    Incarnation

@@ -1,4 +1,4 @@
-// Package keyservertest is the conformance suite for keyserver.KeyServer
+// Package keyservertest is the conformance suite for [keyserver.KeyServer]
 // implementations. Every server in this module passes it, and a user's own
 // server should too before the redlock client is trusted with it:
 //
@@ -13,12 +13,12 @@
 // The suite checks set-if-absent, idempotent re-acquire with the same token,
 // owner-checked extend and release, extend re-creating a missing key, expiry,
 // concurrent takers and invalid input, and the optional interfaces a server
-// implements: keyserver.Fencer's counters, keyserver.Notifier's remaining
+// implements: [keyserver.Fencer]'s counters, [keyserver.Notifier]'s remaining
 // TTL, and its line of waiters: served in rank order, one wake per
 // release, no turn missed, promises that pass on and lapse; and the
-// primitives' interfaces (primitives.go): keyserver.Semaphorer's slots,
-// stored count and wakes, keyserver.RWLocker's modes and waiting writers,
-// keyserver.Elector's leader, term and wakes; and keyserver.Starter's
+// primitives' interfaces (primitives.go): [keyserver.Semaphorer]'s slots,
+// stored count and wakes, [keyserver.RWLocker]'s modes and waiting writers,
+// [keyserver.Elector]'s leader, term and wakes; and [keyserver.Starter]'s
 // started calls (starter.go), which must answer as the blocking methods do,
 // once, and not at all when told not to go on. Keys carry a random prefix,
 // so a shared server (one Redis for the whole test run) does no harm.

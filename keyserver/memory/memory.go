@@ -1,4 +1,4 @@
-// Package memory is a KeyServer over an in-process map with TTLs.
+// Package memory is a [keyserver.KeyServer] over an in-process map with TTLs.
 //
 // It is the single-node mode for a program that runs as one process, or
 // before Redis exists: the same redlock API, with locks that hold between
@@ -10,9 +10,9 @@
 //
 // Expired keys are dropped when they are next touched, and a background
 // sweep removes the ones nobody touches again, so abandoned locks do not pile
-// up. Close stops the sweep.
+// up ([WithSweepInterval]). [Server.Close] stops the sweep.
 //
-// A Server is a keyserver.Notifier: waiters for a key line up in the order
+// A [Server] is a [keyserver.Notifier]: waiters for a key line up in the order
 // their calls began, a Release promises the key to the next of them and
 // wakes only that one, and a refusal says how long the holder's key has
 // left and how it ranks.

@@ -22,6 +22,9 @@ func HookedPubSub(h PubSubHandler, ends <-chan error, send Send, closeConn func(
 
 // Send is how HookedPubSub sends (UN)SUBSCRIBE channel.
 type Send struct {
+	// Subscribe and Unsubscribe send SUBSCRIBE or UNSUBSCRIBE channel on
+	// the connection without waiting for the confirmation, which the
+	// client passes to Confirm.
 	Subscribe, Unsubscribe func(ctx context.Context, channel string) error
 }
 

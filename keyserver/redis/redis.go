@@ -1,6 +1,6 @@
-// Package redis is a KeyServer over one Redis master.
+// Package redis is a [keyserver.KeyServer] over one Redis master.
 //
-// A production Redlock setup is 3 or 5 independent masters, one Server
+// A production Redlock setup is 3 or 5 independent masters, one [Server]
 // each:
 //
 //	var servers []keyserver.KeyServer
@@ -14,11 +14,11 @@
 //
 // The Server holds the lock logic once: the Lua scripts, the decoding of
 // their replies, the classification of errors, the waiting line of
-// keyserver.Notifier and its Pub/Sub subscriber, keyserver.Fencer. It
-// reaches Redis through a Transport, a thin adapter over a Redis client:
-// FromURL and New here use redigo, and keyserver/goredis, keyserver/rueidis
-// and keyserver/valkey (modules of their own) adapt the other clients.
-// NewServer takes any Transport.
+// [keyserver.Notifier] and its Pub/Sub subscriber, [keyserver.Fencer]. It
+// reaches Redis through a [Transport], a thin adapter over a Redis client:
+// [FromURL] and [New] here use redigo, and keyserver/goredis,
+// keyserver/rueidis and keyserver/valkey (modules of their own) adapt the
+// other clients. [NewServer] takes any Transport.
 //
 // Each operation is one Lua script, so that the owner check and the write
 // are atomic. Script digests come from the server (SCRIPT LOAD), so no
@@ -32,13 +32,13 @@
 // when no waiter joined the key's line while it was held (waiters mark the
 // value they queue behind), so that an uncontended lock costs Redis four
 // commands, as a bare SET NX and a compare-and-delete do. Every call
-// honours the context's
-// deadline, which the redlock client sets to its per-server timeout: a
-// paused or unreachable server costs at most that long. Failures that
-// retrying cannot fix (a key holding another type of value, a rejected
-// password or permission, a script refused, a certificate not trusted) are
-// marked with keyserver.ErrPermanent, the same for every transport. After
-// Close every call fails with ErrClosed.
+// honours the context's deadline, which the redlock client sets to its
+// per-server timeout: a paused or unreachable server costs at most that
+// long. Failures that retrying cannot fix (a key holding another type of
+// value, a rejected password or permission, a script refused, a
+// certificate not trusted) are marked with [keyserver.ErrPermanent], the
+// same for every transport. After [Server.Close] every call fails with
+// [ErrClosed].
 //
 // # Pipelining
 //
@@ -58,15 +58,15 @@
 // server gets a new connection only if it resumes within 5 s.)
 //
 // A connection that breaks is replaced by the next call; the calls it had
-// sent fail with ErrConnectionLost, since each may or may not have run. A
+// sent fail with [ErrConnectionLost], since each may or may not have run. A
 // connection whose oldest unanswered call is still unanswered 5 s past
 // that call's deadline (a black-holed link; a call without a deadline
 // counts as due 10 s after it was made) is closed and replaced the same
-// way. At most WithMaxPending calls (4096 by default) wait for one server
-// at once, including calls whose callers gave up; more fail at once with
-// ErrOverloaded.
+// way. At most [WithMaxPending] calls (4096 by default) wait for one
+// server at once, including calls whose callers gave up; more fail at once
+// with [ErrOverloaded].
 //
-// A FromURL Server is also a keyserver.Starter: the redlock client starts
+// A FromURL Server is also a [keyserver.Starter]: the redlock client starts
 // its acquires, extends and releases on the pipeline without a goroutine
 // per call waiting for each, and the connection's reader hands each reply
 // to the client's fan-out. With 64 callers on five local nodes, this cut
@@ -86,7 +86,7 @@
 // nobody waiting deletes the key and publishes nothing. Every transport
 // runs the same scripts, so the waiters of all of them share one line.
 //
-// WatchTurn runs on one Pub/Sub connection per Server, shared by every
+// [Server.WatchTurn] runs on one Pub/Sub connection per Server, shared by every
 // waiter of the process: a line's channel is subscribed by its first
 // waiter, at the cost of one round trip, and kept for two seconds after
 // its last waiter stopped, so that a contended key does not pay a
@@ -119,6 +119,10 @@ import (
 
 // Pool hands out connections; *redigo.Pool is one.
 type Pool interface {
+	// GetContext returns a connection, for one call or held by the
+	// Server (its shared and Pub/Sub connections), which the Server gives
+	// back with Close. It should end its wait when ctx does: a call waits
+	// for a connection no longer than GetContext does.
 	GetContext(ctx context.Context) (redigo.Conn, error)
 }
 

@@ -1,8 +1,9 @@
-// Package static is a scripted KeyServer for unit tests of code that takes
-// locks: each server answers from a script of replies (grant, deny, fail,
-// hang, with or without latency) and keeps a log of the calls it received.
+// Package static is a scripted [keyserver.KeyServer] for unit tests of code
+// that takes locks: each server answers from a script of replies (grant,
+// deny, fail, hang, with or without latency) and keeps a log of the calls
+// it received.
 //
-// With no script a Server is a working key server over its own in-process
+// With no script a [Server] is a working key server over its own in-process
 // store, so a test scripts only the calls it cares about. A test of a job
 // that must not run when the lock is held elsewhere:
 //
@@ -11,16 +12,17 @@
 //	ran, err := nightly.Run(ctx, client) // calls client.DoOrSkip
 //	// want ran == false, err == nil; servers[2].Count(static.OpRelease) == 1
 //
-// Failures are scripted the same way: static.Fail(err) answers with an
-// error, static.Hang blocks until the caller's context ends, Reply.Delay adds
+// Failures are scripted the same way: [Fail](err) answers with an
+// error, [Hang] blocks until the caller's context ends, [Reply].Delay adds
 // latency that honours the context.
 //
-// A Server is a keyserver.Notifier. AcquireOrHolder and AcquireInLine
+// A Server is a [keyserver.Notifier]. AcquireOrHolder and AcquireInLine
 // follow OpAcquire's script (Reply.Left and Reply.Rank describe the holder
 // they report), WatchTurn follows OpWatch's and LeaveLine OpLeaveLine's;
 // answered from the store, they wait in the store's line. A watch is woken
 // by its turn in the store's line, by a scripted Release that answers true,
-// by Wake, or by Break, which ends every watch as a lost connection would.
+// by [Server.Wake], or by [Server.Break], which ends every watch as a lost
+// connection would.
 package static
 
 import (
@@ -82,9 +84,9 @@ func Fail(err error) Reply { return Reply{Err: err} }
 
 // Call is one logged call.
 type Call struct {
-	Op    Op
-	Key   string
-	Token string
+	Op    Op            // the operation called
+	Key   string        // the key the server was given
+	Token string        // the caller's token; "" for a call that has none (OpRaiseFence, reads, watches of a key)
 	TTL   time.Duration // zero for OpRelease and OpRaiseFence
 	Fence uint64        // the fence OpRaiseFence was asked to set
 	// OK and Err are the answer given; Done is false while the call is

@@ -1,5 +1,5 @@
-// Package transporttest is the behaviour suite every Transport of the
-// Redis key server (keyserver/redis) passes, on real redis-server
+// Package transporttest is the behaviour suite every [redis.Transport] of
+// the Redis key server (keyserver/redis) passes, on real redis-server
 // processes it starts itself: the keyservertest conformance suite, the
 // waiting line across processes, the SET NX fast path, the failures that
 // are permanent and those that are not, a restarted, paused or killed
@@ -7,8 +7,8 @@
 // Sentinel for the clients that speak them, and the redlock client over
 // three nodes.
 //
-// A transport's test gives Run a function that makes a key server over
-// the transport to a Target:
+// A transport's test gives [Run] a function that makes a key server over
+// the transport to a [Target]:
 //
 //	func TestTransport(t *testing.T) {
 //		transporttest.Run(t, func(t *testing.T, target transporttest.Target) (*redis.Server, error) {
