@@ -63,3 +63,28 @@ func ExampleServer_Wake() {
 	// woken: 1
 	// still watching: 1
 }
+
+// A scripted server answers from its script, then (FromStore) from its own
+// store, and logs every call: a test can script one failure, then check
+// that the code under test retried and released what it took.
+func ExampleNew() {
+	srv := static.New(static.WithAcquire(static.Fail(errors.New("i/o timeout")), static.FromStore))
+	ctx := context.Background()
+	for try := 1; try <= 2; try++ {
+		ok, err := srv.Acquire(ctx, "nightly", "token-1", time.Minute)
+		fmt.Println("acquire", try, ok, err)
+	}
+	ok, err := srv.Release(ctx, "nightly", "token-1")
+	fmt.Println("release", ok, err)
+
+	for _, c := range srv.Calls() {
+		fmt.Println(c.Op, c.Key, c.OK, c.Err)
+	}
+	// Output:
+	// acquire 1 false i/o timeout
+	// acquire 2 true <nil>
+	// release true <nil>
+	// acquire nightly false i/o timeout
+	// acquire nightly true <nil>
+	// release nightly true <nil>
+}
