@@ -36,6 +36,27 @@ func Example() {
 	}
 }
 
+// One key server over a go-redis client the service already has: its
+// pool, hooks and options serve the locks too. ContextTimeoutEnabled lets
+// a call that times out end its command at once (see the package doc).
+func ExampleNew() {
+	rdb := goredis.NewClient(&goredis.Options{Addr: "10.0.0.1:6379", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	srv := goredisks.New(rdb) // named "10.0.0.1:6379" in errors
+	defer srv.Close()         // before rdb.Close: waits for the calls in flight
+
+	client, err := redlock.New([]keyserver.KeyServer{srv}) // one of 3 or 5 in production
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	lock, err := client.Acquire(context.Background(), "invoices", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lock.Release(context.Background())
+}
+
 // A Sentinel-managed master or a Cluster is one key server: Redlock's
 // independent servers are whole deployments, not their nodes.
 func ExampleNew_sentinel() {

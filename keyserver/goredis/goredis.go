@@ -48,14 +48,14 @@ import (
 )
 
 // New returns a key server over client, named after the address in the
-// client's options unless redis.WithName says otherwise. The caller keeps
+// client's options unless [redis.WithName] says otherwise. The caller keeps
 // ownership of client: close the server first, which waits for the calls
 // still in flight, then the client.
 //
 // A *redis.Client (a single node, or a Sentinel-managed master) is given a
 // dial hook that counts its connections, so that the server reads its
 // Redis's INFO again only after a new connection (see
-// redis.ConnectionCounter): an uncontended lock then costs Redis four
+// [redis.ConnectionCounter]): an uncontended lock then costs Redis four
 // commands, as on FromURL's servers, where over other clients it costs
 // five.
 func New(client goredis.UniversalClient, opts ...redis.Option) *redis.Server {

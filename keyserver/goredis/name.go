@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9" // as in goredis.go: redis is keyserver/redis there, and in doc links
 )
 
 // failoverAddr is the placeholder address go-redis gives a failover
@@ -16,7 +16,7 @@ const failoverAddr = "FailoverClient"
 // is safe to log.
 func (t transport) String() string {
 	switch c := t.c.(type) {
-	case *redis.Client:
+	case *goredis.Client:
 		switch addr := c.Options().Addr; addr {
 		case failoverAddr:
 			return "sentinel"
@@ -24,12 +24,12 @@ func (t transport) String() string {
 		default:
 			return addr
 		}
-	case *redis.ClusterClient:
+	case *goredis.ClusterClient:
 		if addrs := c.Options().Addrs; len(addrs) > 0 {
 			return "cluster " + strings.Join(addrs, ",")
 		}
 		return "cluster"
-	case *redis.Ring:
+	case *goredis.Ring:
 		addrs := make([]string, 0, len(c.Options().Addrs))
 		for _, a := range c.Options().Addrs {
 			addrs = append(addrs, a)
