@@ -8,8 +8,10 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
 	rueidisks "github.com/goredlock/goredlock/keyserver/rueidis"
+	"github.com/goredlock/goredlock/redlock"
 )
 
 // A Redis Cluster through rueidis is ONE key server: give redlock.New
@@ -31,6 +33,29 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println(ok, holder.Left)
+}
+
+// One key server over a rueidis client the service already has: the locks
+// share its auto-pipelined connections. The caller keeps the client.
+func ExampleNew() {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"10.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err) // rueidis connects at once
+	}
+	defer c.Close()
+	srv := rueidisks.New(c) // named after the node in errors
+	defer srv.Close()       // before c.Close: waits for the calls in flight
+
+	client, err := redlock.New([]keyserver.KeyServer{srv}) // one of 3 or 5 in production
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	lock, err := client.Acquire(context.Background(), "invoices", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lock.Release(context.Background())
 }
 
 // A server that makes its rueidis client, and owns it, counts the

@@ -32,7 +32,7 @@
 // its cancellation, nor the reconnection that may come before it (on a
 // paused node, a call after a broken connection waited 5 seconds for
 // rueidis to reconnect, past its 200ms deadline), so every call runs
-// detached (redis.Detach): it returns when its context ends, and Close
+// detached ([redis.Detach]): it returns when its context ends, and Close
 // waits for what is still running.
 package rueidis
 
@@ -51,7 +51,7 @@ import (
 )
 
 // New returns a key server over client, named after the nodes the client
-// knows unless redis.WithName says otherwise. The caller keeps ownership of
+// knows unless [redis.WithName] says otherwise. The caller keeps ownership of
 // client: close the server first, which waits for the calls still in
 // flight, then the client.
 func New(client rueidis.Client, opts ...redis.Option) *redis.Server {
@@ -59,10 +59,10 @@ func New(client rueidis.Client, opts ...redis.Option) *redis.Server {
 }
 
 // FromOption makes a rueidis client with opt and returns a key server over
-// it, named as New's, which owns the client: Close closes it. Unlike New's
+// it, named as [New]'s, which owns the client: Close closes it. Unlike New's
 // server it counts the client's connections (it wraps opt.DialFn), so that
 // it reads its Redis's INFO again only after a new connection (see
-// redis.ConnectionCounter): an uncontended lock then costs Redis four
+// [redis.ConnectionCounter]): an uncontended lock then costs Redis four
 // commands, as on FromURL's servers, where over New's it costs five. The
 // connections of a Cluster client are not counted: which node INFO reaches
 // is the client's choice.
