@@ -39,6 +39,29 @@ func Example() {
 	log.Println(ran, err)
 }
 
+// One key server over a valkey-go client the service already has. The
+// caller keeps the client: close the server first.
+func ExampleNew() {
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{"10.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err) // valkey-go connects at once
+	}
+	defer c.Close()
+	srv := valkeyks.New(c) // named after the node in errors
+	defer srv.Close()      // before c.Close: waits for the calls in flight
+
+	client, err := redlock.New([]keyserver.KeyServer{srv}) // one of 3 or 5 in production
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	lock, err := client.Acquire(context.Background(), "invoices", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lock.Release(context.Background())
+}
+
 // A server that makes its valkey-go client, and owns it, counts the
 // client's connections: an uncontended lock costs each server four
 // commands, as with keyserver/redis.FromURL.

@@ -21,7 +21,7 @@
 // costs: the scripts, the waiting line, the fencing counters and the
 // classification of errors are keyserver/redis's, and so are the keys, so
 // locks taken through valkey-go and through the other clients exclude each
-// other. Every call runs detached (redis.Detach), as valkey-go, like
+// other. Every call runs detached ([redis.Detach]), as valkey-go, like
 // rueidis, bounds a command by its context's deadline but not always by
 // its cancellation, nor the reconnection that may come before it; Close
 // waits for what is still running.
@@ -42,17 +42,17 @@ import (
 )
 
 // New returns a key server over client, named after the nodes the client
-// knows unless redis.WithName says otherwise. The caller keeps ownership of
+// knows unless [redis.WithName] says otherwise. The caller keeps ownership of
 // client: close the server first, then the client.
 func New(client valkey.Client, opts ...redis.Option) *redis.Server {
 	return redis.NewServer(redis.Detach(&transport{client: client}), opts...)
 }
 
 // FromOption makes a valkey-go client with opt and returns a key server
-// over it, named as New's, which owns the client: Close closes it. Unlike
+// over it, named as [New]'s, which owns the client: Close closes it. Unlike
 // New's server it counts the client's connections (it wraps
 // opt.DialCtxFn), so that it reads its server's INFO again only after a new
-// connection (see redis.ConnectionCounter): an uncontended lock then costs
+// connection (see [redis.ConnectionCounter]): an uncontended lock then costs
 // four commands, as on FromURL's servers, where over New's it costs five.
 // The connections of a Cluster client are not counted: which node INFO
 // reaches is the client's choice.
