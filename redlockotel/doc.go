@@ -1,4 +1,4 @@
-// Package redlockotel turns a redlock.Client's hooks into OpenTelemetry
+// Package redlockotel turns a [redlock.Client]'s hooks into OpenTelemetry
 // metrics and spans. It is a module of its own, so that users of the
 // redlock package who do not use OpenTelemetry never download it.
 //
@@ -7,8 +7,8 @@
 //	defer client.Close()
 //	err = client.Do(ctx, "nightly-report", 30*time.Second, report) // a span, and acquire and hold metrics
 //
-// Hooks reports to the global meter and tracer providers unless
-// WithMeterProvider or WithTracerProvider says otherwise. The global
+// [Hooks] reports to the global meter and tracer providers unless
+// [WithMeterProvider] or [WithTracerProvider] says otherwise. The global
 // providers may be installed after Hooks is called: OpenTelemetry hands
 // the instruments over to them when they are.
 //
@@ -48,7 +48,7 @@
 // for; but each distinct name is a time series of its own in every
 // metric, so names must be few: "nightly-report", not "invoice-81723".
 // Programs that lock one name per object should drop the attribute
-// with WithoutLockName.
+// with [WithoutLockName].
 //
 // # Spans
 //
