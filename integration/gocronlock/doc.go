@@ -1,5 +1,5 @@
 // Package gocronlock lets gocron v2 schedulers on several hosts share their
-// jobs: its Locker is a gocron.Locker whose locks are goredlock Redlock
+// jobs: its [Locker] is a gocron.Locker whose locks are goredlock Redlock
 // locks, so that each run of a job happens on one host only. It is a
 // module of its own, so that users of goredlock who do not use gocron
 // never download it.
@@ -18,9 +18,10 @@
 // # What a lock does
 //
 // When a job is due, gocron calls Lock with the job's name. Lock takes the
-// lock called prefix+name (WithKeyPrefix) with Client.DoOrSkip, so it has
-// DoOrSkip's rules: if a quorum of key servers answers that another host
-// holds the lock, Lock fails at once with an error satisfying
+// lock called prefix+name ([WithKeyPrefix]) with
+// [redlock.Client.DoOrSkip], so it has DoOrSkip's rules: if a quorum of
+// key servers answers that another host holds the lock, Lock fails at
+// once with an error satisfying
 // errors.Is(err, redlock.ErrHeldElsewhere) (and redlock.ErrNotAcquired),
 // and gocron skips this run on this host (it counts a skip and calls the
 // job's gocron.AfterLockError listener, if any). A split vote or failing
@@ -29,12 +30,12 @@
 // gocron never retries a run whose Lock failed.
 //
 // While the job runs, the lock is kept alive in the background (see
-// redlock.Lock.KeepAlive): it is extended every third of its TTL
-// (WithTTL), so a job may run far longer than the TTL, while the lock of a
+// [redlock.Lock.KeepAlive]): it is extended every third of its TTL
+// ([WithTTL]), so a job may run far longer than the TTL, while the lock of a
 // host that crashed frees itself within one TTL.
 //
 // When the job returns, gocron calls Unlock. The lock is kept until at
-// least the minimum hold (WithMinHold) after it was granted, even when the
+// least the minimum hold ([WithMinHold]) after it was granted, even when the
 // job ended sooner: instead of deleting the keys, Unlock cuts their TTL to
 // what is left of the hold (redlock.WithMinHold, the rule DoOrSkip
 // follows). Hosts whose clocks, or schedulers, fire a little later than
@@ -54,7 +55,7 @@
 // A lock can still be lost while its job runs: the key servers
 // unreachable for longer than the lock's validity, or another holder
 // found on a quorum of them. gocron gives a Locker no way to stop a
-// running job, so the job keeps running; WithOnLost names a function to
+// running job, so the job keeps running; [WithOnLost] names a function to
 // call when that happens, and Unlock's error then satisfies
 // errors.Is(err, redlock.ErrLockLost) (gocron discards it).
 //
@@ -62,6 +63,6 @@
 //
 // gocron's other hook, gocron.WithDistributedElector, takes an Elector
 // (IsLeader(ctx) error) that lets only an elected leader schedule jobs.
-// It needs a leader-election primitive in goredlock, which does not exist
-// yet; this package will gain an Elector over it when it does.
+// goredlock now has the primitive it needs ([redlock.Client.Election]);
+// this package does not offer an Elector over it yet.
 package gocronlock

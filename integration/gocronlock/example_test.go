@@ -1,6 +1,8 @@
 package gocronlock_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -76,4 +78,37 @@ func Example() {
 	// tick 0: 1 run
 	// tick 1: 1 run
 	// tick 2: 1 run
+}
+
+// What gocron does with a Locker: Lock when a job is due, Unlock when it
+// returns. A host that finds the lock held gets ErrHeldElsewhere, and
+// gocron skips the run there.
+func ExampleNew() {
+	srv := memory.New() // the Redis masters of a real deployment
+	defer srv.Close()
+
+	var lockers []*gocronlock.Locker
+	for host := 0; host < 2; host++ {
+		client, err := redlock.New([]keyserver.KeyServer{srv})
+		if err != nil {
+			panic(err)
+		}
+		defer client.Close()
+		locker, err := gocronlock.New(client, gocronlock.WithTTL(10*time.Second), gocronlock.WithKeyPrefix("cron:"))
+		if err != nil {
+			panic(err)
+		}
+		lockers = append(lockers, locker)
+	}
+
+	ctx := context.Background()
+	lock, err := lockers[0].Lock(ctx, "report")
+	fmt.Println("host 0 locks:", err)
+	_, err = lockers[1].Lock(ctx, "report")
+	fmt.Println("host 1 skips:", errors.Is(err, redlock.ErrHeldElsewhere))
+	fmt.Println("host 0 unlocks:", lock.Unlock(ctx))
+	// Output:
+	// host 0 locks: <nil>
+	// host 1 skips: true
+	// host 0 unlocks: <nil>
 }
