@@ -26,7 +26,7 @@ import (
 func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
 	ctx = c.start(ctx, "do", name)
 	defer func() { c.end(ctx, "do", name, err) }()
-	return c.doWith(ctx, name, ttl, fn, opts, func(o *options) (*Lock, error) {
+	return c.doWith(ctx, lockKind, name, ttl, fn, opts, func(o *options) (*Lock, error) {
 		return c.acquire(ctx, o, name, ttl, waits)
 	})
 }
@@ -54,7 +54,7 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (ran bool, err error) {
 	ctx = c.start(ctx, "do_or_skip", name)
 	defer func() { c.end(ctx, "do_or_skip", name, err) }()
-	o, err := c.doOptions(name, ttl, fn, opts)
+	o, err := c.doOptions(lockKind, name, ttl, fn, opts)
 	if err != nil {
 		return false, err
 	}
@@ -73,21 +73,21 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 	return true, c.hold(ctx, l, fn)
 }
 
-// doOptions resolves a call's options and refuses, before any server is
-// asked, what Do could not carry through: bad arguments, a nil fn, a TTL
-// too short to keep alive.
-func (c *Client) doOptions(name string, ttl time.Duration, fn func(context.Context) error, opts []Option) (*options, error) {
+// doOptions resolves the options of a call that runs fn under a hold of
+// kind k, and refuses, before any server is asked, what Do could not
+// carry through: bad arguments, a nil fn, a TTL too short to keep alive.
+func (c *Client) doOptions(k kind, name string, ttl time.Duration, fn func(context.Context) error, opts []Option) (*options, error) {
 	o, err := c.options.with(opts)
 	if err != nil {
 		return nil, err
 	}
 	if fn == nil {
-		return nil, invalidArgument("nil function for lock %q", name)
+		return nil, invalidArgument("nil function for %s", k.of(name))
 	}
-	if err := checkLock(o, name, ttl); err != nil {
+	if err := checkHold(o, k, name, ttl); err != nil {
 		return nil, err
 	}
-	if _, err := keepAliveInterval(o, name, ttl); err != nil {
+	if _, err := keepAliveInterval(o, k, name, ttl); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -136,7 +136,7 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 			c.logger.Warn("redlock: release after Do failed", "lock", l.name, "error", rerr)
 		}
 		if lost && !errors.Is(err, ErrLockLost) {
-			err = errors.Join(err, ErrLockLost)
+			err = errors.Join(err, l.Err()) // ErrLockLost, in a primitive's words for its hold
 		}
 		if closed && !errors.Is(err, ErrClosed) {
 			err = errors.Join(err, ErrClosed)
@@ -146,11 +146,11 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 }
 
 // doWith is Do with the acquisition given: the lock's (Do), or a
-// primitive's hold (Semaphore.Do, RWMutex.Do and RDo). It takes the hold
-// with acquire, then runs fn under it.
-func (c *Client) doWith(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts []Option,
+// primitive's hold of kind k (Semaphore.Do, RWMutex.Do and RDo). It takes
+// the hold with acquire, then runs fn under it.
+func (c *Client) doWith(ctx context.Context, k kind, name string, ttl time.Duration, fn func(context.Context) error, opts []Option,
 	acquire func(*options) (*Lock, error)) error {
-	o, err := c.doOptions(name, ttl, fn, opts)
+	o, err := c.doOptions(k, name, ttl, fn, opts)
 	if err != nil {
 		return err
 	}

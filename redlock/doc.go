@@ -380,7 +380,11 @@
 // process's to extend or release any more. ErrLockLost: the lock was
 // declared lost before it was released. ErrClosed: the client was closed.
 // ErrInvalidArgument: bad input, with a message naming it. Every error
-// message starts with "redlock: ".
+// message starts with "redlock: ", once, also where one error of the
+// package carries another, and names what failed in its own words: a
+// lock, a permit of a semaphore, a read or write hold of a read-write
+// lock, a leadership of an election (errors.Is matches the same errors
+// for each).
 //
 // # Guarantees and limits
 //

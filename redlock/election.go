@@ -63,11 +63,11 @@ func (e *Election) Campaign(ctx context.Context, ttl time.Duration, value string
 	if value == "" {
 		return nil, invalidArgument("empty value for election %q", e.name)
 	}
-	o, err := c.primOptions(e.name, ttl, append([]Option{WithRetryCount(-1)}, opts...))
+	o, err := c.primOptions(leaderKind, e.name, ttl, append([]Option{WithRetryCount(-1)}, opts...))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := keepAliveInterval(o, e.name, ttl); err != nil {
+	if _, err := keepAliveInterval(o, leaderKind, e.name, ttl); err != nil {
 		return nil, err
 	}
 	if err := c.enterDo(); err != nil {
@@ -153,7 +153,7 @@ func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
 		}
 	}
 	if t.granted < c.quorum {
-		return "", left, newQuorumError("read", e.name, 1, t, ctx.Err())
+		return "", left, newQuorumError("read", leaderKind, e.name, 1, t, ctx.Err())
 	}
 	return "", left, fmt.Errorf("%w of election %q", ErrNoLeader, e.name)
 }

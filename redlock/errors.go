@@ -60,8 +60,15 @@ type ServerError struct {
 	Err    error
 }
 
-// Error names the server and its failure.
-func (e *ServerError) Error() string { return fmt.Sprintf("server %d: %v", e.Server, e.Err) }
+// Error names the server and its failure. A failure that is an error of
+// this package (ErrQuarantined) is written without its "redlock: ", which
+// the QuorumError that carries it already starts with.
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("server %d: %s", e.Server, strings.ReplaceAll(e.Err.Error(), prefix, ""))
+}
+
+// prefix starts every error message of the package, once.
+const prefix = "redlock: "
 
 // Unwrap returns the server's own error.
 func (e *ServerError) Unwrap() error { return e.Err }
@@ -72,8 +79,8 @@ func (e *ServerError) Unwrap() error { return e.Err }
 // ErrNotHeld or ErrLockLost as the case may be, the context's error when
 // the context ended first, and each server's failure.
 type QuorumError struct {
-	Op       string // "acquire", "extend" or "release"
-	Name     string // the lock's name
+	Op       string // "acquire", "extend", "release", or "read" (Election.Leader)
+	Name     string // the lock's name, or the primitive's
 	Attempts int    // attempts made by the call; 1 for extend and release
 
 	// The votes of the last attempt when its outcome was decided: servers
@@ -85,37 +92,45 @@ type QuorumError struct {
 	sentinels []error // what the failure means: ErrNotAcquired, ErrHeldElsewhere, ErrNotHeld, ErrLockLost
 	ctxErr    error
 	skip      bool // the votes said DoOrSkip should skip (see tally.skip)
+	kind      kind // what failed to be taken, extended or released, for the message
 }
 
-func newQuorumError(op, name string, attempts int, t tally, ctxErr error, sentinels ...error) *QuorumError {
+func newQuorumError(op string, k kind, name string, attempts int, t tally, ctxErr error, sentinels ...error) *QuorumError {
 	return &QuorumError{Op: op, Name: name, Attempts: attempts,
 		Servers: t.n, Granted: t.granted, Refused: t.refused, Failed: t.errs,
-		sentinels: sentinels, ctxErr: ctxErr}
+		sentinels: sentinels, ctxErr: ctxErr, kind: k}
 }
 
 // Error says what failed and how the servers voted, on one line.
 func (e *QuorumError) Error() string {
 	var b strings.Builder
-	b.WriteString("redlock: ")
+	b.WriteString(prefix)
 	switch e.Op {
 	case "acquire":
-		fmt.Fprintf(&b, "lock %q not acquired", e.Name)
+		fmt.Fprintf(&b, "%s not acquired", e.kind.of(e.Name))
 		if e.Attempts > 1 {
 			fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 		}
 	case "extend":
-		fmt.Fprintf(&b, "extension of lock %q not granted", e.Name)
+		fmt.Fprintf(&b, "extension of %s not granted", e.kind.of(e.Name))
+	case "read":
+		fmt.Fprintf(&b, "leader of election %q not read", e.Name)
 	default:
-		fmt.Fprintf(&b, "%s of lock %q not confirmed", e.Op, e.Name)
+		fmt.Fprintf(&b, "%s of %s not confirmed", e.Op, e.kind.of(e.Name))
 	}
 	granted, refused := "granted", "refused"
-	if e.Op == "release" {
+	switch e.Op {
+	case "read":
+		granted = "answered"
+	case "release":
 		granted, refused = "deleted it", "held another token"
 		if e.Servers > 0 && e.Refused > e.Servers-quorum(e.Servers) {
 			b.WriteString(": not held")
 		}
-	} else if e.Servers > 0 && e.Refused >= quorum(e.Servers) {
-		b.WriteString(": held elsewhere")
+	default:
+		if e.Servers > 0 && e.Refused >= quorum(e.Servers) {
+			b.WriteString(": held elsewhere")
+		}
 	}
 	if e.Attempts > 0 {
 		fmt.Fprintf(&b, ": %d of %d servers %s, %d %s, %d failed", e.Granted, e.Servers, granted, e.Refused, refused, len(e.Failed))
@@ -171,9 +186,92 @@ func (e *QuorumError) serverErrors() *multierror.Error {
 // notAcquired is Acquire's error after attempts, the last of which ended
 // with the votes t.
 func notAcquired(name string, attempts int, t tally, ctxErr error) *QuorumError {
+	return holdNotAcquired(lockKind, name, attempts, t, ctxErr)
+}
+
+// holdNotAcquired is notAcquired for a hold of kind k.
+func holdNotAcquired(k kind, name string, attempts int, t tally, ctxErr error) *QuorumError {
 	sentinel := ErrNotAcquired
 	if t.heldElsewhere() {
 		sentinel = ErrHeldElsewhere
 	}
-	return newQuorumError("acquire", name, attempts, t, ctxErr, sentinel)
+	return newQuorumError("acquire", k, name, attempts, t, ctxErr, sentinel)
+}
+
+// kind is what a Lock holds: a lock, or a primitive's hold. Errors name
+// the hold in its own words, so that a semaphore's say permit and an
+// election's leadership.
+type kind uint8
+
+const (
+	lockKind kind = iota
+	permitKind
+	readKind
+	writeKind
+	leaderKind
+)
+
+// kindOf returns the kind of hold that p, a primitive or the calls of
+// its hold (nil for a lock), takes.
+func kindOf(p any) kind {
+	switch p := p.(type) {
+	case *slotPick, *permitOps:
+		return permitKind
+	case *rwOps:
+		if p.write {
+			return writeKind
+		}
+		return readKind
+	case *leaderOps:
+		return leaderKind
+	}
+	return lockKind
+}
+
+// primitive names the primitive a hold of kind k belongs to.
+func (k kind) primitive() string {
+	switch k {
+	case permitKind:
+		return "semaphore"
+	case readKind, writeKind:
+		return "read-write lock"
+	case leaderKind:
+		return "election"
+	}
+	return "lock"
+}
+
+// of names the hold of name, as an error says it: lock "x", permit of
+// semaphore "x", read (or write) hold of read-write lock "x", leadership
+// of election "x".
+func (k kind) of(name string) string {
+	switch k {
+	case permitKind:
+		return fmt.Sprintf("permit of semaphore %q", name)
+	case readKind:
+		return fmt.Sprintf("read hold of read-write lock %q", name)
+	case writeKind:
+		return fmt.Sprintf("write hold of read-write lock %q", name)
+	case leaderKind:
+		return fmt.Sprintf("leadership of election %q", name)
+	}
+	return fmt.Sprintf("lock %q", name)
+}
+
+// holdError is an error of one hold that says what happened in its own
+// words, once prefixed, and matches the package's errors it stands for
+// (ErrNotHeld, ErrLockLost, ErrInvalidArgument) with errors.Is. Wrapping
+// with %w would repeat their texts, and "redlock: " with them.
+type holdError struct {
+	msg  string
+	errs []error
+}
+
+func (e *holdError) Error() string   { return e.msg }
+func (e *holdError) Unwrap() []error { return e.errs }
+
+// holdErr returns the error of the hold of kind k called name: the
+// package's prefix, the hold, and what is said of it, matching errs.
+func holdErr(k kind, name string, errs []error, format string, args ...any) error {
+	return &holdError{msg: prefix + k.of(name) + " " + fmt.Sprintf(format, args...), errs: errs}
 }

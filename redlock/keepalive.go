@@ -40,7 +40,7 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 		if err != nil {
 			return l.stopped(ctx, "")
 		}
-		interval, err := keepAliveInterval(l.o, l.name, ttl)
+		interval, err := keepAliveInterval(l.o, l.kind(), l.name, ttl)
 		if err != nil {
 			return err
 		}
@@ -88,15 +88,15 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 // keepAliveInterval returns how often a lock of ttl is extended, or an
 // error if that leaves no time for an extension to be answered before the
 // lock would be declared lost.
-func keepAliveInterval(o *options, name string, ttl time.Duration) (time.Duration, error) {
+func keepAliveInterval(o *options, k kind, name string, ttl time.Duration) (time.Duration, error) {
 	interval := o.keepAlive
 	if interval == 0 {
 		interval = ttl / 3
 	}
 	held := ttl - drift(ttl, o.driftFactor) - o.marginFor(ttl)
 	if interval+o.timeoutFor(ttl) >= held {
-		return 0, invalidArgument("keep-alive interval %v leaves no time to extend lock %q (held for %v after each extension, server timeout %v)",
-			interval, name, held, o.timeoutFor(ttl))
+		return 0, invalidArgument("keep-alive interval %v leaves no time to extend the %s (held for %v after each extension, server timeout %v)",
+			interval, k.of(name), held, o.timeoutFor(ttl))
 	}
 	return interval, nil
 }
@@ -137,7 +137,7 @@ func (l *Lock) stopped(ctx context.Context, why string) error {
 	case l.released:
 		return nil
 	case why != "":
-		return fmt.Errorf("%w: lock %q: %s", l.err, l.name, why)
+		return holdErr(l.kind(), l.name, []error{l.err}, "lost: %s", why)
 	}
 	return l.err
 }

@@ -612,7 +612,7 @@ func TestErrorTexts(t *testing.T) {
 	err = l.Extend(bg, ttl3)
 	require.ErrorIs(t, err, ErrNotHeld)
 	assert.NotContains(t, err.Error(), "m=", "no monotonic clock reading")
-	assert.Contains(t, err.Error(), `redlock: lock not held: lock "job" was lost`)
+	assert.Contains(t, err.Error(), `redlock: lock "job" not held: it was lost`)
 }
 
 func TestTokensCarryTheCallsRank(t *testing.T) {

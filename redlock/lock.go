@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -160,7 +159,8 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // errNilLock is what the methods of a nil or zero Lock return: a program
 // that ignored Acquire's error, or made a Lock itself, holds no lock.
-var errNilLock = fmt.Errorf("redlock: %w: %w: nil lock", ErrInvalidArgument, ErrNotHeld)
+var errNilLock error = &holdError{msg: prefix + "invalid argument: nil or zero Lock: it holds no lock",
+	errs: []error{ErrInvalidArgument, ErrNotHeld}}
 
 // zero reports whether l is nil or was not made by a Client (a zero
 // Lock): it holds nothing, and has no client to ask.
@@ -169,7 +169,8 @@ func (l *Lock) zero() bool { return l == nil || l.c == nil }
 // Err returns nil while the lock is held, ErrNotHeld once it was released,
 // and ErrLockLost once it was declared lost before it was released: not
 // extended by Until − loss margin, or found held by another token on a
-// quorum of servers.
+// quorum of servers. (A primitive's hold reports an error that matches
+// them and names the hold: a permit of semaphore "x" lost.)
 func (l *Lock) Err() error {
 	if l.zero() {
 		return errNilLock
@@ -193,7 +194,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if l.zero() {
 		return errNilLock
 	}
-	if err := checkTTL(l.o, l.name, ttl); err != nil {
+	if err := checkTTL(l.o, l.kind(), l.name, ttl); err != nil {
 		return err
 	}
 	if h := l.c.hooks.Extended; h != nil {
@@ -223,7 +224,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	defer l.mu.Unlock()
 	l.checkExpiry()
 	if l.err != nil {
-		return fmt.Errorf("%w: lock %q was lost while it was being extended", l.err, l.name)
+		return holdErr(l.kind(), l.name, []error{l.err}, "was lost while it was being extended")
 	}
 	if t.won() && left > l.o.marginFor(ttl) {
 		l.setValidity(start, ttl)
@@ -236,9 +237,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if t.heldElsewhere() {
 		c.logger.Warn("redlock: lock taken by another holder", "lock", l.name)
 		l.end(ErrLockLost)
-		return newQuorumError("extend", l.name, 1, t, ctx.Err(), ErrLockLost, ErrHeldElsewhere)
+		return newQuorumError("extend", l.kind(), l.name, 1, t, ctx.Err(), ErrLockLost, ErrHeldElsewhere)
 	}
-	return newQuorumError("extend", l.name, 1, t, ctx.Err(), ErrNotAcquired)
+	return newQuorumError("extend", l.kind(), l.name, 1, t, ctx.Err(), ErrNotAcquired)
 }
 
 // held returns nil if the lock can still be extended.
@@ -248,13 +249,16 @@ func (l *Lock) held() error {
 	l.checkExpiry()
 	switch {
 	case l.released:
-		return fmt.Errorf("%w: lock %q was released", ErrNotHeld, l.name)
+		return holdErr(l.kind(), l.name, []error{ErrNotHeld}, "not held: it was released")
 	case l.err != nil:
-		return fmt.Errorf("%w: lock %q was lost %v before it was to be extended",
-			ErrNotHeld, l.name, l.c.clock.Since(l.lossAt).Round(time.Millisecond))
+		return holdErr(l.kind(), l.name, []error{ErrNotHeld, l.err}, "not held: it was lost %v before it was to be extended",
+			l.c.clock.Since(l.lossAt).Round(time.Millisecond))
 	}
 	return nil
 }
+
+// kind returns what l holds, as its errors name it.
+func (l *Lock) kind() kind { return kindOf(l.prim) }
 
 // expire runs when the expiry timer fires, at the loss margin before Until.
 func (l *Lock) expire() {
@@ -275,12 +279,22 @@ func (l *Lock) checkExpiry() {
 	}
 }
 
-// end moves the lock to its final state. l.mu must be held.
+// end moves the lock to its final state, err (ErrNotHeld or ErrLockLost).
+// l.mu must be held.
 func (l *Lock) end(err error) {
 	if l.err != nil {
 		return
 	}
 	l.err = err
+	if k := l.kind(); k != lockKind {
+		// Made once, as Err may be called often: "redlock: lock lost"
+		// would misname a permit.
+		word := "not held"
+		if err == ErrLockLost {
+			word = "lost"
+		}
+		l.err = holdErr(k, l.name, []error{err}, "%s", word)
+	}
 	if l.life != nil {
 		l.expiry.Stop()
 		l.cancelLife(err)

@@ -104,7 +104,7 @@ func (c *Client) acquirePrim(ctx context.Context, o *options, name, key string, 
 			if errors.Is(err, ErrClosed) {
 				return nil, err
 			}
-			return nil, notAcquired(name, 0, last, ctx.Err())
+			return nil, holdNotAcquired(kindOf(p), name, 0, last, ctx.Err())
 		}
 		defer leave()
 		a.note = note
@@ -199,7 +199,7 @@ func (a *primAcquisition) attempt(ctx context.Context, ops primOps) (*Lock, erro
 	}
 	if !granted {
 		if a.fenced && t.maxN >= keyserver.MaxFence {
-			return nil, fenceErr(a.name)
+			return nil, holdFenceErr(kindOf(a.p), a.name)
 		}
 		return nil, nil
 	}
@@ -339,7 +339,7 @@ func (a *primAcquisition) wait(ctx context.Context) error {
 
 // notAcquired is the call's error, with the votes of its last attempt.
 func (a *primAcquisition) notAcquired(ctxErr error) *QuorumError {
-	return notAcquired(a.name, a.attempts, a.last, ctxErr)
+	return holdNotAcquired(kindOf(a.p), a.name, a.attempts, a.last, ctxErr)
 }
 
 // checkServers refuses a primitive over servers that do not implement
@@ -353,14 +353,14 @@ func (c *Client) checkServers(what, iface string, is func(keyserver.KeyServer) b
 	return nil
 }
 
-// primOptions resolves a primitive call's options and checks its name
-// and TTL, before any server is asked.
-func (c *Client) primOptions(name string, ttl time.Duration, opts []Option) (*options, error) {
+// primOptions resolves the options of a call that takes a hold of kind k
+// and checks its name and TTL, before any server is asked.
+func (c *Client) primOptions(k kind, name string, ttl time.Duration, opts []Option) (*options, error) {
 	o, err := c.options.with(opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLock(o, name, ttl); err != nil {
+	if err := checkHold(o, k, name, ttl); err != nil {
 		return nil, err
 	}
 	return o, nil

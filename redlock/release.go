@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +43,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return fmt.Errorf("%w: lock %q was already released", ErrNotHeld, l.name)
+		return holdErr(l.kind(), l.name, []error{ErrNotHeld}, "not held: it was already released")
 	}
 	l.released = true
 	l.checkExpiry()
@@ -100,15 +99,15 @@ func (l *Lock) release(ctx context.Context, ttl time.Duration, expires time.Time
 	c.logVotes(f.op, l.name, t)
 	switch {
 	case lost:
-		return fmt.Errorf("%w: %w: lock %q had been lost before it was released", ErrNotHeld, ErrLockLost, l.name)
+		return holdErr(l.kind(), l.name, []error{ErrNotHeld, ErrLockLost}, "not held: it had been lost before it was released")
 	case t.won():
 		return nil
 	case t.refused > t.n-quorum(t.n):
 		// So many servers hold another token that no quorum can have
 		// held ours: for an even n, fewer than a quorum of refusals.
-		return newQuorumError("release", l.name, 1, t, nil, ErrNotHeld)
+		return newQuorumError("release", l.kind(), l.name, 1, t, nil, ErrNotHeld)
 	}
-	return newQuorumError("release", l.name, 1, t, nil) // the servers that failed may still hold the key
+	return newQuorumError("release", l.kind(), l.name, 1, t, nil) // the servers that failed may still hold the key
 }
 
 // releases remembers, per key, the calls of this client's last release of

@@ -83,7 +83,7 @@ func (m *RWMutex) acquire(ctx context.Context, op string, ttl time.Duration, md 
 	if m.err != nil {
 		return nil, m.err
 	}
-	o, err := c.primOptions(m.name, ttl, opts)
+	o, err := c.primOptions(holdKind(write), m.name, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -97,12 +97,20 @@ func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(
 	if m.err != nil {
 		return m.err
 	}
-	return c.doWith(ctx, m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
+	return c.doWith(ctx, holdKind(write), m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
 		return c.acquirePrim(ctx, o, m.name, m.key(o), ttl, waits, false, m.mode(write, o.retryCount != 0))
 	})
 }
 
 func (m *RWMutex) key(o *options) string { return keyserver.RWKey(o.keyPrefix + m.name) }
+
+// holdKind is the kind of a write hold, or of a read hold.
+func holdKind(write bool) kind {
+	if write {
+		return writeKind
+	}
+	return readKind
+}
 
 func (m *RWMutex) mode(write, wait bool) *rwOps { return &rwOps{write: write, wait: write && wait} }
 

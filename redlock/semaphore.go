@@ -70,7 +70,7 @@ func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(context.C
 	if s.err != nil {
 		return s.err
 	}
-	return c.doWith(ctx, s.name, ttl, fn, opts, func(o *options) (*Lock, error) {
+	return c.doWith(ctx, permitKind, s.name, ttl, fn, opts, func(o *options) (*Lock, error) {
 		return c.acquirePrim(ctx, o, s.name, s.key(o), ttl, waits, false, s.newPick())
 	})
 }
@@ -82,7 +82,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, ttl time.Duration, m
 	if s.err != nil {
 		return nil, s.err
 	}
-	o, err := c.primOptions(s.name, ttl, opts)
+	o, err := c.primOptions(permitKind, s.name, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
