@@ -65,10 +65,10 @@ bench-peers:
 	cd bench && $(GO) run . $(BENCH_PEERS_FLAGS)
 
 ## chaos: the fault-injection suite (internal/chaos) on five throwaway Redis
-## nodes: every scenario at full length, about six minutes, and its table.
+## nodes: every scenario at full length, about seven minutes, and its table.
 ## SHORT=1 runs the short version that make test also runs; LONG=1 runs
 ## every scenario for longer, for more than 100,000 grants in the safe
-## ones (about 35 minutes; not run by CI); SEED=n replays a run's
+## ones (about 40 minutes; not run by CI); SEED=n replays a run's
 ## fault schedule.
 chaos:
 	$(GO) test -count=1 -timeout $(if $(LONG),90m,20m) -run '^TestChaos$$' -v ./internal/chaos -args \
