@@ -105,8 +105,10 @@
 // where the key server keeps one connection's order, as the pipelined
 // keyserver/redis does.) Release ignores its context's cancellation (each server's
 // call is still bounded by the server timeout), so defer lock.Release(ctx)
-// frees the lock even when ctx has ended; it returns as soon as a quorum
-// answered and leaves the rest to the background. Client.Close waits for
+// frees the lock even when ctx has ended; it returns as soon as the
+// answers tell whether a quorum deleted the key or so many servers hold
+// another token that no quorum held it (ErrNotHeld: for an even N, half
+// of them), and leaves the rest to the background. Client.Close waits for
 // everything the client left running — stragglers, clean-ups, the rest of
 // releases — and after it every call returns ErrClosed without reaching a
 // server: release locks, then close the client, then the key servers.

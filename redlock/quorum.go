@@ -106,6 +106,13 @@ const (
 	// everyAnswer waits for every server's answer (or its timeout): a
 	// read that must see which holder a quorum agrees on.
 	everyAnswer
+	// untilKnownReleased is a release's: it waits until a quorum deleted
+	// the key, or so many servers refused (more than n − quorum: for an
+	// even n, half of them) that no quorum can have held it, or neither
+	// is possible any more. Under earliest, a failure beside the first
+	// refusal would end the count before the second refusal of four
+	// servers, and the release would say unconfirmed instead of not held.
+	untilKnownReleased
 )
 
 // decided reports whether the votes so far settle the outcome under r.
@@ -118,6 +125,9 @@ func (t *tally) decided(r rule) bool {
 		return t.granted >= q || t.refused >= q || t.against() > t.n-q
 	}
 	rest := t.n - t.granted - t.against()
+	if r == untilKnownReleased {
+		return t.granted >= q || t.refused > t.n-q || (t.granted+rest < q && t.refused+rest <= t.n-q)
+	}
 	return t.granted >= q || rest == 0 || (t.granted+rest < q && t.refused+rest < q)
 }
 

@@ -12,17 +12,21 @@ import (
 // Release gives the lock up on every server. It returns nil when a quorum
 // deleted this holder's key, and an error satisfying errors.Is(err,
 // ErrNotHeld) when the lock had already been declared lost, was released
-// before, or was no longer this holder's on a quorum. Any other error is a
-// *QuorumError saying too few servers answered; the keys they keep expire
-// with their TTL.
+// before, or was no longer this holder's on a quorum: so many servers
+// answered that another token holds the key that no quorum can hold this
+// holder's (more than N − quorum of them: two of four, as two of three).
+// Any other error is a *QuorumError saying too few servers answered; the
+// keys they keep expire with their TTL. The same holds for a permit, a
+// read or write hold and a leadership.
 //
 // Release runs even when ctx is already cancelled: it ignores ctx's
 // cancellation and deadline, and each server's call is bounded by the
 // server timeout. On each server the delete is sent after every earlier
 // call of this lock to that server has finished, so that a straggling
-// Acquire or Extend cannot re-create the key. Release returns as soon as a
-// quorum answered; the rest finishes in the background, and Client.Close
-// waits for it.
+// Acquire or Extend cannot re-create the key. Release returns as soon as
+// the answers tell which of the three it is (a failed server does not end
+// the count while the servers still to answer could make it not held);
+// the rest finishes in the background, and Client.Close waits for it.
 //
 // Release is final either way: Done is closed and Err reports ErrNotHeld
 // (or ErrLockLost if the lock was lost first).
@@ -76,7 +80,8 @@ func (l *Lock) release(ctx context.Context, ttl time.Duration, expires time.Time
 	// Sent even for a lost lock: our keys may still sit on servers whose
 	// clocks run slow. The calls are owner-checked, so a new holder's keys
 	// are safe.
-	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: l.o.timeoutFor(ttl), after: l.tails, prim: l.prim, final: true}
+	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: l.o.timeoutFor(ttl), after: l.tails, prim: l.prim, final: true,
+		rule: untilKnownReleased}
 	if l.o.minHold > 0 && !lost { // a clock read saved for most locks
 		// The TTL is cut to the rest of the minimum hold, and never set
 		// beyond the rest of the lock's own: a hold longer than the TTL
