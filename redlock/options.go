@@ -73,7 +73,13 @@ func WithRetryDelay(d time.Duration) Option {
 // WithRetryJitter spreads the waits between attempts uniformly over
 // delay±jitter, so that contenders that collided once do not collide again.
 // It must not exceed the retry delay; 0 means no jitter: every wait is the
-// retry delay. Default: half the retry delay.
+// retry delay, for a lock, a permit, a read or write hold and a
+// leadership alike. (A wait may still end sooner, when a server announces
+// a release or the holder's TTL runs out; and a primitive's call whose
+// attempt split the servers with another still backs off a random moment,
+// up to a quarter of the delay, before it waits, since contenders that
+// came back together would split the vote again.) Default: half the retry
+// delay.
 func WithRetryJitter(d time.Duration) Option {
 	return func(o *options) { o.retryJitter = o.duration("retry jitter", d, 0) }
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,6 +70,53 @@ func TestEvenReleaseRefusedByHalfIsNotHeldOnEveryPath(t *testing.T) {
 				assert.Zero(t, qe.Granted)
 				advanceTimersUntil(t, fc, 1, doneWaiting(c))
 			})
+		}
+	}
+}
+
+// TestNoJitterWaitsTheRetryDelayOnEveryPath: with WithRetryJitter(0),
+// given to the client or to the call, every wait between two attempts is
+// the retry delay exactly, for every kind of hold, when the servers fail
+// and when they refuse (servers that keep no line, for a lock: a lock's
+// wait in a line is paced by turns, not by the retry delay).
+func TestNoJitterWaitsTheRetryDelayOnEveryPath(t *testing.T) {
+	const delay, waits = 120 * time.Millisecond, 8
+	noJitter := []Option{WithRetryDelay(delay), WithRetryJitter(0), WithRetryCount(-1)}
+	for _, p := range holdPaths {
+		for _, why := range []string{"fail", "refuse"} {
+			for _, where := range []string{"client", "call"} {
+				t.Run(p.name+", servers "+why+", options of the "+where, func(t *testing.T) {
+					fc := clock.NewFake(t0)
+					reply := static.Deny
+					if why == "fail" {
+						reply = static.Fail(errors.New("connection refused"))
+					}
+					servers := static.NewCluster(3, static.WithNow(fc.Now))
+					ks := servers.KeyServers()
+					for i, s := range servers {
+						s.Script(p.acquire, reply)
+						if p.name == "lock" && why == "refuse" {
+							ks[i] = hidden{s}
+						}
+					}
+					var clientOpts, callOpts []Option
+					if where == "client" {
+						clientOpts = noJitter
+					} else {
+						callOpts = noJitter
+					}
+					c := testClient(t, fc, ks, clientOpts...)
+					ctx, cancel := context.WithCancel(bg)
+					res := async(t, func() error { _, err := p.take(ctx, c, callOpts...); return err })
+					got := sleeps(t, fc, waits)
+					cancel()
+					require.ErrorIs(t, res(), context.Canceled)
+					for i, d := range got {
+						assert.Equal(t, delay, d, "wait %d of %v", i+1, got)
+					}
+					c.bg.Wait()
+				})
+			}
 		}
 	}
 }
