@@ -255,7 +255,9 @@
 // An election is a lock whose key also stores the leader's value. Campaign
 // waits until this caller leads (by default without a retry limit), then
 // keeps the leadership alive in the background until it is released
-// (resigning), lost, or ctx ends or the client closes, which resign. A
+// (resigning), lost, or ctx ends or the client closes, which resign: ctx
+// bounds the leadership, not only the wait, so a timeout around Campaign
+// resigns at that timeout (WithRetryCount bounds the wait alone). A
 // leadership's Fence is its term, drawn as fencing tokens are (the
 // election always fences; see Fencing tokens): greater than every earlier
 // leader's, so followers and stores can refuse a deposed leader. Leader

@@ -50,6 +50,15 @@ func (c *Client) Election(name string) *Election {
 // until it is released (resigning: Release on the returned *Lock), lost
 // (its Done closes), or ctx ends, which resigns. Client.Close resigns too.
 //
+// ctx is the leadership's lifetime, not only the wait: when it ends, also
+// long after Campaign returned, the leader resigns (as client-go's
+// leader election does with ReleaseOnCancel), so that a process that is
+// shutting down hands over at once instead of holding the election for a
+// TTL. So a context.WithTimeout around Campaign ends the leadership at
+// that timeout; give Campaign the context of the work that leads (the
+// process's, a server's), and bound the wait alone with a call option:
+// WithRetryCount(n) gives up after n × the retry delay.
+//
 // The leadership's Fence is its term: greater than the term of every
 // earlier leader of the election, so that followers and the stores they
 // write to can refuse a deposed leader.

@@ -173,6 +173,47 @@ func TestLeadershipOutlivesItsTTLAndResignsWithCtx(t *testing.T) {
 	require.NoError(t, r.lock.Release(bg))
 }
 
+// TestCampaignContextIsTheLeadershipsLifetime: the ctx given to Campaign
+// bounds the leadership, not only the wait: a ctx with a 5 s timeout
+// around Campaign resigns a leadership that is kept alive well past its
+// 3 s TTL exactly at that timeout (Err reports ErrNotHeld: resigned, not
+// lost), and the election has no leader from then on.
+func TestCampaignContextIsTheLeadershipsLifetime(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 3)
+	e := testClient(t, fc, servers).Election("primary")
+	watcher := testClient(t, fc, servers).Election("primary")
+	ctx, cancel := fc.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	l, err := e.Campaign(ctx, 3*time.Second, "a")
+	require.NoError(t, err, "Campaign returns once it leads, long before the timeout")
+
+	// Four keep-alive intervals, 4 s of a 3 s TTL; then the next
+	// keep-alive wait, due at 5 s, has begun.
+	sleeps(t, fc, 4)
+	_, err = fc.BlockUntilSleepers(1, wait)
+	require.NoError(t, err)
+	fc.Advance(999 * time.Millisecond)
+	require.NoError(t, l.Err(), "still leading a millisecond before the timeout")
+	got, err := watcher.Leader(bg)
+	require.NoError(t, err)
+	assert.Equal(t, "a", got)
+
+	fc.Advance(time.Millisecond)
+	select {
+	case <-l.Done():
+	case <-time.After(wait):
+		t.Fatal("the leadership outlived its Campaign's ctx")
+	}
+	require.ErrorIs(t, l.Err(), ErrNotHeld, "resigned")
+	require.NotErrorIs(t, l.Err(), ErrLockLost, "resigned, not lost")
+	assert.Equal(t, t0.Add(5*time.Second), fc.Now(), "at the timeout")
+	require.Eventually(t, func() bool { // the resignation's calls reach the servers
+		_, err := watcher.Leader(bg)
+		return errors.Is(err, ErrNoLeader)
+	}, wait, time.Millisecond, "no leader once the Campaign's ctx ended")
+}
+
 // TestLeadershipLostWhenAMajorityFails: when a majority of servers stop
 // answering, the leader cannot extend, its Done closes by Until − loss
 // margin, and Err reports ErrLockLost.

@@ -91,7 +91,9 @@ func ExampleElection() {
 	fmt.Printf("observed: %q\n", <-changes)
 
 	// Campaign returns once this process leads, and keeps the leadership
-	// alive until it is released, lost, or ctx ends.
+	// alive until it is released, lost, or ctx ends. ctx is the
+	// leadership's lifetime, not only the wait: a context.WithTimeout here
+	// would resign at its deadline (see ExampleElection_Campaign).
 	leadership, err := election.Campaign(ctx, 10*time.Second, "host-a:8080")
 	if err != nil {
 		log.Fatal(err)
@@ -111,4 +113,39 @@ func ExampleElection() {
 	// observed: "host-a:8080"
 	// leader: host-a:8080 <nil> term 1
 	// observed: ""
+}
+
+// Campaign's context bounds the leadership, not only the wait: a timeout
+// around Campaign resigns at that timeout, even though Campaign returned
+// long before it. To bound only the wait, give the call a retry limit.
+func ExampleElection_Campaign() {
+	client, closeServers := newClient()
+	defer closeServers()
+	election := client.Election("scheduler")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	leadership, err := election.Campaign(ctx, 10*time.Second, "host-a:8080")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("leading:", leadership.Err() == nil)
+	<-leadership.Done() // closed when the timeout resigns the leadership
+	fmt.Println("resigned at the timeout:", errors.Is(leadership.Err(), redlock.ErrNotHeld))
+
+	// Bound the wait alone with a retry limit (25 retries of the 200 ms
+	// retry delay: about 5 s), and give Campaign the context of the work
+	// that leads: this leadership outlasts the 100 ms above.
+	work := context.Background()
+	leadership, err = election.Campaign(work, 10*time.Second, "host-a:8080", redlock.WithRetryCount(25))
+	if err != nil {
+		log.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	fmt.Println("leading after 200 ms:", leadership.Err() == nil)
+	_ = leadership.Release(work)
+	// Output:
+	// leading: true
+	// resigned at the timeout: true
+	// leading after 200 ms: true
 }
