@@ -236,7 +236,11 @@
 // retried). Holders that share a server were all granted under the count
 // that server stores, and any two holders share a server, so holders at
 // once were all granted under one count: Clients that disagree on it never
-// together exceed it.
+// together exceed it. A Redis key server looks at no more than 1,024 slots
+// to tell whether any is still held, so that a call with another count
+// costs a bounded number of commands: the count of a semaphore of more
+// permits binds until it lapses, up to a TTL after the last grant or
+// extension of one of its permits, even once every permit is released.
 //
 // Why a reader and a writer never both hold a quorum. Each server grants a
 // read hold only when no writer holds the name there, and a write hold

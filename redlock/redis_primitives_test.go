@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/redlock"
 )
 
@@ -215,4 +216,40 @@ func TestRedisLeadershipOutlivesItsTTLAndIsLost(t *testing.T) {
 	got, err := watcher.Leader(ctx)
 	assert.Error(t, err, "Leader with a majority paused reported %q", got)
 	assert.Empty(t, got)
+}
+
+// TestRedisLargeSemaphoreCountBindsUntilItLapses shows the documented
+// bound of a Redis key server: once every permit of a semaphore of up to
+// 1,024 permits is released, a call with another count is granted at
+// once; the count of a larger semaphore binds until it lapses, a TTL
+// after its last grant, because a server looks at no more than 1,024
+// slots to tell whether any is still held.
+func TestRedisLargeSemaphoreCountBindsUntilItLapses(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c := clientOn(t, cluster, redlock.WithRetryCount(0))
+	ctx := context.Background()
+	const ttl = 500 * time.Millisecond
+	for _, tc := range []struct {
+		permits int
+		binds   bool
+	}{{1024, false}, {1025, true}} {
+		name := fmt.Sprint("encoders-", tc.permits)
+		granted := time.Now()
+		l, err := c.Semaphore(name, tc.permits).TryAcquire(ctx, ttl)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+		l, err = c.Semaphore(name, 2).TryAcquire(ctx, ttl)
+		if !tc.binds {
+			require.NoError(t, err, "%d permits, all released: another count is granted at once", tc.permits)
+			require.NoError(t, l.Release(ctx))
+			continue
+		}
+		require.ErrorIs(t, err, keyserver.ErrPermitsDiffer, "%d permits, all released: the count still binds", tc.permits)
+		require.Eventually(t, func() bool {
+			l, err = c.Semaphore(name, 2).TryAcquire(ctx, ttl)
+			return err == nil
+		}, 10*ttl, 5*time.Millisecond, "%d permits: the count lapses with its TTL", tc.permits)
+		assert.GreaterOrEqual(t, time.Since(granted), ttl-5*time.Millisecond, "not before its TTL")
+		require.NoError(t, l.Release(ctx))
+	}
 }

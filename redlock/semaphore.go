@@ -27,7 +27,14 @@ type Semaphore struct {
 // ErrInvalidArgument before any server is asked. The count is stored on
 // the servers with the semaphore while it is held: a call with another
 // count fails with an error matching keyserver.ErrPermitsDiffer until
-// every permit of the stored count is released.
+// every permit of the stored count is released. On a Redis key server
+// (keyserver/redis and the clients over it), the count of a semaphore of
+// more than 1,024 permits binds until it lapses instead, up to a TTL
+// after the last grant or extension of one of its permits, even once all
+// are released: to tell whether any permit is still held, a server looks
+// at no more than 1,024 slots, so that a call with another count costs a
+// bounded number of commands however large the semaphore. Change the
+// count of such a semaphore by waiting out its TTL, or by another name.
 func (c *Client) Semaphore(name string, permits int) *Semaphore {
 	s := &Semaphore{c: c, name: name, permits: permits}
 	switch {

@@ -291,3 +291,23 @@ func TestPrimitivesFence(t *testing.T) {
 		require.NoError(t, w.Release(bg))
 	}
 }
+
+// TestSemaphoreCountIsFreeOnceReleased: on in-process key servers, once
+// every permit of a semaphore is released, a call with another count is
+// granted at once, however many permits it had (a Redis key server frees
+// a count of more than 1,024 permits only when it lapses: see
+// TestRedisLargeSemaphoreCountBindsUntilItLapses); while one is held, the
+// other count is refused with ErrPermitsDiffer.
+func TestSemaphoreCountIsFreeOnceReleased(t *testing.T) {
+	fc := clock.NewFake(t0)
+	c := testClient(t, fc, memoryServers(t, fc, 3), WithRetryCount(0))
+	big := c.Semaphore("encoders", 5000)
+	l, err := big.TryAcquire(bg, ttl3)
+	require.NoError(t, err)
+	_, err = c.Semaphore("encoders", 2).TryAcquire(bg, ttl3)
+	require.ErrorIs(t, err, keyserver.ErrPermitsDiffer, "while a permit is held")
+	require.NoError(t, l.Release(bg))
+	l, err = c.Semaphore("encoders", 2).TryAcquire(bg, ttl3)
+	require.NoError(t, err, "once every permit is released")
+	require.NoError(t, l.Release(bg))
+}
