@@ -89,7 +89,8 @@ func (s *Server) acquireInLineTaken(ctx context.Context, key, token string, ttl 
 }
 
 // decodeHolder reads the reply of holderScript or lineScript: 1 when
-// granted, and otherwise {left, order, ahead} (see holder).
+// granted, and otherwise {left, order, ahead} (see
+// lua/acquire_or_holder.lua).
 func decodeHolder(reply any, err error) (bool, keyserver.Holder, error) {
 	if err != nil || reply == int64(1) {
 		return err == nil, keyserver.Holder{}, err

@@ -100,7 +100,7 @@ var (
 
 // setWords are setScript's keys and arguments, for the script of an
 // Acquire whose SET NX was refused and for Extend: a key holding the token
-// or the promise to its call is the caller's (see lua.go).
+// or the promise to its call is the caller's (see lua/acquire.lua).
 func setWords(key, token string, ttl time.Duration) (keys, args []string) {
 	w := []string{key, token, ms(ttl), promise(token)}
 	return w[:1:1], w[1:] // one allocation, not two

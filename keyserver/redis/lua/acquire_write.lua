@@ -1,0 +1,87 @@
+-- AcquireWrite: stores the token as a read-write lock's writer if nobody
+-- holds the lock; a refused caller that will wait marks a writer waiting,
+-- which keeps new readers out. The writer's key is set first and taken
+-- back if readers hold: one command less when nobody does.
+-- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, a ZSET of reader
+-- tokens scored by expiry (server time, ms); KEYS[3]: key:wait, the mark
+-- of the writer that waited last; KEYS[4]: key:watchers.
+-- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: '1' if the caller will
+-- wait, else '0'; ARGV[4]: its mark (keyserver.WaiterOf); ARGV[5]: the
+-- mark's TTL in ms (keyserver.WriterWaitTTL); ARGV[6]: the caller's
+-- watcher member, or ''.
+-- Reply: {1, 0} when granted, else {0, TTL left in ms (at least 1)}.
+
+-- The helpers of the read-write scripts (acquire_read.lua,
+-- acquire_write.lua, extend_hold.lua), each script having them all.
+
+-- clock is the server's time in ms: readers' expiries in key:r are
+-- absolute.
+local function clock()
+	local t = redis.call('TIME')
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- outlive makes key live at least ttl ms more, never less than it has:
+-- a key without a TTL gets one (NX), one with a TTL keeps the longer (GT).
+local function outlive(key, ttl)
+	if redis.call('PEXPIRE', key, ttl, 'NX') == 0 then
+		redis.call('PEXPIRE', key, ttl, 'GT')
+	end
+end
+
+-- unwatch takes the granted caller, member ARGV[i] unless empty, out of
+-- the watchers wkey.
+local function unwatch(wkey, i)
+	if ARGV[i] ~= '' then
+		redis.call('ZREM', wkey, ARGV[i])
+	end
+end
+
+-- readers drops the expired readers and returns how many are left, with
+-- the shortest TTL left among them.
+local function readers()
+	local now = clock()
+	redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+	local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+	if first[2] then
+		return 1, tonumber(first[2]) - now
+	end
+	return 0, 0
+end
+
+-- refuse is a write's refusal with left, marking the writer waiting in
+-- key:wait when ARGV[3] is '1' (mark ARGV[4] for ARGV[5] ms).
+local function refuse(left)
+	if ARGV[3] == '1' then
+		redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
+	end
+	return {0, math.max(left, 1)}
+end
+
+-- addReader adds or renews the token as a reader; key:r lives as long
+-- as its last reader.
+local function addReader()
+	redis.call('ZADD', KEYS[2], clock() + tonumber(ARGV[2]), ARGV[1])
+	outlive(KEYS[2], ARGV[2])
+end
+
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+		return refuse(redis.call('PTTL', KEYS[1]))
+	end
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	unwatch(KEYS[4], 6)
+	return {1, 0}
+end
+if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+	local n, left = readers()
+	if n > 0 then
+		redis.call('DEL', KEYS[1])
+		return refuse(left)
+	end
+	if redis.call('GET', KEYS[3]) == ARGV[4] then
+		redis.call('DEL', KEYS[3])
+	end
+end
+unwatch(KEYS[4], 6)
+return {1, 0}

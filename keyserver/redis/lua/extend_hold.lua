@@ -1,0 +1,61 @@
+-- ExtendHold: renews the token's hold of a read-write lock, as its writer
+-- or as a reader, or stores it again where it would be granted.
+-- KEYS[1]: key:w; KEYS[2]: key:r; KEYS[3]: key:wait.
+-- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: '1' for the writer, '0'
+-- for a reader.
+-- Reply: 1 or 0.
+
+-- The helpers of the read-write scripts: see acquire_write.lua.
+local function clock()
+	local t = redis.call('TIME')
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function outlive(key, ttl)
+	if redis.call('PEXPIRE', key, ttl, 'NX') == 0 then
+		redis.call('PEXPIRE', key, ttl, 'GT')
+	end
+end
+
+local function unwatch(wkey, i)
+	if ARGV[i] ~= '' then
+		redis.call('ZREM', wkey, ARGV[i])
+	end
+end
+
+local function readers()
+	local now = clock()
+	redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+	local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+	if first[2] then
+		return 1, tonumber(first[2]) - now
+	end
+	return 0, 0
+end
+
+local function refuse(left)
+	if ARGV[3] == '1' then
+		redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
+	end
+	return {0, math.max(left, 1)}
+end
+
+local function addReader()
+	redis.call('ZADD', KEYS[2], clock() + tonumber(ARGV[2]), ARGV[1])
+	outlive(KEYS[2], ARGV[2])
+end
+
+local n = readers()
+if ARGV[3] == '1' then
+	local w = redis.call('GET', KEYS[1])
+	if (w and w ~= ARGV[1]) or n > 0 then
+		return 0
+	end
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return 1
+end
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('EXISTS', KEYS[1]) == 1 then
+	return 0
+end
+addReader()
+return 1
