@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	redigo "github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -62,4 +66,376 @@ func TestLuaNumbers(t *testing.T) {
 			assert.True(t, strings.Contains(string(src), w), "lua/%s lacks %q", file, w)
 		}
 	}
+}
+
+// Tokens for TestLuaScripts: ranked ones, in the order of their ranks,
+// and one without a rank.
+const (
+	luaEarly    = "0000019a2b3c4d00.00000000000000000000000000000001"
+	luaHolder   = "0000019a2b3c4d01.00000001000000000000000000000001"
+	luaCaller   = "0000019a2b3c4d02.00000002000000000000000000000001"
+	luaWaiter   = "0000019a2b3c4d03.00000003000000000000000000000001"
+	luaUnranked = "t1"
+	luaChannel  = "ch" // the channel of the members in lines and watchers
+)
+
+// luaCase is one run of one script, whole, in TestLuaScripts.
+type luaCase struct {
+	file  string
+	name  string
+	setup [][]any // commands run first
+	keys  []string
+	args  []string
+	want  any                       // the reply, bulk strings as string and TTLs as about; a string is an error reply's first word
+	check func(luaNode, *testing.T) // the effect
+	told  []string                  // the messages published on luaChannel, in order
+}
+
+// luaNode is the Redis of TestLuaScripts.
+type luaNode struct{ *redistest.Node }
+
+// str is cmd's reply as a string ("" for nil).
+func (n luaNode) str(cmd string, args ...any) string {
+	s, _ := redigo.String(n.MustDo(cmd, args...), nil)
+	return s
+}
+
+// pttlNear checks that key's PTTL is in (ms-1000, ms].
+func (n luaNode) pttlNear(t *testing.T, key string, ms int64) {
+	t.Helper()
+	left := n.MustDo("PTTL", key).(int64)
+	assert.True(t, left > ms-1000 && left <= ms, "PTTL %s is %d, want about %d", key, left, ms)
+}
+
+// about stands in a want for a TTL left of about so many milliseconds:
+// in (ms-1000, ms].
+type about int64
+
+// matchReply checks reply against want, which may hold abouts.
+func matchReply(t *testing.T, want, reply any) {
+	t.Helper()
+	w, ok := want.([]any)
+	if !ok {
+		assert.Equal(t, want, reply)
+		return
+	}
+	r, ok := reply.([]any)
+	if !assert.True(t, ok && len(r) == len(w), "reply %v, want %v", reply, want) {
+		return
+	}
+	for i := range w {
+		if ms, ok := w[i].(about); ok {
+			left, _ := r[i].(int64)
+			assert.True(t, left > int64(ms)-1000 && left <= int64(ms), "reply %v: [%d] is %v, want about %d", reply, i, r[i], ms)
+		} else {
+			assert.Equal(t, w[i], r[i], "reply %v: [%d]", reply, i)
+		}
+	}
+}
+
+// plain turns redigo's reply into strings and int64s, for comparing.
+func plain(r any) any {
+	switch v := r.(type) {
+	case []byte:
+		return string(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = plain(e)
+		}
+		return out
+	}
+	return r
+}
+
+// TestLuaScripts runs every script, as its file has it, against a real
+// Redis: each case sets keys up, EVALs the file's text with KEYS and ARGV
+// as the Server passes them, and checks the reply, the keys after it and
+// what it published.
+func TestLuaScripts(t *testing.T) {
+	n := luaNode{redistest.Start(t, 1).Nodes[0]}
+	ps := redigo.PubSubConn{Conn: dial(t, n)}
+	defer ps.Close()
+	require.NoError(t, ps.Subscribe(luaChannel))
+	_, ok := ps.Receive().(redigo.Subscription)
+	require.True(t, ok, "subscribed")
+
+	const k, line, fence = "{k}", "{k}:line", "{k}:fence"
+	holderP, callerP, waiterP := keyserver.PromiseOf(luaHolder), keyserver.PromiseOf(luaCaller), keyserver.PromiseOf(luaWaiter)
+	callerM, waiterM := callerP+luaChannel, waiterP+luaChannel
+	earlyM := keyserver.PromiseOf(luaEarly) + luaChannel
+	ttl := "5000"
+	lineTTL := strconv.FormatInt(keyserver.LineTTL.Milliseconds(), 10)
+	claim := strconv.FormatInt(keyserver.ClaimTTL.Milliseconds(), 10)
+	pLen := strconv.Itoa(promiseLen)
+	reader := watchPromise(luaHolder, true) // the earliest watcher
+	const sem, rw, el = "{s}", "{rw}", "{e}"
+	rwK := rwKeys(rw)
+
+	cases := []luaCase{
+		{file: "acquire.lua", name: "free key", keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller, n.str("GET", k))
+				n.pttlNear(t, k, 5000)
+			}},
+		{file: "acquire.lua", name: "held by another", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}},
+			keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(0),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaHolder, n.str("GET", k))
+				n.pttlNear(t, k, 9000)
+			}},
+		{file: "acquire.lua", name: "extends, keeping the mark", setup: [][]any{{"SET", k, luaCaller + "+", "PX", 100}},
+			keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller+"+", n.str("GET", k))
+				n.pttlNear(t, k, 5000)
+			}},
+		{file: "acquire.lua", name: "claims its promise", setup: [][]any{{"SET", k, callerP, "PX", 100}},
+			keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaCaller+"+", n.str("GET", k)) }},
+		{file: "acquire.lua", name: "WRONGTYPE, nothing written", setup: [][]any{{"HSET", k, "f", "v"}},
+			keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: "WRONGTYPE",
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, "hash", n.str("TYPE", k)) }},
+
+		{file: "acquire_or_holder.lua", name: "free key", keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaCaller, n.str("GET", k)) }},
+		{file: "acquire_or_holder.lua", name: "ranked holder first", setup: [][]any{{"SET", k, luaHolder + "+", "PX", 9000}},
+			keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: []any{about(9000), int64(keyserver.HolderFirst), int64(0)},
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaHolder+"+", n.str("GET", k)) }},
+		{file: "acquire_or_holder.lua", name: "unranked holder without TTL", setup: [][]any{{"SET", k, luaUnranked}},
+			keys: []string{k}, args: []string{luaHolder, ttl, holderP}, want: []any{int64(0), int64(keyserver.Unranked), int64(0)}},
+		{file: "acquire_or_holder.lua", name: "caller first", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}},
+			keys: []string{k}, args: []string{luaHolder, ttl, holderP}, want: []any{about(9000), int64(keyserver.CallerFirst), int64(0)}},
+
+		{file: "acquire_in_line.lua", name: "refused: in line, holder marked",
+			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, earlyM, 0, waiterM}},
+			keys:  []string{k, line}, args: []string{luaCaller, ttl, callerP, lineTTL, callerM, ""},
+			want: []any{about(9000), int64(keyserver.HolderFirst), int64(1)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaHolder+"+", n.str("GET", k), "marked, KEEPTTL")
+				n.pttlNear(t, k, 9000)
+				assert.Equal(t, []any{earlyM, callerM, waiterM}, plain(n.MustDo("ZRANGE", line, 0, -1)), "in line by rank")
+				n.pttlNear(t, line, keyserver.LineTTL.Milliseconds())
+			}},
+		{file: "acquire_in_line.lua", name: "granted: out of line, stored marked",
+			setup: [][]any{{"ZADD", line, 0, callerM}},
+			keys:  []string{k, line}, args: []string{luaCaller, ttl, callerP, lineTTL, callerM, ""}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller+"+", n.str("GET", k))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", line))
+			}},
+		{file: "acquire_in_line.lua", name: "claims its promise, next joins",
+			setup: [][]any{{"SET", k, callerP, "PX", 100}},
+			keys:  []string{k, line}, args: []string{luaCaller, ttl, callerP, lineTTL, callerM, waiterM}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller+"+", n.str("GET", k))
+				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", line, 0, -1)))
+			}},
+
+		{file: "release.lua", name: "unmarked: deleted", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}, {"ZADD", line, 0, waiterM}},
+			keys: []string{k, line}, args: []string{luaCaller, claim, pLen}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", k))
+				assert.Equal(t, int64(1), n.MustDo("ZCARD", line), "the line is not looked at")
+			}},
+		{file: "release.lua", name: "wrong token", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}},
+			keys: []string{k, line}, args: []string{luaCaller, claim, pLen}, want: int64(0),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaHolder, n.str("GET", k)) }},
+		{file: "release.lua", name: "a promise is not given away", setup: [][]any{{"SET", k, callerP, "PX", 9000}},
+			keys: []string{k, line}, args: []string{luaCaller, claim, pLen}, want: int64(0),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, callerP, n.str("GET", k)) }},
+		{file: "release.lua", name: "marked: handed over", setup: [][]any{{"SET", k, luaCaller + "+", "PX", 9000}, {"ZADD", line, 0, waiterM}},
+			keys: []string{k, line}, args: []string{luaCaller, claim, pLen}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, waiterP, n.str("GET", k))
+				n.pttlNear(t, k, keyserver.ClaimTTL.Milliseconds())
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", line))
+			},
+			told: []string{waiterP + k}},
+		{file: "release.lua", name: "unranked, nobody in line: deleted", setup: [][]any{{"SET", k, luaUnranked, "PX", 9000}},
+			keys: []string{k, line}, args: []string{luaUnranked, claim, pLen}, want: int64(1),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", k)) }},
+
+		{file: "leave_line.lua", name: "in line", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, callerM}},
+			keys: []string{k, line}, args: []string{callerM, callerP, claim, pLen}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaHolder, n.str("GET", k))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", line))
+			}},
+		{file: "leave_line.lua", name: "promised: handed over", setup: [][]any{{"SET", k, callerP, "PX", 400}, {"ZADD", line, 0, waiterM}},
+			keys: []string{k, line}, args: []string{callerM, callerP, claim, pLen}, want: int64(1),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, waiterP, n.str("GET", k)) },
+			told:  []string{waiterP + k}},
+
+		{file: "acquire_fenced.lua", name: "granted", setup: [][]any{{"SET", fence, 7}},
+			keys: []string{k, fence}, args: []string{luaCaller, ttl, callerP}, want: int64(15),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaCaller, n.str("GET", k)) }},
+		{file: "acquire_fenced.lua", name: "refused, no counter", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}},
+			keys: []string{k, fence}, args: []string{luaCaller, ttl, callerP}, want: int64(0)},
+
+		{file: "raise_fence.lua", name: "raised", setup: [][]any{{"SET", fence, 3}},
+			keys: []string{fence}, args: []string{"5"}, want: int64(3),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, "5", n.str("GET", fence))
+				assert.Equal(t, int64(-1), n.MustDo("PTTL", fence), "no TTL")
+			}},
+		{file: "raise_fence.lua", name: "never lowered", setup: [][]any{{"SET", fence, 9}},
+			keys: []string{fence}, args: []string{"5"}, want: int64(9),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, "9", n.str("GET", fence)) }},
+
+		{file: "acquire_permit.lua", name: "granted", setup: [][]any{{"ZADD", sem + ":watchers", 0, callerM}},
+			keys: []string{sem, sem + ":1", sem + ":watchers"}, args: []string{"3", "1", luaCaller, ttl, "32", callerM}, want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, "3", n.str("GET", sem))
+				n.pttlNear(t, sem, 5000)
+				assert.Equal(t, luaCaller, n.str("GET", sem+":1"))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":watchers"), "unwatched")
+			}},
+		{file: "acquire_permit.lua", name: "refused: free slots listed", setup: [][]any{{"SET", sem, 3, "PX", 9000}, {"SET", sem + ":1", luaHolder, "PX", 9000}},
+			keys: []string{sem, sem + ":1", sem + ":watchers"}, args: []string{"3", "1", luaCaller, ttl, "32", ""}, want: []any{int64(0), about(9000), int64(0), int64(2)}},
+		{file: "acquire_permit.lua", name: "count differs", setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":0", luaHolder, "PX", 9000}},
+			keys: []string{sem, sem + ":1", sem + ":watchers"}, args: []string{"3", "1", luaCaller, ttl, "32", ""}, want: []any{int64(-1), int64(2)},
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1")) }},
+
+		{file: "extend_permit.lua", name: "stored again, count slot+1", keys: []string{sem, sem + ":2"}, args: []string{"2", luaCaller, ttl}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller, n.str("GET", sem+":2"))
+				assert.Equal(t, "3", n.str("GET", sem))
+			}},
+		{file: "extend_permit.lua", name: "held by another", setup: [][]any{{"SET", sem + ":2", luaHolder, "PX", 9000}},
+			keys: []string{sem, sem + ":2"}, args: []string{"2", luaCaller, ttl}, want: int64(0)},
+
+		{file: "release_permit.lua", name: "released, earliest told", setup: [][]any{{"SET", sem + ":1", luaCaller, "PX", 9000}, {"ZADD", sem + ":watchers", 0, waiterM, 0, callerM}},
+			keys: []string{sem + ":1", sem + ":watchers"}, args: []string{luaCaller, sem}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1"))
+				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
+			},
+			told: []string{callerP + sem}},
+		{file: "release_permit.lua", name: "wrong token", setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}},
+			keys: []string{sem + ":1", sem + ":watchers"}, args: []string{luaCaller, sem}, want: int64(0)},
+
+		{file: "acquire_read.lua", name: "granted", keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				now := time.Now().UnixMilli()
+				at, err := redigo.Int64(n.MustDo("ZSCORE", rw+":r", luaCaller), nil)
+				require.NoError(t, err)
+				assert.InDelta(t, now+5000, at, 1000, "expiry, server time")
+				n.pttlNear(t, rw+":r", 5000)
+			}},
+		{file: "acquire_read.lua", name: "a writer waits", setup: [][]any{{"SET", rw + ":wait", "w", "PX", 900}},
+			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(0), about(900)},
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":r")) }},
+
+		{file: "acquire_write.lua", name: "granted", keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", ""}, want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaCaller, n.str("GET", rw+":w")) }},
+		{file: "acquire_write.lua", name: "a reader holds: marked waiting", setup: [][]any{{"ZADD", rw + ":r", time.Now().UnixMilli() + 9000, luaHolder}},
+			keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", ""}, want: []any{int64(0), about(9000)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":w"), "taken back")
+				assert.Equal(t, "m", n.str("GET", rw+":wait"))
+				n.pttlNear(t, rw+":wait", 1000)
+			}},
+
+		{file: "extend_hold.lua", name: "writer renewed", setup: [][]any{{"SET", rw + ":w", luaCaller, "PX", 100}},
+			keys: rwK[:3], args: []string{luaCaller, ttl, "1"}, want: int64(1),
+			check: func(n luaNode, t *testing.T) { n.pttlNear(t, rw+":w", 5000) }},
+		{file: "extend_hold.lua", name: "another writer", setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}},
+			keys: rwK[:3], args: []string{luaCaller, ttl, "1"}, want: int64(0)},
+
+		{file: "release_hold.lua", name: "writer, a reader first: all told", setup: [][]any{{"SET", rw + ":w", luaCaller, "PX", 9000}, {"ZADD", rw + ":watchers", 0, reader + luaChannel, 0, callerM}},
+			keys: []string{rw + ":w", rw + ":r", rw + ":watchers"}, args: []string{luaCaller, "1", rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":w"))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers"), "a reader first: all told")
+			},
+			told: []string{callerP + rw, reader + rw}},
+		{file: "release_hold.lua", name: "not a reader", keys: []string{rw + ":w", rw + ":r", rw + ":watchers"}, args: []string{luaCaller, "0", rw}, want: int64(0)},
+
+		{file: "acquire_leader.lua", name: "leads, watchers told", setup: [][]any{{"SET", el + ":fence", 4}, {"ZADD", el + ":watchers", 0, primWatch + luaChannel}},
+			keys: []string{el, el + ":fence", el + ":watchers"}, args: []string{luaCaller, "v", ttl, el}, want: []any{int64(1), int64(4)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, []any{luaCaller, "v"}, plain(n.MustDo("HMGET", el, "t", "v")))
+				n.pttlNear(t, el, 5000)
+			},
+			told: []string{primWatch + el}},
+		{file: "acquire_leader.lua", name: "another leads", setup: [][]any{{"HSET", el, "t", luaHolder, "v", "w"}},
+			keys: []string{el, el + ":fence", el + ":watchers"}, args: []string{luaCaller, "v", ttl, el}, want: []any{int64(0), int64(0)},
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaHolder, n.str("HGET", el, "t")) }},
+
+		{file: "release_leader.lua", name: "resigned", setup: [][]any{{"HSET", el, "t", luaCaller, "v", "v"}, {"ZADD", el + ":watchers", 0, primWatch + luaChannel}},
+			keys: []string{el, el + ":watchers"}, args: []string{luaCaller, el}, want: int64(1),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", el)) },
+			told:  []string{primWatch + el}},
+		{file: "release_leader.lua", name: "does not lead", setup: [][]any{{"HSET", el, "t", luaHolder, "v", "v"}},
+			keys: []string{el, el + ":watchers"}, args: []string{luaCaller, el}, want: int64(0)},
+
+		{file: "read_leader.lua", name: "none", keys: []string{el}, want: []any{}},
+		{file: "read_leader.lua", name: "a leader", setup: [][]any{{"HSET", el, "t", luaHolder, "v", "v"}, {"PEXPIRE", el, 9000}},
+			keys: []string{el}, want: []any{luaHolder, "v", about(9000)}},
+
+		{file: "watch.lua", name: "registered", keys: []string{sem + ":watchers"}, args: []string{callerM, watchersTTL}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
+				n.pttlNear(t, sem+":watchers", keyserver.LineTTL.Milliseconds())
+			}},
+	}
+
+	covered := make(map[string]bool)
+	for _, c := range cases {
+		covered[c.file] = true
+		t.Run(strings.TrimSuffix(c.file, ".lua")+"/"+c.name, func(t *testing.T) {
+			n.MustDo("FLUSHALL")
+			for _, cmd := range c.setup {
+				n.MustDo(cmd[0].(string), cmd[1:]...)
+			}
+			src, err := luaFiles.ReadFile("lua/" + c.file)
+			require.NoError(t, err)
+			args := []any{string(src), len(c.keys)}
+			for _, w := range append(append([]string(nil), c.keys...), c.args...) {
+				args = append(args, w)
+			}
+			reply, err := n.Do("EVAL", args...)
+			if want, ok := c.want.(string); ok { // an error reply's first word
+				require.Error(t, err)
+				assert.True(t, strings.HasPrefix(err.Error(), want), "error %v, want %s", err, want)
+			} else {
+				require.NoError(t, err)
+				matchReply(t, c.want, plain(reply))
+			}
+			if c.check != nil {
+				c.check(n, t)
+			}
+			assert.Equal(t, c.told, told(t, ps), "published on %s", luaChannel)
+		})
+	}
+	for _, s := range scripts {
+		assert.True(t, covered[s.name], "no case runs lua/%s", s.name)
+	}
+}
+
+// told reads what was published to the subscription of ps since it last
+// read, up to a PING's answer, which comes after it.
+func told(t *testing.T, ps redigo.PubSubConn) []string {
+	t.Helper()
+	require.NoError(t, ps.Ping("end"))
+	var got []string
+	for {
+		switch m := ps.ReceiveWithTimeout(5 * time.Second).(type) {
+		case redigo.Message:
+			got = append(got, string(m.Data))
+		case redigo.Pong:
+			return got
+		case error:
+			t.Fatal(m)
+		}
+	}
+}
+
+// dial connects to n outside the Server.
+func dial(t *testing.T, n luaNode) redigo.Conn {
+	t.Helper()
+	conn, err := redigo.Dial("tcp", n.Addr(), redigo.DialReadTimeout(10*time.Second))
+	require.NoError(t, err)
+	return conn
 }
