@@ -8,7 +8,7 @@
 -- election's key, which names the turn.
 -- Reply: {1 when it leads else 0, the term counter (absent is 0)}.
 
--- tell, notifyAll, notifyFirst: see release_permit.lua.
+-- tell, notifyAll: see release_permit.lua.
 local function tell(m)
 	pcall(redis.call, 'PUBLISH', string.sub(m, 50), string.sub(m, 1, 49) .. ARGV[#ARGV])
 end
@@ -19,15 +19,6 @@ local function notifyAll(wkey)
 		for _, m in ipairs(ms) do
 			tell(m)
 		end
-	end
-end
-local function notifyFirst(wkey)
-	local first = redis.call('ZPOPMIN', wkey)
-	if first[1] then
-		if string.byte(first[1], 49) == 125 then
-			notifyAll(wkey)
-		end
-		tell(first[1])
 	end
 end
 

@@ -8,41 +8,31 @@
 -- member, or ''.
 -- Reply: {1, 0} when granted, else {0, TTL left in ms (at least 1)}.
 
--- The helpers of the read-write scripts: see acquire_write.lua.
+-- clock is the server's time in ms: readers' expiries in key:r are
+-- absolute.
 local function clock()
 	local t = redis.call('TIME')
 	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- outlive makes key live at least ttl ms more, never less than it has:
+-- a key without a TTL gets one (NX), one with a TTL keeps the longer (GT).
 local function outlive(key, ttl)
 	if redis.call('PEXPIRE', key, ttl, 'NX') == 0 then
 		redis.call('PEXPIRE', key, ttl, 'GT')
 	end
 end
 
+-- unwatch takes the granted caller, member ARGV[i] unless empty, out of
+-- the watchers wkey.
 local function unwatch(wkey, i)
 	if ARGV[i] ~= '' then
 		redis.call('ZREM', wkey, ARGV[i])
 	end
 end
 
-local function readers()
-	local now = clock()
-	redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-	local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-	if first[2] then
-		return 1, tonumber(first[2]) - now
-	end
-	return 0, 0
-end
-
-local function refuse(left)
-	if ARGV[3] == '1' then
-		redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
-	end
-	return {0, math.max(left, 1)}
-end
-
+-- addReader adds or renews the token as a reader; key:r lives as long
+-- as its last reader.
 local function addReader()
 	redis.call('ZADD', KEYS[2], clock() + tonumber(ARGV[2]), ARGV[1])
 	outlive(KEYS[2], ARGV[2])

@@ -11,22 +11,11 @@
 -- watcher member, or ''.
 -- Reply: {1, 0} when granted, else {0, TTL left in ms (at least 1)}.
 
--- The helpers of the read-write scripts (acquire_read.lua,
--- acquire_write.lua, extend_hold.lua), each script having them all.
-
 -- clock is the server's time in ms: readers' expiries in key:r are
 -- absolute.
 local function clock()
 	local t = redis.call('TIME')
 	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
--- outlive makes key live at least ttl ms more, never less than it has:
--- a key without a TTL gets one (NX), one with a TTL keeps the longer (GT).
-local function outlive(key, ttl)
-	if redis.call('PEXPIRE', key, ttl, 'NX') == 0 then
-		redis.call('PEXPIRE', key, ttl, 'GT')
-	end
 end
 
 -- unwatch takes the granted caller, member ARGV[i] unless empty, out of
@@ -56,13 +45,6 @@ local function refuse(left)
 		redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
 	end
 	return {0, math.max(left, 1)}
-end
-
--- addReader adds or renews the token as a reader; key:r lives as long
--- as its last reader.
-local function addReader()
-	redis.call('ZADD', KEYS[2], clock() + tonumber(ARGV[2]), ARGV[1])
-	outlive(KEYS[2], ARGV[2])
 end
 
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then

@@ -4,7 +4,7 @@
 -- ARGV[1]: token; ARGV[2]: the election's key, which names the turn.
 -- Reply: 1, or 0 when the token does not lead.
 
--- tell, notifyAll, notifyFirst: see release_permit.lua.
+-- tell, notifyAll: see release_permit.lua.
 local function tell(m)
 	pcall(redis.call, 'PUBLISH', string.sub(m, 50), string.sub(m, 1, 49) .. ARGV[#ARGV])
 end
@@ -15,15 +15,6 @@ local function notifyAll(wkey)
 		for _, m in ipairs(ms) do
 			tell(m)
 		end
-	end
-end
-local function notifyFirst(wkey)
-	local first = redis.call('ZPOPMIN', wkey)
-	if first[1] then
-		if string.byte(first[1], 49) == 125 then
-			notifyAll(wkey)
-		end
-		tell(first[1])
 	end
 end
 
