@@ -66,15 +66,16 @@ func (a *acquisition) wait(ctx context.Context) error {
 
 // waitsInALine reports whether the call really waits in the servers'
 // lines: it was put there by the call ahead of it (see lineup), or enough
-// Notifiers refused its last attempt that their turns can make a quorum.
-// A call that failed on the others (servers down, quarantined) is in no
-// line that can give it its turn, and tries again at the retry delay.
+// of the Notifiers whose line it may be in did not fail its last attempt
+// (they refused it, or answered after the votes decided) that their turns
+// can make a quorum. A call that failed on the others (servers down,
+// quarantined) is in no line that can give it its turn, and tries again
+// at the retry delay.
 func (a *acquisition) waitsInALine() bool {
 	if a.attempts == 0 {
 		return true
 	}
-	c := a.c
-	return bits.OnesCount64(a.last.refusers&c.notifierMask) >= c.turnsNeeded()
+	return bits.OnesCount64(a.inLine&^a.last.failers) >= a.c.turnsNeeded()
 }
 
 // turnsNeeded is how many Notifiers must give a waiter its turn before it

@@ -41,7 +41,7 @@ type tally struct {
 	left          time.Duration // the shortest holder TTL a refusal reported; 0 if none
 	ahead         int           // the most waiters a refusal said were ahead in line
 	granters      uint64        // bit(i) set when server i granted
-	refusers      uint64        // bit(i) set when server i refused
+	failers       uint64        // bit(i) set when server i failed
 }
 
 // answerOf returns server i's answer as the tally counted it: granted,
@@ -66,6 +66,7 @@ func (t *tally) add(v vote) {
 	switch {
 	case v.err != nil:
 		t.errs = append(t.errs, &ServerError{Server: v.server, Err: v.err})
+		t.failers |= bit(v.server)
 		if errors.Is(v.err, keyserver.ErrPermanent) {
 			t.permanent++
 		}
@@ -74,7 +75,6 @@ func (t *tally) add(v vote) {
 		t.granters |= bit(v.server)
 	default:
 		t.refused++
-		t.refusers |= bit(v.server)
 		switch v.holder.Rank {
 		case keyserver.HolderFirst:
 			t.first++
