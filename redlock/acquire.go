@@ -24,14 +24,9 @@ const (
 )
 
 // acquisition is one call that takes a lock (Acquire, TryAcquire, Do or
-// DoOrSkip) from its first attempt to its verdict.
-//
-// Its attempts share the call's rank, by which the servers order waiters.
-// Each draws a fresh token, so that it never waits for the calls of the
-// one before, which may hang on a server that stopped answering; an
-// attempt that kept the servers that granted it (see tally.keep) passes
-// its token on instead, and the next attempt's calls follow its calls,
-// server by server, as the calls of one token must.
+// DoOrSkip) from its first attempt to its verdict. Its attempts share the
+// call's rank and each draws a fresh token, unless the one before kept its
+// servers (tally.keep): see "Tokens and ranks" in docs/design.md.
 type acquisition struct {
 	c         *Client
 	o         *options
@@ -130,14 +125,9 @@ func (a *acquisition) refused(ctx context.Context) error {
 }
 
 // outOfPatience reports, after a refused attempt, whether the call has
-// waited as long as its retries allow: retries × the retry delay since its
-// first refusal, for a call that polls about as many attempts as it has
-// retries. A call waiting in line is given that much for each waiter ahead
-// of it and for its own turn, from its first refusal and again whenever
-// the lock moved since the refusal before: fewer waiters are ahead, or the
-// key was set anew (its TTL left grew back), so that it does not give up
-// while the lock passes, in order, towards it, and does give up when the
-// lock stays where it is.
+// waited as long as its retries allow: retries × the retry delay for each
+// waiter ahead and for its own turn, renewed whenever the lock moved since
+// the refusal before ("Patience" in docs/design.md).
 func (a *acquisition) outOfPatience() bool {
 	if a.retries < 0 {
 		return false
@@ -182,13 +172,9 @@ func (a *acquisition) notAcquired(ctxErr error) *QuorumError {
 	return notAcquired(a.name, a.attempts, a.last, ctxErr)
 }
 
-// attempt is one round of the algorithm: Acquire on every server, and the
-// lock if a quorum granted it with validity beyond the loss margin left.
-// Otherwise the token is released everywhere, unless the refusals say the
-// others will give way (tally.keep) and the call will try again. It
-// returns once the votes are in and the servers that granted have been
-// cleaned up; servers that did not answer are cleaned up in the
-// background.
+// attempt is one round of the algorithm ("Quorum and validity" in
+// docs/design.md): the lock, or nil with the token released where it may
+// be stored, unless the refusals say the others will give way (tally.keep).
 func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	c, o := a.c, a.o
 	if err := c.beginAttempt(); err != nil {
@@ -221,11 +207,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	case a.mode == skips:
 		f.rule = untilKnownHeld
 	}
-	// The attempt starts at a clock reading taken before its first server
-	// call. On in-process servers, the first attempt of a call that did not
-	// wait behind others of its client reuses the call's own reading: only
-	// in-process work lies between them, and an earlier start can only
-	// understate validity. It saves a clock read, ~100 ns on some VMs.
+	// On in-process servers, the first attempt of a call that did not wait
+	// behind others of its client starts at the call's own reading: an
+	// earlier start only understates validity ("The first clock reading").
 	start := a.began
 	if a.attempts > 1 || a.lineup != nil || !c.inProcess {
 		start = c.clock.Now()

@@ -12,20 +12,6 @@ import (
 	"github.com/goredlock/goredlock/internal/clock"
 )
 
-// A server that cannot be dialled, or that failed tripAfter calls in a
-// row over tripQuiet or longer, is not called again by every call: its
-// votes fail at once, as
-// errServerDown, and once a backoff has passed a single call goes through
-// as a probe. The probe's answer closes the breaker; its failure doubles
-// the backoff, up to maxBackoff, so that a server that comes back is used
-// again within about a second, and a dead one costs one dial a second
-// instead of one per call.
-//
-// Calls that clean up after an earlier call of the same lock to the
-// server (a release, leaving a line) still go where that earlier call
-// went, so that nothing it may have stored is left behind (see
-// fan.mustCall).
-
 // errServerDown is the vote of a server whose breaker is open.
 var errServerDown = errors.New("not called: key server down")
 
@@ -50,7 +36,9 @@ const (
 // breakers are a client's breakers, one per server.
 type breakers []breaker
 
-// breaker is one server's.
+// breaker is one server's. After a failed dial, or tripAfter failures in
+// a row over tripQuiet, its votes fail at once until a probe finds it
+// back: no redial per call ("Failed servers" in docs/design.md).
 type breaker struct {
 	open atomic.Bool // read by every call; the rest under mu
 

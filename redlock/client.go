@@ -59,7 +59,7 @@ type Client struct {
 // servers, 3 or 5 in production; one server is plain single-node locking,
 // and an even number tolerates no more failures than one server fewer
 // (New logs a warning for it). It fails with ErrInvalidArgument for an
-// empty list, a nil server or a bad option value.
+// empty list, a nil server, a server given twice or a bad option value.
 func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 	if len(servers) == 0 {
 		return nil, invalidArgument("no key servers")

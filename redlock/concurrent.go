@@ -11,10 +11,9 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// background is the state a fan-out shares with its calls still running.
-// It is one allocation for the fan-out, with its per-server state, its
-// voted channel and its timer in a few more: under load these were most of
-// the client's allocations.
+// background is the state a fan-out shares with its calls still running:
+// one allocation for the fan-out and its per-server state, its channel and
+// timer in a few more, as allocations under load are the client's cost.
 type background struct {
 	c       *Client
 	f       fan
@@ -275,11 +274,9 @@ func (bg *background) awaitVerdict() bool {
 
 // callAfter makes server i's call once the calls it must follow have
 // finished, unless the call it follows granted what this one would undo
-// (see fan.unlessGranted). A clean-up waits as long as that takes, and
-// then gets a timeout of its own, as the shared one started with the
-// fan-out; any other call waits no longer than its own deadline, so that a
-// server that stopped answering cannot chain the calls of one key behind
-// each other.
+// (see fan.unlessGranted). A clean-up waits as long as that takes; any
+// other call no longer than its deadline ("The calls of one lock go in
+// order" in docs/design.md).
 func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	f, callCtx := &bg.f, bg.callCtx
 	waited := false
@@ -300,9 +297,8 @@ func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool,
 		}
 	}
 	if waited && c.health.breakers[i].open.Load() {
-		// A clean-up that waited for a server that stopped answering: the
-		// call it followed got no answer either, and queuing more calls
-		// behind it would chain every later call of the key (see breaker).
+		// A clean-up that waited for a server that stopped answering: queuing
+		// more calls behind it would chain every later call of the key.
 		return false, 0, keyserver.Holder{}, fmt.Errorf("%s %q: %w", f.op, f.key, errServerDown)
 	}
 	if f.unlessGranted != nil && f.unlessGranted.servers[i].ok {

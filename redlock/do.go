@@ -37,15 +37,12 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // quorum of servers answering that another token holds the lock (for an
 // even number of servers too), without retrying; it waits for every
 // server's answer (bounded by the server timeout) to know. An attempt that
-// was itself granted some servers may have been a split among several
-// contenders, each refused by the others' servers with nobody holding a
-// quorum, so it is retried once, if retries are left, before such refusals
-// count as a skip; it skips at once if a refusal came from a contender
-// whose call began before its own, which the others give way to (see
-// "Waiting for a lock" in the package doc). A split vote or servers
-// failing are retried as Acquire retries them, and
-// when the retries run out that is an error, never a skip; so is ctx
-// ending, and anything fn returns, ErrNotAcquired included.
+// was itself granted some servers may have been a split vote, so it is
+// retried once, if retries are left, unless a refusal ranks its holder
+// first ("Scheduled jobs" in docs/design.md). A split vote or servers
+// failing are retried as Acquire retries them, and when the retries run
+// out that is an error, never a skip; so is ctx ending, and anything fn
+// returns, ErrNotAcquired included.
 //
 // With WithMinHold, the lock is kept for at least that long after it was
 // granted even when fn returns sooner, so that hosts whose schedules fire

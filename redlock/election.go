@@ -43,21 +43,20 @@ func (c *Client) Election(name string) *Election {
 	return e
 }
 
-// Campaign waits until this caller leads, with value as the value Leader
-// and Observe report; by default it waits without a retry limit (as with
-// WithRetryCount(-1)), and a call option can set one. Once it leads, the
-// leadership is kept alive in the background, as KeepAlive keeps a lock,
-// until it is released (resigning: Release on the returned *Lock), lost
-// (its Done closes), or ctx ends, which resigns. Client.Close resigns too.
+// Campaign waits until this caller leads, with value (not empty) as the
+// value Leader and Observe report; by default it waits without a retry
+// limit (as with WithRetryCount(-1)), and a call option can set one. Once
+// it leads, the leadership is kept alive in the background, as KeepAlive
+// keeps a lock, until it is released (resigning: Release on the returned
+// *Lock), lost (its Done closes), or ctx ends, which resigns.
+// Client.Close resigns too.
 //
 // ctx is the leadership's lifetime, not only the wait: when it ends, also
-// long after Campaign returned, the leader resigns (as client-go's
-// leader election does with ReleaseOnCancel), so that a process that is
-// shutting down hands over at once instead of holding the election for a
-// TTL. So a context.WithTimeout around Campaign ends the leadership at
-// that timeout; give Campaign the context of the work that leads (the
-// process's, a server's), and bound the wait alone with a call option:
-// WithRetryCount(n) gives up after n × the retry delay.
+// long after Campaign returned, the leader resigns, so a timeout around
+// Campaign ends the leadership at that timeout. Give Campaign the context
+// of the work that leads (the process's, a server's), and bound the wait
+// alone with WithRetryCount(n), which gives up after n × the retry delay
+// ("Elections" in docs/design.md).
 //
 // The leadership's Fence is its term: greater than the term of every
 // earlier leader of the election, so that followers and the stores they

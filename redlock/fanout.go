@@ -304,11 +304,9 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 }
 
 // storedNothing reports whether a server's answer to f (ok, err) shows that
-// f's call stored nothing there, so that a failed attempt has nothing to
-// undo on it: a lock's refusal (the key is another's, and the script ran
-// and wrote no token). A grant, a failure (the call may have run) and a
-// primitive's answers are undone. Under contention this spared each
-// refused attempt a release on every server, as many writes again.
+// f's call stored nothing there, so that a failed attempt need not undo it:
+// a lock's refusal, or a call not made. Grants, failures and a primitive's
+// answers are undone.
 func (f *fan) storedNothing(ok bool, err error) bool {
 	if err != nil { // unless the call was not made
 		return errors.Is(err, errServerDown) || errors.Is(err, errNotSent)

@@ -13,7 +13,8 @@ import (
 // the same name, for the storage a lock protects to check. Every server
 // must implement keyserver.Fencer, or New fails with ErrInvalidArgument.
 // It applies to a client only: per call it is ErrInvalidArgument. It costs
-// one extra round trip per grant (see the package doc).
+// one more round trip per grant ("Fencing across a quorum" in
+// docs/design.md).
 func WithFencing() Option {
 	return func(o *options) {
 		if o.perCall {
@@ -49,15 +50,10 @@ func checkFencers(servers []keyserver.KeyServer) error {
 // and a third means servers keep failing.
 const maxFenceRounds = 3
 
-// fence draws the fencing token of a grant whose acquisition read the
-// counters, at most hint, from the servers that answered. It proposes
-// hint+1 and raises the counter to it on every server, and the token is
-// the proposal once a quorum reports having held less. Any earlier grant
-// wrote its token to a quorum before it was handed over, and that grant
-// was over before this one was granted; this round starts after the
-// grant, so its quorum includes a server that already held the earlier
-// token, which must have been below the proposal. It returns the tally of
-// the last round, and 0 when no round reached a quorum.
+// fence draws the fencing token of a grant whose acquisition read at most
+// hint from the counters: hint+1 once a quorum held less, else higher
+// ("Fencing across a quorum" in docs/design.md). It returns the last
+// round's tally, and 0 when no round reached a quorum.
 func (c *Client) fence(ctx context.Context, o *options, name, key string, ttl time.Duration, hint uint64) (uint64, tally) {
 	proposed := hint + 1
 	var t tally

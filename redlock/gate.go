@@ -7,15 +7,8 @@ import (
 )
 
 // gates let no more of a client's calls try for a primitive's key on the
-// servers at once than could be granted together: one writer of a
-// read-write lock, permits calls of a semaphore. The others wait in the
-// process, where waiting costs no command, instead of each watching the
-// servers and trying by its retry delay: with 64 goroutines over 8
-// clients on one key, 8 callers contend on the servers, not 64. A call
-// leaves the gate when it is granted or gives up, and the next one
-// enters: by then the earlier call's hold stands in its way on the
-// servers, where it waits as a watcher. (Locks have their own line up,
-// lineup.go.)
+// servers at once than could be granted together; the others wait in the
+// process, where waiting costs no command ("Gates" in docs/design.md).
 type gates struct {
 	mu sync.Mutex
 	m  map[string]*gate

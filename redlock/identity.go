@@ -10,13 +10,8 @@ import (
 )
 
 // identities makes sure that no two of a client's servers reach the same
-// store, which would then count its votes twice. A server that is a
-// keyserver.Identifier is asked who it is by the first call that reaches
-// it, on that server's own call path, before its vote counts: a vote
-// waits for its own server's identity only, so that a silent server holds
-// up nobody's vote but its own. Two servers that answer with one identity
-// fail the vote that found it, and every later call, with
-// ErrInvalidArgument.
+// store, which would count its votes twice; a vote waits for its own
+// server's identity only ("One store counts once" in docs/design.md).
 type identities struct {
 	known []atomic.Bool // by server: identified, or it cannot tell
 	err   atomic.Pointer[error]

@@ -9,26 +9,9 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// A refused Acquire or Do waits in line: each server that is a
-// keyserver.Notifier keeps, per key, the calls waiting for it, in the order
-// of their ranks (the time each call began), and a release there promises
-// the key to the earliest of them and tells that one only. A waiter tries
-// again once a quorum of servers gave it its turn, so that its attempt is
-// granted, instead of every waiter of every process trying at each release
-// and splitting the vote.
-//
-// A waiter given its turn by fewer than a quorum tries anyway a moment
-// later: a server may have promised the key to another waiter, whose
-// refusal reached it before this one's did, and the ranks of the two then
-// decide who keeps what it was promised.
-//
-// Between turns a waiter also tries again when the holder's key runs out
-// (holders that crash, and other libraries' keys, announce nothing), when a
-// promise made to a waiter ahead of it would have lapsed, and at least
-// every linePoll, which renews its place in the lines; with servers that
-// keep no line among them, every retry delay as well.
-
-// linePoll is the longest a waiter waits in line without trying again.
+// linePoll is the longest a waiter waits in line without trying again:
+// each try renews its place in the lines ("Lines and promises" in
+// docs/design.md).
 const linePoll = keyserver.LineTTL / 3
 
 // gatherTurns is how long a waiter that was given its turn by some servers
@@ -65,12 +48,9 @@ func (a *acquisition) wait(ctx context.Context) error {
 }
 
 // waitsInALine reports whether the call really waits in the servers'
-// lines: it was put there by the call ahead of it (see lineup), or enough
-// of the Notifiers whose line it may be in did not fail its last attempt
-// (they refused it, or answered after the votes decided) that their turns
-// can make a quorum. A call that failed on the others (servers down,
-// quarantined) is in no line that can give it its turn, and tries again
-// at the retry delay.
+// lines: it was put there by the call ahead of it (see lineup), or the
+// Notifiers that did not fail its last attempt can give it the turns it
+// needs; otherwise it polls ("A quorum of turns" in docs/design.md).
 func (a *acquisition) waitsInALine() bool {
 	if a.attempts == 0 {
 		return true
@@ -94,8 +74,8 @@ func (a *acquisition) untilPatience(d time.Duration) time.Duration {
 }
 
 // waitInLine waits for the call's turn on a quorum of the servers, or for
-// one of the moments of trying again (see above), the end of its patience
-// among them.
+// one of the other moments of trying again ("A quorum of turns" in
+// docs/design.md), the end of its patience among them.
 func (a *acquisition) waitInLine(ctx context.Context) error {
 	c := a.c
 	if a.place == nil {

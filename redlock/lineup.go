@@ -8,19 +8,9 @@ import (
 	"time"
 )
 
-// A client's waiting calls for one key form a lineup, in rank order. A
-// call that finds a lineup joins it before asking any server, with a rank
-// after the last call's, and waits there without a server call: each
-// attempt of a call ahead of it that waits in the servers' lines puts the
-// first such newcomer in those lines too (see keyserver.Notifier's
-// AcquireInLine), and the newcomer then waits for its turn there like
-// any waiter. So the calls of one process join the servers' lines without
-// a refused attempt each: under contention a grant costs a claim and a
-// release, twice an uncontended lock. A newcomer that becomes the front
-// before that asks the servers itself.
-//
-// A call refused with no lineup makes one. The last call to leave removes
-// it.
+// lineup is a client's waiting calls for one key, in rank order: the calls
+// of one process join the servers' lines with the attempts of the call
+// ahead, not with a refused attempt each ("Lineups" in docs/design.md).
 type lineup struct {
 	key   string
 	mu    sync.Mutex

@@ -43,7 +43,7 @@ type options struct {
 	invalidOptions []error
 }
 
-// Defaults, as in the package documentation.
+// Defaults of WithRetryCount, WithRetryDelay and WithDriftFactor.
 const (
 	DefaultRetryCount  = 10
 	DefaultRetryDelay  = 200 * time.Millisecond
@@ -54,9 +54,8 @@ const (
 // keeps trying for n × the retry delay after its first refusal, about n
 // more attempts for a call that polls; a call waiting in a server's line
 // tries when its turn comes, and is given that much for each waiter ahead
-// of it (see "Waiting for a lock" in the package doc). 0
-// makes Acquire behave like TryAcquire, and -1 waits until the context
-// ends. Default 10.
+// of it ("Patience" in docs/design.md). 0 makes Acquire behave like
+// TryAcquire, and -1 waits until the context ends. Default 10.
 func WithRetryCount(n int) Option {
 	return func(o *options) { o.retryCount = o.count("retry count", n, -1) }
 }
@@ -174,14 +173,14 @@ func WithMinHold(d time.Duration) Option {
 const NoQuarantine time.Duration = -1
 
 // WithQuarantine sets which restarted key servers have their grants not
-// counted toward a quorum, and for how long (see ErrQuarantined and
-// "Restarted servers" in the package doc). Only keyserver.Incarnators
-// are judged; a server that persists every write never is. Default (or
-// 0): a server that restarted while the client ran, until the call's TTL
-// has passed since it came back. d > 0: every server up less than d,
-// restarted before the client was made too; give the largest TTL your
-// processes use. NoQuarantine (or any d < 0) counts every grant, as
-// Redlock clients do.
+// counted toward a quorum, and for how long (see ErrQuarantined, and "The
+// quarantine of restarted servers" in docs/design.md). Only
+// keyserver.Incarnators are judged; a server that persists every write
+// never is. Default (or 0): a server that restarted while the client ran,
+// until the call's TTL has passed since it came back. d > 0: every server
+// up less than d, restarted before the client was made too; give the
+// largest TTL your processes use. NoQuarantine (or any d < 0) counts every
+// grant, as Redlock clients do.
 func WithQuarantine(d time.Duration) Option {
 	return func(o *options) { o.quarantine = max(d, NoQuarantine) }
 }

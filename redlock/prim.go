@@ -262,16 +262,9 @@ func (a *primAcquisition) watch(ctx context.Context, renew bool) {
 	}
 }
 
-// ignoreOwnUndo watches anew on the servers that granted an attempt
-// since the call last did, which was then undone. A grant takes the
-// call out of the server's watchers (a Redis key server wakes them one
-// at a time, and a granted call must not stand in line), and the undo
-// may have fired its watch; a waiter woken by its own clean-up would try
-// again at once, and again, without anything having changed, and one
-// left out of the watchers would be woken by nobody there. The other
-// servers' watches are left as they are: one that fired announced a
-// change (the holder's release, which the servers that granted had seen
-// first), and the wait must end at once for it.
+// ignoreOwnUndo watches anew on the servers that granted an attempt since
+// the call last did, which was then undone, so that its own clean-up does
+// not wake it ("How primitives wait" in docs/design.md).
 func (a *primAcquisition) ignoreOwnUndo(ctx context.Context) {
 	for i := range a.watches {
 		w := &a.watches[i]
@@ -284,11 +277,9 @@ func (a *primAcquisition) ignoreOwnUndo(ctx context.Context) {
 	a.watch(ctx, false)
 }
 
-// backOff waits a moment, whatever the servers announce, after an
-// attempt that some servers granted and others refused: contenders that
-// split the servers wake each other with the clean-up of their grants,
-// and would otherwise try again, and split again, at once. The moment is
-// drawn from (0, retry delay / 4], so that they come back apart.
+// backOff waits a moment drawn from (0, retry delay / 4] after an attempt
+// that split the servers, so that contenders woken by each other's
+// clean-up come back apart ("How primitives wait" in docs/design.md).
 func (a *primAcquisition) backOff(ctx context.Context) error {
 	if a.last.granted == 0 || a.last.won() {
 		return nil

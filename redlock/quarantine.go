@@ -11,33 +11,6 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// A key server that restarted without persisting its writes has lost the
-// keys it held: a lock granted before the restart is gone from it, and
-// granting the key to another caller before that lock's TTL has passed
-// can give two callers a quorum each (with a majority restarted at once,
-// the chaos suite counted dozens to hundreds of overlaps a run). Redlock's rule,
-// "stay down longer than the largest TTL, or fsync every write", is the
-// operator's to keep; the client keeps it for servers that are
-// keyserver.Incarnators. Such a server is quarantined after a restart:
-// it answers, and its keys are set and released as any other's, but its
-// grants (Acquire and Extend) do not count toward a quorum until the TTL
-// has passed since it came back, unless it persists every write.
-//
-// Which restarts: the ones that happen while this client runs, whether it
-// saw the server before (its ID changed, and it has been up less time
-// than since the client last saw it) or reaches it first after it came
-// back. A new ID up for longer is not a restart (another node of a Redis
-// Cluster, a promoted replica). A server that restarted before the client
-// was made is counted at once: every new deployment, and every program
-// started just after its servers, would otherwise wait a TTL;
-// WithQuarantine(d) quarantines every server up less than d, first sight
-// included, for programs that start while locks may be held.
-//
-// Which TTL: the TTL of the call that asks (WithQuarantine(d) sets one).
-// A lock lost by the restart threatens only the callers of the same name,
-// and they use the same TTL as a rule; holders with a longer TTL than the
-// caller's are covered by WithQuarantine(longest TTL).
-
 // ErrQuarantined is the error of a grant that did not count toward a
 // quorum because its server restarted less than the TTL ago and does not
 // persist every write (see WithQuarantine). It is one of a QuorumError's
@@ -49,7 +22,9 @@ var ErrQuarantined = errors.New("redlock: key server quarantined after a restart
 // after the client was made may have come back before it.
 const upSlack = time.Second
 
-// quarantine is a client's view of its servers' incarnations.
+// quarantine is a client's view of its servers' incarnations. A server
+// that restarted empty lost the keys of valid locks, so its grants count
+// only a TTL after it came back (docs/design.md, "The quarantine").
 type quarantine struct {
 	clock clock.Clock
 	born  time.Time // when the client was made
@@ -140,13 +115,9 @@ func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation
 	return true, nil
 }
 
-// see records server i's incarnation, as it refused a call: so that a
-// client whose first calls to a server are refused (the lock is held
-// elsewhere) knows its incarnation before a restart, and takes a grant of
-// the next one for what it is. Without it, a server's first sighting was
-// its first grant, and a restart in the first second of the client's life
-// before that grant passed for one before the client was made (the long
-// chaos run found such an overlap). A failed read is ignored: the grant
+// see records server i's incarnation, as it refused a call, so that a
+// restart after a refusal is not taken for one before the client was made
+// ("Which restarts" in docs/design.md). A failed read is ignored: the grant
 // that counts reads again.
 func (r quarantineRule) see(ctx context.Context, i int) {
 	is := r.q.judged[i]

@@ -106,12 +106,9 @@ const (
 	// everyAnswer waits for every server's answer (or its timeout): a
 	// read that must see which holder a quorum agrees on.
 	everyAnswer
-	// untilKnownReleased is a release's: it waits until a quorum deleted
-	// the key, or so many servers refused (more than n − quorum: for an
-	// even n, half of them) that no quorum can have held it, or neither
-	// is possible any more. Under earliest, a failure beside the first
-	// refusal would end the count before the second refusal of four
-	// servers, and the release would say unconfirmed instead of not held.
+	// untilKnownReleased is a release's: until a quorum deleted the key,
+	// more than n − quorum refused, or neither is possible ("The even-N
+	// release" in docs/design.md).
 	untilKnownReleased
 )
 
@@ -132,27 +129,16 @@ func (t *tally) decided(r rule) bool {
 }
 
 // skip reports whether DoOrSkip should skip after attempt number attempt,
-// last when no retry is left: a quorum refused it because another token
-// holds the lock. An attempt that was itself granted some servers may have
-// been a split among several contenders, each refused by the others'
-// servers, with nobody holding a quorum, or one younger holder may hold a
-// quorum; servers cannot tell. So the first such attempt is retried when
-// retries are left, and such refusals count as a skip after that: by then
-// contenders that split the vote have given way to the earliest of them
-// (see keep), and a holder with a quorum still refuses. When a refusal
-// ranks its holder first, that holder wins either way: skip at once.
+// last when no retry is left: a quorum refused it, and it was granted no
+// server, or is past its first attempt, or a refusal ranks its holder
+// first ("Scheduled jobs" in docs/design.md).
 func (t *tally) skip(attempt int, last bool) bool {
 	return t.heldElsewhere() && (t.granted == 0 || attempt > 1 || last || t.first > 0)
 }
 
 // keep reports whether a failed attempt should keep the servers it was
-// granted instead of giving them back: it was granted some and refused by
-// others, and every refusal came from a holder whose Acquire began after
-// the caller's. Contenders who split the servers all compute the same
-// order, so the others give way (each sees a holder ranked first) and the
-// caller completes its quorum in the next attempt, instead of every
-// contender letting go and splitting the vote again. It only decides who
-// gives way: a grant still needs a quorum and validity.
+// granted: every refusal came from a holder whose call began after the
+// caller's, so the others give way ("Split votes" in docs/design.md).
 func (t *tally) keep() bool {
 	return t.granted > 0 && t.refused > 0 && t.behind == t.refused
 }

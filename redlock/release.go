@@ -68,9 +68,8 @@ func (l *Lock) Release(ctx context.Context) error {
 // release sends Release's calls, for a lock that was held for ttl, whose
 // keys expire on the servers no sooner than expires (the start of its
 // last grant or extension plus its TTL) and, if lost, had been lost
-// before. (Apart from Release, whose few defers the compiler then writes
-// out inline: with this function's many returns they were a deferred-call
-// record each, a tenth of an in-process Release.)
+// before. (Apart from Release, so that the compiler writes Release's few
+// defers out inline; see docs/benchmarks.md.)
 func (l *Lock) release(ctx context.Context, ttl time.Duration, expires time.Time, lost bool) error {
 	c := l.c
 	if err := c.enter(); err != nil {

@@ -12,8 +12,8 @@ import (
 // RWMutex is a read-write lock over the servers: many readers or one
 // writer, each hold on a quorum. A writer that waits keeps new readers
 // out, so that readers who keep taking the lock cannot starve it (see
-// "Semaphores, read-write locks and elections" in the package doc). Get
-// one with Client.RWMutex; it is safe for concurrent use.
+// "Read-write locks" in docs/design.md). Get one with Client.RWMutex; it
+// is safe for concurrent use.
 type RWMutex struct {
 	c    *Client
 	name string

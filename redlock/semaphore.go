@@ -11,9 +11,9 @@ import (
 
 // Semaphore lets at most permits holders of a name hold it at once, with
 // the fault tolerance of a lock: a minority of servers may fail. Each
-// permit is one of permits slots, taken like a lock on a quorum (see
-// "Semaphores, read-write locks and elections" in the package doc). Get
-// one with Client.Semaphore; it is safe for concurrent use.
+// permit is one of permits slots, taken like a lock on a quorum (see "The
+// semaphore bound" in docs/design.md). Get one with Client.Semaphore; it
+// is safe for concurrent use.
 type Semaphore struct {
 	c       *Client
 	name    string

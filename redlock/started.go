@@ -8,28 +8,9 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// A fan-out's call to a keyserver.Starter is started rather than made on
-// a goroutine of its own: the server hands the answer to the call's
-// serverCall (its Completion) from the goroutine that reads its replies,
-// which counts the vote and wakes the caller once the votes decide. With
-// five Redis servers and 64 callers, the goroutine per server per call,
-// its stack growth and its wake-ups, the reply channel it waited on and
-// the timer of the calls that waited for the lock's earlier ones were
-// about half of the client's CPU per lock and unlock.
-//
-// What a goroutine did while it waited is done by others: the caller
-// waits for the votes to decide, bounded by the server timeout and by its
-// context, and counts the calls that have not answered by then as failed
-// (expire), also after the caller has returned; the work of an answer that
-// may block (a failure, which the ServerFailed hook and the logger hear
-// of; an undo) runs on a goroutine of its own, as it is rare. A started
-// call is finished, for the lock's next call to the server and for Close,
-// when its answer has come or its deadline has passed, as a blocking call
-// returns then; the server still reads and drops a late reply. The lock's
-// next call to the server need not even wait for that where the server
-// keeps the order of its calls (see overtake).
-
 // starters returns each server as a keyserver.Starter, or nil when none is.
+// A started call's answer is handed over by the server's reader instead of
+// a goroutine per server per call ("Started calls" in docs/design.md).
 func starters(servers []keyserver.KeyServer) []keyserver.Starter {
 	var st []keyserver.Starter
 	for i, s := range servers {
@@ -125,17 +106,9 @@ func (s *serverCall) Continue() bool {
 }
 
 // overtake reports whether a later call of the lock to the server may be
-// sent before this call has finished, and lets it: the call was started
-// and its server has sent nothing but its first command yet, which the
-// server sends before any call started later (a pipeline keeps the order),
-// or it has ended and is not to be undone.
-// The call then sends nothing more: the rest of an acquire or an extend
-// (the script after a refused SET NX, the source after NOSCRIPT) would be
-// moot once the lock's next call follows, and would land after it. A
-// release's rest (its source after NOSCRIPT; also that of the extend a
-// minimum hold makes of it) still goes: the lock's next call after a
-// release is the client's next acquisition of the key, which follows the
-// release only so as not to be refused by it.
+// sent before this call has finished, and lets it: the call has sent only
+// its first command, or has ended and is not to be undone. An overtaken
+// acquire or extend then sends nothing more ("Overtaking" in docs/design.md).
 func (s *serverCall) overtake() bool {
 	bg := s.bg
 	bg.mu.Lock()

@@ -9,17 +9,9 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// A token marks a holder's keys on the servers. Its format, which
-// keyserver.RankOf reads, is 16 hexadecimal digits of the time the call
-// began (Unix milliseconds), a dot, 8 random hexadecimal digits drawn once
-// per call, and 24 drawn once per attempt. The first 25 characters are the
-// call's rank: the servers order waiters by it, earliest first, and know
-// the attempts of one call by it. The random bits come from the runtime's
-// ChaCha8 generator (math/rand/v2), seeded from the operating system:
-// tokens must not collide, and this needs no system call.
-
-// rank is a call's rank, kept as an array so that drawing it allocates
-// nothing.
+// rank is a call's rank, the first 25 characters of each of its tokens, by
+// which servers order waiters ("Tokens and ranks" in docs/design.md); an
+// array, so that drawing it allocates nothing.
 type rank [keyserver.RankLen]byte
 
 // newRank draws the rank of a call that began at start.
@@ -33,7 +25,9 @@ func newRank(start time.Time) (r rank) {
 	return r
 }
 
-// newToken draws the token of one attempt of the call ranked r.
+// newToken draws the token of one attempt of the call ranked r. Its bits
+// come from math/rand/v2's ChaCha8, seeded by the operating system: tokens
+// must not collide, and it needs no system call.
 func newToken(r rank) (string, error) {
 	var s [keyserver.TokenLen]byte
 	var u [12]byte
