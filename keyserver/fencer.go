@@ -14,8 +14,8 @@ import (
 //
 // A counter is kept under FenceKey(key), with no TTL: it outlives the lock
 // key and must survive as long as the lock's name is in use. A server that
-// restarts empty loses its counters (see the redlock package doc for what
-// that costs and what persistence avoids it).
+// restarts empty loses its counters (docs/design.md, "Fencing across a
+// quorum", says what that costs and what persistence avoids it).
 type Fencer interface {
 	KeyServer
 	// AcquireFenced is Acquire, and reads key's fence counter (0 when

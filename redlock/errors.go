@@ -56,8 +56,8 @@ func (heldElsewhere) Unwrap() error { return ErrNotAcquired }
 // timeout, a key of the wrong type. Server is the server's index in the
 // slice given to New.
 type ServerError struct {
-	Server int
-	Err    error
+	Server int   // the index in New's slice
+	Err    error // the server's own error, or why it was not called
 }
 
 // Error names the server and its failure. A failure that is an error of

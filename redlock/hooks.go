@@ -45,18 +45,20 @@ type Hooks struct {
 // Attempt is one acquisition attempt, as the votes stood when its outcome
 // was decided.
 type Attempt struct {
-	Name                              string
-	Number                            int // 1 for the first attempt of a call
+	Name   string // the name given to the call
+	Number int    // 1 for the first attempt of a call
+	// Servers asked, and those that granted, refused (another token holds
+	// the name) and failed, when the outcome was decided.
 	Servers, Granted, Refused, Failed int
-	Duration                          time.Duration
-	OK                                bool // the attempt was granted the lock
+	Duration                          time.Duration // from the attempt's first server call to its verdict
+	OK                                bool          // the attempt was granted the lock
 }
 
 // Acquisition is how an Acquire, TryAcquire, Do or DoOrSkip call's attempt
 // to take its lock ended.
 type Acquisition struct {
-	Name     string
-	Attempts int
+	Name     string        // the name given to the call
+	Attempts int           // attempts made, 0 when none reached the servers
 	Duration time.Duration // from the call's start to the grant or the failure
 	// Err is nil when the lock was granted; otherwise errors.Is tells
 	// ErrHeldElsewhere, the context's error, or other failures (servers

@@ -31,7 +31,7 @@
 // counters have no TTL, so a node restarted empty loses them even when it
 // stayed down longer than the largest TTL: in a scenario whose nodes
 // restart empty without fsync, fence-order breaks are counted apart and do
-// not fail the run, as the redlock package doc names that limit.
+// not fail the run, as docs/design.md names that limit.
 //
 // The primitives on the same quorum have clients and checkers of their
 // own, beside the lock's, through their own paths to the same faulted

@@ -22,7 +22,7 @@ type Result struct {
 	Skips    int      // DoOrSkip calls that skipped
 	// FenceResets are fence-order breaks in a scenario whose nodes
 	// restarted empty without fsync: they lost their fence counters, which
-	// the package doc of redlock names as the limit of fencing. They are
+	// docs/design.md names as the limit of fencing. They are
 	// reported, not counted as violations.
 	FenceResets int
 	// StopLate are grants returned after their Until to a client
