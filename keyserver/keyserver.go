@@ -106,17 +106,6 @@ func CheckTTL(key, token string, ttl time.Duration) error {
 	return nil
 }
 
-// CheckArgs is CheckTTL when needTTL, and CheckToken otherwise.
-//
-// Deprecated: call CheckKey, CheckToken or CheckTTL, which say what they
-// check.
-func CheckArgs(key, token string, ttl time.Duration, needTTL bool) error {
-	if needTTL {
-		return CheckTTL(key, token, ttl)
-	}
-	return CheckToken(key, token)
-}
-
 // InProcess is implemented by key servers that answer every call at once,
 // on the caller's goroutine and without I/O, such as the in-process memory
 // server. The client then calls them directly, one after another, with no
