@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"github.com/goredlock/goredlock/internal/startcall"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -15,7 +16,7 @@ import (
 // concurrent use; share one per set of servers, and Close it when done.
 type Client struct {
 	servers   []keyserver.KeyServer
-	starters  []keyserver.Starter // by server, nil where not one; nil if none is
+	starters  []startcall.Starter // by server, nil where not one; nil if none is
 	quorum    int
 	inProcess bool // every server is a keyserver.InProcess
 	options

@@ -53,7 +53,7 @@ type serverCall struct {
 	answered, granted bool
 	// skipped: the fan-out made no call to the server (see fan.only).
 	skipped bool
-	// started: the call was started on a keyserver.Starter (see
+	// started: the call was started on a Starter (see
 	// started.go); expired: it was counted as late; going: its server goes
 	// on with it (see serverCall.Continue); overtaken: a later call of the
 	// lock was sent before it finished (see serverCall.overtake); parked:
@@ -78,7 +78,7 @@ const (
 	callFinished       // done, if made, is closed
 )
 
-// fanOutConcurrent starts every server's call on a keyserver.Starter
+// fanOutConcurrent starts every server's call on a Starter
 // where it can (see started.go) and calls the others on a goroutine each,
 // except those that f calls not at all (see fan.only) and has nothing to
 // undo on, which vote for at once. Each call counts its own answer, and

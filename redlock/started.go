@@ -3,20 +3,21 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"github.com/goredlock/goredlock/internal/startcall"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// starters returns each server as a keyserver.Starter, or nil when none is.
+// starters returns each server as a startcall.Starter, or nil when none is.
 // A started call's answer is handed over by the server's reader instead of
 // a goroutine per server per call ("Started calls" in docs/design.md).
-func starters(servers []keyserver.KeyServer) []keyserver.Starter {
-	var st []keyserver.Starter
+func starters(servers []keyserver.KeyServer) []startcall.Starter {
+	var st []startcall.Starter
 	for i, s := range servers {
-		if is, ok := s.(keyserver.Starter); ok {
+		if is, ok := s.(startcall.Starter); ok {
 			if st == nil {
-				st = make([]keyserver.Starter, len(servers))
+				st = make([]startcall.Starter, len(servers))
 			}
 			st[i] = is
 		}
@@ -24,7 +25,7 @@ func starters(servers []keyserver.KeyServer) []keyserver.Starter {
 	return st
 }
 
-// startable reports whether f's calls are ones a keyserver.Starter
+// startable reports whether f's calls are ones a startcall.Starter
 // starts: a lock's acquire, extend and release.
 func (f *fan) startable() bool {
 	switch f.op {
@@ -45,20 +46,20 @@ func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 	if after := f.after.done; after != nil && !closed(after[i]) && (f.after.of == nil || !f.after.of.servers[i].overtake()) {
 		return false
 	}
-	call := keyserver.Call{Key: f.key, Token: f.token, TTL: f.ttl, Deadline: deadline,
+	call := startcall.Call{Key: f.key, Token: f.token, TTL: f.ttl, Deadline: deadline,
 		Incarnation: f.quarantine.q != nil && f.quarantine.q.judged[i] != nil}
 	_, notifier := ks.(keyserver.Notifier)
 	switch {
 	case f.op == opAcquire && notifier:
-		call.Op = keyserver.CallAcquireOrHolder
+		call.Op = startcall.CallAcquireOrHolder
 	case f.op == opAcquireInLine && notifier:
-		call.Op, call.Next = keyserver.CallAcquireInLine, f.next
+		call.Op, call.Next = startcall.CallAcquireInLine, f.next
 	case f.op == opAcquire || f.op == opAcquireInLine:
-		call.Op = keyserver.CallAcquire
+		call.Op = startcall.CallAcquire
 	case f.op == opExtend:
-		call.Op = keyserver.CallExtend
+		call.Op = startcall.CallExtend
 	default:
-		call.Op = keyserver.CallRelease
+		call.Op = startcall.CallRelease
 	}
 	s := &bg.servers[i]
 	bg.mu.Lock()
@@ -81,7 +82,7 @@ func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 }
 
 // Continue tells the server whether to go on with the call (see
-// keyserver.Completion): not once it was counted as late. A call that
+// startcall.Completion): not once it was counted as late. A call that
 // goes on is not counted late; its server bounds the rest by the deadline.
 func (s *serverCall) Continue() bool {
 	bg := s.bg
@@ -162,10 +163,10 @@ func (s *serverCall) outOfLine() bool {
 }
 
 // Complete takes the answer of the server's started call (see
-// keyserver.Completion): judged by the quarantine as fan.call judges, then
+// startcall.Completion): judged by the quarantine as fan.call judges, then
 // counted. An answer that comes after the call was counted as late is
 // dropped, as a blocking call drops it.
-func (s *serverCall) Complete(a keyserver.Answer) {
+func (s *serverCall) Complete(a startcall.Answer) {
 	bg := s.bg
 	bg.mu.Lock()
 	late := s.expired

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"github.com/goredlock/goredlock/internal/startcall"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +17,7 @@ import (
 	"github.com/goredlock/goredlock/keyserver/memory"
 )
 
-// starter is a keyserver.Starter over an in-process store, as a pipelined
+// starter is a startcall.Starter over an in-process store, as a pipelined
 // Redis is one: a started call reaches the store at once, in the order
 // calls were made, and its answer comes later from a goroutine of the
 // server's, or, while held, when the test lets it.
@@ -31,8 +32,8 @@ type starter struct {
 }
 
 type heldAnswer struct {
-	to keyserver.Completion
-	a  keyserver.Answer
+	to startcall.Completion
+	a  startcall.Answer
 }
 
 // starters returns n starters whose TTLs run on fc.
@@ -61,15 +62,15 @@ func (s *starter) Release(ctx context.Context, key, token string) (bool, error) 
 	return s.store.Release(ctx, key, token)
 }
 
-func (s *starter) Start(ctx context.Context, c keyserver.Call, to keyserver.Completion) bool {
+func (s *starter) Start(ctx context.Context, c startcall.Call, to startcall.Completion) bool {
 	s.started.Add(1)
-	var a keyserver.Answer
+	var a startcall.Answer
 	switch c.Op {
-	case keyserver.CallAcquire:
+	case startcall.CallAcquire:
 		a.OK, a.Err = s.store.Acquire(ctx, c.Key, c.Token, c.TTL)
-	case keyserver.CallExtend:
+	case startcall.CallExtend:
 		a.OK, a.Err = s.store.Extend(ctx, c.Key, c.Token, c.TTL)
-	case keyserver.CallRelease:
+	case startcall.CallRelease:
 		a.OK, a.Err = s.store.Release(ctx, c.Key, c.Token)
 	default:
 		return false
@@ -260,7 +261,7 @@ func (d *declinesLate) Acquire(ctx context.Context, key, token string, ttl time.
 	return d.starter.Acquire(ctx, key, token, ttl)
 }
 
-func (d *declinesLate) Start(ctx context.Context, c keyserver.Call, to keyserver.Completion) bool {
+func (d *declinesLate) Start(ctx context.Context, c startcall.Call, to startcall.Completion) bool {
 	first := false
 	d.once.Do(func() { first = true })
 	if !first {

@@ -18,8 +18,8 @@
 // release, no turn missed, promises that pass on and lapse; and the
 // primitives' interfaces (primitives.go): [keyserver.Semaphorer]'s slots,
 // stored count and wakes, [keyserver.RWLocker]'s modes and waiting writers,
-// [keyserver.Elector]'s leader, term and wakes; and [keyserver.Starter]'s
-// started calls (starter.go), which must answer as the blocking methods do,
+// [keyserver.Elector]'s leader, term and wakes; and the started calls of a
+// server that can start them (starter.go: this module's own protocol), which must answer as the blocking methods do,
 // once, and not at all when told not to go on. Keys carry a random prefix,
 // so a shared server (one Redis for the whole test run) does no harm.
 package keyservertest

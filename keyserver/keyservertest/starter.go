@@ -2,6 +2,7 @@ package keyservertest
 
 import (
 	"context"
+	"github.com/goredlock/goredlock/internal/startcall"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// starterChecks are the checks of keyserver.Starter; a server that does
+// starterChecks are the checks of startcall.Starter; a server that does
 // not implement it passes them.
 func (s *suite) starterChecks() []check {
 	return []check{
@@ -18,16 +19,16 @@ func (s *suite) starterChecks() []check {
 	}
 }
 
-// completion is a keyserver.Completion that passes its answers on; room
+// completion is a startcall.Completion that passes its answers on; room
 // for two lets a second answer, which the contract forbids, be seen.
 type completion struct {
 	goOn    bool
 	asked   atomic.Int32 // calls of Continue
-	answers chan keyserver.Answer
+	answers chan startcall.Answer
 }
 
 func newCompletion(goOn bool) *completion {
-	return &completion{goOn: goOn, answers: make(chan keyserver.Answer, 2)}
+	return &completion{goOn: goOn, answers: make(chan startcall.Answer, 2)}
 }
 
 func (c *completion) Continue() bool {
@@ -35,7 +36,7 @@ func (c *completion) Continue() bool {
 	return c.goOn
 }
 
-func (c *completion) Complete(a keyserver.Answer) {
+func (c *completion) Complete(a startcall.Answer) {
 	select {
 	case c.answers <- a:
 	default: // a third answer: the second fails the check already
@@ -46,12 +47,12 @@ func (c *completion) Complete(a keyserver.Answer) {
 // the test that none was answered twice.
 type starter struct {
 	t     *testing.T
-	st    keyserver.Starter
+	st    startcall.Starter
 	key   string
 	calls []*completion
 }
 
-func newStarter(t *testing.T, st keyserver.Starter, key string) *starter {
+func newStarter(t *testing.T, st startcall.Starter, key string) *starter {
 	s := &starter{t: t, st: st, key: key}
 	t.Cleanup(func() {
 		for _, c := range s.calls {
@@ -66,13 +67,13 @@ func newStarter(t *testing.T, st keyserver.Starter, key string) *starter {
 // start starts c on the key with a completion that goes on, and returns
 // its answer, or false when the server declined the call (which it may,
 // for any call).
-func (s *starter) start(what string, c keyserver.Call) (keyserver.Answer, bool) {
+func (s *starter) start(what string, c startcall.Call) (startcall.Answer, bool) {
 	s.t.Helper()
 	c.Key, c.Deadline = s.key, time.Now().Add(wakeWithin)
 	to := newCompletion(true)
 	if !s.st.Start(context.Background(), c, to) {
 		s.t.Logf("%s: declined; made with the blocking method", what)
-		return keyserver.Answer{}, false
+		return startcall.Answer{}, false
 	}
 	s.calls = append(s.calls, to)
 	select {
@@ -83,14 +84,14 @@ func (s *starter) start(what string, c keyserver.Call) (keyserver.Answer, bool) 
 		return a, true
 	case <-time.After(wakeWithin):
 		s.t.Fatalf("%s: not answered within %v", what, wakeWithin)
-		return keyserver.Answer{}, false
+		return startcall.Answer{}, false
 	}
 }
 
 // expect starts c and checks its vote, or makes it with blocking when
 // the server declines it, so that the key's state is the same either way;
 // started reports which.
-func (s *starter) expect(what string, c keyserver.Call, want bool, blocking func() (bool, error)) (a keyserver.Answer, started bool) {
+func (s *starter) expect(what string, c startcall.Call, want bool, blocking func() (bool, error)) (a startcall.Answer, started bool) {
 	s.t.Helper()
 	a, started = s.start(what, c)
 	if !started {
@@ -116,7 +117,7 @@ func (s *starter) holderFirst(what string, h keyserver.Holder) {
 // gives the answer its blocking method gives, on a free key and on one
 // another token holds.
 func (s *suite) startedCallsAnswerAsBlocking(t *testing.T, ks keyserver.KeyServer, key string) {
-	st, ok := ks.(keyserver.Starter)
+	st, ok := ks.(startcall.Starter)
 	if !ok {
 		return
 	}
@@ -128,22 +129,22 @@ func (s *suite) startedCallsAnswerAsBlocking(t *testing.T, ks keyserver.KeyServe
 	expect(t, "Release(a)", true)(ks.Release(ctx, key, a))
 
 	s1 := newStarter(t, st, key)
-	s1.expect("started Acquire(a) on an absent key", keyserver.Call{Op: keyserver.CallAcquire, Token: a, TTL: ttl}, true,
+	s1.expect("started Acquire(a) on an absent key", startcall.Call{Op: startcall.CallAcquire, Token: a, TTL: ttl}, true,
 		func() (bool, error) { return ks.Acquire(ctx, key, a, ttl) })
-	s1.expect("started Acquire(b) on a key held by a", keyserver.Call{Op: keyserver.CallAcquire, Token: b, TTL: ttl}, false,
+	s1.expect("started Acquire(b) on a key held by a", startcall.Call{Op: startcall.CallAcquire, Token: b, TTL: ttl}, false,
 		func() (bool, error) { return ks.Acquire(ctx, key, b, ttl) })
-	s1.expect("started Extend(b) of a key held by a", keyserver.Call{Op: keyserver.CallExtend, Token: b, TTL: ttl}, false,
+	s1.expect("started Extend(b) of a key held by a", startcall.Call{Op: startcall.CallExtend, Token: b, TTL: ttl}, false,
 		func() (bool, error) { return ks.Extend(ctx, key, b, ttl) })
-	s1.expect("started Extend(a) by its holder", keyserver.Call{Op: keyserver.CallExtend, Token: a, TTL: ttl}, true,
+	s1.expect("started Extend(a) by its holder", startcall.Call{Op: startcall.CallExtend, Token: a, TTL: ttl}, true,
 		func() (bool, error) { return ks.Extend(ctx, key, a, ttl) })
 	if ns, ok := ks.(keyserver.Notifier); ok {
 		what := "started AcquireOrHolder(b) on a key held by a"
-		if a, started := s1.expect(what, keyserver.Call{Op: keyserver.CallAcquireOrHolder, Token: b, TTL: ttl}, false,
+		if a, started := s1.expect(what, startcall.Call{Op: startcall.CallAcquireOrHolder, Token: b, TTL: ttl}, false,
 			func() (bool, error) { ok, _, err := ns.AcquireOrHolder(ctx, key, b, ttl); return ok, err }); started {
 			s1.holderFirst(what, a.Holder)
 		}
 		what = "started AcquireInLine(b) on a key held by a"
-		if a, started := s1.expect(what, keyserver.Call{Op: keyserver.CallAcquireInLine, Token: b, TTL: ttl}, false,
+		if a, started := s1.expect(what, startcall.Call{Op: startcall.CallAcquireInLine, Token: b, TTL: ttl}, false,
 			func() (bool, error) { ok, _, err := ns.AcquireInLine(ctx, key, b, ttl, ""); return ok, err }); started {
 			s1.holderFirst(what, a.Holder)
 		}
@@ -151,9 +152,9 @@ func (s *suite) startedCallsAnswerAsBlocking(t *testing.T, ks keyserver.KeyServe
 			t.Fatalf("LeaveLine(b): %v", err)
 		}
 	}
-	s1.expect("started Release(b) of a key held by a", keyserver.Call{Op: keyserver.CallRelease, Token: b}, false,
+	s1.expect("started Release(b) of a key held by a", startcall.Call{Op: startcall.CallRelease, Token: b}, false,
 		func() (bool, error) { return ks.Release(ctx, key, b) })
-	s1.expect("started Release(a) by its holder", keyserver.Call{Op: keyserver.CallRelease, Token: a}, true,
+	s1.expect("started Release(a) by its holder", startcall.Call{Op: startcall.CallRelease, Token: a}, true,
 		func() (bool, error) { return ks.Release(ctx, key, a) })
 	expect(t, "Acquire(b) after the started Release(a)", true)(ks.Acquire(ctx, key, b, ttl))
 	expect(t, "Release(b)", true)(ks.Release(ctx, key, b))
@@ -164,7 +165,7 @@ func (s *suite) startedCallsAnswerAsBlocking(t *testing.T, ks keyserver.KeyServe
 // not answered: its caller has counted it already. A server that answers
 // in one command, never asking, answers as the blocking method does.
 func (s *suite) startedCallStopsWhenNotContinued(t *testing.T, ks keyserver.KeyServer, key string) {
-	st, ok := ks.(keyserver.Starter)
+	st, ok := ks.(startcall.Starter)
 	if !ok {
 		return
 	}
@@ -172,7 +173,7 @@ func (s *suite) startedCallStopsWhenNotContinued(t *testing.T, ks keyserver.KeyS
 	a, b := ranked(1, 1), ranked(2, 1)
 	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, a, ttl))
 	to := newCompletion(false)
-	if !st.Start(ctx, keyserver.Call{Op: keyserver.CallAcquire, Key: key, Token: b, TTL: ttl, Deadline: time.Now().Add(wakeWithin)}, to) {
+	if !st.Start(ctx, startcall.Call{Op: startcall.CallAcquire, Key: key, Token: b, TTL: ttl, Deadline: time.Now().Add(wakeWithin)}, to) {
 		t.Log("started Acquire(b): declined")
 		return
 	}

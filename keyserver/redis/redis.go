@@ -66,7 +66,8 @@
 // server at once, including calls whose callers gave up; more fail at once
 // with [ErrOverloaded].
 //
-// A FromURL Server is also a [keyserver.Starter]: the redlock client starts
+// A FromURL Server can also start calls (Server.Start, the redlock client's
+// own protocol, internal to this module): the redlock client starts
 // its acquires, extends and releases on the pipeline without a goroutine
 // per call waiting for each, and the connection's reader hands each reply
 // to the client's fan-out. With 64 callers on five local nodes, this cut

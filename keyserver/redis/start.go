@@ -3,12 +3,13 @@ package redis
 import (
 	"context"
 	"fmt"
+	"github.com/goredlock/goredlock/internal/startcall"
 	"sync"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// A Server made by FromURL is a keyserver.Starter: a lock call whose first
+// A Server made by FromURL is a startcall.Starter: a lock call whose first
 // command is likely its last (a SET NX, or a script the Server knows the
 // digest of) is queued on the pipeline without a goroutine of the
 // caller's waiting for it, and its reply is decoded on the connection's
@@ -19,10 +20,10 @@ import (
 // or another transport; a key its waiters watch; a script whose digest it
 // does not know yet) are declined, and the caller makes them blocking.
 
-var _ keyserver.Starter = (*Server)(nil)
+var _ startcall.Starter = (*Server)(nil)
 
-// Start starts c (see keyserver.Starter) and reports whether it did.
-func (s *Server) Start(ctx context.Context, c keyserver.Call, to keyserver.Completion) bool {
+// Start starts c (see startcall.Starter) and reports whether it did.
+func (s *Server) Start(ctx context.Context, c startcall.Call, to startcall.Completion) bool {
 	p := s.startable()
 	if p == nil {
 		return false
@@ -59,10 +60,10 @@ func (s *Server) startable() *pipeline {
 type started struct {
 	s    *Server
 	ctx  context.Context
-	c    keyserver.Call
-	to   keyserver.Completion
+	c    startcall.Call
+	to   startcall.Completion
 	step step
-	a    keyserver.Answer // an answer whose incarnation is still to be read
+	a    startcall.Answer // an answer whose incarnation is still to be read
 }
 
 // step is the command of a started call whose reply is awaited.
@@ -91,20 +92,20 @@ func (st *started) first() *call {
 		fits bool
 	)
 	switch c.Op {
-	case keyserver.CallAcquire, keyserver.CallAcquireOrHolder, keyserver.CallAcquireInLine:
+	case startcall.CallAcquire, startcall.CallAcquireOrHolder, startcall.CallAcquireInLine:
 		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || keyserver.PromiseOf(c.Next) != "" ||
-			(c.Op != keyserver.CallAcquire && s.sub.contended(c.Key)) {
+			(c.Op != startcall.CallAcquire && s.sub.contended(c.Key)) {
 			return nil
 		}
 		st.step = stepSetNX
 		cl, fits = newCall([]string{"SET"}, []string{c.Key}, []string{c.Token, "NX", "PX", ms(c.TTL)})
-	case keyserver.CallExtend, keyserver.CallRelease:
-		if c.Op == keyserver.CallExtend && keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil ||
-			c.Op == keyserver.CallRelease && keyserver.CheckToken(c.Key, c.Token) != nil {
+	case startcall.CallExtend, startcall.CallRelease:
+		if c.Op == startcall.CallExtend && keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil ||
+			c.Op == startcall.CallRelease && keyserver.CheckToken(c.Key, c.Token) != nil {
 			return nil
 		}
 		sc := setScript
-		if c.Op == keyserver.CallRelease {
+		if c.Op == startcall.CallRelease {
 			sc = releaseScript
 		}
 		d := s.digests[sc.id].Load()
@@ -115,7 +116,7 @@ func (st *started) first() *call {
 		// The words of setWords and releaseWords, built here so that they
 		// stay on the stack (newCall copies them): returned by those, they
 		// escape to the heap, an allocation per call.
-		if c.Op == keyserver.CallExtend {
+		if c.Op == startcall.CallExtend {
 			cl, fits = newCall([]string{"EVALSHA", *d, "1"}, []string{c.Key}, []string{c.Token, ms(c.TTL), promise(c.Token)})
 		} else {
 			cl, fits = newCall([]string{"EVALSHA", *d, "2"}, []string{c.Key, keyserver.LineKey(c.Key)}, []string{c.Token, claimTTL, promiseLenArg})
@@ -132,7 +133,7 @@ func (st *started) first() *call {
 // NOSCRIPT, which is rare.
 func (st *started) script() (sc *script, keys, args []string) {
 	c := st.c
-	if c.Op == keyserver.CallRelease {
+	if c.Op == startcall.CallRelease {
 		keys, args = releaseWords(c.Key, c.Token)
 		return releaseScript, keys, args
 	}
@@ -143,9 +144,9 @@ func (st *started) script() (sc *script, keys, args []string) {
 // op is the name of st's operation in errors.
 func (st *started) op() string {
 	switch st.c.Op {
-	case keyserver.CallExtend:
+	case startcall.CallExtend:
 		return "extend"
-	case keyserver.CallRelease:
+	case startcall.CallRelease:
 		return "release"
 	}
 	return "acquire"
@@ -156,7 +157,7 @@ func (st *started) op() string {
 // the blocking method would do next on a goroutine of its own.
 func (st *started) answer(reply any, err error) {
 	s, c := st.s, st.c
-	var a keyserver.Answer
+	var a startcall.Answer
 	switch {
 	case st.step == stepSetNX && err == nil && reply == nil: // taken: the script decides
 		go st.finishBlocking(st.acquireTaken, true)
@@ -190,8 +191,8 @@ func (st *started) answer(reply any, err error) {
 // finishBlocking runs rest, the remainder of st's call, bounded by its
 // deadline, reads the incarnation if asked, and completes st. When rest
 // sends commands about the key, it first asks the caller whether to go on
-// (see keyserver.Completion); a read of the incarnation is not asked for.
-func (st *started) finishBlocking(rest func(ctx context.Context) keyserver.Answer, sends bool) {
+// (see startcall.Completion); a read of the incarnation is not asked for.
+func (st *started) finishBlocking(rest func(ctx context.Context) startcall.Answer, sends bool) {
 	if sends && !st.to.Continue() {
 		st.put()
 		return
@@ -206,22 +207,22 @@ func (st *started) finishBlocking(rest func(ctx context.Context) keyserver.Answe
 }
 
 // complete hands a to st's Completion and recycles st.
-func (st *started) complete(a keyserver.Answer) {
+func (st *started) complete(a startcall.Answer) {
 	to := st.to
 	st.put()
 	to.Complete(a)
 }
 
 // answered is the rest of a call that has its answer, st.a.
-func (st *started) answered(context.Context) keyserver.Answer { return st.a }
+func (st *started) answered(context.Context) startcall.Answer { return st.a }
 
 // acquireTaken is the rest of an acquire whose SET NX was refused.
-func (st *started) acquireTaken(ctx context.Context) (a keyserver.Answer) {
+func (st *started) acquireTaken(ctx context.Context) (a startcall.Answer) {
 	s, c := st.s, st.c
 	switch {
-	case c.Op == keyserver.CallAcquire:
+	case c.Op == startcall.CallAcquire:
 		a.OK, a.Err = s.acquireTaken(ctx, c.Key, c.Token, c.TTL)
-	case c.Op == keyserver.CallAcquireInLine && keyserver.PromiseOf(c.Token) != "":
+	case c.Op == startcall.CallAcquireInLine && keyserver.PromiseOf(c.Token) != "":
 		a.OK, a.Holder, a.Err = s.acquireInLineTaken(ctx, c.Key, c.Token, c.TTL, c.Next)
 	default: // AcquireInLine with nobody to put in line is AcquireOrHolder
 		a.OK, a.Holder, a.Err = s.acquireOrHolderTaken(ctx, c.Key, c.Token, c.TTL)
@@ -231,7 +232,7 @@ func (st *started) acquireTaken(ctx context.Context) (a keyserver.Answer) {
 
 // evalSource is the rest of an Extend or a Release that the server
 // answered NOSCRIPT: the script by its source.
-func (st *started) evalSource(ctx context.Context) (a keyserver.Answer) {
+func (st *started) evalSource(ctx context.Context) (a startcall.Answer) {
 	s, c := st.s, st.c
 	op := st.op()
 	if a.Err = s.enter(ctx, op, c.Key); a.Err != nil {

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"github.com/goredlock/goredlock/internal/startcall"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +18,13 @@ import (
 // completion collects the answers of started calls, and how often the
 // server asked whether to go on.
 type completion struct {
-	answers chan keyserver.Answer
+	answers chan startcall.Answer
 	asked   chan struct{} // a receive per Continue
 	goOn    bool
 }
 
 func newCompletion(goOn bool) *completion {
-	return &completion{answers: make(chan keyserver.Answer, 1), asked: make(chan struct{}, 4), goOn: goOn}
+	return &completion{answers: make(chan startcall.Answer, 1), asked: make(chan struct{}, 4), goOn: goOn}
 }
 
 func (c *completion) Continue() bool {
@@ -31,7 +32,7 @@ func (c *completion) Continue() bool {
 	return c.goOn
 }
 
-func (c *completion) Complete(a keyserver.Answer) {
+func (c *completion) Complete(a startcall.Answer) {
 	select {
 	case c.answers <- a:
 	default:
@@ -41,19 +42,19 @@ func (c *completion) Complete(a keyserver.Answer) {
 
 // answer waits for the answer, failing the test after a bound only a
 // defect reaches.
-func (c *completion) answer(t *testing.T) keyserver.Answer {
+func (c *completion) answer(t *testing.T) startcall.Answer {
 	t.Helper()
 	select {
 	case a := <-c.answers:
 		return a
 	case <-time.After(10 * time.Second):
 		t.Fatal("a started call was never answered")
-		return keyserver.Answer{}
+		return startcall.Answer{}
 	}
 }
 
 // start starts c on s and returns its answer.
-func start(t *testing.T, s *redis.Server, c keyserver.Call) keyserver.Answer {
+func start(t *testing.T, s *redis.Server, c startcall.Call) startcall.Answer {
 	t.Helper()
 	c.Deadline = time.Now().Add(time.Second)
 	to := newCompletion(true)
@@ -70,29 +71,29 @@ func TestStartAnswersAsTheBlockingMethods(t *testing.T) {
 	s := fromURL(t, node.URL(""))
 	ctx := context.Background()
 	const ttl = time.Minute
-	call := func(op keyserver.CallOp, key, token string) keyserver.Call {
-		return keyserver.Call{Op: op, Key: key, Token: token, TTL: ttl}
+	call := func(op startcall.CallOp, key, token string) startcall.Call {
+		return startcall.Call{Op: op, Key: key, Token: token, TTL: ttl}
 	}
 
-	a := start(t, s, call(keyserver.CallAcquireOrHolder, "k", "t1"))
+	a := start(t, s, call(startcall.CallAcquireOrHolder, "k", "t1"))
 	require.NoError(t, a.Err)
 	assert.True(t, a.OK, "SET NX on a free key")
-	a = start(t, s, call(keyserver.CallAcquireOrHolder, "k", "t2"))
+	a = start(t, s, call(startcall.CallAcquireOrHolder, "k", "t2"))
 	require.NoError(t, a.Err)
 	assert.False(t, a.OK, "held by t1")
 	assert.Greater(t, a.Holder.Left, time.Duration(0), "the refusal describes the holder (the script after the SET NX)")
-	a = start(t, s, call(keyserver.CallAcquire, "k", "t1"))
+	a = start(t, s, call(startcall.CallAcquire, "k", "t1"))
 	require.NoError(t, a.Err)
 	assert.True(t, a.OK, "the holder acquires again (the script after the SET NX)")
 
 	// Extend and Release go by digest, so only once the Server knows it.
-	assert.False(t, s.Start(ctx, call(keyserver.CallRelease, "k", "t1"), newCompletion(true)), "release started before its script was loaded")
+	assert.False(t, s.Start(ctx, call(startcall.CallRelease, "k", "t1"), newCompletion(true)), "release started before its script was loaded")
 	_, err := s.Extend(ctx, "k", "t1", ttl)
 	require.NoError(t, err)
-	a = start(t, s, call(keyserver.CallExtend, "k", "t2"))
+	a = start(t, s, call(startcall.CallExtend, "k", "t2"))
 	require.NoError(t, a.Err)
 	assert.False(t, a.OK, "extend by another token")
-	a = start(t, s, call(keyserver.CallExtend, "k", "t1"))
+	a = start(t, s, call(startcall.CallExtend, "k", "t1"))
 	require.NoError(t, a.Err)
 	assert.True(t, a.OK, "extend by the holder")
 
@@ -100,12 +101,12 @@ func TestStartAnswersAsTheBlockingMethods(t *testing.T) {
 	_, err = s.Release(ctx, "other", "t1") // loads the release script (NOSCRIPT, then the source)
 	require.NoError(t, err)
 	do(t, node, "SCRIPT", "FLUSH")
-	a = start(t, s, call(keyserver.CallRelease, "k", "t1"))
+	a = start(t, s, call(startcall.CallRelease, "k", "t1"))
 	require.NoError(t, a.Err)
 	assert.True(t, a.OK, "released after NOSCRIPT, by the source")
 	assert.Equal(t, int64(0), do(t, node, "EXISTS", "k"))
 
-	c := call(keyserver.CallAcquire, "k2", "t1")
+	c := call(startcall.CallAcquire, "k2", "t1")
 	c.Incarnation = true
 	a = start(t, s, c)
 	require.NoError(t, a.Err)
@@ -122,7 +123,7 @@ func TestStartedCallStopsWhenTold(t *testing.T) {
 	s := fromURL(t, node.URL(""))
 	do(t, node, "SET", "k", "other")
 	to := newCompletion(false)
-	require.True(t, s.Start(context.Background(), keyserver.Call{Op: keyserver.CallAcquireInLine, Key: "k", Token: "t", TTL: time.Minute,
+	require.True(t, s.Start(context.Background(), startcall.Call{Op: startcall.CallAcquireInLine, Key: "k", Token: "t", TTL: time.Minute,
 		Deadline: time.Now().Add(time.Second)}, to))
 	select {
 	case <-to.asked:
@@ -158,7 +159,7 @@ func TestStartedCallsOfABrokenConnectionAreAnswered(t *testing.T) {
 	t.Cleanup(func() { do(t, killed, "CLIENT", "UNPAUSE") })
 	closed.Pause()
 	t.Cleanup(closed.Resume)
-	c := keyserver.Call{Op: keyserver.CallAcquire, Key: "k", Token: "t", TTL: time.Minute, Deadline: time.Now().Add(time.Second)}
+	c := startcall.Call{Op: startcall.CallAcquire, Key: "k", Token: "t", TTL: time.Minute, Deadline: time.Now().Add(time.Second)}
 	toKilled, toClosed := newCompletion(true), newCompletion(true)
 	require.True(t, ks.Start(ctx, c, toKilled))
 	require.True(t, cs.Start(ctx, c, toClosed))

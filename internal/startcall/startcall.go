@@ -1,8 +1,15 @@
-package keyserver
+// Package startcall is the protocol by which the redlock client starts a
+// lock call on a key server without blocking, and the server hands the
+// answer over when it comes: the client's and keyserver/redis's own
+// plumbing, not part of what a third-party key server implements (the
+// client calls such a server with its blocking methods).
+package startcall
 
 import (
 	"context"
 	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
 )
 
 // Starter is implemented by key servers that can start a lock call
@@ -19,7 +26,7 @@ import (
 // command, or while it has no connection), and the client then makes it
 // with the blocking method.
 type Starter interface {
-	KeyServer
+	keyserver.KeyServer
 	// Start starts c and reports whether it did. Once it did, to.Complete
 	// is called exactly once (unless to.Continue said no), with the
 	// answer the blocking method would have given, from a goroutine of
@@ -37,9 +44,9 @@ type CallOp uint8
 const (
 	// CallAcquire is KeyServer.Acquire.
 	CallAcquire CallOp = iota
-	// CallAcquireOrHolder is Notifier.AcquireOrHolder.
+	// CallAcquireOrHolder is keyserver.Notifier.AcquireOrHolder.
 	CallAcquireOrHolder
-	// CallAcquireInLine is Notifier.AcquireInLine, with Next.
+	// CallAcquireInLine is keyserver.Notifier.AcquireInLine, with Next.
 	CallAcquireInLine
 	// CallExtend is KeyServer.Extend.
 	CallExtend
@@ -65,12 +72,12 @@ type Call struct {
 
 // Answer is a key server's answer to a started Call.
 type Answer struct {
-	OK     bool   // the blocking method's bool: granted, extended or released
-	Holder Holder // of a refused CallAcquireOrHolder or CallAcquireInLine
-	Err    error  // the blocking method's error
+	OK     bool             // the blocking method's bool: granted, extended or released
+	Holder keyserver.Holder // of a refused CallAcquireOrHolder or CallAcquireInLine
+	Err    error            // the blocking method's error
 	// Incarnation, or IncarnationErr, is what Call.Incarnation asked for;
 	// both zero when it was not asked or Err is set.
-	Incarnation    Incarnation
+	Incarnation    keyserver.Incarnation
 	IncarnationErr error
 }
 
