@@ -162,8 +162,12 @@ func TestHolderHearsFirst(t *testing.T) {
 
 func TestLossDeclaredAMarginBeforeUntilWithHungServers(t *testing.T) {
 	// Timeout 150ms, margin 400ms: Until +2.968s, the loss at +2.568s, so no
-	// try may start after +2.418s. Failed tries start at +1s, 1.3, 1.6, 1.9
-	// and 2.2; the next would be due at +2.5s, inside the margin.
+	// try may start after +2.418s. A failed try is tried again a timeout
+	// after it failed: from +1s every 300ms while the hung servers make a
+	// try wait for its timeout (+1s, 1.3, 1.6), then, their breakers open
+	// (three failures over 600ms), every 150ms when their votes fail at
+	// once, or 300ms when a try is their probe: +1.9 and at most 2.05, 2.2
+	// and 2.35 before the next would be due at +2.5s, inside the margin.
 	const timeout, margin = 150 * time.Millisecond, 400 * time.Millisecond
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
@@ -183,15 +187,21 @@ func TestLossDeclaredAMarginBeforeUntilWithHungServers(t *testing.T) {
 	require.ErrorIs(t, r.err, ErrLockLost)
 	require.NoError(t, c.Close())
 	for i, s := range servers {
-		// At most 5: no try whose answer could come after the loss. At
-		// least 4: the tries go on until then. (On a loaded machine the
-		// stepping may move the clock before an extension's call that
-		// waited for the one before it has armed its own timeout, which
-		// delays the tries after it by one timeout: 9 runs in 800 with
-		// four test processes at once, on this code and the one before.)
+		// At most 7: no try whose answer could come after the loss. The
+		// answering server hears at least 3: the tries go on past the
+		// first failures (4 or more but for the stepping below; 3 in 2
+		// runs of 300); a hung one at least its first, its breaker
+		// failing the rest at once but for its probes. (On a loaded
+		// machine the stepping may move the clock before an extension's
+		// call that waited for the one before it has armed its own
+		// timeout, which delays the tries after it by one timeout.)
 		n := s.Count(static.OpExtend)
-		assert.LessOrEqual(t, n, 5, "server %d: no try whose answer could come after the loss", i)
-		assert.GreaterOrEqual(t, n, 4, "server %d: tries until the margin", i)
+		assert.LessOrEqual(t, n, 7, "server %d: no try whose answer could come after the loss", i)
+		least := 1
+		if i == 2 {
+			least = 3
+		}
+		assert.GreaterOrEqual(t, n, least, "server %d: tries until the margin", i)
 	}
 }
 
