@@ -119,9 +119,17 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 	return v, err
 }
 
-// leaderReadTimeout bounds a server's read of the leader when no server
-// timeout is set.
-const leaderReadTimeout = 500 * time.Millisecond
+// defaultReadTimeout bounds a server's call of a read, which has no TTL to
+// derive it from, when no server timeout is set.
+const defaultReadTimeout = 500 * time.Millisecond
+
+// readTimeout bounds each server's call of a read.
+func (c *Client) readTimeout() time.Duration {
+	if c.serverTimeout > 0 {
+		return c.serverTimeout
+	}
+	return defaultReadTimeout
+}
 
 // leader reads the leader from every server, and returns its value and
 // the shortest TTL that any holder reported has left (when it may change
@@ -132,10 +140,7 @@ func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
 		return "", 0, err
 	}
 	defer c.exit()
-	timeout := c.serverTimeout
-	if timeout <= 0 {
-		timeout = leaderReadTimeout
-	}
+	timeout := c.readTimeout()
 	r := &leaderRead{got: make([]keyserver.Leadership, len(c.servers))}
 	f := fan{op: opRead, name: e.name, key: e.key(&c.options), timeout: timeout, rule: everyAnswer, prim: r}
 	res := c.fanOut(ctx, f)
@@ -190,7 +195,7 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	c := e.c
 	defer c.dos.Done()
 	defer close(ch)
-	watch := &primAcquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), timeout: leaderReadTimeout}
+	watch := &primAcquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), timeout: c.readTimeout()}
 	if c.serverTimeout > 0 {
 		watch.timeout = c.serverTimeout
 	}

@@ -115,12 +115,14 @@ func (e *QuorumError) Error() string {
 		fmt.Fprintf(&b, "extension of %s not granted", e.kind.of(e.Name))
 	case "read":
 		fmt.Fprintf(&b, "leader of election %q not read", e.Name)
+	case "check fence":
+		fmt.Fprintf(&b, "fence of %s not read", e.kind.of(e.Name))
 	default:
 		fmt.Fprintf(&b, "%s of %s not confirmed", e.Op, e.kind.of(e.Name))
 	}
 	granted, refused := "granted", "refused"
 	switch e.Op {
-	case "read":
+	case "read", "check fence":
 		granted = "answered"
 	case "release":
 		granted, refused = "deleted it", "held another token"

@@ -217,3 +217,29 @@ func ExampleWithFencing() {
 	// new holder's write: accepted
 	// old holder's late write: rejected
 }
+
+func ExampleClient_CheckFence() {
+	client, closeServers := newClient(redlock.WithFencing())
+	defer closeServers()
+	ctx := context.Background()
+
+	old, err := client.Acquire(ctx, "ledger", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	old.Release(ctx) // stands in for a lock that expired while its holder was paused
+	current, _ := client.CheckFence(ctx, "ledger", old.Fence())
+	fmt.Println("before the next grant:", current)
+
+	err = client.Do(ctx, "ledger", 10*time.Second, func(ctx context.Context) error {
+		current, err := client.CheckFence(ctx, "ledger", old.Fence())
+		fmt.Println("after the next grant:", current)
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// before the next grant: true
+	// after the next grant: false
+}

@@ -19,6 +19,7 @@ const (
 	opExtend
 	opRelease
 	opRaiseFence
+	opReadFence // RaiseFence to 0, which reads the counter (see CheckFence)
 	opLeaveLine // Notifiers only; other servers vote for without a call
 	opIdentify  // keyserver.Identifier's ServerID (see identities)
 	opRead      // a primitive's read of its state (see primOps)
@@ -38,6 +39,8 @@ func (k opKind) String() string {
 		return "identify"
 	case opRead:
 		return "read"
+	case opReadFence:
+		return "read_fence"
 	}
 	return "raise_fence"
 }
@@ -160,6 +163,9 @@ func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n 
 	case opRaiseFence:
 		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, f.fence)
 		ok = err == nil && n < f.fence
+	case opReadFence:
+		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, 0)
+		ok = err == nil
 	case opLeaveLine:
 		if ns, is := ks.(keyserver.Notifier); is {
 			err = ns.LeaveLine(ctx, f.key, f.token)

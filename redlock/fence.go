@@ -82,3 +82,46 @@ func fenceErr(name string) error { return holdFenceErr(lockKind, name) }
 func holdFenceErr(k kind, name string) error {
 	return fmt.Errorf("%s%s: fence counter reached its maximum %d", prefix, k.of(name), uint64(keyserver.MaxFence))
 }
+
+// CheckFence reports whether fence is still the newest fencing token
+// issued for the lock called name: no grant since the one that drew it.
+// It is for a resource that can ask the lock service before it acts, or a
+// service that takes fenced requests from other processes; a quorum must
+// answer, else it returns a *QuorumError. Every server must implement
+// keyserver.Fencer.
+//
+// A grant may follow the check at once, so a true answer does not keep a
+// later holder out: a guard beside the resource that stores the highest
+// fence seen (packages fence/redisfence and fence/sqlfence) is the
+// airtight check ("Fences at the resource" in docs/design.md).
+func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (current bool, err error) {
+	switch {
+	case name == "":
+		return false, invalidArgument("empty lock name")
+	case len(name) > MaxNameLen:
+		return false, invalidArgument("lock name of %d bytes is longer than the %d allowed", len(name), MaxNameLen)
+	case fence == 0:
+		return false, invalidArgument("fence 0 of lock %q: no grant draws it", name)
+	}
+	if err := checkFencers(c.servers); err != nil {
+		return false, err
+	}
+	if err := c.enter(); err != nil {
+		return false, err
+	}
+	defer c.exit()
+	f := fan{op: opReadFence, name: name, key: c.options.keyPrefix + name, timeout: c.readTimeout(), rule: earliest}
+	res := c.fanOut(ctx, f)
+	c.settle(ctx, &f, &res, false)
+	if err := c.identities.failed(); err != nil {
+		return false, err // two servers are one store: no answer counts
+	}
+	t := res.tally
+	if !t.won() {
+		return false, newQuorumError("check fence", lockKind, name, 1, t, ctx.Err())
+	}
+	// A later grant wrote a higher counter to a quorum, which shares a
+	// server with the quorum that answered; and the grant that drew fence
+	// wrote it to one, so a lower maximum means fence was never issued.
+	return t.maxN == fence, nil
+}

@@ -264,3 +264,70 @@ func TestAStaleReadDoesNotRepeatAToken(t *testing.T) {
 	assert.Greater(t, rb.lock.Fence(), ra.lock.Fence(), "B was granted after A released: its token must be greater")
 	require.NoError(t, rb.lock.Release(bg))
 }
+
+// TestCheckFenceSaysWhetherAFenceIsTheNewest: true for the newest grant's
+// fence, false once a later grant drew another, false for a fence never
+// issued, an error without a quorum of answers.
+func TestCheckFenceSaysWhetherAFenceIsTheNewest(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 3)
+	c := testClient(t, fc, servers, WithFencing())
+	first, err := c.TryAcquire(bg, "ledger", ttl3)
+	require.NoError(t, err)
+	current, err := c.CheckFence(bg, "ledger", first.Fence())
+	require.NoError(t, err)
+	assert.True(t, current, "the holder's fence is the newest")
+	require.NoError(t, first.Release(bg))
+	current, err = c.CheckFence(bg, "ledger", first.Fence())
+	require.NoError(t, err)
+	assert.True(t, current, "released, and no grant since")
+
+	second, err := c.TryAcquire(bg, "ledger", ttl3)
+	require.NoError(t, err)
+	current, err = c.CheckFence(bg, "ledger", first.Fence())
+	require.NoError(t, err)
+	assert.False(t, current, "a later grant drew fence %d", second.Fence())
+	current, err = c.CheckFence(bg, "ledger", second.Fence())
+	require.NoError(t, err)
+	assert.True(t, current)
+	current, err = c.CheckFence(bg, "ledger", second.Fence()+1)
+	require.NoError(t, err)
+	assert.False(t, current, "never issued")
+	current, err = c.CheckFence(bg, "other", 1)
+	require.NoError(t, err)
+	assert.False(t, current, "no grant of the name at all")
+	require.NoError(t, second.Release(bg))
+
+	for _, bad := range []struct {
+		name  string
+		fence uint64
+	}{{"", 1}, {"ledger", 0}, {string(make([]byte, MaxNameLen+1)), 1}} {
+		_, err := c.CheckFence(bg, bad.name, bad.fence)
+		require.ErrorIs(t, err, ErrInvalidArgument, "name of %d bytes, fence %d", len(bad.name), bad.fence)
+	}
+}
+
+func TestCheckFenceNeedsAQuorumAndFencers(t *testing.T) {
+	fc := clock.NewFake(t0)
+	down := errors.New("connection refused")
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers(), WithFencing())
+	l, err := c.TryAcquire(bg, "ledger", ttl3)
+	require.NoError(t, err)
+	servers[0].Script(static.OpRaiseFence, static.Fail(down))
+	current, err := c.CheckFence(bg, "ledger", l.Fence())
+	require.NoError(t, err, "a quorum still answers")
+	assert.True(t, current)
+	servers[1].Script(static.OpRaiseFence, static.Fail(down))
+	_, err = c.CheckFence(bg, "ledger", l.Fence())
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Len(t, qe.Failed, 2)
+	assert.Contains(t, err.Error(), `fence of lock "ledger" not read: `)
+	assert.Contains(t, err.Error(), "2 failed")
+	require.NoError(t, l.Release(bg))
+
+	plain := testClient(t, fc, []keyserver.KeyServer{memory.New(memory.WithSweepInterval(0)), notAFencer{memory.New(memory.WithSweepInterval(0))}})
+	_, err = plain.CheckFence(bg, "ledger", 1)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}

@@ -37,7 +37,7 @@ type Hooks struct {
 	Released func(ctx context.Context, name string, held time.Duration, err error)
 	// ServerFailed reports every failed call to a server; server is its
 	// index in the slice given to New, op the KeyServer method: "acquire",
-	// "extend", "release", "raise_fence", "leave_line" or "identify"
+	// "extend", "release", "raise_fence", "read_fence", "leave_line" or "identify"
 	// (clean-ups are releases).
 	ServerFailed func(ctx context.Context, op, name string, server int, err error)
 }
