@@ -23,22 +23,27 @@ const (
 	skips
 )
 
-// acquisition is one call that takes a lock (Acquire, TryAcquire, Do or
-// DoOrSkip) from its first attempt to its verdict. Its attempts share the
-// call's rank and each draws a fresh token, unless the one before kept its
-// servers (tally.keep): see "Tokens and ranks" in docs/design.md.
+// acquisition is one call that takes a hold (Acquire, TryAcquire, Do or
+// DoOrSkip for a lock; a permit, a read or write hold, a leadership) from
+// its first attempt to its verdict. Its attempts share the call's rank and
+// each draws a fresh token, unless the one before kept its servers
+// (tally.keep): see "Tokens and ranks" in docs/design.md.
 type acquisition struct {
 	c         *Client
 	o         *options
+	p         primitive // what a primitive's hold differs by (see prim.go); nil for a lock
+	ops       primOps   // p's calls of the last attempt
 	mode      mode
 	name, key string
 	// ttl, and what the call derives from it once: the bound on each
 	// server call and the loss margin.
 	ttl, timeout, margin time.Duration
-	retries              int // -1: no limit
+	retries              int  // -1: no limit
+	fenced               bool // draw a fencing token with each grant
 	rank                 rank
 	began                time.Time
 	attempts             int
+	atOnce               int   // attempts in a row without waiting (see again)
 	last                 tally // the votes of the last attempt
 	token                string
 	tails                tails       // the last attempt's calls
@@ -56,19 +61,29 @@ type acquisition struct {
 	// inLine has bit i set while the call may have a place in server i's
 	// line: it waits there, and leaves when it ends (see line.go).
 	inLine uint64
-	place  *place // its watches of its turn; nil until it first waits in line
-	// lineup and its place there, when the call waits behind or before
-	// others of its client (see lineup).
-	lineup *lineup
-	lw     *waiting
+	// watches are, per server, what the waiting call watches: its turn in
+	// the line (a lock), or a change of the key (a primitive); nil until
+	// it first waits.
+	watches []watch
+	undone  uint64 // bit(i): server i granted an attempt that was undone since the call last watched anew
+	// queue and the call's place there, when it waits behind or before
+	// others of its client (see queue).
+	queue *queue
+	qw    *queued
 }
 
 // acquire takes the lock called name, treating refusals as m says.
-func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.Duration, m mode) (l *Lock, err error) {
+func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.Duration, m mode) (*Lock, error) {
 	if err := checkLock(o, name, ttl); err != nil {
 		return nil, err
 	}
-	a := &acquisition{c: c, o: o, mode: m, name: name, key: o.keyPrefix + name, ttl: ttl,
+	return c.acquireHold(ctx, o, name, o.keyPrefix+name, ttl, m, o.fencing, nil)
+}
+
+// acquireHold takes a hold of p (nil: a lock) called name and kept under
+// key on the servers, for ttl, treating refusals as m says.
+func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, ttl time.Duration, m mode, fenced bool, p primitive) (l *Lock, err error) {
+	a := &acquisition{c: c, o: o, p: p, mode: m, name: name, key: key, ttl: ttl, fenced: fenced,
 		timeout: o.timeoutFor(ttl), margin: o.marginFor(ttl), retries: o.retryCount, began: c.clock.Now()}
 	if m == once {
 		a.retries = 0
@@ -80,8 +95,11 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		}()
 	}
 	defer func() { a.end(ctx, l) }()
-	if a.waitsInLine() {
-		a.lineup, a.lw = c.joinLineup(a.key, &a.rank, true, false)
+	switch {
+	case p == nil && a.waitsInLine():
+		a.queue, a.qw = c.joinQueue(key, 1, &a.rank, true, false)
+	case p != nil && m != once && p.together() > 0:
+		a.queue, a.qw = c.joinQueue(key, p.together(), &a.rank, true, true)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -93,20 +111,38 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 		if l, err := a.attempt(ctx); l != nil || err != nil {
 			return l, err
 		}
+		if a.again() {
+			continue
+		}
 		if err := a.refused(ctx); err != nil {
 			return nil, err
 		}
-		a.lineUp()
+		a.queueUp()
 		if err := a.wait(ctx); err != nil {
 			return nil, a.notAcquired(err)
 		}
 	}
 }
 
+// kind is what the call takes, for its errors.
+func (a *acquisition) kind() kind { return kindOf(a.p) }
+
+// again reports, after a refused attempt, whether to try again at once
+// rather than wait: a semaphore whose refusals named a slot free on a
+// quorum, a few times in a row at most.
+func (a *acquisition) again() bool {
+	if a.p == nil || a.last.hopeless() || a.atOnce >= maxAtOnce || !a.p.again(a.ops, a.last) {
+		a.atOnce = 0
+		return false
+	}
+	a.atOnce++
+	return true
+}
+
 // waitsInLine reports whether the call waits in the servers' lines when
 // it is refused: Acquire and Do with retries, unfenced.
 func (a *acquisition) waitsInLine() bool {
-	return a.mode == waits && a.retries != 0 && !a.o.fencing
+	return a.p == nil && a.mode == waits && a.retries != 0 && !a.o.fencing
 }
 
 // refused decides, after a refused attempt, whether the call ends, and
@@ -134,15 +170,15 @@ func (a *acquisition) outOfPatience() bool {
 	}
 	now := a.c.clock.Now()
 	ahead := a.last.ahead
-	if a.lineup != nil {
-		ahead = max(ahead, a.lineup.ahead(a.lw))
+	if a.queue != nil {
+		ahead = max(ahead, a.queue.ahead(a.qw))
 	}
 	moved := ahead < a.ahead || a.setAnew(now)
 	if a.patience.IsZero() || moved {
 		each := time.Duration(a.retries) * a.o.retryDelay
 		a.patience = later(a.patience, now.Add(each*time.Duration(ahead+1)))
-		if moved && a.lineup != nil {
-			a.lineup.moved(now)
+		if moved && a.queue != nil {
+			a.queue.moved(now)
 		}
 	}
 	a.ahead, a.left, a.refusedAt = ahead, a.last.left, now
@@ -169,11 +205,11 @@ func later(a, b time.Time) time.Time {
 
 // notAcquired is the call's error, with the votes of its last attempt.
 func (a *acquisition) notAcquired(ctxErr error) *QuorumError {
-	return notAcquired(a.name, a.attempts, a.last, ctxErr)
+	return holdNotAcquired(a.kind(), a.name, a.attempts, a.last, ctxErr)
 }
 
 // attempt is one round of the algorithm ("Quorum and validity" in
-// docs/design.md): the lock, or nil with the token released where it may
+// docs/design.md): the hold, or nil with the token released where it may
 // be stored, unless the refusals say the others will give way (tally.keep).
 func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	c, o := a.c, a.o
@@ -189,18 +225,24 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		}
 		a.token, a.tails = token, tails{}
 		if !c.inProcess {
+			// After this client's last release of the key, server by
+			// server: a server the release has not reached yet would
+			// refuse for nothing.
 			a.tails = c.released.take(a.key)
 		}
 	}
 	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.ttl, timeout: a.timeout,
 		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(o)}
 	switch {
-	case o.fencing:
+	case a.p != nil:
+		a.ops = a.p.ops() // a semaphore picks the slot it asks for
+		f.prim = a.ops
+	case a.fenced:
 		f.op = opAcquireFenced
 	case a.waitsInLine():
 		f.op = opAcquireInLine
-		if a.lineup != nil {
-			if r, ok := a.lineup.next(a.lw); ok {
+		if a.queue != nil {
+			if r, ok := a.queue.next(a.qw); ok {
 				f.next = r.token()
 			}
 		}
@@ -211,7 +253,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	// behind others of its client starts at the call's own reading: an
 	// earlier start only understates validity ("The first clock reading").
 	start := a.began
-	if a.attempts > 1 || a.lineup != nil || !c.inProcess {
+	if a.attempts > 1 || a.queue != nil || !c.inProcess {
 		start = c.clock.Now()
 	}
 	res := c.fanOut(ctx, f)
@@ -220,7 +262,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	dup := c.identities.failed() // two servers found to be one store: no grant counts
 	granted := dup == nil && t.won() && validity(a.ttl, elapsed, o.driftFactor) > a.margin
 	var fence uint64
-	if granted && o.fencing {
+	if granted && a.fenced {
 		// The token is drawn while the keys are held, before the verdict:
 		// a failure undoes the grant like any other.
 		var ft tally
@@ -230,7 +272,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		elapsed = c.clock.Since(start)
 		granted = granted && validity(a.ttl, elapsed, o.driftFactor) > a.margin
 	}
-	kept := !granted && !a.finalAttempt() && !t.won() && t.keep()
+	kept := !granted && a.p == nil && !a.finalAttempt() && !t.won() && t.keep()
 	c.settle(ctx, &f, &res, !granted && !kept)
 	a.tails, a.kept, a.last = res.tails(), kept, t
 	a.calls = nil
@@ -242,6 +284,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		// each Notifier that did not grant it; granted, it has none there,
 		// nor where no call of its token was made (see tails.made).
 		a.inLine = c.notifierMask &^ t.granters & res.made
+	}
+	if !granted {
+		a.undone |= t.granters
 	}
 	c.logVotes(opAcquire, a.name, t)
 	if c.hooks.Attempt != nil {
@@ -256,13 +301,14 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 			c.logger.Warn("redlock: quorum came too late to leave validity beyond the loss margin",
 				"lock", a.name, "validity", validity(a.ttl, elapsed, o.driftFactor), "loss_margin", a.margin)
 		}
-		if o.fencing && t.maxN >= keyserver.MaxFence {
-			return nil, fenceErr(a.name)
+		if a.fenced && t.maxN >= keyserver.MaxFence {
+			return nil, holdFenceErr(a.kind(), a.name)
 		}
 		return nil, nil
 	}
 	a.kept = false
-	return newLock(c, o, grant{name: a.name, key: a.key, token: a.token, ttl: a.ttl, start: start, tails: res.tails(), fence: fence, ctx: ctx}), nil
+	return newLock(c, o, grant{name: a.name, key: a.key, token: a.token, ttl: a.ttl, start: start, tails: res.tails(),
+		fence: fence, ctx: ctx, prim: a.ops}), nil
 }
 
 // finalAttempt reports whether the attempt about to be settled is the
@@ -275,18 +321,16 @@ func (a *acquisition) finalAttempt() bool {
 // servers the last attempt kept, stops its watches, and leaves the lines it
 // is still in, in the background.
 func (a *acquisition) end(ctx context.Context, l *Lock) {
-	if a.place != nil {
-		a.place.stop()
-	}
+	a.stopWatches()
 	putInLine := false
-	if a.lineup != nil {
-		if l == nil && a.lineup.inLine(a.lw) {
+	if a.queue != nil {
+		if l == nil && a.p == nil && a.queue.inLine(a.qw) {
 			a.inLine, putInLine = a.c.notifierMask, true // put in line by the call ahead
 			if a.token == "" {
 				a.token = a.rank.token()
 			}
 		}
-		a.c.leaveLineup(a.lineup, a.lw)
+		a.c.leaveQueue(a.queue, a.qw)
 	}
 	if a.inLine != 0 && !putInLine && a.calls != nil && a.calls.f.op == opAcquireInLine {
 		// Most are not in line after all: the servers that answered

@@ -27,12 +27,9 @@ type Client struct {
 	notifiers    []int
 	notifierMask uint64
 	// released holds the calls of recent releases still running (see
-	// releases); lineups the waiting calls by key (*lineup).
+	// releases); queues the waiting calls by key (*queue).
 	released releases
-	// gates hold back a primitive's waiting calls beyond those that could
-	// be granted together (see gates).
-	gates   gates
-	lineups sync.Map
+	queues   sync.Map
 	// identities tells servers that reach one store (see identities).
 	identities identities
 	// quarantine judges the grants of restarted servers; nil when no

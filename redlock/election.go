@@ -195,7 +195,7 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	c := e.c
 	defer c.dos.Done()
 	defer close(ch)
-	watch := &primAcquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), timeout: c.readTimeout()}
+	watch := &acquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), timeout: c.readTimeout()}
 	if c.serverTimeout > 0 {
 		watch.timeout = c.serverTimeout
 	}

@@ -26,17 +26,11 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
-// place is a waiting call's place in the lines of the Notifiers: its
-// watches of its turn there.
-type place struct {
-	// turns holds per Notifier (c.notifiers) the channel its turn closes,
-	// nil where no watch is armed; stops ends the watches.
-	turns []<-chan struct{}
-	stops []func()
-}
-
 // wait waits after a refused attempt until the next one is worth making.
 func (a *acquisition) wait(ctx context.Context) error {
+	if a.p != nil {
+		return a.waitForChange(ctx)
+	}
 	if a.inLine != 0 && a.waitsInALine() {
 		return a.waitInLine(ctx)
 	}
@@ -48,7 +42,7 @@ func (a *acquisition) wait(ctx context.Context) error {
 }
 
 // waitsInALine reports whether the call really waits in the servers'
-// lines: it was put there by the call ahead of it (see lineup), or the
+// lines: it was put there by the call ahead of it (see queue), or the
 // Notifiers that did not fail its last attempt can give it the turns it
 // needs; otherwise it polls ("A quorum of turns" in docs/design.md).
 func (a *acquisition) waitsInALine() bool {
@@ -78,11 +72,9 @@ func (a *acquisition) untilPatience(d time.Duration) time.Duration {
 // docs/design.md), the end of its patience among them.
 func (a *acquisition) waitInLine(ctx context.Context) error {
 	c := a.c
-	if a.place == nil {
-		n := len(c.notifiers)
-		a.place = &place{turns: make([]<-chan struct{}, n), stops: make([]func(), n)}
+	if a.watches == nil {
+		a.watches = make([]watch, len(c.servers))
 	}
-	p := a.place
 	a.arm(ctx)
 	d := linePoll
 	if l := a.last.left; l > 0 && l < d {
@@ -101,13 +93,13 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 		}
 		wake = append(wake[:0], c.closing.Done())
 		turns := 0
-		for _, t := range p.turns {
+		for _, w := range a.watches {
 			switch {
-			case t == nil:
-			case closed(t):
+			case w.changed == nil:
+			case closed(w.changed):
 				turns++
 			default:
-				wake = append(wake, t)
+				wake = append(wake, w.changed)
 			}
 		}
 		if turns >= need {
@@ -136,14 +128,15 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 // is told once. A server that is down would hold up every wait; one whose
 // watch fails is waited for by the poll.
 func (a *acquisition) arm(ctx context.Context) {
-	c, p := a.c, a.place
-	for j, i := range c.notifiers {
-		if p.turns[j] != nil && !closed(p.turns[j]) {
+	c := a.c
+	for _, i := range c.notifiers {
+		w := &a.watches[i]
+		if w.changed != nil && !closed(w.changed) {
 			continue
 		}
-		if p.stops[j] != nil {
-			p.stops[j]()
-			p.turns[j], p.stops[j] = nil, nil
+		if w.stop != nil {
+			w.stop()
+			*w = watch{}
 		}
 		if failed(a.last, i) {
 			continue
@@ -152,17 +145,7 @@ func (a *acquisition) arm(ctx context.Context) {
 		turn, stop, err := c.servers[i].(keyserver.Notifier).WatchTurn(wctx, a.key, a.token)
 		cancel()
 		if err == nil {
-			p.turns[j], p.stops[j] = turn, stop
-		}
-	}
-}
-
-// stop ends every watch.
-func (p *place) stop() {
-	for j, stop := range p.stops {
-		if stop != nil {
-			stop()
-			p.turns[j], p.stops[j] = nil, nil
+			*w = watch{changed: turn, stop: stop}
 		}
 	}
 }

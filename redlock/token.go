@@ -42,7 +42,7 @@ func newToken(r rank) (string, error) {
 func (r rank) before(o rank) bool { return string(r[:]) < string(o[:]) }
 
 // next returns the rank right after r: r with its random digits
-// incremented, for a call that must rank after r (see joinLineup).
+// incremented, for a call that must rank after r (see joinQueue).
 func (r rank) next() rank {
 	for i := len(r) - 1; i > 16; i-- {
 		switch {

@@ -12,11 +12,11 @@ import (
 	"github.com/goredlock/goredlock/internal/clock"
 )
 
-// TestGateLetsOneWriterOfAClientTry: while another Client writes, five
+// TestQueueLetsOneWriterOfAClientTry: while another Client writes, five
 // writers of one Client wait, and only one of them asks the servers; the
 // others wait in the process, and each is granted in turn once the
 // writer leaves.
-func TestGateLetsOneWriterOfAClientTry(t *testing.T) {
+func TestQueueLetsOneWriterOfAClientTry(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := memoryServers(t, fc, 3)
 	holder := testClient(t, fc, servers).RWMutex("table")
@@ -37,12 +37,12 @@ func TestGateLetsOneWriterOfAClientTry(t *testing.T) {
 			done <- err
 		}()
 	}
-	// The one inside waits on the servers' watches, the four others at
-	// the gate: five sleepers, and two attempts made (the refusal, and
+	// The one inside waits on the servers' watches, the four others in
+	// the queue: five sleepers, and two attempts made (the refusal, and
 	// the look again once the watch was set).
 	_, err = fc.BlockUntilSleepers(5, wait)
 	require.NoError(t, err)
-	assert.Equal(t, 5, gateUsers(wc, "{table}:rw"), "writers inside the gate or at it")
+	assert.Equal(t, 5, queuedCalls(wc, "{table}:rw"), "writers in the queue")
 	time.Sleep(20 * time.Millisecond) // a sixth attempt would show now
 	assert.EqualValues(t, 2, attempts.Load(), "attempts while one writer holds and five wait in one Client")
 	require.NoError(t, l.Release(bg))
@@ -62,10 +62,10 @@ func TestGateLetsOneWriterOfAClientTry(t *testing.T) {
 	}
 }
 
-// TestGatePatience: a writer waiting at its Client's gate gives up after
+// TestQueuePatience: a writer waiting in its Client's queue gives up after
 // its patience (retries × delay with no call leaving), reporting the
 // votes of the refusal that keeps the call ahead of it out.
-func TestGatePatience(t *testing.T) {
+func TestQueuePatience(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := memoryServers(t, fc, 3)
 	holder := testClient(t, fc, servers).RWMutex("table")
@@ -89,12 +89,14 @@ func TestGatePatience(t *testing.T) {
 	require.NoError(t, l.Release(bg))
 }
 
-// gateUsers is how many calls of c are inside key's gate or wait at it.
-func gateUsers(c *Client, key string) int {
-	c.gates.mu.Lock()
-	defer c.gates.mu.Unlock()
-	if g := c.gates.m[key]; g != nil {
-		return g.users
+// queuedCalls is how many calls of c are in key's queue.
+func queuedCalls(c *Client, key string) int {
+	v, ok := c.queues.Load(key)
+	if !ok {
+		return 0
 	}
-	return 0
+	q := v.(*queue)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.calls)
 }

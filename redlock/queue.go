@@ -1,0 +1,271 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"time"
+)
+
+// queue is a client's waiting calls for one key, in rank order, of which
+// the first capacity (1 for a lock or a writer, the permits for a
+// semaphore) try on the servers; the others wait in the process, where
+// waiting costs no command ("Queues" in docs/design.md). A lock's calls
+// behind its front are put in the servers' lines by the front's attempts.
+type queue struct {
+	key      string
+	capacity int
+	mu       sync.Mutex
+	calls    []*queued // by rank
+	gone     bool      // removed from the client's map: joiners make a new one
+	last     tally     // the votes of the last refused attempt of a call at the front
+	// progress is when a call of the queue last saw the hold move: it
+	// renews the patience of the calls waiting behind.
+	progress time.Time
+}
+
+// queued is one call in a queue.
+type queued struct {
+	rank rank
+	// wake is signalled when the call's place changed: it reached the
+	// front, was put in the servers' lines, or left the front.
+	wake chan struct{}
+	// inLine is set once an attempt put the call in the servers' lines,
+	// its own or the one ahead's. Guarded by the queue's mu.
+	inLine bool
+}
+
+// signal wakes w without blocking.
+func (w *queued) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// joinQueue puts a call ranked r in key's queue, making the queue (of
+// capacity) when asked to and there is none, and returns the queue and
+// the call's place; nil when there is no queue to join. A call that has
+// not asked the servers yet (fresh) takes a rank after the last call's,
+// and may so change r.
+func (c *Client) joinQueue(key string, capacity int, r *rank, fresh, create bool) (*queue, *queued) {
+	for {
+		v, ok := c.queues.Load(key)
+		if !ok {
+			if !create {
+				return nil, nil
+			}
+			v, _ = c.queues.LoadOrStore(key, &queue{key: key, capacity: capacity})
+		}
+		q := v.(*queue)
+		q.mu.Lock()
+		if q.gone {
+			q.mu.Unlock()
+			c.queues.CompareAndDelete(key, q)
+			continue
+		}
+		if n := len(q.calls); fresh && n > 0 {
+			if last := q.calls[n-1].rank; !last.before(*r) {
+				*r = last.next()
+			}
+		}
+		w := &queued{rank: *r, wake: make(chan struct{}, 1), inLine: !fresh}
+		i := len(q.calls)
+		for i > 0 && w.rank.before(q.calls[i-1].rank) {
+			i--
+		}
+		q.calls = append(q.calls, nil)
+		copy(q.calls[i+1:], q.calls[i:])
+		q.calls[i] = w
+		if i < q.capacity && len(q.calls) > q.capacity {
+			q.calls[q.capacity].signal() // out of the front: it will see
+		}
+		q.mu.Unlock()
+		return q, w
+	}
+}
+
+// leaveQueue takes w out of q; if w was at the front, the next call
+// reaches it.
+func (c *Client) leaveQueue(q *queue, w *queued) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.calls {
+		if x != w {
+			continue
+		}
+		q.calls = append(q.calls[:i], q.calls[i+1:]...)
+		if i < q.capacity && len(q.calls) >= q.capacity {
+			q.calls[q.capacity-1].signal()
+		}
+		break
+	}
+	if len(q.calls) == 0 {
+		q.gone = true
+		c.queues.CompareAndDelete(q.key, q)
+	}
+}
+
+// moved records that a call of q saw the hold move at now.
+func (q *queue) moved(now time.Time) {
+	q.mu.Lock()
+	if now.After(q.progress) {
+		q.progress = now
+	}
+	q.mu.Unlock()
+}
+
+// next returns the rank of the first call behind w that no attempt has
+// put in the servers' lines yet, and marks it put there: the attempt w is
+// about to make will; that call is woken to wait there.
+func (q *queue) next(w *queued) (rank, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	w.inLine = true
+	for i, x := range q.calls {
+		if x == w {
+			for _, y := range q.calls[i+1:] {
+				if !y.inLine {
+					y.inLine = true
+					y.signal()
+					return y.rank, true
+				}
+			}
+			break
+		}
+	}
+	return rank{}, false
+}
+
+// inLine reports whether w was put in the servers' lines.
+func (q *queue) inLine(w *queued) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return w.inLine
+}
+
+// refused records the votes of w's refused attempt, for the calls behind
+// it that give up; inLine says the attempt put w in the servers' lines.
+func (q *queue) refused(w *queued, t tally, inLine bool) {
+	q.mu.Lock()
+	w.inLine = w.inLine || inLine
+	q.last = t
+	q.mu.Unlock()
+}
+
+// ahead returns how many calls must leave before w reaches the front.
+func (q *queue) ahead(w *queued) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.calls {
+		if x == w {
+			return max(i-q.capacity+1, 0)
+		}
+	}
+	return 0
+}
+
+// awaitFront waits until w is at the front of q or was put in the
+// servers' lines, or the call's patience or ctx ends. The patience of a
+// call behind others of its client is its retries × the retry delay for
+// each of them and for its own turn, counted again whenever the queue
+// moves or a call of it sees the hold move.
+func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error {
+	c := a.c
+	since, seen := c.clock.Now(), -1
+	for {
+		ahead := q.ahead(w)
+		if ahead == 0 || q.inLine(w) {
+			return nil
+		}
+		wake := []<-chan struct{}{w.wake, c.closing.Done()}
+		if a.retries < 0 {
+			if err := c.clock.SleepOrWake(ctx, time.Duration(math.MaxInt64), wake); err != nil {
+				return err
+			}
+			if c.closing.Err() != nil {
+				return ErrClosed
+			}
+			continue
+		}
+		q.mu.Lock()
+		if q.progress.After(since) {
+			since = q.progress
+		}
+		q.mu.Unlock()
+		if seen >= 0 && ahead < seen {
+			since = c.clock.Now()
+		}
+		seen = ahead
+		deadline := since.Add(time.Duration(a.retries) * a.o.retryDelay * time.Duration(ahead+1))
+		if !c.clock.Now().Before(deadline) {
+			q.mu.Lock()
+			a.last = q.last
+			q.mu.Unlock()
+			return errOutOfPatience
+		}
+		if err := c.clock.SleepOrWake(ctx, deadline.Sub(c.clock.Now()), wake); err != nil {
+			return err
+		}
+		if c.closing.Err() != nil {
+			return ErrClosed
+		}
+	}
+}
+
+// errOutOfPatience ends a call whose patience ran out while it waited
+// behind others of its client; acquire reports it as the votes of the
+// front's last refusal.
+var errOutOfPatience = errors.New("out of patience")
+
+// awaitPlace waits, before its first attempt, while a call is behind
+// others of its client: until it is at the front, which tries itself,
+// or the attempt of a call ahead put it in the servers' lines, where it
+// then waits for its turn.
+func (a *acquisition) awaitPlace(ctx context.Context) error {
+	if a.queue == nil || a.attempts > 0 {
+		return nil
+	}
+	if err := a.awaitFront(ctx, a.queue, a.qw); err != nil {
+		return a.gaveUp(err)
+	}
+	if !a.queue.inLine(a.qw) || a.watches != nil {
+		return nil
+	}
+	// Its patience starts, counting the calls of its client ahead of it,
+	// and it watches with a token of its rank until it draws its own.
+	a.inLine = a.c.notifierMask
+	if a.token == "" {
+		a.token = a.rank.token()
+	}
+	a.outOfPatience()
+	if err := a.wait(ctx); err != nil {
+		return a.notAcquired(err)
+	}
+	return nil
+}
+
+// queueUp records a refused attempt in the call's queue: a lock's call
+// that waits in line makes one if there is none, and is then in the
+// servers' lines.
+func (a *acquisition) queueUp() {
+	if a.queue == nil && a.waitsInLine() {
+		a.queue, a.qw = a.c.joinQueue(a.key, 1, &a.rank, false, true)
+	}
+	if a.queue != nil {
+		a.queue.refused(a.qw, a.last, a.p == nil)
+	}
+}
+
+// gaveUp is the error of a call that stopped waiting behind others of its
+// client: out of patience, ctx ended, or the client closed.
+func (a *acquisition) gaveUp(err error) error {
+	switch {
+	case errors.Is(err, ErrClosed):
+		return err
+	case errors.Is(err, errOutOfPatience):
+		return a.notAcquired(nil)
+	}
+	return a.notAcquired(err)
+}
