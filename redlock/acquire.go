@@ -218,36 +218,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	}
 	defer c.exit()
 	a.attempts++
-	if !a.kept { // a fresh token: no earlier call of it to wait for
-		token, err := o.newToken(a.rank)
-		if err != nil {
-			return nil, fmt.Errorf("redlock: generating a token: %w", err)
-		}
-		a.token, a.tails = token, tails{}
-		if !c.inProcess {
-			// After this client's last release of the key, server by
-			// server: a server the release has not reached yet would
-			// refuse for nothing.
-			a.tails = c.released.take(a.key)
-		}
-	}
-	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.ttl, timeout: a.timeout,
-		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(o)}
-	switch {
-	case a.p != nil:
-		a.ops = a.p.ops() // a semaphore picks the slot it asks for
-		f.prim = a.ops
-	case a.fenced:
-		f.op = opAcquireFenced
-	case a.waitsInLine():
-		f.op = opAcquireInLine
-		if a.queue != nil {
-			if r, ok := a.queue.next(a.qw); ok {
-				f.next = r.token()
-			}
-		}
-	case a.mode == skips:
-		f.rule = untilKnownHeld
+	f, err := a.fan()
+	if err != nil {
+		return nil, err
 	}
 	// On in-process servers, the first attempt of a call that did not wait
 	// behind others of its client starts at the call's own reading: an
@@ -274,7 +247,62 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	}
 	kept := !granted && a.p == nil && !a.finalAttempt() && !t.won() && t.keep()
 	c.settle(ctx, &f, &res, !granted && !kept)
-	a.tails, a.kept, a.last = res.tails(), kept, t
+	a.record(ctx, &f, &res, t, granted, kept, elapsed)
+	switch {
+	case dup != nil:
+		return nil, dup
+	case !granted && a.fenced && t.maxN >= keyserver.MaxFence:
+		return nil, holdFenceErr(a.kind(), a.name)
+	case !granted:
+		return nil, nil
+	}
+	return newLock(c, o, grant{name: a.name, key: a.key, token: a.token, ttl: a.ttl, start: start, tails: res.tails(),
+		fence: fence, ctx: ctx, prim: a.ops}), nil
+}
+
+// fan is the next attempt's call to every server: with the token the call
+// keeps, or a fresh one.
+func (a *acquisition) fan() (fan, error) {
+	c := a.c
+	if !a.kept { // a fresh token: no earlier call of it to wait for
+		token, err := a.o.newToken(a.rank)
+		if err != nil {
+			return fan{}, fmt.Errorf("redlock: generating a token: %w", err)
+		}
+		a.token, a.tails = token, tails{}
+		if !c.inProcess {
+			// After this client's last release of the key, server by
+			// server: a server the release has not reached yet would
+			// refuse for nothing.
+			a.tails = c.released.take(a.key)
+		}
+	}
+	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.ttl, timeout: a.timeout,
+		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o)}
+	switch {
+	case a.p != nil:
+		a.ops = a.p.ops() // a semaphore picks the slot it asks for
+		f.prim = a.ops
+	case a.fenced:
+		f.op = opAcquireFenced
+	case a.waitsInLine():
+		f.op = opAcquireInLine
+		if a.queue != nil {
+			if r, ok := a.queue.next(a.qw); ok {
+				f.next = r.token()
+			}
+		}
+	case a.mode == skips:
+		f.rule = untilKnownHeld
+	}
+	return f, nil
+}
+
+// record keeps what the next attempt and the call's end need of a settled
+// attempt, and reports it to the logs and hooks.
+func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, granted, kept bool, elapsed time.Duration) {
+	c := a.c
+	a.tails, a.kept, a.last = res.tails(), kept && !granted, t
 	a.calls = nil
 	if res.bg != oneServer {
 		a.calls = res.bg
@@ -293,22 +321,10 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		c.hooks.Attempt(ctx, Attempt{Name: a.name, Number: a.attempts, Servers: t.n, Granted: t.granted, Refused: t.refused,
 			Failed: len(t.errs), Duration: elapsed, OK: granted})
 	}
-	if dup != nil {
-		return nil, dup
+	if !granted && t.won() && c.identities.failed() == nil {
+		c.logger.Warn("redlock: quorum came too late to leave validity beyond the loss margin",
+			"lock", a.name, "validity", validity(a.ttl, elapsed, a.o.driftFactor), "loss_margin", a.margin)
 	}
-	if !granted {
-		if t.won() {
-			c.logger.Warn("redlock: quorum came too late to leave validity beyond the loss margin",
-				"lock", a.name, "validity", validity(a.ttl, elapsed, o.driftFactor), "loss_margin", a.margin)
-		}
-		if a.fenced && t.maxN >= keyserver.MaxFence {
-			return nil, holdFenceErr(a.kind(), a.name)
-		}
-		return nil, nil
-	}
-	a.kept = false
-	return newLock(c, o, grant{name: a.name, key: a.key, token: a.token, ttl: a.ttl, start: start, tails: res.tails(),
-		fence: fence, ctx: ctx, prim: a.ops}), nil
 }
 
 // finalAttempt reports whether the attempt about to be settled is the

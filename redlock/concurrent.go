@@ -88,32 +88,7 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	bg := &background{c: c, f: f, ctx: ctx, servers: make([]serverCall, n), voted: make(chan struct{})}
 	bg.votes.n = n
 	bg.verdict.L = &bg.mu
-	calls := n
-	made := f.after.made
-	for i := range c.servers {
-		s := &bg.servers[i]
-		s.bg, s.i = bg, i
-		switch {
-		case !f.undo && f.only != 0 && f.only&bit(i) == 0: // as fan.call would answer
-			calls--
-			s.ok, s.skipped = true, true
-			s.state.Store(callFinished)
-			bg.count(i, vote{server: i, ok: true})
-		case f.mustCall(i):
-			made |= bit(i)
-		default:
-			if err := c.health.breakers[i].allow(c.clock); err != nil {
-				// Not called: it stored nothing, and there is nothing to undo.
-				calls--
-				s.skipped, s.refused = true, true
-				s.state.Store(callFinished)
-				c.observe(ctx, f.op, f.name, i, err)
-				bg.count(i, vote{server: i, err: err})
-				continue
-			}
-			made |= bit(i)
-		}
-	}
+	calls, made := c.skip(ctx, bg)
 	c.bg.Add(calls)
 	started := 0
 	if c.starters != nil && calls > 0 && f.startable() {
@@ -150,6 +125,39 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	r := fanned{tally: bg.votes, bg: bg, made: made}
 	bg.mu.Unlock()
 	return r
+}
+
+// skip counts at once the votes of the servers bg does not call: those
+// f calls not at all, and those whose breaker is open. It returns how many
+// calls are to be made, and the servers the lock's calls were made to.
+func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint64) {
+	f := &bg.f
+	calls, made = len(c.servers), f.after.made
+	for i := range c.servers {
+		s := &bg.servers[i]
+		s.bg, s.i = bg, i
+		switch {
+		case !f.undo && f.only != 0 && f.only&bit(i) == 0: // as fan.call would answer
+			calls--
+			s.ok, s.skipped = true, true
+			s.state.Store(callFinished)
+			bg.count(i, vote{server: i, ok: true})
+		case f.mustCall(i):
+			made |= bit(i)
+		default:
+			if err := c.health.breakers[i].allow(c.clock); err != nil {
+				// Not called: it stored nothing, and there is nothing to undo.
+				calls--
+				s.skipped, s.refused = true, true
+				s.state.Store(callFinished)
+				c.observe(ctx, f.op, f.name, i, err)
+				bg.count(i, vote{server: i, err: err})
+				continue
+			}
+			made |= bit(i)
+		}
+	}
+	return calls, made
 }
 
 // serve makes server i's call of the fan-out bg, counts its answer, and

@@ -266,13 +266,34 @@ func TestExtensionTakenByAnotherHolderCancelsFnAtOnce(t *testing.T) {
 	require.ErrorIs(t, r.err, ErrLockLost)
 }
 
+// extensions counts the extensions granted, through hooks. The calls
+// that reached the servers are no count of them: the fake clock may pass
+// the deadline of a call that a quorum's answers made moot before it is
+// sent.
+type extensions struct {
+	n     atomic.Int32
+	hooks Hooks
+}
+
+func countExtensions() *extensions {
+	e := &extensions{}
+	e.hooks.Extended = func(_ context.Context, _ string, err error) {
+		if err == nil {
+			e.n.Add(1)
+		}
+	}
+	return e
+}
+
 func TestMaxExtensionsStopsKeepAlive(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
-	c := testClient(t, fc, servers.KeyServers(), WithMaxExtensions(2))
+	extended := countExtensions()
+	c := testClient(t, fc, servers.KeyServers(), WithMaxExtensions(2), WithHooks(extended.hooks))
 	r := runUntilLost(t, fc, c, func() {})
 	c.bg.Wait()
-	assert.Equal(t, 6, servers.Count(static.OpExtend), "two extensions on three servers")
+	assert.EqualValues(t, 2, extended.n.Load(), "two extensions")
+	assert.LessOrEqual(t, servers.Count(static.OpExtend), 3*2, "on three servers")
 	until := t0.Add(2*time.Second + ttl3 - drift(ttl3, DefaultDriftFactor))
 	assert.True(t, r.at.Before(until), "fn told at +%v, validity ended at +%v", r.at.Sub(t0), until.Sub(t0))
 	require.ErrorIs(t, r.cause, ErrLockLost)
@@ -282,12 +303,14 @@ func TestMaxExtensionsStopsKeepAlive(t *testing.T) {
 func TestMaxHoldStopsKeepAlive(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
-	c := testClient(t, fc, servers.KeyServers(), WithMaxHold(5*time.Second))
+	extended := countExtensions()
+	c := testClient(t, fc, servers.KeyServers(), WithMaxHold(5*time.Second), WithHooks(extended.hooks))
 	r := runUntilLost(t, fc, c, func() {})
 	assert.True(t, r.at.Before(t0.Add(5*time.Second)), "held past the cap: told at +%v", r.at.Sub(t0))
 	require.ErrorIs(t, r.err, ErrLockLost)
 	c.bg.Wait()
-	assert.Equal(t, 3*2, servers.Count(static.OpExtend), "extensions at +1s and +2s only")
+	assert.EqualValues(t, 2, extended.n.Load(), "extensions at +1s and +2s only")
+	assert.LessOrEqual(t, servers.Count(static.OpExtend), 3*2)
 }
 
 func TestPanicInFnReleasesTheLock(t *testing.T) {

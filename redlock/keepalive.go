@@ -50,38 +50,50 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 			l.awaitLoss(live, lossAt)
 			return l.stopped(ctx, why)
 		}
-		timeout := l.o.timeoutFor(ttl)
-		// The last moment a try can start and still be answered before the
-		// lock is declared lost.
-		lastTry := lossAt.Add(-timeout)
-		for failures := 0; ; failures++ {
-			if err := c.clock.Sleep(live, due.Sub(c.clock.Now())); err != nil {
-				return l.stopped(ctx, "")
-			}
-			if c.clock.Now().After(lastTry) { // no try could be answered in time
-				l.awaitLoss(live, lossAt)
-				return l.stopped(ctx, "")
-			}
-			err := l.Extend(live, ttl)
-			if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrLockLost) {
-				break // the outer loop reads the new state
-			}
-			if errors.Is(err, ErrClosed) {
-				return err
-			}
-			if live.Err() != nil {
-				return l.stopped(ctx, "")
-			}
-			// One warning per outage; the retries every server timeout
-			// would drown the log.
-			level := slog.LevelDebug
-			if failures == 0 {
-				level = slog.LevelWarn
-			}
-			c.logger.Log(live, level, "redlock: extension failed; retrying while the lock is held",
-				"lock", l.name, "lost_in", lossAt.Sub(c.clock.Now()).Round(time.Millisecond), "error", err)
-			due = c.clock.Now().Add(timeout)
+		if done, err := l.extendFrom(ctx, live, ttl, due, lossAt); done {
+			return err
 		}
+	}
+}
+
+// extendFrom extends the lock at due, and tries again every server
+// timeout while the extension fails and an answer could still come before
+// lossAt. It reports done, with KeepAlive's error, when keeping alive
+// ends; otherwise the extension was answered and the lock's state says
+// what next.
+func (l *Lock) extendFrom(ctx, live context.Context, ttl time.Duration, due, lossAt time.Time) (done bool, err error) {
+	c := l.c
+	timeout := l.o.timeoutFor(ttl)
+	// The last moment a try can start and still be answered before the
+	// lock is declared lost.
+	lastTry := lossAt.Add(-timeout)
+	for failures := 0; ; failures++ {
+		if err := c.clock.Sleep(live, due.Sub(c.clock.Now())); err != nil {
+			return true, l.stopped(ctx, "")
+		}
+		if c.clock.Now().After(lastTry) { // no try could be answered in time
+			l.awaitLoss(live, lossAt)
+			return true, l.stopped(ctx, "")
+		}
+		err := l.Extend(live, ttl)
+		if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrLockLost) {
+			return false, nil
+		}
+		if errors.Is(err, ErrClosed) {
+			return true, err
+		}
+		if live.Err() != nil {
+			return true, l.stopped(ctx, "")
+		}
+		// One warning per outage; the retries every server timeout would
+		// drown the log.
+		level := slog.LevelDebug
+		if failures == 0 {
+			level = slog.LevelWarn
+		}
+		c.logger.Log(live, level, "redlock: extension failed; retrying while the lock is held",
+			"lock", l.name, "lost_in", lossAt.Sub(c.clock.Now()).Round(time.Millisecond), "error", err)
+		due = c.clock.Now().Add(timeout)
 	}
 }
 
