@@ -74,8 +74,10 @@ func New(pool Pool) *Guard { return &Guard{pool: pool} }
 // FenceKey is the key that holds the highest fence that wrote to key. It
 // hashes to key's Redis Cluster slot, so that one script can touch both: a
 // key with a hash tag keeps it ("{user:1}:cart" -> "{user:1}:cart:fence-seen"),
-// and any other key becomes the tag ("cart" -> "{cart}:fence-seen"). The
-// suffix is not the lock servers' (keyserver.FenceKey), so that a guard
+// and any other key becomes the tag ("cart" -> "{cart}:fence-seen"); a
+// key that contains '}' without a tag of its own cannot (its slot is the
+// whole key's, the fence key's is the part before '}'), and its writes fail
+// with CROSSSLOT on a Cluster, work elsewhere. The suffix is not the lock servers' (keyserver.FenceKey), so that a guard
 // pointed at a lock server by mistake cannot move a lock's fence counter.
 func FenceKey(key string) string {
 	const suffix = ":fence-seen"
@@ -184,9 +186,25 @@ func (g *Guard) run(ctx context.Context, s *redis.Script, key string, fence uint
 		}
 	}
 	if err != nil {
+		if ctxErr := ctxErr(ctx); ctxErr != nil && !errors.Is(err, ctxErr) {
+			return nil, fmt.Errorf("redisfence: %w (%w)", ctxErr, err)
+		}
 		return nil, fmt.Errorf("redisfence: %w", err)
 	}
 	return reply, nil
+}
+
+// ctxErr is ctx's error, or context.DeadlineExceeded once ctx's deadline
+// has passed: redigo reads with ctx's deadline as the connection's, whose
+// timeout can come before ctx says it is done.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // staleCode begins the error reply of the guard's scripts for a stale
