@@ -5,7 +5,9 @@
 // (a GC pause, a stopped process, a slow network) and wakes up to write
 // after the next holder did is refused with ErrStale, and changes nothing.
 // That is the check that makes a lease safe for the resource; without it
-// a fencing token protects nothing.
+// a fencing token protects nothing. What it does not do: a late write that
+// lands before the next holder's first write is made (no higher fence was
+// seen yet), and the next holder's write then replaces it.
 //
 // The Redis is the one that holds the data, not one of the lock's servers:
 //
