@@ -98,6 +98,9 @@ func TestChaos(t *testing.T) {
 			if fullLength && !sc.Safe && r.Overlaps == 0 {
 				t.Errorf("no overlap in %q, where one is expected: is the checker blind?", sc.Name)
 			}
+			if r.Writes.Errors > 0 {
+				t.Errorf("%d writes failed in the store's data Redis: the guard's verdicts on them are not known", r.Writes.Errors)
+			}
 			if fullLength && sc.Procs && r.Writes.FencedStale == 0 {
 				t.Errorf("no stale fenced write in %q, where some are expected: did the stops miss the holders?", sc.Name)
 			}

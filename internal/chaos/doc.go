@@ -95,12 +95,17 @@
 //     set; see childMain), half of them fenced on one name, half unfenced
 //     on another. Each writes to a Store right after its grant and again
 //     after a short job; the faults stop a holder with SIGSTOP and
-//     continue it 1.2–2.5 TTLs later. The store rejects a fenced write
-//     whose token is below one it accepted, and records, by grant order,
-//     every write that came after a later holder's: each such fenced write
-//     must have been rejected (a StaleWrite violation otherwise); the
-//     unfenced ones are accepted and counted, the known limit of a lease
-//     without fencing. The processes report their grants on stdout, on
+//     continue it 1.2–2.5 TTLs later. The store keeps the writes in a
+//     data Redis of its own (a redis-server beside the nodes, out of the
+//     faults) and checks a fenced write there through the Redis guard
+//     (fence/redisfence), which refuses a token below one it took for the
+//     name and changes nothing then; an unfenced write bypasses the guard.
+//     Independently, the store records, by grant order, every write that
+//     came after a later holder's: each such fenced write must have been
+//     refused by the guard (a StaleWrite violation otherwise), and the run
+//     reports how many were and that none was accepted; the unfenced ones
+//     are accepted and counted, the known limit of a lease without
+//     fencing. The processes report their grants on stdout, on
 //     the shared CLOCK_MONOTONIC, and are killed and waited for when the
 //     test ends, however it ends.
 //

@@ -149,8 +149,12 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 		ps    *procs
 	)
 	if nprocs > 0 {
+		// The store keeps its data in a Redis of its own, beside the
+		// lock's nodes and out of their faults, and checks the fences
+		// there, through the Redis guard.
+		data := redistest.Start(t, 1).Nodes[0]
 		var err error
-		if store, err = ListenStore(h, historyOrigin(h)); err != nil {
+		if store, err = ListenStore(h, historyOrigin(h), data.Addr()); err != nil {
 			t.Fatalf("chaos: store: %v", err)
 		}
 		defer store.Close()

@@ -21,7 +21,8 @@ type Scenario struct {
 	Skew bool
 	// Procs runs the clients as processes of their own (Settings.Procs of
 	// them, and no others), which the faults can stop and continue, and
-	// which write to a Store that checks fencing tokens.
+	// which write to a Store that checks fencing tokens through the
+	// Redis guard.
 	Procs bool
 	// NoQuarantine turns off the clients' quarantine of restarted nodes
 	// (redlock.WithQuarantine), to show what it prevents.

@@ -2,36 +2,46 @@ package chaos
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/goredlock/goredlock/fence/redisfence"
 )
 
 // Store is the storage a lock protects, as a service on a loopback port
 // that the client processes write to while they hold a lock: the place
 // where a holder that was stopped past its validity does its harm. It
-// checks fencing tokens as a careful store would: a write carrying a token
-// lower than one it already accepted for the name is rejected; a write
-// without a token (fence 0) is always accepted, since the store has
-// nothing to check it by.
+// keeps what it is written in a data Redis (not one of the lock's nodes),
+// and checks fencing tokens as a careful store would, through the Redis
+// guard (fence/redisfence): a write carrying a token lower than one the
+// data Redis already took for the name is refused there, and changes
+// nothing; a write without a token (fence 0) bypasses the guard, with a
+// plain SET, and is always accepted, since the store has nothing to check
+// it by.
 //
 // Independently of the tokens it records, for each write, whether it was
 // stale: whether a holder granted the name later had already written.
 // That is what the fencing must catch, and what an unfenced store lets
-// through.
+// through; CheckWrites holds the guard's verdicts against it.
 type Store struct {
 	h      *History
 	origin int64 // h's zero on CLOCK_MONOTONIC, in nanoseconds
 	ln     net.Listener
+	pool   *redis.Pool // the data Redis's
+	guard  *redisfence.Guard
 
-	mu      sync.Mutex
-	highest map[string]uint64 // the highest fencing token accepted, by name
-	latest  map[string]int64  // the latest grant time of a writer, by name
-	writes  []Write
-	conns   map[net.Conn]struct{}
-	closed  bool
+	mu     sync.Mutex       // held across a write's Redis call, so that writes reach Redis in the order their staleness is judged
+	latest map[string]int64 // the latest grant time of a writer, by name
+	writes []Write
+	conns  map[net.Conn]struct{}
+	closed bool
 
 	wg sync.WaitGroup // the accept loop and one goroutine per connection
 }
@@ -45,11 +55,13 @@ type Write struct {
 	Granted  time.Duration // when the writer's grant was returned to it, on the history's clock
 	At       time.Duration // when the store received the write, on the history's clock
 	Stale    bool          // a holder granted the name after the writer had written first
-	Accepted bool
+	Accepted bool          // the data Redis took it
+	Refused  bool          // the guard refused it for its fence (redisfence.ErrStale)
+	Err      string        // the data Redis failed: whether it took the write is not known
 }
 
 // writeRequest is a write as a client process sends it, one JSON line;
-// the store answers "ok" or "rejected" on a line.
+// the store answers "ok", "rejected" or "error: ..." on a line.
 type writeRequest struct {
 	Client  int
 	Token   string
@@ -58,15 +70,25 @@ type writeRequest struct {
 	Granted int64 // CLOCK_MONOTONIC nanoseconds
 }
 
-// ListenStore starts a store on a free loopback port. Its records are on
-// h's clock, whose zero is origin on CLOCK_MONOTONIC.
-func ListenStore(h *History, origin int64) (*Store, error) {
+// storeTimeout bounds one write's call to the data Redis, on loopback.
+const storeTimeout = 5 * time.Second
+
+// ListenStore starts a store on a free loopback port, keeping its data
+// in the Redis at data (host:port). Its records are on h's clock, whose
+// zero is origin on CLOCK_MONOTONIC.
+func ListenStore(h *History, origin int64, data string) (*Store, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{h: h, origin: origin, ln: ln, highest: make(map[string]uint64), latest: make(map[string]int64),
-		conns: make(map[net.Conn]struct{})}
+	pool := &redis.Pool{
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "tcp", data, redis.DialConnectTimeout(storeTimeout))
+		},
+		MaxIdle: 4,
+	}
+	s := &Store{h: h, origin: origin, ln: ln, pool: pool, guard: redisfence.New(pool),
+		latest: make(map[string]int64), conns: make(map[net.Conn]struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -93,7 +115,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	err := s.ln.Close()
 	s.wg.Wait()
-	return err
+	return errors.Join(err, s.pool.Close())
 }
 
 func (s *Store) accept() {
@@ -132,8 +154,12 @@ func (s *Store) serve(c net.Conn) {
 			fmt.Fprintf(c, "error: %v\n", err)
 			return
 		}
+		w := s.write(req)
 		reply := "rejected\n"
-		if s.write(req) {
+		switch {
+		case w.Err != "":
+			reply = "error: " + w.Err + "\n"
+		case w.Accepted:
 			reply = "ok\n"
 		}
 		if _, err := c.Write([]byte(reply)); err != nil {
@@ -142,21 +168,50 @@ func (s *Store) serve(c net.Conn) {
 	}
 }
 
-// write applies one write and records it.
-func (s *Store) write(req writeRequest) bool {
+// write applies one write to the data Redis, through the guard if it is
+// fenced, and records it.
+func (s *Store) write(req writeRequest) Write {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := Write{Client: req.Client, Token: req.Token, Name: req.Name, Fence: req.Fence,
 		Granted: time.Duration(req.Granted - s.origin), At: s.h.Now()}
 	w.Stale = req.Granted < s.latest[req.Name]
 	s.latest[req.Name] = max(s.latest[req.Name], req.Granted)
-	w.Accepted = req.Fence == 0 || req.Fence >= s.highest[req.Name]
-	if w.Accepted && req.Fence > 0 {
-		s.highest[req.Name] = req.Fence
+
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	key, value := dataKey(req.Name), []byte(fmt.Sprintf("client %d, fence %d", req.Client, req.Fence))
+	var err error
+	if req.Fence == 0 {
+		err = s.unfenced(ctx, key, value)
+	} else {
+		err = s.guard.Set(ctx, key, value, req.Fence, 0)
+	}
+	switch {
+	case err == nil:
+		w.Accepted = true
+	case errors.Is(err, redisfence.ErrStale):
+		w.Refused = true
+	default:
+		w.Err = err.Error()
 	}
 	s.writes = append(s.writes, w)
-	return w.Accepted
+	return w
 }
+
+// unfenced is an unfenced write: a plain SET, around the guard.
+func (s *Store) unfenced(ctx context.Context, key string, value []byte) error {
+	conn, err := s.pool.GetContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = redis.DoContext(conn, ctx, "SET", key, value)
+	return err
+}
+
+// dataKey is the data Redis's key for the lock name name.
+func dataKey(name string) string { return "chaos:data:" + name }
 
 // storeClient is a client process's connection to the store.
 type storeClient struct {
@@ -202,18 +257,25 @@ type WriteReport struct {
 	// stopped past its validity and wrote on when it resumed.
 	Late int
 	// FencedStale are fenced writes that came after a later holder's:
-	// every one must have been rejected. FencedStaleAccepted are those
-	// that were not (each also a StaleWrite violation).
+	// every one must have been refused by the guard. FencedStaleAccepted
+	// are those that were not (each also a StaleWrite violation), a
+	// write the data Redis failed on counted among them, as it may have
+	// been taken.
 	FencedStale, FencedStaleAccepted int
+	// Refused are the fenced writes the guard refused, stale or not: a
+	// fresh write refused would mean fences out of grant order.
+	Refused int
 	// UnfencedStale are unfenced writes that came after a later holder's,
 	// which the store accepted: the known limit of a lease without
 	// fencing.
 	UnfencedStale int
+	// Errors are writes the data Redis failed on.
+	Errors int
 }
 
 // CheckWrites sums up writes against the grants of the history, and
-// reports a StaleWrite violation for each fenced stale write the store
-// accepted.
+// reports a StaleWrite violation for each fenced stale write the guard
+// did not refuse.
 func CheckWrites(writes []Write, grants []Grant) (WriteReport, []Violation) {
 	byToken := make(map[string]Grant, len(grants))
 	for _, g := range grants {
@@ -227,6 +289,9 @@ func CheckWrites(writes []Write, grants []Grant) (WriteReport, []Violation) {
 		if g, ok := byToken[w.Token]; ok && g.Until != Never && w.At > g.Until {
 			r.Late++
 		}
+		if w.Err != "" {
+			r.Errors++
+		}
 		if w.Fence == 0 {
 			r.Unfenced++
 			if w.Stale {
@@ -235,15 +300,22 @@ func CheckWrites(writes []Write, grants []Grant) (WriteReport, []Violation) {
 			continue
 		}
 		r.Fenced++
+		if w.Refused {
+			r.Refused++
+		}
 		if !w.Stale {
 			continue
 		}
 		r.FencedStale++
-		if w.Accepted {
+		if !w.Refused {
 			r.FencedStaleAccepted++
+			how := "accepted"
+			if w.Err != "" {
+				how = "maybe taken (the data Redis failed: " + w.Err + ")"
+			}
 			vs = append(vs, Violation{Kind: StaleWrite, Name: w.Name, Detail: fmt.Sprintf(
-				"client %d's write with fencing token %d, granted at %v, accepted at %v after a later holder's write",
-				w.Client, w.Fence, w.Granted.Round(time.Millisecond), w.At.Round(time.Millisecond))})
+				"client %d's write with fencing token %d, granted at %v, %s at %v after a later holder's write",
+				w.Client, w.Fence, w.Granted.Round(time.Millisecond), how, w.At.Round(time.Millisecond))})
 		}
 	}
 	return r, vs
@@ -254,6 +326,10 @@ func (r WriteReport) String() string {
 	if r.Fenced+r.Unfenced == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("fenced: %d of %d stale rejected; unfenced: %d stale accepted; %d written past Until",
-		r.FencedStale-r.FencedStaleAccepted, r.FencedStale, r.UnfencedStale, r.Late)
+	s := fmt.Sprintf("fenced: %d of %d stale refused through the Redis guard (%d accepted), %d refused in all; unfenced: %d stale accepted; %d written past Until",
+		r.FencedStale-r.FencedStaleAccepted, r.FencedStale, r.FencedStaleAccepted, r.Refused, r.UnfencedStale, r.Late)
+	if r.Errors > 0 {
+		s += fmt.Sprintf("; %d failed in the data Redis", r.Errors)
+	}
+	return s
 }
