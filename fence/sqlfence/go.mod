@@ -3,6 +3,7 @@ module github.com/goredlock/goredlock/fence/sqlfence
 go 1.24.0
 
 require (
+	github.com/go-sql-driver/mysql v1.9.3
 	github.com/goredlock/goredlock v0.1.0
 	github.com/lib/pq v1.12.3
 	go.uber.org/goleak v1.3.0
@@ -10,6 +11,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.1.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/gomodule/redigo v1.9.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect

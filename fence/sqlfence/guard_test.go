@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	stopPostgres()
+	stopMariaDB()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
@@ -41,13 +43,16 @@ type backend struct {
 	dialect sqlfence.Dialect
 	open    func(t *testing.T) *sql.DB
 	journal string // the journal table's statement
+	idType  string // the data table's key type
 }
 
 var backends = []backend{
-	{name: "SQLite", dialect: sqlfence.SQLite, open: sqliteDB,
+	{name: "SQLite", dialect: sqlfence.SQLite, open: sqliteDB, idType: "TEXT",
 		journal: "CREATE TABLE journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, fence BIGINT NOT NULL)"},
-	{name: "Postgres", dialect: sqlfence.Postgres, open: postgresDB,
+	{name: "Postgres", dialect: sqlfence.Postgres, open: postgresDB, idType: "TEXT",
 		journal: "CREATE TABLE journal (seq BIGSERIAL PRIMARY KEY, fence BIGINT NOT NULL)"},
+	{name: "MariaDB", dialect: sqlfence.MySQL, open: mariaDB, idType: "VARCHAR(64)",
+		journal: "CREATE TABLE journal (seq BIGINT AUTO_INCREMENT PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=InnoDB"},
 }
 
 // sqliteDB opens a SQLite database in a file of the test's temporary
@@ -84,7 +89,7 @@ func setup(t *testing.T, b backend) *env {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
-		"CREATE TABLE data (id TEXT PRIMARY KEY, value TEXT NOT NULL, fence BIGINT NOT NULL, writes INT NOT NULL)",
+		"CREATE TABLE data (id " + b.idType + " PRIMARY KEY, value TEXT NOT NULL, fence BIGINT NOT NULL, writes INT NOT NULL)",
 		"INSERT INTO data (id, value, fence, writes) VALUES ('invoice-42', 'initial', 0, 0)",
 		b.journal,
 	} {
@@ -95,13 +100,19 @@ func setup(t *testing.T, b backend) *env {
 	return &env{t: t, b: b, db: db, g: g}
 }
 
-// q adapts a query written with $1 placeholders: SQLite numbers them ?1.
+// q adapts a query written with $1 placeholders: SQLite numbers them ?1,
+// MySQL has ? only (in the order of the arguments).
 func (e *env) q(query string) string {
-	if e.b.dialect == sqlfence.SQLite {
+	switch e.b.dialect {
+	case sqlfence.SQLite:
 		return strings.ReplaceAll(query, "$", "?")
+	case sqlfence.MySQL:
+		return placeholder.ReplaceAllString(query, "?")
 	}
 	return query
 }
+
+var placeholder = regexp.MustCompile(`\$[0-9]+`)
 
 // write is a holder's guarded write to invoice-42: its value, its fence,
 // one more write, and a journal row.
@@ -371,9 +382,16 @@ func TestDoRollsBackOnError(t *testing.T) {
 
 // CreateTable twice is fine, and a schema-qualified table works.
 func TestCreateTableIsIdempotentAndQualifiedNamesWork(t *testing.T) {
-	schema := map[sqlfence.Dialect]string{sqlfence.Postgres: "public", sqlfence.SQLite: "main"}
 	forEach(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
+		schema := map[sqlfence.Dialect]string{sqlfence.Postgres: "public", sqlfence.SQLite: "main"}
+		if e.b.dialect == sqlfence.MySQL {
+			var name string
+			if err := e.db.QueryRow("SELECT DATABASE()").Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			schema[sqlfence.MySQL] = name
+		}
 		if err := e.g.CreateTable(ctx, e.db); err != nil {
 			t.Fatalf("second CreateTable: %v", err)
 		}

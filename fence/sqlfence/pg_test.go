@@ -73,9 +73,9 @@ func isFile(p string) bool {
 	return err == nil && !fi.IsDir()
 }
 
-// pgCredential returns who runs the server: nil (this process's user)
+// serverCredential returns who runs a database server: nil (this process's user)
 // unless this process is root.
-func pgCredential() (*syscall.Credential, error) {
+func serverCredential() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -102,7 +102,7 @@ func startPostgres() {
 		pgServer.skip = err.Error()
 		return
 	}
-	cred, err := pgCredential()
+	cred, err := serverCredential()
 	if err != nil {
 		pgServer.err = err
 		return
