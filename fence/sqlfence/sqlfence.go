@@ -28,22 +28,32 @@
 // Call Check first in the transaction, before the writes it guards, and
 // roll back when it fails ([Guard.Do] does both).
 //
-// At READ COMMITTED (the default of PostgreSQL and SQLite's only level)
-// a Check waiting for a competing transaction sees its result when it
-// commits. At REPEATABLE READ or SERIALIZABLE, PostgreSQL and MySQL may
-// instead fail the waiting transaction with a serialization or deadlock
-// error; retry the transaction, and its Check then says ErrStale if the
-// fence is no longer the newest.
+// A Check that waits for a competing transaction sees its outcome when it
+// commits: at PostgreSQL's default READ COMMITTED, at MySQL's default
+// REPEATABLE READ (InnoDB's writes and locking reads see the newest row),
+// and in SQLite, whose writers take turns. At PostgreSQL's REPEATABLE READ
+// or SERIALIZABLE the waiting transaction fails with a serialization error
+// instead, and MySQL may end one with a deadlock error; retry the
+// transaction, and its Check then says ErrStale if its fence is no longer
+// the newest.
+//
+// SQLite takes the database's write lock at the Check, which is why Check
+// must be the transaction's first statement there: a transaction that read
+// first may fail with SQLITE_BUSY when it comes to write, instead of
+// waiting its busy timeout. Set one (e.g. _pragma=busy_timeout(5000) with
+// modernc.org/sqlite), or begin transactions IMMEDIATE.
 //
 // # Dialects
 //
 // [Postgres] (9.5 or later) uses INSERT … ON CONFLICT … DO UPDATE … WHERE
 // … RETURNING; [SQLite] (3.24 or later) the same upsert without RETURNING,
-// reading the rows it changed; [MySQL] (MySQL 5.7 and 8, MariaDB 10.3 or
-// later) INSERT … ON DUPLICATE KEY UPDATE with IF(), then a locking read.
-// PostgreSQL and SQLite are tested against real databases (PostgreSQL 15,
-// SQLite 3 through modernc.org/sqlite); the MySQL statements are not tested
-// against a server: only their text is.
+// reading the rows it changed; [MySQL] (MariaDB 10.3 or later, MySQL 5.7
+// and 8) INSERT … ON DUPLICATE KEY UPDATE with IF() and VALUES(), then a
+// locking read. The tests run them on real servers: PostgreSQL 15 (through
+// github.com/lib/pq), SQLite 3 (modernc.org/sqlite, no cgo) and MariaDB
+// 10.11 (github.com/go-sql-driver/mysql). Oracle's MySQL server is not
+// tested; MySQL 8.0.20 and later accept VALUES() there with a deprecation
+// warning.
 //
 // The package imports database/sql only; the program chooses and imports
 // the driver.
@@ -97,8 +107,9 @@ const (
 	Postgres Dialect = iota + 1
 	// SQLite is SQLite 3.24 or later. Placeholders are ?.
 	SQLite
-	// MySQL is MySQL 5.7 or 8 and MariaDB 10.3 or later, with InnoDB.
-	// Placeholders are ?. Untested against a server.
+	// MySQL is MariaDB 10.3 or later (tested on 10.11) and MySQL 5.7 or 8
+	// (untested), with InnoDB. Placeholders are ?. A resource is at most
+	// 255 characters there (VARCHAR(255)).
 	MySQL
 )
 
