@@ -89,7 +89,7 @@ func serverCredential() (*syscall.Credential, error) {
 		if err1 != nil || err2 != nil || uid == 0 {
 			continue
 		}
-		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 	}
 	return nil, errors.New("running as root, and neither a postgres nor a nobody user exists to run PostgreSQL as")
 }
