@@ -5,9 +5,9 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
 # Nested modules: their own go.mod, so the core module's users never
-# download go-redis, rueidis, valkey-go, OpenTelemetry, gocron or the
-# peers of the comparison.
-NESTED      := keyserver/goredis keyserver/rueidis keyserver/valkey bench redlockotel integration/gocronlock
+# download go-redis, rueidis, valkey-go, OpenTelemetry, gocron, SQL drivers
+# or the peers of the comparison.
+NESTED      := keyserver/goredis keyserver/rueidis keyserver/valkey bench redlockotel integration/gocronlock fence/sqlfence
 
 .PHONY: test lint vet demo bench bench-peers chaos fuzz redis-up redis-down release-check
 
