@@ -31,6 +31,10 @@ type Hooks struct {
 	// context of the call that acquired the lock, without its
 	// cancellation.
 	Lost func(ctx context.Context, name string, held time.Duration)
+	// AtRisk reports a held lock entering the at-risk state (see Health),
+	// with the validity it had left; like Lost, it may run on the
+	// client's timer, with the acquiring call's context.
+	AtRisk func(ctx context.Context, name string, left time.Duration)
 	// Released reports each Release (and the end of Do), with how long the
 	// lock was held; err as Release returns it, which matches ErrLockLost
 	// when the lock had been lost before.

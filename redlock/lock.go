@@ -57,6 +57,7 @@ type Lock struct {
 	released   bool
 	extensions int
 	expiry     clock.Timer // fires at lossAt; nil until life is made
+	risk       risk
 }
 
 // grant is what an attempt that was granted hands to its lock.
@@ -72,7 +73,7 @@ type grant struct {
 
 func newLock(c *Client, o *options, g grant) *Lock {
 	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.start, tails: g.tails, fence: g.fence, prim: g.prim}
-	if c.hooks.Lost != nil {
+	if c.hooks.Lost != nil || c.hooks.AtRisk != nil {
 		l.callCtx = context.WithoutCancel(g.ctx)
 	}
 	l.mu.Lock()
@@ -80,6 +81,9 @@ func newLock(c *Client, o *options, g grant) *Lock {
 	l.setValidity(g.start, g.ttl)
 	if c.hooks.Lost != nil {
 		l.watchLocked() // the hook must hear of a loss when it happens
+	}
+	if c.hooks.AtRisk != nil {
+		l.armRisk() // and of a risk
 	}
 	return l
 }
@@ -111,6 +115,7 @@ func (l *Lock) setValidity(start time.Time, ttl time.Duration) {
 	l.ttl, l.granted = ttl, start
 	l.until = start.Add(ttl - drift(ttl, l.o.driftFactor))
 	l.lossAt = l.until.Add(-l.o.marginFor(ttl))
+	l.risk.at = l.until.Add(-ttl / 3)
 }
 
 // Name returns the lock's name, without the client's key prefix.
@@ -233,6 +238,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		if l.expiry != nil {
 			l.expiry.Reset(l.lossAt.Sub(c.clock.Now()))
 		}
+		l.extendedRisk()
 		return nil
 	}
 	if t.heldElsewhere() {
@@ -240,6 +246,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		l.end(ErrLockLost)
 		return newQuorumError("extend", l.kind(), l.name, 1, t, ctx.Err(), ErrLockLost, ErrHeldElsewhere)
 	}
+	l.failedExtension(ctx)
 	return newQuorumError("extend", l.kind(), l.name, 1, t, ctx.Err(), ErrNotAcquired)
 }
 
@@ -300,6 +307,7 @@ func (l *Lock) end(err error) {
 		l.expiry.Stop()
 		l.cancelLife(err)
 	}
+	l.endRisk()
 	if h := l.c.hooks.Lost; h != nil && err == ErrLockLost {
 		h(l.callCtx, l.name, l.c.clock.Since(l.acquired))
 	}

@@ -289,3 +289,55 @@ func TestRedisOneServerDownLogsQuietly(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestRedisAtRiskBeforeLost: a majority paused for a third of the TTL puts
+// a kept-alive lock at risk, and it is held again once they resume; a
+// longer pause loses it, at risk first.
+func TestRedisAtRiskBeforeLost(t *testing.T) {
+	c, cluster := redisClient(t, 3, redlock.WithServerTimeout(100*time.Millisecond))
+	const ttl = 3 * time.Second
+	ctx := context.Background()
+	err := c.Do(ctx, "job", ttl, func(ctx context.Context) error {
+		l, _ := redlock.LockFromContext(ctx)
+		atRisk := l.AtRisk()
+		cluster.Nodes[0].Pause()
+		cluster.Nodes[1].Pause()
+		select {
+		case <-atRisk:
+		case <-time.After(ttl):
+			t.Fatal("not at risk with a majority paused")
+		}
+		require.Equal(t, redlock.AtRisk, l.Health())
+		cluster.Nodes[0].Resume()
+		cluster.Nodes[1].Resume()
+		deadline := time.Now().Add(ttl)
+		for l.Health() != redlock.Held {
+			require.True(t, time.Now().Before(deadline), "not held again after the majority resumed: %v", l.Health())
+			time.Sleep(10 * time.Millisecond)
+		}
+		require.NoError(t, l.Err())
+		return nil
+	})
+	require.NoError(t, err)
+
+	err = c.Do(ctx, "job", ttl, func(ctx context.Context) error {
+		l, _ := redlock.LockFromContext(ctx)
+		atRisk := l.AtRisk()
+		cluster.Nodes[0].Pause()
+		cluster.Nodes[1].Pause()
+		defer cluster.Nodes[1].Resume()
+		defer cluster.Nodes[0].Resume()
+		var riskAt time.Time
+		select {
+		case <-atRisk:
+			riskAt = time.Now()
+		case <-ctx.Done():
+			t.Fatal("lost without being at risk first")
+		}
+		<-ctx.Done()
+		require.True(t, riskAt.Before(time.Now()), "at risk strictly before lost")
+		require.Equal(t, redlock.Lost, l.Health())
+		return ctx.Err()
+	})
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+}

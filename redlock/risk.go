@@ -1,0 +1,157 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/goredlock/goredlock/internal/clock"
+)
+
+// Health is how a lock stands, as its holder sees it: between held and
+// lost there is at risk, when the holder still has time to act (finish,
+// checkpoint, hand over) before the lock may be lost.
+type Health int
+
+const (
+	// Held: valid, and the last extension, if any, reached a quorum.
+	Held Health = iota
+	// AtRisk: still valid, but an extension failed to reach a quorum,
+	// or less than a third of the TTL is left ("The holder's view" in
+	// docs/design.md).
+	AtRisk
+	// Lost: released, or declared lost; Err says which.
+	Lost
+)
+
+// String returns "held", "at risk" or "lost".
+func (h Health) String() string {
+	switch h {
+	case Held:
+		return "held"
+	case AtRisk:
+		return "at risk"
+	}
+	return "lost"
+}
+
+// risk is a Lock's at-risk state, guarded by the Lock's mu.
+type risk struct {
+	at      time.Time     // when validity left falls below a third of the TTL
+	failed  bool          // the last extension failed to reach a quorum
+	entered bool          // at risk since the last good extension (or the grant)
+	ch      chan struct{} // AtRisk's; nil until asked for
+	timer   clock.Timer   // fires at at; nil until ch or the hook needs it
+}
+
+// Health returns how the lock stands now.
+func (l *Lock) Health() Health {
+	if l.zero() {
+		return Lost
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checkExpiry()
+	switch {
+	case l.err != nil:
+		return Lost
+	case l.checkRisk():
+		return AtRisk
+	}
+	return Held
+}
+
+// AtRisk returns a channel that is closed when the lock enters the at-risk
+// state (see Health), or ends, whichever comes first. A successful
+// extension ends the risk: call AtRisk again for the channel of the next
+// one. Do's function reaches it through LockFromContext.
+func (l *Lock) AtRisk() <-chan struct{} {
+	if l.zero() {
+		return closedChan
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checkExpiry()
+	if l.risk.ch == nil {
+		l.risk.ch = make(chan struct{})
+		if l.err != nil || l.checkRisk() {
+			close(l.risk.ch)
+		}
+	}
+	l.armRisk()
+	return l.risk.ch
+}
+
+// armRisk starts the timer that enters the at-risk state when validity
+// runs low, if something listens and it is not running. l.mu must be held.
+func (l *Lock) armRisk() {
+	if l.risk.timer != nil || l.err != nil || l.risk.entered {
+		return
+	}
+	l.risk.timer = l.c.clock.AfterFunc(l.risk.at.Sub(l.c.clock.Now()), func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.checkRisk()
+	})
+}
+
+// checkRisk enters the at-risk state if validity ran low, and reports
+// whether the lock is at risk. l.mu must be held, and l.err nil.
+func (l *Lock) checkRisk() bool {
+	if !l.risk.entered && (l.risk.failed || l.c.clock.Since(l.risk.at) >= 0) {
+		l.enterRisk()
+	}
+	return l.risk.entered
+}
+
+// enterRisk moves a held lock to the at-risk state. l.mu must be held.
+func (l *Lock) enterRisk() {
+	if l.err != nil || l.risk.entered {
+		return
+	}
+	l.risk.entered = true
+	if l.risk.ch != nil {
+		close(l.risk.ch)
+	}
+	if h := l.c.hooks.AtRisk; h != nil {
+		h(l.callCtx, l.name, l.until.Sub(l.c.clock.Now()))
+	}
+}
+
+// extendedRisk records a good extension: the risk, if any, is over, and
+// the next one is watched for. l.mu must be held, validity set anew.
+func (l *Lock) extendedRisk() {
+	l.risk.failed = false
+	if l.risk.entered {
+		l.risk.entered = false
+		if l.risk.ch != nil {
+			l.risk.ch = make(chan struct{})
+		}
+	}
+	switch {
+	case l.risk.timer != nil:
+		l.risk.timer.Reset(l.risk.at.Sub(l.c.clock.Now()))
+	case l.risk.ch != nil || l.c.hooks.AtRisk != nil:
+		l.armRisk()
+	}
+}
+
+// failedExtension records an extension that did not reach a quorum
+// while the caller still wanted it (ctx alive). l.mu must be held.
+func (l *Lock) failedExtension(ctx context.Context) {
+	if ctx.Err() == nil {
+		l.risk.failed = true
+		l.enterRisk()
+	}
+}
+
+// endRisk closes AtRisk's channel and stops the timer as the lock ends.
+// l.mu must be held.
+func (l *Lock) endRisk() {
+	if l.risk.ch != nil && !l.risk.entered {
+		close(l.risk.ch)
+		l.risk.entered = true
+	}
+	if l.risk.timer != nil {
+		l.risk.timer.Stop()
+	}
+}
