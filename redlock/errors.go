@@ -185,13 +185,8 @@ func (e *QuorumError) serverErrors() *multierror.Error {
 	return m
 }
 
-// notAcquired is Acquire's error after attempts, the last of which ended
-// with the votes t.
-func notAcquired(name string, attempts int, t tally, ctxErr error) *QuorumError {
-	return holdNotAcquired(lockKind, name, attempts, t, ctxErr)
-}
-
-// holdNotAcquired is notAcquired for a hold of kind k.
+// holdNotAcquired is the error of a call that did not take a hold of kind
+// k after attempts, the last of which ended with the votes t.
 func holdNotAcquired(k kind, name string, attempts int, t tally, ctxErr error) *QuorumError {
 	sentinel := ErrNotAcquired
 	if t.heldElsewhere() {

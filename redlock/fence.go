@@ -75,9 +75,6 @@ func (c *Client) fence(ctx context.Context, o *options, name, key string, ttl ti
 	return 0, t
 }
 
-// fenceErr describes a counter past MaxFence, which no grant can exceed.
-func fenceErr(name string) error { return holdFenceErr(lockKind, name) }
-
 // holdFenceErr is fenceErr for a hold of kind k.
 func holdFenceErr(k kind, name string) error {
 	return fmt.Errorf("%s%s: fence counter reached its maximum %d", prefix, k.of(name), uint64(keyserver.MaxFence))
