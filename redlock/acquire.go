@@ -35,20 +35,18 @@ type acquisition struct {
 	ops       primOps   // p's calls of the last attempt
 	mode      mode
 	name, key string
-	// ttl, and what the call derives from it once: the bound on each
-	// server call and the loss margin.
-	ttl, timeout, margin time.Duration
-	retries              int  // -1: no limit
-	fenced               bool // draw a fencing token with each grant
-	rank                 rank
-	began                time.Time
-	attempts             int
-	atOnce               int   // attempts in a row without waiting (see again)
-	last                 tally // the votes of the last attempt
-	token                string
-	tails                tails       // the last attempt's calls
-	calls                *background // and their answers; nil when they were made on the caller's goroutine
-	kept                 bool
+	b         budget // the TTL, and what the call derives from it once
+	retries   int    // -1: no limit
+	fenced    bool   // draw a fencing token with each grant
+	rank      rank
+	began     time.Time
+	attempts  int
+	atOnce    int   // attempts in a row without waiting (see again)
+	last      tally // the votes of the last attempt
+	token     string
+	tails     tails       // the last attempt's calls
+	calls     *background // and their answers; nil when they were made on the caller's goroutine
+	kept      bool
 	// patience is when the call gives up, after a refused attempt (see
 	// outOfPatience); zero until its first refusal. ahead is how many
 	// waiters its lines held before it when patience was last set.
@@ -83,8 +81,8 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 // acquireHold takes a hold of p (nil: a lock) called name and kept under
 // key on the servers, for ttl, treating refusals as m says.
 func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, ttl time.Duration, m mode, fenced bool, p primitive) (l *Lock, err error) {
-	a := &acquisition{c: c, o: o, p: p, mode: m, name: name, key: key, ttl: ttl, fenced: fenced,
-		timeout: o.timeoutFor(ttl), margin: o.marginFor(ttl), retries: o.retryCount, began: c.clock.Now()}
+	a := &acquisition{c: c, o: o, p: p, mode: m, name: name, key: key, b: o.budget(ttl), fenced: fenced,
+		retries: o.retryCount, began: c.clock.Now()}
 	if m == once {
 		a.retries = 0
 	}
@@ -192,7 +190,7 @@ func (a *acquisition) setAnew(now time.Time) bool {
 	if a.left <= 0 || a.last.left <= 0 {
 		return false
 	}
-	return a.last.left > a.left-now.Sub(a.refusedAt)+a.timeout
+	return a.last.left > a.left-now.Sub(a.refusedAt)+a.b.timeout
 }
 
 // later returns the later of two times.
@@ -233,17 +231,17 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	t := res.tally
 	elapsed := c.clock.Since(start)
 	dup := c.identities.failed() // two servers found to be one store: no grant counts
-	granted := dup == nil && t.won() && validity(a.ttl, elapsed, o.driftFactor) > a.margin
+	granted := dup == nil && t.won() && validity(a.b.ttl, elapsed, o.driftFactor) > a.b.margin
 	var fence uint64
 	if granted && a.fenced {
 		// The token is drawn while the keys are held, before the verdict:
 		// a failure undoes the grant like any other.
 		var ft tally
-		if fence, ft = c.fence(ctx, o, a.name, a.key, a.ttl, t.maxN); fence == 0 {
+		if fence, ft = c.fence(ctx, a.name, a.key, a.b.timeout, t.maxN); fence == 0 {
 			granted, t = false, ft
 		}
 		elapsed = c.clock.Since(start)
-		granted = granted && validity(a.ttl, elapsed, o.driftFactor) > a.margin
+		granted = granted && validity(a.b.ttl, elapsed, o.driftFactor) > a.b.margin
 	}
 	kept := !granted && a.p == nil && !a.finalAttempt() && !t.won() && t.keep()
 	c.settle(ctx, &f, &res, !granted && !kept)
@@ -256,7 +254,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	case !granted:
 		return nil, nil
 	}
-	return newLock(c, o, grant{name: a.name, key: a.key, token: a.token, ttl: a.ttl, start: start, tails: res.tails(),
+	return newLock(c, o, grant{name: a.name, key: a.key, token: a.token, b: a.b, start: start, tails: res.tails(),
 		fence: fence, ctx: ctx, prim: a.ops}), nil
 }
 
@@ -277,7 +275,7 @@ func (a *acquisition) fan() (fan, error) {
 			a.tails = c.released.take(a.key)
 		}
 	}
-	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.ttl, timeout: a.timeout,
+	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.b.ttl, timeout: a.b.timeout,
 		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o)}
 	switch {
 	case a.p != nil:
@@ -323,7 +321,7 @@ func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, 
 	}
 	if !granted && t.won() && c.identities.failed() == nil {
 		c.logger.Warn("redlock: quorum came too late to leave validity beyond the loss margin",
-			"lock", a.name, "validity", validity(a.ttl, elapsed, a.o.driftFactor), "loss_margin", a.margin)
+			"lock", a.name, "validity", validity(a.b.ttl, elapsed, a.o.driftFactor), "loss_margin", a.b.margin)
 	}
 }
 
@@ -355,13 +353,13 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		a.inLine = a.calls.mayJoinLine(a.inLine)
 	}
 	if l == nil && a.kept {
-		a.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.timeout, after: a.tails})
+		a.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails})
 	}
 	if a.inLine != 0 {
 		// After the last attempt's calls, which may still be on their
 		// way to a server and would put the call back in line there; not
 		// where such a straggler granted.
-		a.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.timeout,
+		a.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout,
 			after: a.tails, only: a.inLine, unlessGranted: a.calls})
 	}
 }

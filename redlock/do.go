@@ -84,7 +84,7 @@ func (c *Client) doOptions(k kind, name string, ttl time.Duration, fn func(conte
 	if err := checkHold(o, k, name, ttl); err != nil {
 		return nil, err
 	}
-	if _, err := keepAliveInterval(o, k, name, ttl); err != nil {
+	if _, err := keepAliveInterval(o, k, name, o.budget(ttl)); err != nil {
 		return nil, err
 	}
 	return o, nil

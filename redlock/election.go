@@ -75,7 +75,7 @@ func (e *Election) Campaign(ctx context.Context, ttl time.Duration, value string
 	if err != nil {
 		return nil, err
 	}
-	if _, err := keepAliveInterval(o, leaderKind, e.name, ttl); err != nil {
+	if _, err := keepAliveInterval(o, leaderKind, e.name, o.budget(ttl)); err != nil {
 		return nil, err
 	}
 	if err := c.enterDo(); err != nil {
@@ -195,9 +195,9 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	c := e.c
 	defer c.dos.Done()
 	defer close(ch)
-	watch := &acquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), timeout: c.readTimeout()}
+	watch := &acquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), b: budget{timeout: c.readTimeout()}}
 	if c.serverTimeout > 0 {
-		watch.timeout = c.serverTimeout
+		watch.b.timeout = c.serverTimeout
 	}
 	defer watch.stopWatches()
 	sent, last := false, ""

@@ -54,12 +54,12 @@ const maxFenceRounds = 3
 // hint from the counters: hint+1 once a quorum held less, else higher
 // ("Fencing across a quorum" in docs/design.md). It returns the last
 // round's tally, and 0 when no round reached a quorum.
-func (c *Client) fence(ctx context.Context, o *options, name, key string, ttl time.Duration, hint uint64) (uint64, tally) {
+func (c *Client) fence(ctx context.Context, name, key string, timeout time.Duration, hint uint64) (uint64, tally) {
 	proposed := hint + 1
 	var t tally
 	for round := 0; round < maxFenceRounds && proposed <= keyserver.MaxFence; round++ {
 		p := proposed
-		f := fan{op: opRaiseFence, name: name, key: key, fence: p, timeout: o.timeoutFor(ttl), rule: earliest}
+		f := fan{op: opRaiseFence, name: name, key: key, fence: p, timeout: timeout, rule: earliest}
 		res := c.fanOut(ctx, f)
 		c.settle(ctx, &f, &res, false) // nothing to undo: a counter raised stays raised
 		if t = res.tally; t.won() {

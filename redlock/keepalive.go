@@ -35,22 +35,22 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 	for {
 		l.mu.Lock()
 		l.checkExpiry()
-		err, ttl, granted, lossAt, extensions := l.err, l.ttl, l.granted, l.lossAt, l.extensions
+		err, b, granted, lossAt, extensions := l.err, l.b, l.granted, l.lossAt, l.extensions
 		l.mu.Unlock()
 		if err != nil {
 			return l.stopped(ctx, "")
 		}
-		interval, err := keepAliveInterval(l.o, l.kind(), l.name, ttl)
+		interval, err := keepAliveInterval(l.o, l.kind(), l.name, b)
 		if err != nil {
 			return err
 		}
 		due := granted.Add(interval)
-		if why := l.capReached(extensions, due, ttl); why != "" {
+		if why := l.capReached(extensions, due, b.ttl); why != "" {
 			c.logger.Info("redlock: keep-alive stopped", "lock", l.name, "reason", why)
 			l.awaitLoss(live, lossAt)
 			return l.stopped(ctx, why)
 		}
-		if done, err := l.extendFrom(ctx, live, ttl, due, lossAt); done {
+		if done, err := l.extendFrom(ctx, live, b, due, lossAt); done {
 			return err
 		}
 	}
@@ -61,9 +61,8 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 // lossAt. It reports done, with KeepAlive's error, when keeping alive
 // ends; otherwise the extension was answered and the lock's state says
 // what next.
-func (l *Lock) extendFrom(ctx, live context.Context, ttl time.Duration, due, lossAt time.Time) (done bool, err error) {
-	c := l.c
-	timeout := l.o.timeoutFor(ttl)
+func (l *Lock) extendFrom(ctx, live context.Context, b budget, due, lossAt time.Time) (done bool, err error) {
+	c, timeout := l.c, b.timeout
 	// The last moment a try can start and still be answered before the
 	// lock is declared lost.
 	lastTry := lossAt.Add(-timeout)
@@ -75,7 +74,7 @@ func (l *Lock) extendFrom(ctx, live context.Context, ttl time.Duration, due, los
 			l.awaitLoss(live, lossAt)
 			return true, l.stopped(ctx, "")
 		}
-		err := l.Extend(live, ttl)
+		err := l.Extend(live, b.ttl)
 		if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrLockLost) {
 			return false, nil
 		}
@@ -100,15 +99,15 @@ func (l *Lock) extendFrom(ctx, live context.Context, ttl time.Duration, due, los
 // keepAliveInterval returns how often a lock of ttl is extended, or an
 // error if that leaves no time for an extension to be answered before the
 // lock would be declared lost.
-func keepAliveInterval(o *options, k kind, name string, ttl time.Duration) (time.Duration, error) {
+func keepAliveInterval(o *options, k kind, name string, b budget) (time.Duration, error) {
 	interval := o.keepAlive
 	if interval == 0 {
-		interval = ttl / 3
+		interval = b.ttl / 3
 	}
-	held := ttl - drift(ttl, o.driftFactor) - o.marginFor(ttl)
-	if interval+o.timeoutFor(ttl) >= held {
+	held := b.ttl - drift(b.ttl, o.driftFactor) - b.margin
+	if interval+b.timeout >= held {
 		return 0, invalidArgument("keep-alive interval %v leaves no time to extend the %s (held for %v after each extension, server timeout %v)",
-			interval, k.of(name), held, o.timeoutFor(ttl))
+			interval, k.of(name), held, b.timeout)
 	}
 	return interval, nil
 }

@@ -141,7 +141,7 @@ func (a *acquisition) arm(ctx context.Context) {
 		if failed(a.last, i) {
 			continue
 		}
-		wctx, cancel := c.clock.WithTimeout(ctx, a.timeout)
+		wctx, cancel := c.clock.WithTimeout(ctx, a.b.timeout)
 		turn, stop, err := c.servers[i].(keyserver.Notifier).WatchTurn(wctx, a.key, a.token)
 		cancel()
 		if err == nil {

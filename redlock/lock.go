@@ -49,11 +49,11 @@ type Lock struct {
 	// Release) costs no context and no timer, and Err reads the clock.
 	life       context.Context
 	cancelLife context.CancelCauseFunc
-	ttl        time.Duration // of the last grant or extension; sets the keep-alive cadence
-	granted    time.Time     // start of the last grant or extension
-	until      time.Time     // end of validity
-	lossAt     time.Time     // until less the loss margin: when the lock is declared lost
-	err        error         // nil while held
+	b          budget    // of the last grant or extension; sets the keep-alive cadence
+	granted    time.Time // start of the last grant or extension
+	until      time.Time // end of validity
+	lossAt     time.Time // until less the loss margin: when the lock is declared lost
+	err        error     // nil while held
 	released   bool
 	extensions int
 	expiry     clock.Timer // fires at lossAt; nil until life is made
@@ -63,7 +63,7 @@ type Lock struct {
 // grant is what an attempt that was granted hands to its lock.
 type grant struct {
 	name, key, token string
-	ttl              time.Duration
+	b                budget
 	start            time.Time // of the winning attempt
 	tails            tails     // its calls, per server
 	fence            uint64
@@ -78,7 +78,7 @@ func newLock(c *Client, o *options, g grant) *Lock {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setValidity(g.start, g.ttl)
+	l.setValidity(g.start, g.b)
 	if c.hooks.Lost != nil {
 		l.watchLocked() // the hook must hear of a loss when it happens
 	}
@@ -109,13 +109,13 @@ func (l *Lock) watchLocked() context.Context {
 	return l.life
 }
 
-// setValidity records a grant or extension of ttl whose call started at
-// start. l.mu must be held.
-func (l *Lock) setValidity(start time.Time, ttl time.Duration) {
-	l.ttl, l.granted = ttl, start
-	l.until = start.Add(ttl - drift(ttl, l.o.driftFactor))
-	l.lossAt = l.until.Add(-l.o.marginFor(ttl))
-	l.risk.at = l.until.Add(-ttl / 3)
+// setValidity records a grant or extension of b.ttl whose call started
+// at start. l.mu must be held.
+func (l *Lock) setValidity(start time.Time, b budget) {
+	l.b, l.granted = b, start
+	l.until = start.Add(b.ttl - drift(b.ttl, l.o.driftFactor))
+	l.lossAt = l.until.Add(-b.margin)
+	l.risk.at = l.until.Add(-b.ttl / 3)
 }
 
 // Name returns the lock's name, without the client's key prefix.
@@ -216,8 +216,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		return err
 	}
 	defer c.exit()
+	b := l.o.budget(ttl)
 	start := c.clock.Now()
-	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: ttl, timeout: l.o.timeoutFor(ttl), after: l.tails, prim: l.prim,
+	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: ttl, timeout: b.timeout, after: l.tails, prim: l.prim,
 		quarantine: c.quarantineRule(l.o)}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
@@ -232,8 +233,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if l.err != nil {
 		return holdErr(l.kind(), l.name, []error{l.err}, "was lost while it was being extended")
 	}
-	if t.won() && left > l.o.marginFor(ttl) {
-		l.setValidity(start, ttl)
+	if t.won() && left > b.margin {
+		l.setValidity(start, b)
 		l.extensions++
 		if l.expiry != nil {
 			l.expiry.Reset(l.lossAt.Sub(c.clock.Now()))

@@ -288,6 +288,19 @@ func (o *options) timeoutFor(ttl time.Duration) time.Duration {
 	return max(ttl/20, time.Millisecond)
 }
 
+// budget is what a hold's TTL gives each of its calls, worked out once
+// per grant or extension and carried by the call and the Lock.
+type budget struct {
+	ttl     time.Duration
+	timeout time.Duration // the bound on one call to one server
+	margin  time.Duration // how long before Until the hold is declared lost
+}
+
+// budget works out a hold's budget for ttl.
+func (o *options) budget(ttl time.Duration) budget {
+	return budget{ttl: ttl, timeout: o.timeoutFor(ttl), margin: o.marginFor(ttl)}
+}
+
 // marginFor is how long before Until a lock of ttl that was not extended
 // is declared lost.
 func (o *options) marginFor(ttl time.Duration) time.Duration {

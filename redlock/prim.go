@@ -90,7 +90,7 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 		if failed(a.last, i) {
 			continue
 		}
-		wctx, cancel := c.clock.WithTimeout(ctx, a.timeout)
+		wctx, cancel := c.clock.WithTimeout(ctx, a.b.timeout)
 		changed, stop, err := a.p.watch(wctx, ks, a.key, a.token)
 		cancel()
 		if err == nil {

@@ -53,24 +53,24 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.checkExpiry()
 	lost := l.err != nil
 	l.end(ErrNotHeld)
-	ttl, expires := l.ttl, l.granted.Add(l.ttl)
+	b, expires := l.b, l.granted.Add(l.b.ttl)
 	l.mu.Unlock()
 	h := l.c.hooks.Released
 	if h == nil {
-		return l.release(ctx, ttl, expires, lost)
+		return l.release(ctx, b, expires, lost)
 	}
 	held := l.c.clock.Since(l.acquired)
-	err := l.release(ctx, ttl, expires, lost)
+	err := l.release(ctx, b, expires, lost)
 	h(ctx, l.name, held, err)
 	return err
 }
 
-// release sends Release's calls, for a lock that was held for ttl, whose
+// release sends Release's calls, for a lock held with budget b, whose
 // keys expire on the servers no sooner than expires (the start of its
 // last grant or extension plus its TTL) and, if lost, had been lost
 // before. (Apart from Release, so that the compiler writes Release's few
 // defers out inline; see docs/benchmarks.md.)
-func (l *Lock) release(ctx context.Context, ttl time.Duration, expires time.Time, lost bool) error {
+func (l *Lock) release(ctx context.Context, b budget, expires time.Time, lost bool) error {
 	c := l.c
 	if err := c.enter(); err != nil {
 		return err
@@ -79,7 +79,7 @@ func (l *Lock) release(ctx context.Context, ttl time.Duration, expires time.Time
 	// Sent even for a lost lock: our keys may still sit on servers whose
 	// clocks run slow. The calls are owner-checked, so a new holder's keys
 	// are safe.
-	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: l.o.timeoutFor(ttl), after: l.tails, prim: l.prim, final: true,
+	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: b.timeout, after: l.tails, prim: l.prim, final: true,
 		rule: untilKnownReleased}
 	if l.o.minHold > 0 && !lost { // a clock read saved for most locks
 		// The TTL is cut to the rest of the minimum hold, and never set
