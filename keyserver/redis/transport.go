@@ -1,6 +1,9 @@
 package redis
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Transport is what the Server needs from a Redis client: to run a
 // command and read its reply, to read an error reply's text, and to open a
@@ -46,6 +49,25 @@ type ConnectionCounter interface {
 	// and false when it cannot tell: then the Server reads INFO at every
 	// ask.
 	Connections() (opened int64, ok bool)
+}
+
+// commandStarter is an optional interface of a Transport: one that can
+// send a command without a goroutine of the caller's waiting for its
+// reply, as FromURL's pipelined transport does. A Server over it starts
+// the redlock client's calls (see Server.Start); over any other, the
+// client makes them with the blocking methods. It is internal plumbing of
+// this module's redlock client, and no Transport of another client needs
+// it.
+//
+// StartCommand queues the command whose words are cmd, keys and args, as
+// Do takes them, bounded by deadline, and reports whether it did: false,
+// having called nothing, when the transport cannot take it now (a
+// pipeline full, too many words). Once it has returned true, it calls
+// to.Answer exactly once, with the reply or error Do would have returned,
+// from the goroutine that reads the reply (Answer must not block). It
+// copies the words before it returns.
+type commandStarter interface {
+	StartCommand(cmd, keys, args []string, deadline time.Time, to interface{ Answer(reply any, err error) }) bool
 }
 
 // PubSub is one Pub/Sub connection a Transport opened.
