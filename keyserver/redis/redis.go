@@ -220,10 +220,8 @@ func New(pool Pool, opts ...Option) *Server {
 // adapt them to Transport, whose Pub/Sub types are this package's. The
 // pipelined one also starts commands (see commandStarter).
 type (
-	pipelinedTransport struct {
-		*redigotransport.Pipelined
-	}
-	pooledTransport struct{ *redigotransport.Pooled }
+	pipelinedTransport struct{ *redigotransport.Pipelined }
+	pooledTransport    struct{ *redigotransport.Pooled }
 )
 
 func (t pipelinedTransport) PubSub(ctx context.Context, h PubSubHandler) (PubSub, error) {

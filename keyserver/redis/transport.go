@@ -9,8 +9,8 @@ import (
 // command and read its reply, to read an error reply's text, and to open a
 // Pub/Sub connection; no lock logic. Implement it to run the Server over a
 // Redis client this module does not ship (keyserver/goredis is an example
-// of about a hundred lines); FromURL and New use redigo transports of this
-// package.
+// of about a hundred lines); FromURL and New use redigo transports of
+// their own (internal/redigotransport).
 //
 // Every method must honour ctx: return when it ends, even if the command
 // then still runs (the Server counts such a call as failed, and the lock

@@ -14,7 +14,7 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// The pipelined mode, FromURL's default: every call to a Server shares one
+// The pipelined mode, FromURL's default: every call of a Server shares one
 // connection. Callers queue their calls; one writer goroutine takes
 // whatever is queued, writes it and flushes once, and one reader goroutine
 // hands the replies back in order. Under load a single write and a single
@@ -31,7 +31,7 @@ const (
 	overdueLimit = 5 * time.Second
 )
 
-// pipeline is the pipelined mode of a Server.
+// pipeline is the pipelined mode: every call over one connection.
 type pipeline struct {
 	dial        func(context.Context) (redigo.Conn, error)
 	inlined     bool // dial leaves a plain network connection in a netConnBox
@@ -192,7 +192,7 @@ func (p *pipeline) gaveUp(ctx context.Context) error {
 // deadline, and hands its reply to then instead of waiting for it: then
 // gets exactly one reply or error, from the goroutine that settles c, once
 // start has returned true. It returns false, having queued nothing, when
-// the pipeline holds WithMaxPending calls already. A started call is never
+// the pipeline holds its maximum of calls already. A started call is never
 // made inline: its caller does not wait on the connection.
 func (p *pipeline) start(c *call, due time.Time, then Answerer) bool {
 	if p.pending.Add(1) > p.maxPending {
