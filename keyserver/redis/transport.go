@@ -62,10 +62,10 @@ type ConnectionCounter interface {
 // StartCommand queues the command whose words are cmd, keys and args, as
 // Do takes them, bounded by deadline, and reports whether it did: false,
 // having called nothing, when the transport cannot take it now (a
-// pipeline full, too many words). Once it has returned true, it calls
-// to.Answer exactly once, with the reply or error Do would have returned,
-// from the goroutine that reads the reply (Answer must not block). It
-// copies the words before it returns.
+// pipeline full, too many words). When it returns true, to.Answer is
+// called exactly once, maybe before StartCommand returns, with the reply
+// or error Do would have returned, from the goroutine that reads the
+// reply (Answer must not block). It copies the words before it returns.
 type commandStarter interface {
 	StartCommand(cmd, keys, args []string, deadline time.Time, to interface{ Answer(reply any, err error) }) bool
 }

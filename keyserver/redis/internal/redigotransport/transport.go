@@ -75,12 +75,13 @@ type Pipelined struct {
 
 // StartCommand queues the command whose words are cmd, keys and args, as
 // Do takes them, bounded by deadline, and hands its reply, as Do would
-// return it, to to.Answer once, from the goroutine that reads it, instead
-// of a caller waiting for it. It reports whether it queued the command:
-// false, having called nothing, when the pipeline holds its maximum of
-// calls or the command has too many words. The words are copied. This
-// is keyserver/redis's optional interface of a transport that starts
-// commands, through which its Server starts the redlock client's calls.
+// return it, to to.Answer once (maybe before StartCommand returns), from
+// the goroutine that reads it, instead of a caller waiting for it. It
+// reports whether it queued the command: false, having called nothing,
+// when the pipeline holds its maximum of calls or the command has too
+// many words. The words are copied. This is keyserver/redis's optional
+// interface of a transport that starts commands (commandStarter), through
+// which its Server starts the redlock client's calls.
 func (t *Pipelined) StartCommand(cmd, keys, args []string, deadline time.Time, to Answerer) bool {
 	c, ok := newCall(cmd, keys, args)
 	if !ok {
