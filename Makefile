@@ -83,7 +83,7 @@ chaos:
 FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFromURL$$' -fuzztime $(FUZZTIME) ./keyserver/redis
-	$(GO) test -run '^$$' -fuzz '^FuzzPipelineReplies$$' -fuzztime $(FUZZTIME) ./keyserver/redis
+	$(GO) test -run '^$$' -fuzz '^FuzzPipelineReplies$$' -fuzztime $(FUZZTIME) ./keyserver/redis/internal/redigotransport
 	$(GO) test -run '^$$' -fuzz '^FuzzRanks$$' -fuzztime $(FUZZTIME) ./keyserver
 	$(GO) test -run '^$$' -fuzz '^FuzzArgs$$' -fuzztime $(FUZZTIME) ./cmd/redlock
 

@@ -50,17 +50,27 @@ func withLazyDeadline(parent context.Context, d time.Time) (context.Context, con
 
 // Unarmed reports whether ctx is a context of Real.WithTimeout whose timer
 // has not been armed, and returns its parent's Done channel (nil for a
-// parent that is never cancelled). A waiter that bounds its wait by ctx's
-// Deadline some cheaper way (one timer for many waiters: see the Redis
-// pipeline's expiry) then watches only that channel, and no timer is armed
-// for the context at all.
+// parent that is never cancelled): see the method Unarmed.
+func Unarmed(ctx context.Context) (parentDone <-chan struct{}, ok bool) {
+	l, ok := ctx.(*lazyDeadline)
+	if !ok {
+		return nil, false
+	}
+	return l.Unarmed()
+}
+
+// Unarmed reports whether the context's timer has not been armed, and
+// returns its parent's Done channel (nil for a parent that is never
+// cancelled). A waiter that bounds its wait by the context's Deadline some
+// cheaper way (one timer for many waiters, as the Redis pipeline does,
+// which finds this method by an interface) then watches only that
+// channel, and no timer is armed for the context at all.
 //
 // What such a waiter does not see is the context's own cancel: the client
 // cancels a context of WithTimeout only once the calls made with it have
 // returned, so that cancel ends nothing anyone waits for.
-func Unarmed(ctx context.Context) (parentDone <-chan struct{}, ok bool) {
-	l, ok := ctx.(*lazyDeadline)
-	if !ok || l.armed.Load() {
+func (l *lazyDeadline) Unarmed() (parentDone <-chan struct{}, ok bool) {
+	if l.armed.Load() {
 		return nil, false
 	}
 	return l.parent.Done(), true

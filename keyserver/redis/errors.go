@@ -8,19 +8,20 @@ import (
 	"strings"
 
 	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
 )
 
 // ErrOverloaded is returned, at once, by a call to a pipelined Server that
 // already holds WithMaxPending calls waiting for their replies: the server
 // is not keeping up (or not answering), and queueing more would only grow
 // memory and delay.
-var ErrOverloaded = errors.New("redis: too many calls waiting for this server")
+var ErrOverloaded = redigotransport.ErrOverloaded
 
 // ErrConnectionLost is returned by the calls a connection had sent when it
 // broke, or was closed for not answering: each of them may or may not have
 // run on the server. It also fails a WatchTurn whose subscriber connection
 // broke before Redis confirmed the subscription.
-var ErrConnectionLost = errors.New("redis: connection lost before the reply (the call may have run)")
+var ErrConnectionLost = redigotransport.ErrConnectionLost
 
 // permanentCodes are the Redis error replies that the same call will get
 // again, whatever the timing. Replies such as LOADING, BUSY, MASTERDOWN,

@@ -108,14 +108,13 @@
 package redis
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
 
 	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
 )
 
 // Pool hands out connections; *redigo.Pool is one.
@@ -136,13 +135,14 @@ type config struct {
 	maxActive  int
 	pooled     bool
 	maxPending int
-	// From FromURL's URL: the bound on dialing, and on a pipelined call
-	// whose context has no deadline (the URL's read timeout).
-	dialTimeout, callTimeout time.Duration
-	// inline: FromURL's own dialer makes the connections (no dial
-	// options of the caller's), so pipelined calls may be made inline.
-	inline bool
 }
+
+// The defaults of WithMaxConnections and WithMaxPending (a few hundred
+// bytes per call, so about a megabyte at most).
+const (
+	defaultActive     = 64
+	defaultMaxPending = 4096
+)
 
 // WithName sets how errors name this server, e.g. its address; FromURL
 // uses the URL's host and port by default.
@@ -207,42 +207,37 @@ func New(pool Pool, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&c)
 	}
-	t := &pooled{pool: pool, redigoPubSub: redigoPubSub{get: pool.GetContext, borrowed: true, dialTimeout: connectTimeout}}
-	if !c.pooled {
-		if c.maxPending < 1 {
-			c.maxPending = defaultMaxPending
-		}
-		t.shared = newPipeline(borrow(pool), c)
+	if c.maxPending < 1 {
+		c.maxPending = defaultMaxPending
 	}
+	t := pooledTransport{redigotransport.Borrow(pool, c.pooled, c.maxPending)}
 	opts = append([]Option{WithName("redis")}, opts...)
 	return NewServer(t, opts...)
 }
 
-// pipelined is the transport of FromURL: every call on one connection.
-type pipelined struct {
-	*pipeline
-	redigoPubSub
+// FromURL's and New's transports are redigo machinery of their own
+// (internal/redigotransport), which knows nothing of the Server; these
+// adapt them to Transport, whose Pub/Sub types are this package's. The
+// pipelined one also starts commands (see commandStarter).
+type (
+	pipelinedTransport struct{ *redigotransport.Pipelined }
+	pooledTransport    struct{ *redigotransport.Pooled }
+)
+
+func (t pipelinedTransport) PubSub(ctx context.Context, h PubSubHandler) (PubSub, error) {
+	return t.Pipelined.PubSub(ctx, h)
 }
 
-// Close ends the pipeline: calls still queued fail with ErrClosed.
-func (p pipelined) Close() error {
-	p.pipeline.stop()
-	return nil
+func (t pooledTransport) PubSub(ctx context.Context, h PubSubHandler) (PubSub, error) {
+	return t.Pooled.PubSub(ctx, h)
 }
 
-// newOwned returns the Server FromURL makes, over connections that dial
-// makes: pipelined, or pooled with WithPooledConnections.
-func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Server, error) {
-	sub := redigoPubSub{get: dial, dialTimeout: cmp.Or(c.dialTimeout, connectTimeout)}
-	name := WithName(c.name)
-	// The connections of commands are counted, so that the Server reads
-	// its Redis's incarnation again after a new one (see incarnation).
-	opened := new(DialCount)
-	counted := opened.counting(dial)
+// newOwned returns the Server FromURL makes, over connections it dials to
+// u: pipelined, or pooled with WithPooledConnections.
+func newOwned(u *redigotransport.URL, c config) (*Server, error) {
 	var t Transport
 	if c.pooled {
-		pool := newPool(counted, c.maxActive)
-		t = &pooled{pool: pool, own: pool, redigoPubSub: sub}
+		t = pooledTransport{u.Pooled(c.dialOpts, c.maxActive)}
 	} else {
 		if c.maxPending == 0 {
 			c.maxPending = defaultMaxPending
@@ -250,9 +245,7 @@ func newOwned(c config, dial func(context.Context) (redigo.Conn, error)) (*Serve
 		if c.maxPending < 1 {
 			return nil, fmt.Errorf("%w: max pending calls %d is below 1", keyserver.ErrInvalidArgument, c.maxPending)
 		}
-		t = pipelined{newPipeline(counted, c), sub}
+		t = pipelinedTransport{u.Pipelined(c.dialOpts, c.maxPending)}
 	}
-	s := NewServer(t, name)
-	s.counter = opened // the transport's own, a pool's, counts nothing
-	return s, nil
+	return NewServer(t, WithName(c.name)), nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
 )
 
 // Server is a KeyServer over one Redis master (or one Redis Cluster or
@@ -30,9 +31,10 @@ type Server struct {
 
 	inc incarnation // what it last read of its Redis's life
 	// counter counts the connections that carry its commands: the
-	// transport's (ConnectionCounter), or FromURL's dials; nil when
-	// nothing does.
+	// transport's, if it is a ConnectionCounter.
 	counter ConnectionCounter
+	// starter is the transport, if it starts commands (commandStarter).
+	starter commandStarter
 }
 
 var (
@@ -44,7 +46,7 @@ var (
 // called. It matches keyserver.ErrPermanent: calling a closed server is a
 // mistake of the program that retrying cannot fix, so a redlock call fails
 // at once.
-var ErrClosed = keyserver.Permanent(errors.New("redis: server closed"))
+var ErrClosed = redigotransport.ErrClosed
 
 // NewServer returns a Server over t, which it owns: Close closes it. Of
 // the options only WithName applies; by default the server is named after
@@ -63,6 +65,7 @@ func NewServer(t Transport, opts ...Option) *Server {
 	}
 	s := &Server{t: t, name: c.name, digests: make([]atomic.Pointer[string], len(scripts))}
 	s.counter, _ = t.(ConnectionCounter)
+	s.starter, _ = t.(commandStarter)
 	s.sub = newSubscriber(s)
 	return s
 }

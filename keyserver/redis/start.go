@@ -3,56 +3,43 @@ package redis
 import (
 	"context"
 	"fmt"
-	"github.com/goredlock/goredlock/internal/startcall"
 	"sync"
 
+	"github.com/goredlock/goredlock/internal/startcall"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
 // A Server made by FromURL is a startcall.Starter: a lock call whose first
 // command is likely its last (a SET NX, or a script the Server knows the
-// digest of) is queued on the pipeline without a goroutine of the
-// caller's waiting for it, and its reply is decoded on the connection's
-// reader and handed to the caller's Completion. What takes more commands
-// (a SET NX refused, then the script; NOSCRIPT, then the source) goes on
-// from there as the blocking method would, on a goroutine of its own.
-// Calls the Server cannot start this way (no pipeline: pooled connections
-// or another transport; a key its waiters watch; a script whose digest it
-// does not know yet) are declined, and the caller makes them blocking.
+// digest of) is started on the transport (commandStarter) without a
+// goroutine of the caller's waiting for it, and its reply is decoded on
+// the goroutine that reads it and handed to the caller's Completion. What
+// takes more commands (a SET NX refused, then the script; NOSCRIPT, then
+// the source) goes on from there as the blocking method would, on a
+// goroutine of its own. Calls the Server cannot start this way (a
+// transport that starts no commands: pooled connections or another
+// client; a key its waiters watch; a script whose digest it does not know
+// yet) are declined, and the caller makes them blocking.
 
 var _ startcall.Starter = (*Server)(nil)
 
 // Start starts c (see startcall.Starter) and reports whether it did.
 func (s *Server) Start(ctx context.Context, c startcall.Call, to startcall.Completion) bool {
-	p := s.startable()
-	if p == nil {
+	if s.starter == nil {
 		return false
 	}
 	st := startedPool.Get().(*started)
 	st.s, st.ctx, st.c, st.to = s, ctx, c, to
-	if cl := st.first(); cl != nil {
-		if s.enter(ctx, st.op(), c.Key) == nil {
-			// The call is on the pipeline once queued: Close's pipeline
-			// stop answers it if nothing else does, so it is not counted
-			// in flight.
-			defer s.inflight.Done()
-			if p.start(cl, c.Deadline, st) {
-				return true
-			}
-		} else {
-			putCall(cl)
+	if cmd, keys, args, ok := st.first(); ok && s.enter(ctx, st.op(), c.Key) == nil {
+		// The command is the transport's once started: its Close answers
+		// it if nothing else does, so it is not counted in flight.
+		defer s.inflight.Done()
+		if s.starter.StartCommand(cmd, keys, args, c.Deadline, st) {
+			return true
 		}
 	}
 	st.put()
 	return false
-}
-
-// startable returns the pipeline calls can be started on, or nil.
-func (s *Server) startable() *pipeline {
-	if t, ok := s.t.(pipelined); ok {
-		return t.pipeline
-	}
-	return nil
 }
 
 // started is a call of Start on its way. They are pooled: one per call
@@ -64,6 +51,9 @@ type started struct {
 	to   startcall.Completion
 	step step
 	a    startcall.Answer // an answer whose incarnation is still to be read
+	// words holds the words of the first command, which StartCommand
+	// copies: kept here, they cost no allocation of their own.
+	words [8]string
 }
 
 // step is the command of a started call whose reply is awaited.
@@ -81,28 +71,25 @@ func (st *started) put() {
 	startedPool.Put(st)
 }
 
-// first returns the first command of st's call, as the blocking method
-// sends it, or nil when the call is not to be started: bad arguments (the
-// blocking method reports them), a key this process's waiters watch (the
-// SET NX would be refused), a script not loaded yet.
-func (st *started) first() *call {
-	s, c := st.s, st.c
-	var (
-		cl   *call
-		fits bool
-	)
+// first returns the words of the first command of st's call, as the
+// blocking method sends it, or false when the call is not to be started:
+// bad arguments (the blocking method reports them), a key this process's
+// waiters watch (the SET NX would be refused), a script not loaded yet.
+func (st *started) first() (cmd, keys, args []string, ok bool) {
+	s, c, w := st.s, st.c, &st.words
 	switch c.Op {
 	case startcall.CallAcquire, startcall.CallAcquireOrHolder, startcall.CallAcquireInLine:
 		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || keyserver.PromiseOf(c.Next) != "" ||
 			(c.Op != startcall.CallAcquire && s.sub.contended(c.Key)) {
-			return nil
+			return nil, nil, nil, false
 		}
 		st.step = stepSetNX
-		cl, fits = newCall([]string{"SET"}, []string{c.Key}, []string{c.Token, "NX", "PX", ms(c.TTL)})
+		*w = [8]string{"SET", c.Key, c.Token, "NX", "PX", ms(c.TTL)}
+		return w[:1:1], w[1:2:2], w[2:6:6], true
 	case startcall.CallExtend, startcall.CallRelease:
 		if c.Op == startcall.CallExtend && keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil ||
 			c.Op == startcall.CallRelease && keyserver.CheckToken(c.Key, c.Token) != nil {
-			return nil
+			return nil, nil, nil, false
 		}
 		sc := setScript
 		if c.Op == startcall.CallRelease {
@@ -110,22 +97,19 @@ func (st *started) first() *call {
 		}
 		d := s.digests[sc.id].Load()
 		if d == nil || *d == "" {
-			return nil
+			return nil, nil, nil, false
 		}
 		st.step = stepEval
-		// The words of setWords and releaseWords, built here so that they
-		// stay on the stack (newCall copies them): returned by those, they
-		// escape to the heap, an allocation per call.
+		// The words of setWords and releaseWords, written here into st:
+		// returned by those, they would cost an allocation per call.
 		if c.Op == startcall.CallExtend {
-			cl, fits = newCall([]string{"EVALSHA", *d, "1"}, []string{c.Key}, []string{c.Token, ms(c.TTL), promise(c.Token)})
-		} else {
-			cl, fits = newCall([]string{"EVALSHA", *d, "2"}, []string{c.Key, keyserver.LineKey(c.Key)}, []string{c.Token, claimTTL, promiseLenArg})
+			*w = [8]string{"EVALSHA", *d, "1", c.Key, c.Token, ms(c.TTL), promise(c.Token)}
+			return w[:3:3], w[3:4:4], w[4:7:7], true
 		}
+		*w = [8]string{"EVALSHA", *d, "2", c.Key, keyserver.LineKey(c.Key), c.Token, claimTTL, promiseLenArg}
+		return w[:3:3], w[3:5:5], w[5:8:8], true
 	}
-	if !fits {
-		return nil
-	}
-	return cl
+	return nil, nil, nil, false
 }
 
 // script is the script of an Extend or a Release, with its keys and
@@ -152,10 +136,11 @@ func (st *started) op() string {
 	return "acquire"
 }
 
-// answer takes the reply of st's command, on the goroutine that settled
-// it: it decodes it as the blocking method would, or goes on with what
-// the blocking method would do next on a goroutine of its own.
-func (st *started) answer(reply any, err error) {
+// Answer takes the reply of st's command, on the goroutine that read it
+// (see commandStarter): it decodes it as the blocking method would, or
+// goes on with what the blocking method would do next on a goroutine of
+// its own.
+func (st *started) Answer(reply any, err error) {
 	s, c := st.s, st.c
 	var a startcall.Answer
 	switch {

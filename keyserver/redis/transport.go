@@ -1,13 +1,16 @@
 package redis
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Transport is what the Server needs from a Redis client: to run a
 // command and read its reply, to read an error reply's text, and to open a
 // Pub/Sub connection; no lock logic. Implement it to run the Server over a
 // Redis client this module does not ship (keyserver/goredis is an example
-// of about a hundred lines); FromURL and New use redigo transports of this
-// package.
+// of about a hundred lines); FromURL and New use redigo transports of
+// their own (internal/redigotransport).
 //
 // Every method must honour ctx: return when it ends, even if the command
 // then still runs (the Server counts such a call as failed, and the lock
@@ -46,6 +49,25 @@ type ConnectionCounter interface {
 	// and false when it cannot tell: then the Server reads INFO at every
 	// ask.
 	Connections() (opened int64, ok bool)
+}
+
+// commandStarter is an optional interface of a Transport: one that can
+// send a command without a goroutine of the caller's waiting for its
+// reply, as FromURL's pipelined transport does. A Server over it starts
+// the redlock client's calls (see Server.Start); over any other, the
+// client makes them with the blocking methods. It is internal plumbing of
+// this module's redlock client, and no Transport of another client needs
+// it.
+//
+// StartCommand queues the command whose words are cmd, keys and args, as
+// Do takes them, bounded by deadline, and reports whether it did: false,
+// having called nothing, when the transport cannot take it now (a
+// pipeline full, too many words). When it returns true, to.Answer is
+// called exactly once, maybe before StartCommand returns, with the reply
+// or error Do would have returned, from the goroutine that reads the
+// reply (Answer must not block). It copies the words before it returns.
+type commandStarter interface {
+	StartCommand(cmd, keys, args []string, deadline time.Time, to interface{ Answer(reply any, err error) }) bool
 }
 
 // PubSub is one Pub/Sub connection a Transport opened.

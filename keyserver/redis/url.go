@@ -1,27 +1,10 @@
 package redis
 
 import (
-	"context"
 	"fmt"
-	"slices"
-	"strings"
-	"time"
-
-	redigo "github.com/gomodule/redigo/redis"
 
 	"github.com/goredlock/goredlock/keyserver"
-)
-
-// Pool tuning of FromURL: enough idle connections for a busy client,
-// health-checked after a minute idle, and dial bounds so a dead host fails
-// fast even without a context deadline.
-const (
-	maxIdle        = 16
-	defaultActive  = 64
-	idleTimeout    = 4 * time.Minute
-	checkIdleAfter = time.Minute
-	connectTimeout = 5 * time.Second
-	ioTimeoutNoCtx = 10 * time.Second
+	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
 )
 
 // FromURL returns a Server for a redis:// or rediss:// URL (rediss:// for
@@ -59,25 +42,16 @@ const (
 // own deadline (or by the dial timeout) with an error that names the
 // server and says that the TLS handshake timed out.
 func FromURL(rawurl string, opts ...Option) (*Server, error) {
-	u, err := parseURL(rawurl)
+	u, err := redigotransport.ParseURL(rawurl)
 	if err != nil {
 		return nil, err
 	}
-	c := config{name: u.addr, maxActive: defaultActive, dialTimeout: u.dialTimeout, callTimeout: u.readTimeout}
+	c := config{name: u.Addr(), maxActive: defaultActive}
 	for _, o := range opts {
 		o(&c)
 	}
-	c.inline = len(c.dialOpts) == 0 // a dialer or TLS of the caller's hides the socket
 	if c.maxActive < 1 {
 		return nil, fmt.Errorf("%w: max connections %d is below 1", keyserver.ErrInvalidArgument, c.maxActive)
 	}
-	// Clipped: redigo appends to the options of each dial, and dials run
-	// concurrently.
-	dialOpts := slices.Clip(append(append(u.dialOptions(), guardedDialer(u.dialTimeout, u.writeTimeout)), c.dialOpts...))
-	tls := strings.HasPrefix(rawurl, "rediss:")
-	return newOwned(c, func(ctx context.Context) (redigo.Conn, error) {
-		return guarded(ctx, tls, u.shown, func(ctx context.Context) (redigo.Conn, error) {
-			return redigo.DialURLContext(ctx, rawurl, dialOpts...)
-		})
-	})
+	return newOwned(u, c)
 }

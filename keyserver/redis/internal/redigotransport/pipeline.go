@@ -1,4 +1,4 @@
-package redis
+package redigotransport
 
 import (
 	"cmp"
@@ -11,11 +11,10 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 
-	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// The pipelined mode, FromURL's default: every call to a Server shares one
+// The pipelined mode, FromURL's default: every call of a Server shares one
 // connection. Callers queue their calls; one writer goroutine takes
 // whatever is queued, writes it and flushes once, and one reader goroutine
 // hands the replies back in order. Under load a single write and a single
@@ -24,9 +23,6 @@ import (
 // connection.
 
 const (
-	// defaultMaxPending is the default of WithMaxPending: a few hundred
-	// bytes per call, so about a megabyte at most.
-	defaultMaxPending = 4096
 	// overdueLimit is how long past the deadline of its oldest unanswered
 	// call a pipelined connection is given before it is closed and
 	// replaced. A server that answers late still answers in order, so a
@@ -35,7 +31,7 @@ const (
 	overdueLimit = 5 * time.Second
 )
 
-// pipeline is the pipelined mode of a Server.
+// pipeline is the pipelined mode: every call over one connection.
 type pipeline struct {
 	dial        func(context.Context) (redigo.Conn, error)
 	inlined     bool // dial leaves a plain network connection in a netConnBox
@@ -66,7 +62,18 @@ type pipeline struct {
 	expiry expiry // ends the waits of callers whose context has no timer
 }
 
-func newPipeline(dial func(context.Context) (redigo.Conn, error), c config) *pipeline {
+// settings are what a pipeline is made with.
+type settings struct {
+	maxPending int // calls held at once: keyserver/redis's WithMaxPending
+	// dialTimeout bounds opening a connection, and callTimeout a call
+	// whose context has no deadline (0: the defaults of FromURL's URL).
+	dialTimeout, callTimeout time.Duration
+	// inline: FromURL's own dialer makes the connections (no dial options
+	// of the caller's), so calls may be made inline.
+	inline bool
+}
+
+func newPipeline(dial func(context.Context) (redigo.Conn, error), c settings) *pipeline {
 	p := &pipeline{dial: dial, inlined: c.inline, maxPending: int64(c.maxPending), overdue: overdueLimit, wake: make(chan struct{}, 1),
 		dialTimeout: cmp.Or(c.dialTimeout, connectTimeout), callTimeout: cmp.Or(c.callTimeout, ioTimeoutNoCtx)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -107,7 +114,13 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 		putCall(c)
 		return reply, err
 	}
-	parentDone, unarmed := clock.Unarmed(ctx)
+	var (
+		parentDone <-chan struct{}
+		unarmed    bool
+	)
+	if l, ok := ctx.(lazyContext); ok {
+		parentDone, unarmed = l.Unarmed()
+	}
 	if unarmed {
 		p.expiry.add(c)
 	}
@@ -179,9 +192,9 @@ func (p *pipeline) gaveUp(ctx context.Context) error {
 // deadline, and hands its reply to then instead of waiting for it: then
 // gets exactly one reply or error, from the goroutine that settles c, once
 // start has returned true. It returns false, having queued nothing, when
-// the pipeline holds WithMaxPending calls already. A started call is never
+// the pipeline holds its maximum of calls already. A started call is never
 // made inline: its caller does not wait on the connection.
-func (p *pipeline) start(c *call, due time.Time, then answerer) bool {
+func (p *pipeline) start(c *call, due time.Time, then Answerer) bool {
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
 		putCall(c)

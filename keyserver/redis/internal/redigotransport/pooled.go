@@ -1,4 +1,4 @@
-package redis
+package redigotransport
 
 import (
 	"context"
@@ -13,15 +13,18 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// pooled is the transport of New, and of FromURL with
+// Pooled is the transport of New, and of FromURL with
 // WithPooledConnections: each call runs on a connection of its own taken
 // from a Pool, the caller's or one FromURL made, unless (New without
 // WithPooledConnections) other calls are in flight, when it goes to the
 // pipeline over a connection borrowed from the caller's Pool.
-type pooled struct {
-	redigoPubSub
+type Pooled struct {
+	pubSub
 	pool Pool
 	own  *redigo.Pool // the pool FromURL made, closed by Close
+	// dials counts the connections of own; nil for the caller's pool,
+	// which may count its own (see Connections).
+	dials *atomic.Int64
 
 	// shared, for New's Server, pipelines the calls made while another
 	// is in flight over one connection borrowed from pool; active counts
@@ -30,7 +33,17 @@ type pooled struct {
 	active atomic.Int64
 }
 
-var _ Transport = (*pooled)(nil)
+// Borrow returns New's transport over the caller's pool: a call made while
+// another is in flight goes to a pipeline, holding at most maxPending
+// calls, over one connection borrowed from pool, unless perCall, which
+// keeps every call on a connection of its own.
+func Borrow(pool Pool, perCall bool, maxPending int) *Pooled {
+	t := &Pooled{pool: pool, pubSub: pubSub{get: pool.GetContext, borrowed: true, dialTimeout: connectTimeout}}
+	if !perCall {
+		t.shared = newPipeline(borrow(pool), settings{maxPending: maxPending})
+	}
+	return t
+}
 
 // newPool returns the pool FromURL makes with WithPooledConnections.
 func newPool(dial func(context.Context) (redigo.Conn, error), maxActive int) *redigo.Pool {
@@ -52,7 +65,7 @@ func newPool(dial func(context.Context) (redigo.Conn, error), maxActive int) *re
 
 // Do runs one command on a connection from the pool, or, for New's
 // Server when other calls are in flight, on the shared connection.
-func (p *pooled) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
+func (p *Pooled) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
 	c, ok := newCall(cmd, keys, args)
 	if !ok {
 		return nil, fmt.Errorf("%w: a command of more than %d words", keyserver.ErrInvalidArgument, maxArgs+1)
@@ -68,7 +81,8 @@ func (p *pooled) Do(ctx context.Context, cmd, keys []string, args ...string) (an
 	return p.retry(ctx, c)
 }
 
-// normalize turns a redigo reply into the kinds Transport.Do returns.
+// normalize turns a redigo reply into the kinds keyserver/redis's
+// Transport.Do returns.
 func normalize(reply any) (any, error) {
 	switch r := reply.(type) {
 	case []byte:
@@ -88,7 +102,7 @@ func normalize(reply any) (any, error) {
 
 // Close closes the pool FromURL made; a pool given to New stays open, and
 // gets back the connection the shared pipeline held.
-func (p *pooled) Close() error {
+func (p *Pooled) Close() error {
 	if p.shared != nil {
 		p.shared.stop()
 	}
@@ -98,11 +112,15 @@ func (p *pooled) Close() error {
 	return nil
 }
 
-// Connections is the count of the pool's dials, when the pool keeps one
-// (CountDials). Every connection of the Server's comes from the pool: the
+// Connections is the count of the pool's dials (keyserver/redis's
+// ConnectionCounter): FromURL's pool's, or the caller's when it keeps one
+// (CountDials). Every connection of New's Server comes from the pool: the
 // calls', the shared pipeline's and the subscriber's.
-func (p *pooled) Connections() (int64, bool) {
-	if c, ok := p.pool.(ConnectionCounter); ok {
+func (p *Pooled) Connections() (int64, bool) {
+	if p.dials != nil {
+		return p.dials.Load(), true
+	}
+	if c, ok := p.pool.(interface{ Connections() (int64, bool) }); ok {
 		return c.Connections()
 	}
 	return 0, false
@@ -113,7 +131,7 @@ func (p *pooled) Connections() (int64, bool) {
 // running a lock operation twice is harmless (the scripts are idempotent,
 // and a SET NX that had run answers nil the second time, so that Acquire
 // runs its script, which finds its own token).
-func (p *pooled) retry(ctx context.Context, c *call) (any, error) {
+func (p *Pooled) retry(ctx context.Context, c *call) (any, error) {
 	var err error
 	for try := 0; try < 2; try++ {
 		var reply any
@@ -128,7 +146,7 @@ func (p *pooled) retry(ctx context.Context, c *call) (any, error) {
 	return nil, err
 }
 
-func (p *pooled) once(ctx context.Context, c *call) (any, error) {
+func (p *Pooled) once(ctx context.Context, c *call) (any, error) {
 	conn, err := p.pool.GetContext(ctx)
 	if err != nil {
 		return nil, connecting(err)

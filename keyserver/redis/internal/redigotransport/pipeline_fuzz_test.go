@@ -1,4 +1,4 @@
-package redis
+package redigotransport
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func FuzzPipelineReplies(f *testing.F) {
 			bound    = 10 * time.Second // only a hang takes this long
 		)
 		srv := &byteServer{data: data, hold: hold}
-		p := newPipeline(srv.dial, config{maxPending: defaultMaxPending})
+		p := newPipeline(srv.dial, settings{maxPending: 4096})
 		p.overdue = overdue
 
 		n := 1 + int(calls%4)

@@ -1,15 +1,27 @@
-package redis
+package redigotransport
 
 import (
 	"sync"
 	"time"
 )
 
+// lazyContext is a context whose timer is armed only once something
+// waits on its Done, as the redlock client's per-call contexts are: a
+// caller that bounds its wait by the context's Deadline some cheaper way
+// (the expiry) watches only the channel Unarmed returns, and no timer is
+// armed for the context at all. What it does not see is the context's own
+// cancel, which such a context's maker calls only once the calls made
+// with it have returned.
+type lazyContext interface {
+	// Unarmed reports whether the context's timer is still unarmed, and
+	// returns the Done channel of what else can end it, its parent (nil
+	// when nothing can).
+	Unarmed() (parentDone <-chan struct{}, ok bool)
+}
+
 // expiry ends, at their deadline, the waits of callers whose context has
-// no timer of its own: the client's contexts of clock.Real.WithTimeout,
-// which arm one only when something waits on Done (see clock.Unarmed).
-// A queued call's caller would otherwise arm it, and stop it once
-// answered: with 64 goroutines on one node, 8 % of the client's CPU, and
+// no timer of its own (a lazyContext not armed yet). A queued call's
+// caller would otherwise arm it, and stop it once answered: with 64 goroutines on one node, 8 % of the client's CPU, and
 // the select on two channels as much again. Here one timer serves every
 // call of the pipeline: it is armed for the earliest deadline, and when it
 // fires, the calls past theirs are ended and it is armed for the next.

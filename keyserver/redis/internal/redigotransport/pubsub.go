@@ -1,4 +1,4 @@
-package redis
+package redigotransport
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 )
 
-// redigoPubSub is what both redigo transports share: Pub/Sub connections
-// and the reading of error replies.
-type redigoPubSub struct {
+// pubSub is what both transports share: Pub/Sub connections and the
+// reading of error replies.
+type pubSub struct {
 	get         func(context.Context) (redigo.Conn, error) // dials, or takes from the caller's Pool
 	borrowed    bool                                       // get takes from the caller's Pool (see abort)
 	dialTimeout time.Duration
 }
 
 // ReplyText returns the text of a redigo error reply.
-func (redigoPubSub) ReplyText(err error) (string, bool) {
+func (pubSub) ReplyText(err error) (string, bool) {
 	var reply redigo.Error
 	if errors.As(err, &reply) {
 		return string(reply), true
@@ -30,7 +30,7 @@ func (redigoPubSub) ReplyText(err error) (string, bool) {
 // PubSub opens a connection for the subscriber: dialed as the others are
 // (password, TLS, client name), or taken from the caller's Pool by New's
 // Server, which holds it until it breaks or the Server closes.
-func (r redigoPubSub) PubSub(ctx context.Context, h PubSubHandler) (PubSub, error) {
+func (r pubSub) PubSub(ctx context.Context, h Handler) (Subscription, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.dialTimeout)
 	defer cancel()
 	rc, err := r.get(ctx)
@@ -47,7 +47,7 @@ func (r redigoPubSub) PubSub(ctx context.Context, h PubSubHandler) (PubSub, erro
 // writer (one at a time, wmu) and receive.
 type redigoConnPubSub struct {
 	rc       redigo.Conn
-	h        PubSubHandler
+	h        Handler
 	borrowed bool
 	read     chan struct{} // closed when receive has returned
 

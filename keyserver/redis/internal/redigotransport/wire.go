@@ -1,12 +1,10 @@
-package redis
+package redigotransport
 
 import (
 	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/goredlock/goredlock/internal/clock"
 )
 
 // The commands of a plain pipelined connection that FromURL dialed are
@@ -28,7 +26,7 @@ type wire struct {
 	// less than that, and a lone caller's writes, microseconds apart, do
 	// not each move the runtime's timer.
 	deadline time.Time
-	// wrote is when the last write began, clock.MonoNow's Unix
+	// wrote is when the last write began, monoNow's Unix
 	// nanoseconds (see sinceWrite), for the look at an idle connection
 	// (idleWatch.sound).
 	wrote atomic.Int64
@@ -36,8 +34,17 @@ type wire struct {
 
 // sinceWrite is how long ago the last write on w began.
 func (w *wire) sinceWrite() time.Duration {
-	return time.Duration(clock.MonoNow().UnixNano() - w.wrote.Load())
+	return time.Duration(monoNow().UnixNano() - w.wrote.Load())
 }
+
+// epoch anchors monoNow: the one reading of the wall clock it makes.
+var epoch = time.Now()
+
+// monoNow is time.Now as the monotonic clock moves, at about half its
+// cost (time.Now reads the wall clock too): for the write deadline and the
+// time of the last write, which are only compared with other readings of
+// it and measured from now.
+func monoNow() time.Time { return epoch.Add(time.Since(epoch)) }
 
 // maxKeptWire is the largest encoding buffer a connection keeps between
 // batches: a burst of thousands of calls does not pin its buffer.
@@ -63,7 +70,7 @@ func (w *wire) encode(batch []*call) []byte {
 
 // flush writes b, an encoded batch, at once.
 func (w *wire) flush(b []byte) error {
-	now := clock.MonoNow()
+	now := monoNow()
 	w.wrote.Store(now.UnixNano())
 	if w.timeout > 0 && w.deadline.Sub(now) < w.timeout*3/4 {
 		w.deadline = now.Add(w.timeout)

@@ -1,4 +1,4 @@
-package redis
+package redigotransport
 
 import (
 	"context"
@@ -22,7 +22,9 @@ func expiring(t *testing.T, p *pipeline, parent context.Context, d time.Duration
 	t.Cleanup(cancel)
 	c, _ := newCall([]string{"GET"}, []string{"k"}, nil)
 	c.due, _ = ctx.Deadline()
-	if _, ok := clock.Unarmed(ctx); !ok {
+	if l, ok := ctx.(lazyContext); !ok {
+		t.Fatal("the client's context is no lazyContext")
+	} else if _, unarmed := l.Unarmed(); !unarmed {
 		t.Fatal("the client's context is armed before anyone waited")
 	}
 	p.expiry.add(c)

@@ -1,4 +1,4 @@
-package redis
+package redigotransport
 
 import (
 	"sync"
@@ -26,18 +26,12 @@ type call struct {
 	err   error
 	// then, when not nil, takes the reply instead of a caller waiting on
 	// done: a call started by pipeline.start, which nobody waits for.
-	then answerer
+	then Answerer
 
 	// The links of the pipeline's expiry, which watches due for a caller
 	// whose context has no timer; under its mutex.
 	prev, next *call
 	linked     bool
-}
-
-// answerer takes the reply of a started call, on the goroutine that
-// settles it (the connection's reader, mostly); it must not block.
-type answerer interface {
-	answer(reply any, err error)
 }
 
 // The states of a call between the caller and whoever answers it.
@@ -91,7 +85,7 @@ func putCall(c *call) {
 func (c *call) finish(reply any, err error) {
 	if then := c.then; then != nil {
 		putCall(c)
-		then.answer(reply, err)
+		then.Answer(reply, err)
 		return
 	}
 	c.reply, c.err = reply, err
