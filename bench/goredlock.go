@@ -56,7 +56,7 @@ func fromURL(addr string) (*redis.Server, func() error, error) {
 	return srv, nil, err
 }
 
-func openGoredlock(addrs []string, s settings, newServer newServer, opts ...redlock.Option) (locker, error) {
+func openGoredlock(addrs []string, s settings, newServer newServer, opts ...redlock.ClientOption) (locker, error) {
 	g := &goredlock{s: s}
 	var ks []keyserver.KeyServer
 	for _, a := range addrs {

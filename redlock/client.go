@@ -58,7 +58,7 @@ type Client struct {
 // and an even number tolerates no more failures than one server fewer
 // (New logs a warning for it). It fails with ErrInvalidArgument for an
 // empty list, a nil server, a server given twice or a bad option value.
-func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
+func New(servers []keyserver.KeyServer, opts ...ClientOption) (*Client, error) {
 	if len(servers) == 0 {
 		return nil, invalidArgument("no key servers")
 	}
@@ -75,7 +75,7 @@ func New(servers []keyserver.KeyServer, opts ...Option) (*Client, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&o)
+			opt.applyClient(&o)
 		}
 	}
 	if err := o.check(); err != nil {

@@ -646,27 +646,36 @@ func TestFreshTokenPerAttempt(t *testing.T) {
 	assert.Len(t, seen, 4)
 }
 
+// TestNewSkipsNilOptions: a nil ClientOption and a nil Option given to New
+// are ignored, as nil Options given to a call are.
+func TestNewSkipsNilOptions(t *testing.T) {
+	c, err := New(static.NewCluster(1).KeyServers(), nil, Option(nil), WithRetryCount(0))
+	require.NoError(t, err)
+	assert.Equal(t, 0, c.retryCount)
+	require.NoError(t, c.Close())
+}
+
 func TestInvalidArguments(t *testing.T) {
 	one := static.NewCluster(1).KeyServers()
 	news := []struct {
 		name    string
 		servers []keyserver.KeyServer
-		opts    []Option
+		opts    []ClientOption
 		mention string
 	}{
 		{"no servers", nil, nil, "no key servers"},
 		{"nil server", []keyserver.KeyServer{one[0], nil}, nil, "key server 1 is nil"},
-		{"retry count", one, []Option{WithRetryCount(-2)}, "-2"},
-		{"retry delay", one, []Option{WithRetryDelay(-time.Second)}, "-1s"},
-		{"retry jitter", one, []Option{WithRetryJitter(-1)}, "jitter"},
-		{"jitter over delay", one, []Option{WithRetryDelay(time.Millisecond), WithRetryJitter(time.Second)}, "exceeds"},
-		{"drift factor", one, []Option{WithDriftFactor(1)}, "drift factor 1"},
-		{"drift NaN", one, []Option{WithDriftFactor(math.NaN())}, "NaN"},
-		{"negative drift", one, []Option{WithDriftFactor(-0.1)}, "-0.1"},
-		{"server timeout", one, []Option{WithServerTimeout(-time.Second)}, "server timeout"},
-		{"keep-alive interval", one, []Option{WithKeepAliveInterval(-time.Second)}, "keep-alive"},
-		{"max extensions", one, []Option{WithMaxExtensions(-1)}, "max extensions"},
-		{"max hold", one, []Option{WithMaxHold(-1)}, "max hold"},
+		{"retry count", one, []ClientOption{WithRetryCount(-2)}, "-2"},
+		{"retry delay", one, []ClientOption{WithRetryDelay(-time.Second)}, "-1s"},
+		{"retry jitter", one, []ClientOption{WithRetryJitter(-1)}, "jitter"},
+		{"jitter over delay", one, []ClientOption{WithRetryDelay(time.Millisecond), WithRetryJitter(time.Second)}, "exceeds"},
+		{"drift factor", one, []ClientOption{WithDriftFactor(1)}, "drift factor 1"},
+		{"drift NaN", one, []ClientOption{WithDriftFactor(math.NaN())}, "NaN"},
+		{"negative drift", one, []ClientOption{WithDriftFactor(-0.1)}, "-0.1"},
+		{"server timeout", one, []ClientOption{WithServerTimeout(-time.Second)}, "server timeout"},
+		{"keep-alive interval", one, []ClientOption{WithKeepAliveInterval(-time.Second)}, "keep-alive"},
+		{"max extensions", one, []ClientOption{WithMaxExtensions(-1)}, "max extensions"},
+		{"max hold", one, []ClientOption{WithMaxHold(-1)}, "max hold"},
 	}
 	for _, tc := range news {
 		_, err := New(tc.servers, tc.opts...)

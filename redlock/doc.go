@@ -112,8 +112,10 @@
 // # Options
 //
 // [Option] values configure a Client in New, or one call, where they
-// override the client's for that call only. For every duration option
-// but [WithRetryJitter], 0 means the default. A bad option is
+// override the client's for that call only. [WithLogger], [WithHooks]
+// and [WithFencing] configure a Client only: they are [ClientOption]s,
+// which New takes and a call does not. For every duration option but
+// [WithRetryJitter], 0 means the default. A bad option is
 // [ErrInvalidArgument], reported before any server is asked.
 //
 // # Errors

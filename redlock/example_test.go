@@ -14,7 +14,7 @@ import (
 
 // newClient returns a client over three in-process key servers; in
 // production they would be three independent Redis masters.
-func newClient(opts ...redlock.Option) (*redlock.Client, func()) {
+func newClient(opts ...redlock.ClientOption) (*redlock.Client, func()) {
 	var servers []keyserver.KeyServer
 	for i := 0; i < 3; i++ {
 		servers = append(servers, memory.New())

@@ -12,16 +12,10 @@ import (
 // number that is strictly greater than the token of every earlier grant of
 // the same name, for the storage a lock protects to check. Every server
 // must implement keyserver.Fencer, or New fails with ErrInvalidArgument.
-// It applies to a client only: per call it is ErrInvalidArgument. It costs
-// one more round trip per grant ("Fencing across a quorum" in
-// docs/design.md).
-func WithFencing() Option {
-	return func(o *options) {
-		if o.perCall {
-			o.invalid("WithFencing applies to a client, not to one call")
-		}
-		o.fencing = true
-	}
+// It is a ClientOption, for New only. It costs one more round trip per
+// grant ("Fencing across a quorum" in docs/design.md).
+func WithFencing() ClientOption {
+	return clientOnly(func(o *options) { o.fencing = true })
 }
 
 // Fence returns the lock's fencing token: greater than the token of every

@@ -27,9 +27,9 @@ const wait = 10 * time.Second
 
 // testClient returns a client on fc; its background calls must have ended
 // by the end of the test.
-func testClient(t *testing.T, fc *clock.Fake, servers []keyserver.KeyServer, opts ...Option) *Client {
+func testClient(t *testing.T, fc *clock.Fake, servers []keyserver.KeyServer, opts ...ClientOption) *Client {
 	t.Helper()
-	c, err := New(servers, append([]Option{withClock(fc)}, opts...)...)
+	c, err := New(servers, append([]ClientOption{withClock(fc)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		closed := async(t, func() error { return c.Close() })
@@ -51,7 +51,7 @@ func memoryServers(t *testing.T, fc *clock.Fake, n int) []keyserver.KeyServer {
 
 // memoryClient returns a client of three in-memory servers on a fake
 // clock, and the clock.
-func memoryClient(t *testing.T, opts ...Option) (*Client, *clock.Fake) {
+func memoryClient(t *testing.T, opts ...ClientOption) (*Client, *clock.Fake) {
 	fc := clock.NewFake(t0)
 	return testClient(t, fc, memoryServers(t, fc, 3), opts...), fc
 }

@@ -70,15 +70,10 @@ type Acquisition struct {
 	Err error
 }
 
-// WithHooks has the client report its locks' events to h. It applies to a
-// client only, not to one call.
-func WithHooks(h Hooks) Option {
-	return func(o *options) {
-		if o.perCall {
-			o.invalid("WithHooks applies to a client, not to one call")
-		}
-		o.hooks = h
-	}
+// WithHooks has the client report its locks' events to h. It is a
+// ClientOption, for New only.
+func WithHooks(h Hooks) ClientOption {
+	return clientOnly(func(o *options) { o.hooks = h })
 }
 
 // start reports the beginning of a call and returns its context.

@@ -575,7 +575,9 @@ func TestPerCallOptions(t *testing.T) {
 	c.bg.Wait() // the call to a server the verdict did not wait for
 	assert.Equal(t, 3, servers[0].Count(static.OpAcquire), "the client's retry count again")
 
-	bad := []Option{WithRetryDelay(-1), WithLogger(discardLogger), WithMinHold(-time.Second), WithLossMargin(-1)}
+	// A client-only option (WithLogger, WithHooks, WithFencing) given to a
+	// call does not compile: it is a ClientOption, not an Option.
+	bad := []Option{WithRetryDelay(-1), WithMinHold(-time.Second), WithLossMargin(-1)}
 	for _, opt := range bad {
 		_, err := c.Acquire(bg, "job", ttl3, opt)
 		require.ErrorIs(t, err, ErrInvalidArgument)

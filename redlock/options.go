@@ -10,14 +10,37 @@ import (
 	"github.com/goredlock/goredlock/internal/clock"
 )
 
-// Option configures a Client when given to New, or one call when given to
-// Acquire, TryAcquire, Do or DoOrSkip, where it overrides the client's
-// setting for that call only. For every duration option but
+// ClientOption configures a Client when given to New. Every Option is a
+// ClientOption, the client's default for every call; WithLogger,
+// WithHooks and WithFencing are ClientOptions only: they set what a
+// Client has once, for all its calls, so that giving one to a call is a
+// compile error rather than an ErrInvalidArgument at run time. A program
+// that keeps one list for both gives New a []ClientOption built from its
+// []Option.
+type ClientOption interface {
+	applyClient(*options)
+}
+
+// Option configures one call when given to Acquire, TryAcquire, Do,
+// DoOrSkip or the primitives' calls, where it overrides the client's
+// setting for that call only, or, as a ClientOption given to New, the
+// client's default for every call. For every duration option but
 // WithRetryJitter, 0 means the default: a zero TTL cut, timeout or margin
 // would make no lock usable, and WithMinHold(0) and WithMaxHold(0) are
 // "no minimum" and "no cap" either way. WithRetryJitter(0) means no
 // jitter.
 type Option func(*options)
+
+func (f Option) applyClient(o *options) {
+	if f != nil {
+		f(o)
+	}
+}
+
+// clientOnly is a ClientOption that is not an Option.
+type clientOnly func(*options)
+
+func (f clientOnly) applyClient(o *options) { f(o) }
 
 type options struct {
 	retryCount    int
@@ -39,7 +62,6 @@ type options struct {
 	randInt64N    func(n int64) int64
 	newToken      func(rank) (string, error)
 
-	perCall        bool // the options of one call: client-only options are refused
 	invalidOptions []error
 }
 
@@ -119,18 +141,15 @@ func WithKeyPrefix(p string) Option {
 }
 
 // WithLogger sends the client's reports of server failures, failed
-// extensions and lost locks to l. Tokens are never logged. It applies to a
-// client only, not to one call. Default (or nil): nothing is logged.
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if o.perCall {
-			o.invalid("WithLogger applies to a client, not to one call")
-		}
+// extensions and lost locks to l. Tokens are never logged. It is a
+// ClientOption, for New only. Default (or nil): nothing is logged.
+func WithLogger(l *slog.Logger) ClientOption {
+	return clientOnly(func(o *options) {
 		if l == nil {
 			l = discardLogger
 		}
 		o.logger = l
-	}
+	})
 }
 
 // WithKeepAliveInterval sets how often KeepAlive (and Do) extends a lock.
@@ -185,9 +204,9 @@ func WithQuarantine(d time.Duration) Option {
 	return func(o *options) { o.quarantine = max(d, NoQuarantine) }
 }
 
-// withClock replaces the clock; tests use a fake one.
-func withClock(c clock.Clock) Option {
-	return func(o *options) { o.clock = c }
+// withClock replaces the client's clock; tests use a fake one.
+func withClock(c clock.Clock) ClientOption {
+	return clientOnly(func(o *options) { o.clock = c })
 }
 
 // duration checks a duration option: negative is invalid, 0 is def (which
@@ -255,7 +274,6 @@ func (o *options) with(opts []Option) (*options, error) {
 		return o, nil
 	}
 	call := *o
-	call.perCall = true
 	call.invalidOptions = nil
 	for _, opt := range opts {
 		if opt != nil {

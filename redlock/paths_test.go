@@ -99,9 +99,14 @@ func TestNoJitterWaitsTheRetryDelayOnEveryPath(t *testing.T) {
 							ks[i] = hidden{s}
 						}
 					}
-					var clientOpts, callOpts []Option
+					var (
+						clientOpts []ClientOption
+						callOpts   []Option
+					)
 					if where == "client" {
-						clientOpts = noJitter
+						for _, o := range noJitter {
+							clientOpts = append(clientOpts, o)
+						}
 					} else {
 						callOpts = noJitter
 					}

@@ -85,9 +85,9 @@ func BenchmarkRedisFencedAcquire(b *testing.B) {
 	cluster := redistest.Start(b, 5)
 	for _, fenced := range []bool{false, true} {
 		name := "unfenced"
-		var opts []redlock.Option
+		var opts []redlock.ClientOption
 		if fenced {
-			name, opts = "fenced", []redlock.Option{redlock.WithFencing()}
+			name, opts = "fenced", []redlock.ClientOption{redlock.WithFencing()}
 		}
 		b.Run(name, func(b *testing.B) { lockUnlockTimed(b, clientOn(b, cluster, opts...)) })
 	}

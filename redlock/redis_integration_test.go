@@ -20,14 +20,14 @@ import (
 )
 
 // redisClient starts n real Redis nodes and returns a client over them.
-func redisClient(t *testing.T, n int, opts ...redlock.Option) (*redlock.Client, *redistest.Cluster) {
+func redisClient(t *testing.T, n int, opts ...redlock.ClientOption) (*redlock.Client, *redistest.Cluster) {
 	t.Helper()
 	cluster := redistest.Start(t, n)
 	return clientOn(t, cluster, opts...), cluster
 }
 
 // clientOn returns a client over the nodes of cluster, closed when t ends.
-func clientOn(t testing.TB, cluster *redistest.Cluster, opts ...redlock.Option) *redlock.Client {
+func clientOn(t testing.TB, cluster *redistest.Cluster, opts ...redlock.ClientOption) *redlock.Client {
 	t.Helper()
 	c, err := redlock.New(serversAt(t, cluster.URLs("")), opts...)
 	require.NoError(t, err)

@@ -53,9 +53,9 @@ func (tm *telemetry) hooks(opts ...redlockotel.Option) redlock.Hooks {
 
 // newClient returns a client over servers reporting through hooks, closed
 // when the test ends.
-func newClient(t *testing.T, servers static.Cluster, hooks redlock.Hooks, opts ...redlock.Option) *redlock.Client {
+func newClient(t *testing.T, servers static.Cluster, hooks redlock.Hooks, opts ...redlock.ClientOption) *redlock.Client {
 	t.Helper()
-	c, err := redlock.New(servers.KeyServers(), append([]redlock.Option{redlock.WithHooks(hooks)}, opts...)...)
+	c, err := redlock.New(servers.KeyServers(), append([]redlock.ClientOption{redlock.WithHooks(hooks)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c

@@ -41,7 +41,7 @@ func TestAcquireOutcomes(t *testing.T) {
 		name string
 		// servers builds the servers; cancel ends the call's context.
 		servers func(cancel context.CancelFunc) static.Cluster
-		opts    []redlock.Option
+		opts    []redlock.ClientOption
 		try     bool // TryAcquire instead of Acquire
 		expired bool // the context's deadline passed before the call
 
@@ -61,7 +61,7 @@ func TestAcquireOutcomes(t *testing.T) {
 	}, {
 		name:         "held elsewhere",
 		servers:      func(context.CancelFunc) static.Cluster { return static.Table([][]bool{{false}, {false}, {false}}) },
-		opts:         []redlock.Option{redlock.WithRetryCount(1), redlock.WithRetryDelay(time.Millisecond)},
+		opts:         []redlock.ClientOption{redlock.WithRetryCount(1), redlock.WithRetryDelay(time.Millisecond)},
 		wantOutcome:  "held_elsewhere",
 		wantAttempts: 2,
 		wantErrs:     []error{redlock.ErrHeldElsewhere, redlock.ErrNotAcquired},
@@ -91,7 +91,7 @@ func TestAcquireOutcomes(t *testing.T) {
 				static.New(static.WithAcquire(static.Fail(context.DeadlineExceeded))),
 			}
 		},
-		opts:         []redlock.Option{redlock.WithRetryCount(0)},
+		opts:         []redlock.ClientOption{redlock.WithRetryCount(0)},
 		wantOutcome:  "unavailable",
 		wantAttempts: 1,
 		wantErrs:     []error{redlock.ErrNotAcquired, errRefused},
@@ -106,7 +106,7 @@ func TestAcquireOutcomes(t *testing.T) {
 			return static.NewCluster(3, static.WithAcquire(static.Deny),
 				static.WithBefore(func(context.Context, static.Call) { cancel() }))
 		},
-		opts:         []redlock.Option{redlock.WithRetryCount(-1)},
+		opts:         []redlock.ClientOption{redlock.WithRetryCount(-1)},
 		wantOutcome:  "cancelled",
 		wantAttempts: 1,
 		wantErrs:     []error{context.Canceled, redlock.ErrHeldElsewhere},

@@ -40,7 +40,7 @@ func (t *tool) run(args []string) error {
 		return err
 	}
 	first := &firstAttempt{t: t, seen: map[int]bool{}}
-	opts := []redlock.Option{redlock.WithLogger(t.logger()), redlock.WithHooks(redlock.Hooks{ServerFailed: first.failed})}
+	opts := []redlock.ClientOption{redlock.WithLogger(t.logger()), redlock.WithHooks(redlock.Hooks{ServerFailed: first.failed})}
 	if cfg.fence {
 		opts = append(opts, redlock.WithFencing())
 	}

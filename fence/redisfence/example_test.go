@@ -29,7 +29,7 @@ func Example() {
 	guard := redisfence.New(pool)
 
 	// The lock's own servers: in production, Redis masters (keyserver/redis).
-	client, err := redlock.New([]keyserver.KeyServer{memory.New(), memory.New(), memory.New()})
+	client, err := redlock.New([]keyserver.KeyServer{memory.New(), memory.New(), memory.New()}, redlock.WithFencing())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func Example() {
 		lock, _ := redlock.LockFromContext(ctx)
 		report := []byte("...") // the job's work
 		return guard.Set(ctx, "report:2024-06", report, lock.Fence(), 0)
-	}, redlock.WithFencing())
+	})
 	if errors.Is(err, redisfence.ErrStale) {
 		log.Print("a later holder wrote the report; ours was dropped")
 	} else if err != nil {

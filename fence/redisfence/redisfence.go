@@ -11,11 +11,13 @@
 //
 // The Redis is the one that holds the data, not one of the lock's servers:
 //
+//	client, err := redlock.New(servers, redlock.WithFencing())
+//	...
 //	g := redisfence.New(pool) // a redigo pool for the data Redis
-//	err := client.Do(ctx, "invoice:42", 10*time.Second, func(ctx context.Context) error {
+//	err = client.Do(ctx, "invoice:42", 10*time.Second, func(ctx context.Context) error {
 //		lock, _ := redlock.LockFromContext(ctx)
 //		return g.Set(ctx, "invoice:42", data, lock.Fence(), 0) // ErrStale: a later holder wrote
-//	}, redlock.WithFencing())
+//	})
 //
 // The fence of a data key is kept under FenceKey(key), without a TTL, so
 // that it outlives the data: deleting it lets any fence write again, a

@@ -28,7 +28,7 @@ func memoryServers(t *testing.T) []keyserver.KeyServer {
 
 // newClient returns a client over servers, closed when the test ends
 // (before the servers: cleanups run last in, first out).
-func newClient(t *testing.T, servers []keyserver.KeyServer, opts ...redlock.Option) *redlock.Client {
+func newClient(t *testing.T, servers []keyserver.KeyServer, opts ...redlock.ClientOption) *redlock.Client {
 	t.Helper()
 	c, err := redlock.New(servers, opts...)
 	require.NoError(t, err)

@@ -19,9 +19,9 @@ func closeClient(c *redlock.Client) error { return c.Close() }
 // settings: every other client takes fenced locks, so that fenced and
 // unfenced holders share names and the checker sees the fenced grants'
 // tokens in grant order.
-func clientOptions(id int) []redlock.Option {
+func clientOptions(id int) []redlock.ClientOption {
 	if id%2 == 1 {
-		return []redlock.Option{redlock.WithFencing()}
+		return []redlock.ClientOption{redlock.WithFencing()}
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func newClient(id int, work Workload, addrs []string, load *Load, h *History, se
 			ks = append(ks, s)
 		}
 	}
-	opts := append([]redlock.Option{
+	opts := append([]redlock.ClientOption{
 		redlock.WithRetryCount(load.RetryCount),
 		redlock.WithRetryDelay(load.RetryDelay),
 		redlock.WithRetryJitter(load.RetryJitter),
