@@ -84,7 +84,7 @@ FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFromURL$$' -fuzztime $(FUZZTIME) ./keyserver/redis
 	$(GO) test -run '^$$' -fuzz '^FuzzPipelineReplies$$' -fuzztime $(FUZZTIME) ./keyserver/redis/internal/redigotransport
-	$(GO) test -run '^$$' -fuzz '^FuzzRanks$$' -fuzztime $(FUZZTIME) ./keyserver
+	$(GO) test -run '^$$' -fuzz '^FuzzRanks$$' -fuzztime $(FUZZTIME) ./internal/layout
 	$(GO) test -run '^$$' -fuzz '^FuzzArgs$$' -fuzztime $(FUZZTIME) ./cmd/redlock
 
 ## redis-up: throwaway Redis masters on 127.0.0.1, one per port of

@@ -14,9 +14,10 @@ import (
 // a quorum before it leads, so that every leadership's term is greater
 // than every earlier one's.
 //
-// Keys: the client passes ElectionKey(name), whose fence counter is
-// FenceKey(ElectionKey(name)); a server keeps the leader under keys of its
-// own beside it, apart from lock keys.
+// Keys: the client passes "{name}:election" (name keeps its own hash tag,
+// if it has one, and the suffix follows it), whose fence counter is that
+// key's; a server keeps the leader under keys of its own beside it, apart
+// from lock keys.
 type Elector interface {
 	Fencer
 	// AcquireLeader stores token and value as key's leader with the TTL
@@ -47,7 +48,3 @@ type Leadership struct {
 	Value string        // the value stored beside the token (AcquireLeader's value)
 	Left  time.Duration // the TTL the leader's key has left
 }
-
-// ElectionKey is the key under which the client asks for the election
-// called by the (prefixed) name key, in key's Cluster slot.
-func ElectionKey(key string) string { return beside(key, ":election") }

@@ -2,7 +2,6 @@ package keyserver
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -12,10 +11,12 @@ import (
 // cannot write after the next one took it. The redlock client asks for it
 // with WithFencing, and then needs every server to implement it.
 //
-// A counter is kept under FenceKey(key), with no TTL: it outlives the lock
-// key and must survive as long as the lock's name is in use. A server that
-// restarts empty loses its counters (docs/design.md, "Fencing across a
-// quorum", says what that costs and what persistence avoids it).
+// A counter is kept beside the key ("{key}:fence", or "key:fence" when key
+// has a hash tag of its own: in its Cluster slot), with no TTL: it
+// outlives the lock key and must survive as long as the lock's name is in
+// use. A server that restarts empty loses its counters (docs/design.md,
+// "Fencing across a quorum", says what that costs and what persistence
+// avoids it).
 type Fencer interface {
 	KeyServer
 	// AcquireFenced is Acquire, and reads key's fence counter (0 when
@@ -32,24 +33,3 @@ type Fencer interface {
 // counter. A lock granted a million times a second reaches it after 71
 // years.
 const MaxFence = 1<<51 - 1
-
-// FenceKey is the key that holds the fence counter of the lock key key. In
-// a Redis Cluster it hashes to key's slot: a key with a hash tag keeps it,
-// and any other key becomes the tag, so that one script can touch both
-// (a key that contains '}' without a tag of its own cannot, and its fenced
-// calls fail with CROSSSLOT).
-func FenceKey(key string) string { return beside(key, ":fence") }
-
-// LineKey is the key that holds the line of waiters of the lock key key on
-// a Redis key server (see Notifier), in key's Cluster slot as FenceKey is.
-func LineKey(key string) string { return beside(key, ":line") }
-
-// beside names a key that belongs to key, in key's Cluster slot.
-func beside(key, suffix string) string {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key + suffix // key's own tag
-		}
-	}
-	return "{" + key + "}" + suffix
-}

@@ -10,11 +10,17 @@ import (
 // served first come, first served and a release wakes only the next of
 // them, instead of every waiter trying at once and splitting the vote.
 //
-// A waiting call is known by the rank its tokens carry (see RankOf): the
-// time the call began and random digits, the same for all of its attempts,
-// so that the attempts of one call, each with a fresh token, share one
-// place in line, and every server orders the waiters alike. The life of a
-// wait on one server:
+// A waiting call is known by the rank its tokens carry: the time the call
+// began and random digits, the same for all of its attempts, so that the
+// attempts of one call, each with a fresh token, share one place in line,
+// and every server orders the waiters alike. The redlock client's tokens
+// are 16 hexadecimal digits of the time its call began (Unix
+// milliseconds), a dot, and 32 random hexadecimal digits, of which the
+// first 8 are drawn once per call; a token of 49 bytes with a dot at index
+// 16 carries a rank, its first 25 bytes, and ranks compare as strings,
+// earliest first. A key promised to a call holds its rank padded with '~'
+// to a token's length, which no token can equal. The life of a wait on
+// one server:
 //
 //   - AcquireInLine is refused because another token holds the key: the
 //     caller is put in the key's line (or keeps its place).
@@ -97,7 +103,7 @@ type Holder struct {
 	// on this server; 0 when unknown, such as for a key with no TTL.
 	Left time.Duration
 	// Rank tells whose Acquire began first, the holder's or the caller's,
-	// by the ranks their tokens carry (see RankOf): what contenders who
+	// by the ranks their tokens carry (see Notifier): what contenders who
 	// split the servers between them need to agree on which of them gives
 	// way, without learning anything of each other's tokens. A promised
 	// key ranks as the waiter it is promised to.
@@ -120,60 +126,3 @@ const (
 	// CallerFirst: the caller's rank is lower.
 	CallerFirst
 )
-
-// Compare ranks the token holding a key against a caller's token, by the
-// rule every Notifier applies.
-func Compare(holder, caller string) Order {
-	h, c := RankOf(holder), RankOf(caller)
-	switch {
-	case h == "" || c == "" || h == c:
-		return Unranked
-	case h < c:
-		return HolderFirst
-	}
-	return CallerFirst
-}
-
-// RankLen is the length of a rank; TokenLen that of a token carrying one.
-const (
-	RankLen  = 25
-	TokenLen = 49
-)
-
-// RankOf returns the rank that token carries, or "" if it carries none.
-//
-// The redlock client's tokens are 16 hexadecimal digits of the time its
-// Acquire call began (Unix milliseconds), a dot, and 32 random hexadecimal
-// digits, of which the first 8 are drawn once per call and the rest once
-// per attempt. Their rank is the first 25 characters: the time and the
-// call's 8 random digits, so that ranks compare as strings, earliest
-// first, two calls in the same millisecond still differ, and the attempts
-// of one call share a rank. A token is taken to carry a rank when it is
-// TokenLen long with a dot at index 16; Redis key servers apply the same
-// rule in Lua. Servers compare ranks and report only the order (see
-// Compare): a refusal tells nothing of the holder's token.
-func RankOf(token string) string {
-	if len(token) != TokenLen || token[16] != '.' {
-		return ""
-	}
-	return token[:RankLen]
-}
-
-// PromiseOf is the value a Notifier stores in a key promised to the call
-// that token belongs to: its rank padded with '~' to a token's length, so
-// that it compares (RankOf, Compare) as that call and can never equal a
-// token, whose digits are hexadecimal. It is "" for a token that carries no
-// rank. It is also the member that stands for the call in a Redis key
-// server's line, where members sort by rank.
-func PromiseOf(token string) string {
-	r := RankOf(token)
-	if r == "" {
-		return ""
-	}
-	var p [TokenLen]byte
-	copy(p[:], r)
-	for i := RankLen; i < TokenLen; i++ {
-		p[i] = '~'
-	}
-	return string(p[:])
-}

@@ -20,12 +20,12 @@ import (
 // mark on the key that keeps new readers out for WriterWaitTTL, renewed by
 // each of its attempts, so that a stream of readers cannot starve it;
 // readers that hold go on being extended. A mark is the caller's rank
-// (see RankOf), or its token when that carries none: the attempts of one
+// (see Notifier), or its token when that carries none: the attempts of one
 // call renew one mark, and a granted write hold takes its own mark away.
 // A writer that stopped waiting keeps readers out no longer than
 // WriterWaitTTL.
 //
-// Keys: the client passes RWKey(name); a server keeps the holds under keys
+// Keys: the client passes "{name}:rw"; a server keeps the holds under keys
 // of its own beside it, apart from lock keys.
 type RWLocker interface {
 	KeyServer
@@ -48,7 +48,7 @@ type RWLocker interface {
 	// WatchHolds watches key for the waiting call that token belongs to,
 	// a writer if write: changed is closed when a release of a hold of it
 	// on this server reaches the call, or when the watch broke. A server
-	// may wake only the earliest watcher by rank (keyserver.Compare) at
+	// may wake only the earliest watcher by rank (see Holder.Rank) at
 	// each release, unless that is a reader: then every watcher, since
 	// readers share. A call granted on the server stops being a watcher
 	// there. A server may forget a watch that was not set again within
@@ -61,16 +61,3 @@ type RWLocker interface {
 // after its last attempt: writers try again well within it, and one that
 // died blocks readers no longer than this.
 const WriterWaitTTL = time.Second
-
-// WaiterOf is the mark a waiting writer leaves: its token's rank, or the
-// token itself when it carries none.
-func WaiterOf(token string) string {
-	if r := RankOf(token); r != "" {
-		return r
-	}
-	return token
-}
-
-// RWKey is the key under which the client asks for the read-write lock
-// called by the (prefixed) name key, in key's Cluster slot.
-func RWKey(key string) string { return beside(key, ":rw") }

@@ -31,7 +31,7 @@ import (
 // stores a slot again on a server that lost it, without looking at the
 // count.
 //
-// Keys: the client passes SemaphoreKey(name); a server keeps the slots and
+// Keys: the client passes "{name}:semaphore"; a server keeps the slots and
 // the count under keys of its own beside it, apart from lock keys.
 type Semaphorer interface {
 	KeyServer
@@ -53,7 +53,7 @@ type Semaphorer interface {
 	// slots on this server reaches the call, or when the watch broke (the
 	// caller should look again either way). One freed slot serves one
 	// waiter, so a server may wake only the earliest watcher by rank
-	// (keyserver.Compare) at each release, and a call granted on the
+	// (see Holder.Rank) at each release, and a call granted on the
 	// server stops being a watcher there. A slot that its holder left to
 	// expire is not announced: waiters try again by the TTL a refusal
 	// reported. A server may forget a watch that was not set again
@@ -107,8 +107,3 @@ func CheckSlot(key string, slot int) error {
 	}
 	return nil
 }
-
-// SemaphoreKey is the key under which the client asks for the semaphore
-// called by the (prefixed) name key, in key's Cluster slot as FenceKey is:
-// a lock and a semaphore of one name do not exclude each other.
-func SemaphoreKey(key string) string { return beside(key, ":semaphore") }

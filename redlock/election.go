@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -257,7 +258,7 @@ func waitAny(ctx context.Context, c *Client, d time.Duration, wake []<-chan stru
 	return ctx.Err()
 }
 
-func (e *Election) key(o *options) string { return keyserver.ElectionKey(o.keyPrefix + e.name) }
+func (e *Election) key(o *options) string { return layout.ElectionKey(o.keyPrefix + e.name) }
 
 // leaderOps are the calls of a leadership with its value.
 type leaderOps struct {

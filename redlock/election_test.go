@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/static"
 )
@@ -243,7 +244,7 @@ func TestLeaderNeedsAQuorum(t *testing.T) {
 
 	// A leader on one server only, as a campaigner cut off from the
 	// others would leave behind.
-	ok, _, err := servers[0].AcquireLeader(bg, keyserver.ElectionKey("primary"), "t", "minority", time.Minute)
+	ok, _, err := servers[0].AcquireLeader(bg, layout.ElectionKey("primary"), "t", "minority", time.Minute)
 	require.True(t, ok)
 	require.NoError(t, err)
 	_, err = e.Leader(bg)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/static"
 )
@@ -636,7 +637,7 @@ func TestTokensCarryTheCallsRank(t *testing.T) {
 		require.NoError(t, err)
 		require.Regexp(t, `^[0-9a-f]{16}\.[0-9a-f]{32}$`, tok)
 		require.True(t, strings.HasPrefix(tok, fmt.Sprintf("%016x.", began.UnixMilli())), tok)
-		require.Equal(t, string(r[:]), keyserver.RankOf(tok), "every attempt of a call carries its rank")
+		require.Equal(t, string(r[:]), layout.RankOf(tok), "every attempt of a call carries its rank")
 		require.False(t, seen[tok], "token %q drawn twice", tok)
 		seen[tok] = true
 	}
@@ -646,7 +647,7 @@ func TestTokensCarryTheCallsRank(t *testing.T) {
 	later, err := newToken(laterRank)
 	require.NoError(t, err)
 	for tok := range seen {
-		require.Equal(t, keyserver.CallerFirst, keyserver.Compare(later, tok), "a later call ranks behind")
+		require.Equal(t, keyserver.CallerFirst, layout.Compare(later, tok), "a later call ranks behind")
 		break
 	}
 }

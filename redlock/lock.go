@@ -128,7 +128,7 @@ func (l *Lock) Name() string {
 
 // Token returns the value that marks this holder's keys on the servers:
 // the time its Acquire call began and 128 random bits (see
-// keyserver.RankOf). A new one is drawn for every attempt, except after an
+// layout.RankOf). A new one is drawn for every attempt, except after an
 // attempt that kept the servers it was granted ("Split votes" in
 // docs/design.md).
 func (l *Lock) Token() string {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -102,7 +103,7 @@ func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(
 	})
 }
 
-func (m *RWMutex) key(o *options) string { return keyserver.RWKey(o.keyPrefix + m.name) }
+func (m *RWMutex) key(o *options) string { return layout.RWKey(o.keyPrefix + m.name) }
 
 // holdKind is the kind of a write hold, or of a read hold.
 func holdKind(write bool) kind {

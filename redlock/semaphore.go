@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -96,7 +97,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, ttl time.Duration, m
 	return c.acquirePrim(ctx, o, s.name, s.key(o), ttl, m, false, s.newPick())
 }
 
-func (s *Semaphore) key(o *options) string { return keyserver.SemaphoreKey(o.keyPrefix + s.name) }
+func (s *Semaphore) key(o *options) string { return layout.SemaphoreKey(o.keyPrefix + s.name) }
 
 // newPick returns the slot picker of one call.
 func (s *Semaphore) newPick() *slotPick {

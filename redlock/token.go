@@ -6,13 +6,13 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/internal/layout"
 )
 
 // rank is a call's rank, the first 25 characters of each of its tokens, by
 // which servers order waiters ("Tokens and ranks" in docs/design.md); an
 // array, so that drawing it allocates nothing.
-type rank [keyserver.RankLen]byte
+type rank [layout.RankLen]byte
 
 // newRank draws the rank of a call that began at start.
 func newRank(start time.Time) (r rank) {
@@ -29,12 +29,12 @@ func newRank(start time.Time) (r rank) {
 // come from math/rand/v2's ChaCha8, seeded by the operating system: tokens
 // must not collide, and it needs no system call.
 func newToken(r rank) (string, error) {
-	var s [keyserver.TokenLen]byte
+	var s [layout.TokenLen]byte
 	var u [12]byte
 	binary.LittleEndian.PutUint64(u[0:8], rand.Uint64())
 	binary.LittleEndian.PutUint32(u[8:12], rand.Uint32())
 	copy(s[:], r[:])
-	hex.Encode(s[keyserver.RankLen:], u[:])
+	hex.Encode(s[layout.RankLen:], u[:])
 	return string(s[:]), nil
 }
 
@@ -60,11 +60,11 @@ func (r rank) next() rank {
 
 // token returns a token of the call ranked r that no attempt draws: the
 // servers take only its rank, to put the call in line or take it out
-// (see keyserver.PromiseOf).
+// (see layout.PromiseOf).
 func (r rank) token() string {
-	var s [keyserver.TokenLen]byte
+	var s [layout.TokenLen]byte
 	copy(s[:], r[:])
-	for i := keyserver.RankLen; i < keyserver.TokenLen; i++ {
+	for i := layout.RankLen; i < layout.TokenLen; i++ {
 		s[i] = '0'
 	}
 	return string(s[:])

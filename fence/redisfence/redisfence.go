@@ -81,7 +81,7 @@ func New(pool Pool) *Guard { return &Guard{pool: pool} }
 // and any other key becomes the tag ("cart" -> "{cart}:fence-seen"); a
 // key that contains '}' without a tag of its own cannot (its slot is the
 // whole key's, the fence key's is the part before '}'), and its writes fail
-// with CROSSSLOT on a Cluster, work elsewhere. The suffix is not the lock servers' (keyserver.FenceKey), so that a guard
+// with CROSSSLOT on a Cluster, work elsewhere. The suffix is not that of the lock servers' fence counters, so that a guard
 // pointed at a lock server by mistake cannot move a lock's fence counter.
 func FenceKey(key string) string {
 	const suffix = ":fence-seen"

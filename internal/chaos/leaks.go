@@ -140,9 +140,9 @@ func checkKeys(nodes []string, gone time.Time) []Violation {
 
 // scanKeys returns each key of the node at addr that will not have expired
 // within wait, with its remaining TTL; values (tokens) are not read.
-// Fence counters (keyserver.FenceKey) are
+// Fence counters (layout.FenceKey) are
 // left out: they have no TTL by design and outlive every lock. So are the
-// lines of waiters (keyserver.LineKey) and the primitives' watchers that
+// lines of waiters (layout.LineKey) and the primitives' watchers that
 // expire within keyserver.LineTTL: a waiter whose LeaveLine a fault lost,
 // or that stopped watching a primitive without being woken, keeps its
 // place that long after it stopped waiting, as DESIGN.md's rule 9 allows,

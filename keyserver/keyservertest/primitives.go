@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -47,14 +48,14 @@ func watchOf(t *testing.T, what string, start func(context.Context, string) (<-c
 // semaphore named key.
 func semaphorer(ks keyserver.KeyServer, key string) (keyserver.Semaphorer, string, bool) {
 	ss, ok := ks.(keyserver.Semaphorer)
-	return ss, keyserver.SemaphoreKey(key), ok
+	return ss, layout.SemaphoreKey(key), ok
 }
 
 // elector returns ks as an Elector, if it is one, and the key of the
 // election named key.
 func elector(ks keyserver.KeyServer, key string) (keyserver.Elector, string, bool) {
 	es, ok := ks.(keyserver.Elector)
-	return es, keyserver.ElectionKey(key), ok
+	return es, layout.ElectionKey(key), ok
 }
 
 // permitSlotsAreLocks checks that each slot of a semaphore is held by one
@@ -179,7 +180,7 @@ func (s *suite) permitArguments(t *testing.T, ks keyserver.KeyServer, key string
 type rw struct {
 	t         *testing.T
 	rs        keyserver.RWLocker
-	key, name string // keyserver.RWKey(name), and name
+	key, name string // layout.RWKey(name), and name
 }
 
 func (r rw) read(what, token string, want bool) keyserver.Holder {
@@ -207,7 +208,7 @@ func (r rw) release(what, token string, write, want bool) {
 
 func rwLocker(t *testing.T, ks keyserver.KeyServer, key string) (rw, bool) {
 	rs, ok := ks.(keyserver.RWLocker)
-	return rw{t: t, rs: rs, key: keyserver.RWKey(key), name: key}, ok
+	return rw{t: t, rs: rs, key: layout.RWKey(key), name: key}, ok
 }
 
 // readersShareWritersExclude checks the modes: readers together, a

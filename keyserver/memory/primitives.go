@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -30,7 +31,7 @@ type semaphore struct {
 }
 
 // rwHolds is one read-write key: its writer or its readers, and the marks
-// of writers waiting (by keyserver.WaiterOf) with their expiry.
+// of writers waiting (by layout.WaiterOf) with their expiry.
 type rwHolds struct {
 	writer  entry
 	readers map[string]time.Time
@@ -256,7 +257,7 @@ func (s *Server) AcquireWrite(ctx context.Context, key, token string, ttl time.D
 	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		h := s.rwMake(key)
 		now := s.now()
-		w := keyserver.WaiterOf(token)
+		w := layout.WaiterOf(token)
 		if (h.writer.token != "" && h.writer.token != token) || len(h.readers) > 0 {
 			hd.Left = h.soonest(now)
 			if wait {

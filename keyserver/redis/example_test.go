@@ -105,7 +105,7 @@ func ExampleServer_WatchTurn() {
 	}
 	defer srv.Close()
 	ctx := context.Background()
-	// A token carries the rank of its call (see keyserver.RankOf): its
+	// A token carries the rank of its call (see layout.RankOf): its
 	// place in line, the same for every attempt of the call.
 	token := "0000019a2b3c4d00.0000000100000000000000000000000a"
 	for {

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
 // The waiting line of keyserver.Notifier. A key's line is a sorted set at
-// keyserver.LineKey(key) whose scores are all 0, so that its members sort
-// by their text: each is a waiter's promise (keyserver.PromiseOf), which
+// layout.LineKey(key) whose scores are all 0, so that its members sort
+// by their text: each is a waiter's promise (layout.PromiseOf), which
 // sorts by rank, then the Pub/Sub channel of the waiter's Server. It lives
 // keyserver.LineTTL after the last AcquireInLine. A release that finds
 // waiters promises the key to the first (the key holds that promise for
@@ -53,7 +54,7 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 		return false, keyserver.Holder{}, err
 	}
 	// A waiter is put in line by its promise, which a ranked token has.
-	ranked, nextRanked := keyserver.RankOf(token) != "", keyserver.RankOf(next) != ""
+	ranked, nextRanked := layout.RankOf(token) != "", layout.RankOf(next) != ""
 	if !ranked && !nextRanked { // nobody to put in line
 		return s.AcquireOrHolder(ctx, key, token, ttl)
 	}
@@ -68,7 +69,7 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 // acquireInLineTaken is AcquireInLine past its SET NX (or without one):
 // the script, which takes or keeps the places in line.
 func (s *Server) acquireInLineTaken(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
-	p, n := keyserver.PromiseOf(token), keyserver.PromiseOf(next)
+	p, n := layout.PromiseOf(token), layout.PromiseOf(next)
 	member, nextMember := "", ""
 	if p != "" {
 		member = s.sub.turnMember(p)
@@ -77,7 +78,7 @@ func (s *Server) acquireInLineTaken(ctx context.Context, key, token string, ttl 
 		nextMember = s.sub.turnMember(n)
 	}
 	cn := s.sub.joining(key, p, n) // before the places are taken: see subscriber.joinedOn
-	ok, h, err := decodeHolder(s.evalAny(ctx, "acquire", lineScript, []string{key, keyserver.LineKey(key)},
+	ok, h, err := decodeHolder(s.evalAny(ctx, "acquire", lineScript, []string{key, layout.LineKey(key)},
 		token, ms(ttl), promise(token), lineTTL, member, nextMember))
 	if err == nil {
 		if ok {
@@ -121,7 +122,7 @@ func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struc
 		return nil, nil, err
 	}
 	defer s.inflight.Done()
-	p := keyserver.PromiseOf(token)
+	p := layout.PromiseOf(token)
 	w, seen, err := s.sub.watch(ctx, key, p)
 	if err != nil {
 		return nil, nil, s.fail("watch", key, err)
@@ -145,10 +146,10 @@ func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return err
 	}
-	p := keyserver.PromiseOf(token)
+	p := layout.PromiseOf(token)
 	if p == "" {
 		return nil
 	}
-	_, err := s.eval(ctx, "leave line", leaveScript, []string{key, keyserver.LineKey(key)}, s.sub.turnMember(p), p, claimTTL, promiseLenArg)
+	_, err := s.eval(ctx, "leave line", leaveScript, []string{key, layout.LineKey(key)}, s.sub.turnMember(p), p, claimTTL, promiseLenArg)
 	return err
 }

@@ -13,10 +13,10 @@ import "embed"
 // comments are kept short, as they travel with the source.
 //
 // The lock's scripts take the lock key in KEYS[1] and, where there is
-// one, the key beside it in KEYS[2] (keyserver.LineKey or FenceKey, in
+// one, the key beside it in KEYS[2] (layout.LineKey or FenceKey, in
 // its Cluster slot); ARGV[1] is the caller's token, ARGV[2] the TTL in
 // milliseconds, and ARGV[3], where there is one, the caller's promise
-// (see promise). Numbers that Go also knows, such as keyserver.TokenLen,
+// (see promise). Numbers that Go also knows, such as layout.TokenLen,
 // are written out in the Lua; TestLuaNumbers checks them against Go's.
 
 // The lock's scripts.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -37,15 +38,15 @@ func TestLuaFilesAreTheScripts(t *testing.T) {
 // TestLuaNumbers checks the numbers the scripts write out against the Go
 // constants they stand for.
 func TestLuaNumbers(t *testing.T) {
-	const dot = 16 + 1 // where keyserver.RankOf looks for a ranked token's dot, counted from 1
-	ranked := fmt.Sprintf("#v == %d and string.byte(v, %d) == 46 and string.byte(v, -1) ~= 126", keyserver.TokenLen, dot)
+	const dot = 16 + 1 // where layout.RankOf looks for a ranked token's dot, counted from 1
+	ranked := fmt.Sprintf("#v == %d and string.byte(v, %d) == 46 and string.byte(v, -1) ~= 126", layout.TokenLen, dot)
 	rank := fmt.Sprintf(`
 	if #t == %[1]d + 1 and string.byte(t, -1) == 43 then
 		t = string.sub(t, 1, %[1]d)
 	end
 	if #t == %[1]d and string.byte(t, %[2]d) == 46 then
 		return string.sub(t, 1, %[3]d)
-	end`, keyserver.TokenLen, dot, keyserver.RankLen)
+	end`, layout.TokenLen, dot, layout.RankLen)
 	notify := []string{
 		fmt.Sprintf("string.sub(m, %d), string.sub(m, 1, %d) .. ARGV[#ARGV]", promiseLen+1, promiseLen),
 		fmt.Sprintf("string.byte(first[1], %d) == %d", promiseLen, readerMark),
@@ -161,9 +162,9 @@ func TestLuaScripts(t *testing.T) {
 	require.True(t, ok, "subscribed")
 
 	const k, line, fence = "{k}", "{k}:line", "{k}:fence"
-	holderP, callerP, waiterP := keyserver.PromiseOf(luaHolder), keyserver.PromiseOf(luaCaller), keyserver.PromiseOf(luaWaiter)
+	holderP, callerP, waiterP := layout.PromiseOf(luaHolder), layout.PromiseOf(luaCaller), layout.PromiseOf(luaWaiter)
 	callerM, waiterM := callerP+luaChannel, waiterP+luaChannel
-	earlyM := keyserver.PromiseOf(luaEarly) + luaChannel
+	earlyM := layout.PromiseOf(luaEarly) + luaChannel
 	ttl := "5000"
 	lineTTL := strconv.FormatInt(keyserver.LineTTL.Milliseconds(), 10)
 	claim := strconv.FormatInt(keyserver.ClaimTTL.Milliseconds(), 10)

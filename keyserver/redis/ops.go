@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -53,12 +54,12 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 }
 
 // AcquireFenced is Acquire, and reads key's fence counter, kept under
-// keyserver.FenceKey(key) with no TTL, in the same script.
+// layout.FenceKey(key) with no TTL, in the same script.
 func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, 0, err
 	}
-	n, err := s.eval(ctx, "acquire", fencedScript, []string{key, keyserver.FenceKey(key)}, token, ms(ttl), promise(token))
+	n, err := s.eval(ctx, "acquire", fencedScript, []string{key, layout.FenceKey(key)}, token, ms(ttl), promise(token))
 	if err != nil || n < 0 {
 		return false, 0, err
 	}
@@ -74,7 +75,7 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 	if fence > keyserver.MaxFence {
 		return 0, fmt.Errorf("%w: fence %d of key %q is above %d", keyserver.ErrInvalidArgument, fence, key, uint64(keyserver.MaxFence))
 	}
-	n, err := s.eval(ctx, "raise fence", raiseScript, []string{keyserver.FenceKey(key)}, strconv.FormatUint(fence, 10))
+	n, err := s.eval(ctx, "raise fence", raiseScript, []string{layout.FenceKey(key)}, strconv.FormatUint(fence, 10))
 	if err != nil || n < 0 {
 		return 0, err
 	}
@@ -82,10 +83,10 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 }
 
 // promise is what the scripts take for the caller's promise: the value a
-// key promised to token's call holds (keyserver.PromiseOf), or token itself
+// key promised to token's call holds (layout.PromiseOf), or token itself
 // for a token without a rank, which no promise is ever made to.
 func promise(token string) string {
-	if p := keyserver.PromiseOf(token); p != "" {
+	if p := layout.PromiseOf(token); p != "" {
 		return p
 	}
 	return token
@@ -108,6 +109,6 @@ func setWords(key, token string, ttl time.Duration) (keys, args []string) {
 
 // releaseWords are releaseScript's keys and arguments.
 func releaseWords(key, token string) (keys, args []string) {
-	w := []string{key, keyserver.LineKey(key), token, claimTTL, promiseLenArg}
+	w := []string{key, layout.LineKey(key), token, claimTTL, promiseLenArg}
 	return w[:2:2], w[2:]
 }

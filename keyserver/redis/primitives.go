@@ -7,12 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
 // The Server's semaphores, read-write locks and elections
 // (keyserver.Semaphorer, RWLocker and Elector). Each primitive lives under
-// the key the client passes (keyserver.SemaphoreKey and its kin, which
+// the key the client passes (layout.SemaphoreKey and its kin, which
 // carry a Cluster hash tag) and keys made by appending to it, in its slot:
 //
 //   - a semaphore: key, the stored permit count, which lives at least as
@@ -23,10 +24,10 @@ import (
 //     as long as its last reader; key:wait, the mark of the writer that
 //     waited last, for keyserver.WriterWaitTTL.
 //   - an election: key, a hash of t (token) and v (value) with the
-//     leader's TTL; its term counter is keyserver.FenceKey(key), which
+//     leader's TTL; its term counter is layout.FenceKey(key), which
 //     RaiseFence raises.
 //   - key:watchers, a sorted set of the watching calls: each member is
-//     the call's promise (keyserver.PromiseOf its token; a reader's ends
+//     the call's promise (layout.PromiseOf its token; a reader's ends
 //     in readerMark; primWatch for an election's watchers, which have no
 //     rank) and then the channel of its Server, so members sort by rank.
 //     A release publishes to the earliest watcher only and removes it (a
@@ -67,7 +68,7 @@ const readerMark = '}'
 // watchPromise is what stands for the call that token belongs to among a
 // primitive's watchers, and names its turns.
 func watchPromise(token string, reader bool) string {
-	p := keyserver.PromiseOf(token)
+	p := layout.PromiseOf(token)
 	if p == "" {
 		return primWatch
 	}
@@ -205,7 +206,7 @@ func (s *Server) AcquireWrite(ctx context.Context, key, token string, ttl time.D
 		return false, keyserver.Holder{}, err
 	}
 	return s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(key),
-		token, ms(ttl), flag(wait), keyserver.WaiterOf(token), ms(keyserver.WriterWaitTTL), s.watcher(key, token, false)))
+		token, ms(ttl), flag(wait), layout.WaiterOf(token), ms(keyserver.WriterWaitTTL), s.watcher(key, token, false)))
 }
 
 // hold reads the reply of readScript or writeScript.
@@ -260,7 +261,7 @@ func (s *Server) AcquireLeader(ctx context.Context, key, token, value string, tt
 	if err := checkLeader(key, token, value, ttl); err != nil {
 		return false, 0, err
 	}
-	reply, err := s.evalAny(ctx, "acquire leader", leaderScript, []string{key, keyserver.FenceKey(key), key + ":watchers"},
+	reply, err := s.evalAny(ctx, "acquire leader", leaderScript, []string{key, layout.FenceKey(key), key + ":watchers"},
 		token, value, ms(ttl), key)
 	if err != nil {
 		return false, 0, err
@@ -278,7 +279,7 @@ func (s *Server) ExtendLeader(ctx context.Context, key, token, value string, ttl
 	if err := checkLeader(key, token, value, ttl); err != nil {
 		return false, err
 	}
-	reply, err := s.evalAny(ctx, "extend leader", leaderScript, []string{key, keyserver.FenceKey(key), key + ":watchers"},
+	reply, err := s.evalAny(ctx, "extend leader", leaderScript, []string{key, layout.FenceKey(key), key + ":watchers"},
 		token, value, ms(ttl), key)
 	if err != nil {
 		return false, err

@@ -80,8 +80,8 @@
 // # Waiting in line
 //
 // A Server is a keyserver.Notifier. A key's waiters stand in a sorted set
-// at keyserver.LineKey(key), all scores 0 so that members, the waiters'
-// promises (keyserver.PromiseOf), sort by rank. A Release that finds
+// at {key}:line (beside the key, in its Cluster slot), all scores 0 so that members, the waiters'
+// promises (their rank padded with ~), sort by rank. A Release that finds
 // waiters promises the key to the first of them for keyserver.ClaimTTL and
 // publishes the promise on a channel named as the line key; a Release with
 // nobody waiting deletes the key and publishes nothing. Every transport

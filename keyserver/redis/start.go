@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/internal/startcall"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -79,7 +80,7 @@ func (st *started) first() (cmd, keys, args []string, ok bool) {
 	s, c, w := st.s, st.c, &st.words
 	switch c.Op {
 	case startcall.CallAcquire, startcall.CallAcquireOrHolder, startcall.CallAcquireInLine:
-		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || keyserver.PromiseOf(c.Next) != "" ||
+		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || layout.PromiseOf(c.Next) != "" ||
 			(c.Op != startcall.CallAcquire && s.sub.contended(c.Key)) {
 			return nil, nil, nil, false
 		}
@@ -106,7 +107,7 @@ func (st *started) first() (cmd, keys, args []string, ok bool) {
 			*w = [8]string{"EVALSHA", *d, "1", c.Key, c.Token, ms(c.TTL), promise(c.Token)}
 			return w[:3:3], w[3:4:4], w[4:7:7], true
 		}
-		*w = [8]string{"EVALSHA", *d, "2", c.Key, keyserver.LineKey(c.Key), c.Token, claimTTL, promiseLenArg}
+		*w = [8]string{"EVALSHA", *d, "2", c.Key, layout.LineKey(c.Key), c.Token, claimTTL, promiseLenArg}
 		return w[:3:3], w[3:5:5], w[5:8:8], true
 	}
 	return nil, nil, nil, false
@@ -207,7 +208,7 @@ func (st *started) acquireTaken(ctx context.Context) (a startcall.Answer) {
 	switch {
 	case c.Op == startcall.CallAcquire:
 		a.OK, a.Err = s.acquireTaken(ctx, c.Key, c.Token, c.TTL)
-	case c.Op == startcall.CallAcquireInLine && keyserver.PromiseOf(c.Token) != "":
+	case c.Op == startcall.CallAcquireInLine && layout.PromiseOf(c.Token) != "":
 		a.OK, a.Holder, a.Err = s.acquireInLineTaken(ctx, c.Key, c.Token, c.TTL, c.Next)
 	default: // AcquireInLine with nobody to put in line is AcquireOrHolder
 		a.OK, a.Holder, a.Err = s.acquireOrHolderTaken(ctx, c.Key, c.Token, c.TTL)

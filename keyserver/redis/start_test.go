@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/internal/redistest"
-	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
 )
 
@@ -139,7 +139,7 @@ func TestStartedCallStopsWhenTold(t *testing.T) {
 		t.Fatalf("answered %+v after being told to stop", a)
 	default:
 	}
-	assert.Equal(t, int64(0), do(t, node, "EXISTS", keyserver.LineKey("k")), "the script ran")
+	assert.Equal(t, int64(0), do(t, node, "EXISTS", layout.LineKey("k")), "the script ran")
 }
 
 // TestStartedCallsOfABrokenConnectionAreAnswered: calls started on a

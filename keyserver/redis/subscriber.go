@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -400,4 +401,4 @@ func (s *subscriber) turnMember(promise string) string {
 
 // promiseLen is the length of a promise, where a line member's channel
 // begins and a turn's key does.
-const promiseLen = keyserver.TokenLen
+const promiseLen = layout.TokenLen

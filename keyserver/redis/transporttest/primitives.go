@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
 )
@@ -15,7 +16,7 @@ func (s *suite) primitiveCommandCounts(t *testing.T) {
 	n := node(t)
 	srv := s.server(t, Target{Addr: n.Addr()})
 	c := counter{t, n}
-	sem, rw := keyserver.SemaphoreKey("counted"), keyserver.RWKey("counted")
+	sem, rw := layout.SemaphoreKey("counted"), layout.RWKey("counted")
 	tok := ranked(1, 1)
 	steps := []struct {
 		name string
@@ -62,7 +63,7 @@ func (s *suite) primitiveCommandCounts(t *testing.T) {
 func (s *suite) releaseWakesOneWatcher(t *testing.T) {
 	n := node(t)
 	a, b := s.server(t, Target{Addr: n.Addr()}), s.server(t, Target{Addr: n.Addr()})
-	sem := keyserver.SemaphoreKey("woken")
+	sem := layout.SemaphoreKey("woken")
 	take := func(srv *redis.Server, token string, d time.Duration, want bool) {
 		t.Helper()
 		ok, _, err := srv.AcquirePermit(bg, sem, 1, 0, token, d)
@@ -110,7 +111,7 @@ func (s *suite) releaseWakesOneWatcher(t *testing.T) {
 		t.Errorf("a release woke the second watcher too; one freed slot serves one waiter")
 	}
 
-	rw := keyserver.RWKey("woken")
+	rw := layout.RWKey("woken")
 	writer, r1, r2, w := ranked(6, 1), ranked(7, 1), ranked(8, 1), ranked(9, 1)
 	want(t, "AcquireWrite(writer)", true)(func() (bool, error) { ok, _, err := a.AcquireWrite(bg, rw, writer, ttl, false); return ok, err }())
 	watchHolds := func(srv *redis.Server, token string, write bool) <-chan struct{} {

@@ -1,6 +1,10 @@
-package keyserver
+package layout
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
 
 func TestFenceKeyKeepsTheSlot(t *testing.T) {
 	for key, want := range map[string]string{
@@ -36,13 +40,13 @@ func TestCompare(t *testing.T) {
 	)
 	for _, c := range []struct {
 		holder, caller string
-		want           Order
+		want           keyserver.Order
 	}{
-		{early, late, HolderFirst},
-		{late, early, CallerFirst},
-		{early, early, Unranked},
-		{early, "b", Unranked},
-		{"a", late, Unranked},
+		{early, late, keyserver.HolderFirst},
+		{late, early, keyserver.CallerFirst},
+		{early, early, keyserver.Unranked},
+		{early, "b", keyserver.Unranked},
+		{"a", late, keyserver.Unranked},
 	} {
 		if got := Compare(c.holder, c.caller); got != c.want {
 			t.Errorf("Compare(%q, %q) = %d, want %d", c.holder, c.caller, got, c.want)

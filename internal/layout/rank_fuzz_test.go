@@ -1,6 +1,7 @@
-package keyserver
+package layout
 
 import (
+	"github.com/goredlock/goredlock/keyserver"
 	"strings"
 	"testing"
 )
@@ -18,7 +19,7 @@ func FuzzRanks(f *testing.F) {
 	} {
 		f.Add(seed[0], seed[1])
 	}
-	opposite := map[Order]Order{Unranked: Unranked, HolderFirst: CallerFirst, CallerFirst: HolderFirst}
+	opposite := map[keyserver.Order]keyserver.Order{keyserver.Unranked: keyserver.Unranked, keyserver.HolderFirst: keyserver.CallerFirst, keyserver.CallerFirst: keyserver.HolderFirst}
 	f.Fuzz(func(t *testing.T, a, b string) {
 		if got, want := Compare(b, a), opposite[Compare(a, b)]; got != want {
 			t.Fatalf("Compare(%q, %q) = %d but Compare(%q, %q) = %d", a, b, Compare(a, b), b, a, got)
@@ -30,7 +31,7 @@ func FuzzRanks(f *testing.F) {
 		if p == "" {
 			return
 		}
-		if RankOf(p) != RankOf(a) || Compare(p, a) != Unranked {
+		if RankOf(p) != RankOf(a) || Compare(p, a) != keyserver.Unranked {
 			t.Fatalf("the promise %q of %q does not carry its rank", p, a)
 		}
 		if !strings.HasSuffix(p, "~") {

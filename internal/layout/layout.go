@@ -1,0 +1,112 @@
+// Package layout is the layout of the redlock client's tokens and of the
+// keys it asks key servers for: the rank a token carries, the promise a
+// Notifier stores, and the keys of a lock's fence counter and line and of
+// the primitives. The client and this module's key servers share it; a
+// third-party key server reads the rules in package keyserver's docs.
+package layout
+
+import (
+	"strings"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// Compare ranks the token holding a key against a caller's token, by the
+// rule every Notifier applies.
+func Compare(holder, caller string) keyserver.Order {
+	h, c := RankOf(holder), RankOf(caller)
+	switch {
+	case h == "" || c == "" || h == c:
+		return keyserver.Unranked
+	case h < c:
+		return keyserver.HolderFirst
+	}
+	return keyserver.CallerFirst
+}
+
+// RankLen is the length of a rank; TokenLen that of a token carrying one.
+const (
+	RankLen  = 25
+	TokenLen = 49
+)
+
+// RankOf returns the rank that token carries, or "" if it carries none.
+//
+// The redlock client's tokens are 16 hexadecimal digits of the time its
+// Acquire call began (Unix milliseconds), a dot, and 32 random hexadecimal
+// digits, of which the first 8 are drawn once per call and the rest once
+// per attempt. Their rank is the first 25 characters: the time and the
+// call's 8 random digits, so that ranks compare as strings, earliest
+// first, two calls in the same millisecond still differ, and the attempts
+// of one call share a rank. A token is taken to carry a rank when it is
+// TokenLen long with a dot at index 16; Redis key servers apply the same
+// rule in Lua. Servers compare ranks and report only the order (see
+// Compare): a refusal tells nothing of the holder's token.
+func RankOf(token string) string {
+	if len(token) != TokenLen || token[16] != '.' {
+		return ""
+	}
+	return token[:RankLen]
+}
+
+// PromiseOf is the value a Notifier stores in a key promised to the call
+// that token belongs to: its rank padded with '~' to a token's length, so
+// that it compares (RankOf, Compare) as that call and can never equal a
+// token, whose digits are hexadecimal. It is "" for a token that carries no
+// rank. It is also the member that stands for the call in a Redis key
+// server's line, where members sort by rank.
+func PromiseOf(token string) string {
+	r := RankOf(token)
+	if r == "" {
+		return ""
+	}
+	var p [TokenLen]byte
+	copy(p[:], r)
+	for i := RankLen; i < TokenLen; i++ {
+		p[i] = '~'
+	}
+	return string(p[:])
+}
+
+// WaiterOf is the mark a waiting writer leaves: its token's rank, or the
+// token itself when it carries none.
+func WaiterOf(token string) string {
+	if r := RankOf(token); r != "" {
+		return r
+	}
+	return token
+}
+
+// RWKey is the key under which the client asks for the read-write lock
+// called by the (prefixed) name key, in key's Cluster slot.
+func RWKey(key string) string { return beside(key, ":rw") }
+
+// ElectionKey is the key under which the client asks for the election
+// called by the (prefixed) name key, in key's Cluster slot.
+func ElectionKey(key string) string { return beside(key, ":election") }
+
+// SemaphoreKey is the key under which the client asks for the semaphore
+// called by the (prefixed) name key, in key's Cluster slot as FenceKey is:
+// a lock and a semaphore of one name do not exclude each other.
+func SemaphoreKey(key string) string { return beside(key, ":semaphore") }
+
+// FenceKey is the key that holds the fence counter of the lock key key. In
+// a Redis Cluster it hashes to key's slot: a key with a hash tag keeps it,
+// and any other key becomes the tag, so that one script can touch both
+// (a key that contains '}' without a tag of its own cannot, and its fenced
+// calls fail with CROSSSLOT).
+func FenceKey(key string) string { return beside(key, ":fence") }
+
+// LineKey is the key that holds the line of waiters of the lock key key on
+// a Redis key server (see Notifier), in key's Cluster slot as FenceKey is.
+func LineKey(key string) string { return beside(key, ":line") }
+
+// beside names a key that belongs to key, in key's Cluster slot.
+func beside(key, suffix string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key + suffix // key's own tag
+		}
+	}
+	return "{" + key + "}" + suffix
+}
