@@ -110,3 +110,9 @@ func beside(key, suffix string) string {
 	}
 	return "{" + key + "}" + suffix
 }
+
+// DelayKey is the key whose TTL is a lock's lock-delay on a server (see
+// redlock.WithLockDelay): set beside the lock key with its TTL plus the
+// delay, deleted by a clean release, so that a lock that expired keeps
+// its name from being granted until the delay has passed there.
+func DelayKey(key string) string { return beside(key, ":delay") }
