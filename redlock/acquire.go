@@ -232,12 +232,12 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	elapsed := c.clock.Since(start)
 	dup := c.identities.failed() // two servers found to be one store: no grant counts
 	granted := dup == nil && t.won() && validity(a.b.ttl, elapsed, o.driftFactor) > a.b.margin
-	var fence uint64
+	var fences []uint64
 	if granted && a.fenced {
-		// The token is drawn while the keys are held, before the verdict:
-		// a failure undoes the grant like any other.
+		// The tokens are drawn while the keys are held, before the
+		// verdict: a failure undoes the grant like any other.
 		var ft tally
-		if fence, ft = c.fence(ctx, a.name, a.key, a.b.timeout, t.maxN); fence == 0 {
+		if fences, ft = a.drawFences(ctx, t.maxN); fences == nil {
 			granted, t = false, ft
 		}
 		elapsed = c.clock.Since(start)
@@ -254,8 +254,11 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	case !granted:
 		return nil, nil
 	}
-	return newLock(c, o, grant{name: a.name, key: a.key, token: a.token, b: a.b, start: start, tails: res.tails(),
-		fence: fence, ctx: ctx, prim: a.ops}), nil
+	g := grant{name: a.name, key: a.key, token: a.token, b: a.b, start: start, tails: res.tails(), ctx: ctx, prim: a.ops}
+	if len(fences) > 0 {
+		g.fence, g.fences = fences[0], fences
+	}
+	return newLock(c, o, g), nil
 }
 
 // fan is the next attempt's call to every server: with the token the call
@@ -290,7 +293,8 @@ func (a *acquisition) fan() (fan, error) {
 				f.next = r.token()
 			}
 		}
-	case a.mode == skips:
+	}
+	if a.mode == skips && !a.fenced {
 		f.rule = untilKnownHeld
 	}
 	return f, nil

@@ -206,6 +206,7 @@ const (
 	readKind
 	writeKind
 	leaderKind
+	setKind
 )
 
 // kindOf returns the kind of hold that p, a primitive or the calls of
@@ -221,6 +222,8 @@ func kindOf(p any) kind {
 		return readKind
 	case *leaderOps:
 		return leaderKind
+	case *setOps:
+		return setKind
 	}
 	return lockKind
 }
@@ -234,6 +237,8 @@ func (k kind) primitive() string {
 		return "read-write lock"
 	case leaderKind:
 		return "election"
+	case setKind:
+		return "set of locks"
 	}
 	return "lock"
 }
@@ -251,6 +256,8 @@ func (k kind) of(name string) string {
 		return fmt.Sprintf("write hold of read-write lock %q", name)
 	case leaderKind:
 		return fmt.Sprintf("leadership of election %q", name)
+	case setKind:
+		return fmt.Sprintf("locks %q", name)
 	}
 	return fmt.Sprintf("lock %q", name)
 }

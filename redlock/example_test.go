@@ -243,3 +243,24 @@ func ExampleClient_CheckFence() {
 	// before the next grant: true
 	// after the next grant: false
 }
+
+func ExampleClient_AcquireAll() {
+	client, closeServers := newClient(redlock.WithFencing())
+	defer closeServers()
+	ctx := context.Background()
+
+	// Both accounts or neither: no other call holds either while this one
+	// moves money between them, and calls that name them in the other
+	// order cannot deadlock with it.
+	lock, err := client.AcquireAll(ctx, []string{"account:alice", "account:bob"}, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lock.Release(ctx)
+	for _, name := range lock.Names() {
+		fmt.Println(name, "fence", lock.FenceOf(name))
+	}
+	// Output:
+	// account:alice fence 1
+	// account:bob fence 1
+}

@@ -20,7 +20,8 @@ func WithFencing() ClientOption {
 
 // Fence returns the lock's fencing token: greater than the token of every
 // earlier grant of the lock's name, and kept by Extend. It is 0 unless the
-// client was made WithFencing.
+// client was made WithFencing. For a set of names it is the first name's
+// (see FenceOf).
 func (l *Lock) Fence() uint64 {
 	if l.zero() {
 		return 0
@@ -115,4 +116,24 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 	// server with the quorum that answered; and the grant that drew fence
 	// wrote it to one, so a lower maximum means fence was never issued.
 	return t.maxN == fence, nil
+}
+
+// drawFences draws the fencing token of each key the call holds: its own
+// key, whose acquisition read at most hint from the counters, or each key
+// of a set, whose acquisition read none. It returns nil, and the failed
+// round's votes, when one was not written to a quorum.
+func (a *acquisition) drawFences(ctx context.Context, hint uint64) ([]uint64, tally) {
+	keys := []string{a.key}
+	if fk, ok := a.p.(interface{ fenceKeys() []string }); ok {
+		keys = fk.fenceKeys()
+		hint = 0
+	}
+	fences := make([]uint64, len(keys))
+	var t tally
+	for i, k := range keys {
+		if fences[i], t = a.c.fence(ctx, a.name, k, a.b.timeout, hint); fences[i] == 0 {
+			return nil, t
+		}
+	}
+	return fences, t
 }

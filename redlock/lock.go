@@ -26,6 +26,10 @@ type Lock struct {
 	key   string
 	token string
 	fence uint64 // 0 without WithFencing; never changes
+	// names and fences are a set's (AcquireAll), in the order given; nil
+	// for a single name.
+	names  []string
+	fences []uint64
 	// prim makes the calls of a primitive's hold; nil for a lock.
 	prim primOps
 	// callCtx is the acquiring call's context without its cancellation,
@@ -67,12 +71,19 @@ type grant struct {
 	start            time.Time // of the winning attempt
 	tails            tails     // its calls, per server
 	fence            uint64
+	fences           []uint64        // a set's, one per name
 	ctx              context.Context // the acquiring call's
 	prim             primOps
 }
 
 func newLock(c *Client, o *options, g grant) *Lock {
 	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.start, tails: g.tails, fence: g.fence, prim: g.prim}
+	if so, ok := g.prim.(*setOps); ok {
+		l.names, l.fences = so.names, g.fences
+		if l.fences == nil {
+			l.fences = make([]uint64, len(so.names))
+		}
+	}
 	if c.hooks.Lost != nil || c.hooks.AtRisk != nil {
 		l.callCtx = context.WithoutCancel(g.ctx)
 	}
@@ -118,7 +129,8 @@ func (l *Lock) setValidity(start time.Time, b budget) {
 	l.risk.at = l.until.Add(-b.ttl / 3)
 }
 
-// Name returns the lock's name, without the client's key prefix.
+// Name returns the lock's name, without the client's key prefix; for a
+// set of names (AcquireAll), the names joined by commas (see Names).
 func (l *Lock) Name() string {
 	if l.zero() {
 		return ""

@@ -53,6 +53,7 @@ func TestLuaNumbers(t *testing.T) {
 	}
 	for file, want := range map[string][]string{
 		"acquire_or_holder.lua": {rank},
+		"acquire_all.lua":       {rank},
 		"acquire_in_line.lua":   {ranked, rank},
 		"release.lua":           {ranked},
 		"acquire_permit.lua":    {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint)},
@@ -162,6 +163,7 @@ func TestLuaScripts(t *testing.T) {
 	require.True(t, ok, "subscribed")
 
 	const k, line, fence = "{k}", "{k}:line", "{k}:fence"
+	const k2, line2 = "{k}2", "{k}2:line"
 	holderP, callerP, waiterP := layout.PromiseOf(luaHolder), layout.PromiseOf(luaCaller), layout.PromiseOf(luaWaiter)
 	callerM, waiterM := callerP+luaChannel, waiterP+luaChannel
 	earlyM := layout.PromiseOf(luaEarly) + luaChannel
@@ -256,6 +258,41 @@ func TestLuaScripts(t *testing.T) {
 		{file: "release.lua", name: "unranked, nobody in line: deleted", setup: [][]any{{"SET", k, luaUnranked, "PX", 9000}},
 			keys: []string{k, line}, args: []string{luaUnranked, claim, pLen}, want: int64(1),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", k)) }},
+
+		{file: "acquire_all.lua", name: "all free", setup: [][]any{{"SET", k2, luaCaller + "+", "PX", 9000}},
+			keys: []string{k, k2}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller, n.str("GET", k))
+				assert.Equal(t, luaCaller+"+", n.str("GET", k2), "the waiters' mark is kept")
+				n.pttlNear(t, k, 5000)
+				n.pttlNear(t, k2, 5000)
+			}},
+		{file: "acquire_all.lua", name: "one held by another: none taken", setup: [][]any{{"SET", k2, luaHolder, "PX", 9000}},
+			keys: []string{k, k2}, args: []string{luaCaller, ttl, callerP}, want: []any{about(9000), int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", k), "all or nothing")
+				assert.Equal(t, luaHolder, n.str("GET", k2))
+			}},
+		{file: "acquire_all.lua", name: "a promise to the caller is claimed", setup: [][]any{{"SET", k, callerP, "PX", 500}},
+			keys: []string{k, k2}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller+"+", n.str("GET", k))
+				assert.Equal(t, luaCaller, n.str("GET", k2))
+			}},
+		{file: "acquire_all.lua", name: "a promise to another", setup: [][]any{{"SET", k2, waiterP, "PX", 500}},
+			keys: []string{k, k2}, args: []string{luaCaller, ttl, callerP}, want: []any{about(500), int64(2), int64(0)},
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", k)) }},
+		{file: "release_all.lua", name: "each key deleted or handed over", setup: [][]any{{"SET", k, luaCaller, "PX", 9000},
+			{"SET", k2, luaCaller + "+", "PX", 9000}, {"ZADD", line2, 0, waiterM}},
+			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim, pLen}, want: int64(2),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", k))
+				assert.Equal(t, waiterP, n.str("GET", k2))
+			},
+			told: []string{waiterP + k2}},
+		{file: "release_all.lua", name: "another's key is left alone", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}, {"SET", k2, luaHolder, "PX", 9000}},
+			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim, pLen}, want: int64(1),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaHolder, n.str("GET", k2)) }},
 
 		{file: "leave_line.lua", name: "in line", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, callerM}},
 			keys: []string{k, line}, args: []string{callerM, callerP, claim, pLen}, want: int64(1),

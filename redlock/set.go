@@ -1,0 +1,223 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// MaxNames bounds the names of one AcquireAll: each server takes them all
+// in one step, and every call of the lock carries them.
+const MaxNames = 64
+
+// AcquireAll takes the locks called names, all of them or none, and
+// returns one Lock that holds them all: Extend, Release, KeepAlive, Done
+// and Err act on the whole set, Names lists it and FenceOf gives each
+// name's fencing token. Each server takes the set in one atomic step, so
+// two calls for overlapping sets never hold part of them and cannot
+// deadlock, in whatever order they name them ("Several names without
+// deadlock" in docs/design.md). Quorum, validity and retries are
+// Acquire's, the validity counted from the call's start. Names are
+// deduplicated; at most MaxNames. One name is Acquire. Every server must
+// implement keyserver.SetLocker; on a Redis Cluster the names must share
+// a hash slot (a common hash tag).
+func (c *Client) AcquireAll(ctx context.Context, names []string, ttl time.Duration, opts ...Option) (l *Lock, err error) {
+	return c.acquireAllAs(ctx, "acquire_all", names, ttl, waits, opts)
+}
+
+// TryAcquireAll makes a single attempt to take every lock of names:
+// AcquireAll with no retries.
+func (c *Client) TryAcquireAll(ctx context.Context, names []string, ttl time.Duration, opts ...Option) (l *Lock, err error) {
+	return c.acquireAllAs(ctx, "try_acquire_all", names, ttl, once, opts)
+}
+
+// DoAll runs fn while holding every lock of names, as Do does for one:
+// taken as AcquireAll takes them, kept alive while fn runs, released when
+// it returns.
+func (c *Client) DoAll(ctx context.Context, names []string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
+	_, err = c.doAll(ctx, "do_all", names, ttl, fn, waits, opts)
+	return err
+}
+
+// DoAllOrSkip is DoOrSkip for a set of names: it skips, returning
+// ran=false and err=nil, when a quorum of servers answers that another
+// token holds one of them.
+func (c *Client) DoAllOrSkip(ctx context.Context, names []string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (ran bool, err error) {
+	return c.doAll(ctx, "do_all_or_skip", names, ttl, fn, skips, opts)
+}
+
+// Names returns every name the lock holds: the one of Acquire, or the set
+// of AcquireAll in the order given, without duplicates.
+func (l *Lock) Names() []string {
+	if l.zero() {
+		return nil
+	}
+	if l.names == nil {
+		return []string{l.name}
+	}
+	return slices.Clone(l.names)
+}
+
+// FenceOf returns the fencing token of one of the lock's names (see
+// Fence), 0 without fencing or for a name the lock does not hold.
+func (l *Lock) FenceOf(name string) uint64 {
+	if l.zero() {
+		return 0
+	}
+	if l.names == nil {
+		if name == l.name {
+			return l.fence
+		}
+		return 0
+	}
+	if i := slices.Index(l.names, name); i >= 0 {
+		return l.fences[i]
+	}
+	return 0
+}
+
+// acquireAllAs is AcquireAll and TryAcquireAll, reported to the hooks as
+// op.
+func (c *Client) acquireAllAs(ctx context.Context, op string, names []string, ttl time.Duration, m mode, opts []Option) (l *Lock, err error) {
+	names, err = c.checkNames(names)
+	if err != nil {
+		return nil, err
+	}
+	display := setName(names)
+	ctx = c.start(ctx, op, display)
+	defer func() { c.end(ctx, op, display, err) }()
+	o, err := c.options.with(opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquireSet(ctx, o, names, ttl, m)
+}
+
+// doAll is DoAll and DoAllOrSkip.
+func (c *Client) doAll(ctx context.Context, op string, names []string, ttl time.Duration, fn func(context.Context) error, m mode,
+	opts []Option) (ran bool, err error) {
+	names, err = c.checkNames(names)
+	if err != nil {
+		return false, err
+	}
+	display := setName(names)
+	ctx = c.start(ctx, op, display)
+	defer func() { c.end(ctx, op, display, err) }()
+	k := setKind
+	if len(names) == 1 {
+		k = lockKind
+	}
+	o, err := c.doOptions(k, names[0], ttl, fn, opts)
+	if err != nil {
+		return false, err
+	}
+	if err := c.enterDo(); err != nil {
+		return false, err
+	}
+	defer c.dos.Done()
+	l, err := c.acquireSet(ctx, o, names, ttl, m)
+	if err != nil {
+		var qe *QuorumError
+		if m == skips && errors.As(err, &qe) && qe.skip {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, c.hold(ctx, l, fn)
+}
+
+// acquireSet takes the set of checked names, or the lock of one name.
+func (c *Client) acquireSet(ctx context.Context, o *options, names []string, ttl time.Duration, m mode) (*Lock, error) {
+	if len(names) == 1 {
+		return c.acquire(ctx, o, names[0], ttl, m)
+	}
+	if err := checkTTL(o, setKind, setName(names), ttl); err != nil {
+		return nil, err
+	}
+	if err := c.checkServers("AcquireAll", "SetLocker", func(ks keyserver.KeyServer) bool {
+		_, ok := ks.(keyserver.SetLocker)
+		return ok
+	}); err != nil {
+		return nil, err
+	}
+	so := &setOps{names: names, keys: make([]string, len(names))}
+	for i, n := range names {
+		so.keys[i] = o.keyPrefix + n
+	}
+	// In-process, one queue per set: its keys, sorted and joined, name it.
+	sorted := slices.Clone(so.keys)
+	slices.Sort(sorted)
+	key := strings.Join(sorted, "\x00")
+	return c.acquireHold(ctx, o, setName(names), key, ttl, m, o.fencing, so)
+}
+
+// checkNames validates the names of a set and drops duplicates, keeping
+// the first of each.
+func (c *Client) checkNames(names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, invalidArgument("no lock names")
+	}
+	seen := make(map[string]bool, len(names))
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		switch {
+		case n == "":
+			return nil, invalidArgument("empty lock name in a set")
+		case len(n) > MaxNameLen:
+			return nil, invalidArgument("lock name of %d bytes is longer than the %d allowed", len(n), MaxNameLen)
+		case seen[n]:
+			continue
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	if len(out) > MaxNames {
+		return nil, invalidArgument("%d lock names in a set: at most %d", len(out), MaxNames)
+	}
+	return out, nil
+}
+
+// setName is how logs, errors and hooks name a set: its names, comma
+// separated.
+func setName(names []string) string { return strings.Join(names, ",") }
+
+// setOps makes the calls of a set's hold: every key in one call per
+// server (keyserver.SetLocker). It is also the set's primitive: a set's
+// waiting call has no watch to set, and tries again by the retry delay.
+type setOps struct {
+	names, keys []string
+}
+
+func (so *setOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+	sl := ks.(keyserver.SetLocker)
+	switch f.op {
+	case opAcquire:
+		return withHolder(sl.AcquireAll(ctx, so.keys, f.token, f.ttl))
+	case opExtend:
+		ok, err := sl.ExtendAll(ctx, so.keys, f.token, f.ttl)
+		return ok, 0, keyserver.Holder{}, err
+	}
+	ok, err := sl.ReleaseAll(ctx, so.keys, f.token)
+	return ok, 0, keyserver.Holder{}, err
+}
+
+// withHolder is an acquire's answer as a fan-out's call returns it.
+func withHolder(ok bool, h keyserver.Holder, err error) (bool, uint64, keyserver.Holder, error) {
+	return ok, 0, h, err
+}
+
+func (so *setOps) ops() primOps              { return so }
+func (so *setOps) again(primOps, tally) bool { return false }
+func (so *setOps) together() int             { return 1 }
+func (so *setOps) fenceKeys() []string       { return so.keys }
+func (so *setOps) watch(context.Context, keyserver.KeyServer, string, string) (<-chan struct{}, func(), error) {
+	return nil, nil, errNoWatch
+}
+
+// errNoWatch is the watch of a hold whose servers announce nothing.
+var errNoWatch = fmt.Errorf("no watch")
