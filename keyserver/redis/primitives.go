@@ -28,16 +28,23 @@ import (
 //   - key:watchers, a sorted set of the watching calls: each member is
 //     the call's promise (keyserver.PromiseOf its token; a reader's ends
 //     in readerMark; primWatch for an election's watchers, which have no
-//     rank) and then the channel of its Server, so members sort by rank.
-//     A release publishes to the earliest watcher only and removes it (a
-//     freed slot or write hold serves one waiter; if the earliest is a
-//     reader, to every watcher, as readers share); a new leader or a
-//     resignation publishes to them all. A call that is granted where it
-//     watched removes itself, and a woken watcher registers again when
-//     it watches again. The message is the member's promise and the key,
-//     which the subscriber reads as a turn of the watch (key, promise),
-//     so that watches share the Server's one Pub/Sub connection with the
-//     lines' turns and reach their own call only.
+//     rank) and then the channel of its Server, so members sort by rank;
+//     each is scored by the server's time of its last watch, and one not
+//     renewed within keyserver.LineTTL is dead and left out. A release
+//     that frees a slot or the write hold tells the earliest live watcher
+//     only (a freed slot or write hold serves one waiter; if the earliest
+//     is a reader, every watcher, as readers share), takes it out, and
+//     promises it what was freed for keyserver.ClaimTTL in key:told: a
+//     string of "<promise> <deadline ms>," for a semaphore, whose free
+//     slots AcquirePermit keeps for the calls promised one; the writer's
+//     promise for a read-write lock, which keeps readers and other
+//     writers out. A call that claims its promise, or that is granted
+//     where it watched, leaves both; a woken watcher registers again when
+//     it watches again. A new leader or a resignation tells every
+//     watcher. The message is the member's promise and the key, which
+//     the subscriber reads as a turn of the watch (key, promise), so that
+//     watches share the Server's one Pub/Sub connection with the lines'
+//     turns and reach their own call only.
 //
 // The scripts spend commands as the lock's do, since a grant's cost is
 // counted in them: an uncontended permit or write hold is a SET NX and a
@@ -122,8 +129,9 @@ func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot in
 	if err := keyserver.CheckPermit(key, permits, slot, token, ttl); err != nil {
 		return false, p, err
 	}
-	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, slot), key + ":watchers"},
-		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), s.watcher(key, token, false))
+	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, slot), key + ":watchers", key + ":told"},
+		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), s.watcher(key, token, false),
+		keyserver.PromiseOf(token))
 	if err != nil {
 		return false, p, err
 	}
@@ -155,8 +163,8 @@ func (s *Server) ReleasePermit(ctx context.Context, key string, slot int, token 
 	if err := checkSlot(key, slot, token, 0, false); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release permit", releasePermitScript, []string{slotKey(key, slot), key + ":watchers"},
-		token, key)
+	n, err := s.eval(ctx, "release permit", releasePermitScript, []string{slotKey(key, slot), key + ":watchers", key + ":told"},
+		token, lineTTL, claimTTL, key)
 	return n == 1, err
 }
 
@@ -186,7 +194,7 @@ func (s *Server) WatchPermits(ctx context.Context, key, token string) (<-chan st
 
 // rwKeys are the keys of the read-write lock key.
 func rwKeys(key string) []string {
-	return []string{key + ":w", key + ":r", key + ":wait", key + ":watchers"}
+	return []string{key + ":w", key + ":r", key + ":wait", key + ":watchers", key + ":told"}
 }
 
 // AcquireRead adds token to key's readers unless a writer holds the key or
@@ -205,7 +213,8 @@ func (s *Server) AcquireWrite(ctx context.Context, key, token string, ttl time.D
 		return false, keyserver.Holder{}, err
 	}
 	return s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(key),
-		token, ms(ttl), flag(wait), keyserver.WaiterOf(token), ms(keyserver.WriterWaitTTL), s.watcher(key, token, false)))
+		token, ms(ttl), flag(wait), keyserver.WaiterOf(token), ms(keyserver.WriterWaitTTL), s.watcher(key, token, false),
+		keyserver.PromiseOf(token)))
 }
 
 // hold reads the reply of readScript or writeScript.
@@ -242,7 +251,8 @@ func (s *Server) ReleaseHold(ctx context.Context, key, token string, write bool)
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers"}, token, flag(write), key)
+	n, err := s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers", key + ":told"},
+		token, flag(write), lineTTL, claimTTL, key)
 	return n == 1, err
 }
 
