@@ -48,6 +48,7 @@ type watch struct {
 	changed <-chan struct{}
 	stop    func()
 	at      time.Time // when it was set
+	anew    bool      // to be set anew at the next watch (see ignoreOwnUndo)
 }
 
 // renewWatches is how often a waiter sets its watches anew: a server may
@@ -68,10 +69,13 @@ func (a *acquisition) armWatches(ctx context.Context) {
 	a.watch(ctx, true)
 }
 
-// watch starts a watch of the key on every server that has none, and,
-// when renew is set, on those whose watch fired or is due to be set anew.
-// A fired watch is renewed only after the wait it ended, never before it:
-// that would swallow the change it announced.
+// watch starts a watch of the key on every server that has none or
+// whose watch is to be set anew (anew), and, when renew is set, on those
+// whose watch fired or is due to be set anew. A fired watch is renewed
+// only after the wait it ended, never before it: that would swallow the
+// change it announced. A watch is set anew before the one it replaces is
+// stopped, so that the call stays among the server's watchers (the last
+// stop of a call's watches takes it out).
 func (a *acquisition) watch(ctx context.Context, renew bool) {
 	c := a.c
 	if a.watches == nil {
@@ -80,21 +84,21 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 	now := c.clock.Now()
 	for i, ks := range c.servers {
 		w := &a.watches[i]
-		if w.changed != nil && (!renew || !closed(w.changed) && now.Sub(w.at) < renewWatches) {
+		if w.changed != nil && !w.anew && (!renew || !closed(w.changed) && now.Sub(w.at) < renewWatches) {
 			continue
 		}
-		if w.stop != nil {
-			w.stop()
-			*w = watch{}
+		old := w.stop
+		*w = watch{}
+		if !failed(a.last, i) {
+			wctx, cancel := c.clock.WithTimeout(ctx, a.timeout)
+			changed, stop, err := a.p.watch(wctx, ks, a.key, a.token)
+			cancel()
+			if err == nil {
+				*w = watch{changed: changed, stop: stop, at: now}
+			}
 		}
-		if failed(a.last, i) {
-			continue
-		}
-		wctx, cancel := c.clock.WithTimeout(ctx, a.timeout)
-		changed, stop, err := a.p.watch(wctx, ks, a.key, a.token)
-		cancel()
-		if err == nil {
-			*w = watch{changed: changed, stop: stop, at: now}
+		if old != nil {
+			old()
 		}
 	}
 }
@@ -104,10 +108,8 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 // not wake it ("How primitives wait" in docs/design.md).
 func (a *acquisition) ignoreOwnUndo(ctx context.Context) {
 	for i := range a.watches {
-		w := &a.watches[i]
-		if a.undone&bit(i) != 0 && w.stop != nil {
-			w.stop()
-			*w = watch{}
+		if a.undone&bit(i) != 0 && a.watches[i].stop != nil {
+			a.watches[i].anew = true
 		}
 	}
 	a.undone = 0

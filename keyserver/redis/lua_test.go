@@ -57,6 +57,7 @@ func TestLuaNumbers(t *testing.T) {
 		"release.lua":           {ranked},
 		"acquire_permit.lua":    {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint)},
 		"release_permit.lua":    append(promised, fmt.Sprintf("string.sub(ws[i], 1, %d)", promiseLen)),
+		"leave_watch.lua":       append(promised, fmt.Sprintf("string.byte(first, %d) == %d", promiseLen, readerMark)),
 		"release_hold.lua":      append(promised, fmt.Sprintf("string.byte(first, %d) == %d", promiseLen, readerMark), fmt.Sprintf("string.sub(first, 1, %d)", promiseLen)),
 		"acquire_leader.lua":    {tell},
 		"release_leader.lua":    {tell},
@@ -177,7 +178,9 @@ func TestLuaScripts(t *testing.T) {
 	holdK := []string{rw + ":w", rw + ":r", rw + ":watchers", rw + ":told"}
 	now := time.Now().UnixMilli() // for the watchers' scores and the promises' deadlines: the test and Redis share a clock
 	// promiseOf is one promise of a semaphore's key:told.
-	promiseOf := func(promise string, deadline int64) string { return promise + " " + strconv.FormatInt(deadline, 10) + "," }
+	promiseOf := func(promise string, deadline int64) string {
+		return promise + " " + strconv.FormatInt(deadline, 10) + ","
+	}
 
 	cases := []luaCase{
 		{file: "acquire.lua", name: "free key", keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
@@ -330,7 +333,9 @@ func TestLuaScripts(t *testing.T) {
 		{file: "acquire_permit.lua", name: "its promise, asking a held slot: refused, free slots listed",
 			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":1", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(callerP, now+400), "PX", 400}},
 			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(9000), int64(0)},
-			check: func(n luaNode, t *testing.T) { assert.Equal(t, promiseOf(callerP, now+400), n.str("GET", sem+":told"), "kept") }},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, promiseOf(callerP, now+400), n.str("GET", sem+":told"), "kept")
+			}},
 		{file: "acquire_permit.lua", name: "a lapsed promise keeps nothing",
 			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterP, now-10), "PX", 9000}},
 			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(1), int64(0)}},
@@ -452,6 +457,33 @@ func TestLuaScripts(t *testing.T) {
 			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, waiterP, n.str("GET", rw+":told")) }},
 		{file: "release_hold.lua", name: "not a reader", keys: holdK, args: []string{luaCaller, "0", lineTTL, claim, rw}, want: int64(0)},
+
+		{file: "leave_watch.lua", name: "no promise: out of the watchers", setup: [][]any{{"ZADD", sem + ":watchers", now, callerM, now, waiterM}},
+			keys: []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, "1", sem}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
+			}},
+		{file: "leave_watch.lua", name: "a semaphore's promise passed on",
+			setup: [][]any{{"ZADD", sem + ":watchers", now, waiterM, now, earlyM}, {"SET", sem + ":told", promiseOf(callerP, now+300) + promiseOf(keyserver.PromiseOf(luaEarly), now+300), "PX", 300}},
+			keys:  []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, "1", sem}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				promise := n.str("GET", sem+":told")
+				assert.True(t, strings.HasPrefix(promise, promiseOf(keyserver.PromiseOf(luaEarly), now+300)+waiterP+" "), "the caller's promise now the waiter's: %q", promise)
+				assert.Equal(t, []any{earlyM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "the one promised already passed over")
+			},
+			told: []string{waiterP + sem}},
+		{file: "leave_watch.lua", name: "a read-write lock's promise passed on",
+			setup: [][]any{{"ZADD", rw + ":watchers", now, waiterM}, {"SET", rw + ":told", callerP, "PX", 300}},
+			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, "0", rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, waiterP, n.str("GET", rw+":told")) },
+			told:  []string{waiterP + rw}},
+		{file: "leave_watch.lua", name: "another's promise stays",
+			setup: [][]any{{"ZADD", rw + ":watchers", now, callerM}, {"SET", rw + ":told", waiterP, "PX", 300}},
+			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, "0", rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, waiterP, n.str("GET", rw+":told"))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers"))
+			}},
 
 		{file: "acquire_leader.lua", name: "leads, watchers told", setup: [][]any{{"SET", el + ":fence", 4}, {"ZADD", el + ":watchers", 0, primWatch + luaChannel}},
 			keys: []string{el, el + ":fence", el + ":watchers"}, args: []string{luaCaller, "v", ttl, el}, want: []any{int64(1), int64(4)},

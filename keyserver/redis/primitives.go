@@ -105,6 +105,7 @@ var (
 	resignScript        = newScript("release_leader.lua") // ReleaseLeader
 	readLeaderScript    = newScript("read_leader.lua")    // ReadLeader
 	registerScript      = newScript("watch.lua")          // watchPrim
+	leaveWatchScript    = newScript("leave_watch.lua")    // watchPrim's stop
 )
 
 // ints reads a script's reply of integers.
@@ -129,8 +130,9 @@ func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot in
 	if err := keyserver.CheckPermit(key, permits, slot, token, ttl); err != nil {
 		return false, p, err
 	}
+	member := s.watcher(key, token, false)
 	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, slot), key + ":watchers", key + ":told"},
-		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), s.watcher(key, token, false),
+		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), member,
 		keyserver.PromiseOf(token))
 	if err != nil {
 		return false, p, err
@@ -139,6 +141,7 @@ func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot in
 	if err != nil {
 		return false, p, s.fail("acquire permit", key, err)
 	}
+	s.unwatched(key, member, n[0] == 1)
 	if n[0] < 0 {
 		return false, p, keyserver.PermitsDiffer(key, permits, int(n[1]))
 	}
@@ -189,7 +192,7 @@ func (s *Server) WatchPermits(ctx context.Context, key, token string) (<-chan st
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return nil, nil, err
 	}
-	return s.watchPrim(ctx, key, watchPromise(token, false))
+	return s.watchPrim(ctx, key, watchPromise(token, false), "1")
 }
 
 // rwKeys are the keys of the read-write lock key.
@@ -203,7 +206,10 @@ func (s *Server) AcquireRead(ctx context.Context, key, token string, ttl time.Du
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
-	return s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(key), token, ms(ttl), s.watcher(key, token, true)))
+	member := s.watcher(key, token, true)
+	ok, h, err := s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(key), token, ms(ttl), member))
+	s.unwatched(key, member, ok)
+	return ok, h, err
 }
 
 // AcquireWrite stores token as key's writer if nobody holds the key; a
@@ -212,9 +218,11 @@ func (s *Server) AcquireWrite(ctx context.Context, key, token string, ttl time.D
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
-	return s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(key),
-		token, ms(ttl), flag(wait), keyserver.WaiterOf(token), ms(keyserver.WriterWaitTTL), s.watcher(key, token, false),
-		keyserver.PromiseOf(token)))
+	member := s.watcher(key, token, false)
+	ok, h, err := s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(key),
+		token, ms(ttl), flag(wait), keyserver.WaiterOf(token), ms(keyserver.WriterWaitTTL), member, keyserver.PromiseOf(token)))
+	s.unwatched(key, member, ok)
+	return ok, h, err
 }
 
 // hold reads the reply of readScript or writeScript.
@@ -261,7 +269,7 @@ func (s *Server) WatchHolds(ctx context.Context, key, token string, write bool) 
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return nil, nil, err
 	}
-	return s.watchPrim(ctx, key, watchPromise(token, !write))
+	return s.watchPrim(ctx, key, watchPromise(token, !write), "0")
 }
 
 // AcquireLeader stores token and value as key's leader if none leads or
@@ -358,14 +366,20 @@ func text(v any) (string, bool) {
 
 // WatchLeader watches key for a change of its leader.
 func (s *Server) WatchLeader(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watchPrim(ctx, key, primWatch)
+	return s.watchPrim(ctx, key, primWatch, "")
 }
 
 // watchPrim watches the primitive key for the call that promise stands
 // for: it waits for the Server's subscription, then registers the call
 // (its promise and the Server's channel) with key's watchers, so that a
-// release after the registration reaches it.
-func (s *Server) watchPrim(ctx context.Context, key, promise string) (<-chan struct{}, func(), error) {
+// release after the registration reaches it. Its stop, ending the last
+// watch of the call here that no grant ended, takes the call out of the
+// watchers in the background (leave_watch.lua), passing on a promise
+// made to it: told once it is gone, it would keep a slot or the lock
+// from the others for a promise's time. kind is "1" for a semaphore, "0"
+// for a read-write lock, "" for an election, whose watchers have no rank
+// and are all told at once: they need no leaving.
+func (s *Server) watchPrim(ctx context.Context, key, promise, kind string) (<-chan struct{}, func(), error) {
 	if err := keyserver.CheckKey(key); err != nil {
 		return nil, nil, err
 	}
@@ -377,11 +391,32 @@ func (s *Server) watchPrim(ctx context.Context, key, promise string) (<-chan str
 	if err != nil {
 		return nil, nil, s.fail("watch", key, err)
 	}
-	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, s.sub.turnMember(promise), watchersTTL); err != nil {
+	member := s.sub.turnMember(promise)
+	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, member, watchersTTL); err != nil {
 		s.sub.stop(w)
 		return nil, nil, err
 	}
-	return w.turn, func() { s.sub.stop(w) }, nil
+	return w.turn, func() {
+		if s.sub.stop(w) && kind != "" && promise != primWatch {
+			s.leaveWatch(key, member, kind)
+		}
+	}, nil
+}
+
+// leaveWatch runs leave_watch.lua for member of key's watchers in the
+// background, bounded by a promise's time; Close waits for it.
+func (s *Server) leaveWatch(key, member, kind string) {
+	ctx, cancel := context.WithTimeout(context.Background(), keyserver.ClaimTTL)
+	if s.enter(ctx, "leave watch", key) != nil {
+		cancel()
+		return
+	}
+	go func() {
+		defer s.inflight.Done()
+		defer cancel()
+		s.eval(ctx, "leave watch", leaveWatchScript, []string{key + ":watchers", key + ":told"}, //nolint:errcheck // a watcher left behind is dead within LineTTL
+			member, lineTTL, claimTTL, kind, key)
+	}()
 }
 
 // watcher is the member a grant of token on key takes out of key's
@@ -393,4 +428,12 @@ func (s *Server) watcher(key, token string, reader bool) string {
 		return ""
 	}
 	return s.sub.turnMember(p)
+}
+
+// unwatched records a grant that took member (unless "") out of key's
+// watchers: the call's watches here then end without leaving them.
+func (s *Server) unwatched(key, member string, granted bool) {
+	if granted && member != "" {
+		s.sub.granted(key, member[:promiseLen])
+	}
 }
