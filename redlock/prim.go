@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -82,24 +83,39 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 		a.watches = make([]watch, len(c.servers))
 	}
 	now := c.clock.Now()
+	var (
+		wg  sync.WaitGroup
+		old []func()
+	)
 	for i, ks := range c.servers {
 		w := &a.watches[i]
 		if w.changed != nil && !w.anew && (!renew || !closed(w.changed) && now.Sub(w.at) < renewWatches) {
 			continue
 		}
-		old := w.stop
+		if w.stop != nil {
+			old = append(old, w.stop)
+		}
 		*w = watch{}
-		if !failed(a.last, i) {
+		if failed(a.last, i) {
+			continue
+		}
+		// Every server at once: a release that finds the call watching on
+		// some servers and not yet on others would tell another waiter
+		// there, and split the servers' promises.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			wctx, cancel := c.clock.WithTimeout(ctx, a.timeout)
 			changed, stop, err := a.p.watch(wctx, ks, a.key, a.token)
 			cancel()
 			if err == nil {
 				*w = watch{changed: changed, stop: stop, at: now}
 			}
-		}
-		if old != nil {
-			old()
-		}
+		}()
+	}
+	wg.Wait()
+	for _, stop := range old {
+		stop()
 	}
 }
 
@@ -138,10 +154,13 @@ func (a *acquisition) stopWatches() {
 	}
 }
 
-// waitForChange waits after a primitive's refused attempt until a server announces a change,
-// the soonest holder's TTL runs out, the retry delay (with jitter) or
-// renewWatches passes, or the call's patience ends; then it watches again
-// where a watch fired or is due to be set anew.
+// waitForChange waits after a primitive's refused attempt until a server
+// announces a change, the soonest holder's TTL runs out, the retry delay
+// (with jitter) or renewWatches passes, or the call's patience ends. A
+// watch that fired is set anew here, after the attempt its change led to
+// (a waiter told of its turn tries at once, as a lock's does), and the
+// call then looks again rather than wait: the server may have told
+// another waiter in between, when this one was no watcher there.
 func (a *acquisition) waitForChange(ctx context.Context) error {
 	if a.watches == nil {
 		// Watch, then look again: a release between the refusal and the
@@ -152,6 +171,14 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	a.ignoreOwnUndo(ctx)
 	if err := a.backOff(ctx); err != nil {
 		return err
+	}
+	fired := false
+	for _, w := range a.watches {
+		fired = fired || w.changed != nil && closed(w.changed)
+	}
+	a.armWatches(ctx)
+	if fired {
+		return nil
 	}
 	c := a.c
 	d := a.o.retryWait()
@@ -171,11 +198,7 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 			wake = append(wake, w.changed)
 		}
 	}
-	if err := c.clock.SleepOrWake(ctx, d, wake); err != nil {
-		return err
-	}
-	a.armWatches(ctx)
-	return nil
+	return c.clock.SleepOrWake(ctx, d, wake)
 }
 
 // checkServers refuses a primitive over servers that do not implement

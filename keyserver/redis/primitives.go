@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -192,7 +193,7 @@ func (s *Server) WatchPermits(ctx context.Context, key, token string) (<-chan st
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return nil, nil, err
 	}
-	return s.watchPrim(ctx, key, watchPromise(token, false), "1")
+	return s.watchPrim(ctx, key, watchPromise(token, false), true)
 }
 
 // rwKeys are the keys of the read-write lock key.
@@ -269,7 +270,7 @@ func (s *Server) WatchHolds(ctx context.Context, key, token string, write bool) 
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return nil, nil, err
 	}
-	return s.watchPrim(ctx, key, watchPromise(token, !write), "0")
+	return s.watchPrim(ctx, key, watchPromise(token, !write), true)
 }
 
 // AcquireLeader stores token and value as key's leader if none leads or
@@ -366,7 +367,7 @@ func text(v any) (string, bool) {
 
 // WatchLeader watches key for a change of its leader.
 func (s *Server) WatchLeader(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watchPrim(ctx, key, primWatch, "")
+	return s.watchPrim(ctx, key, primWatch, false)
 }
 
 // watchPrim watches the primitive key for the call that promise stands
@@ -376,10 +377,9 @@ func (s *Server) WatchLeader(ctx context.Context, key string) (<-chan struct{}, 
 // watch of the call here that no grant ended, takes the call out of the
 // watchers in the background (leave_watch.lua), passing on a promise
 // made to it: told once it is gone, it would keep a slot or the lock
-// from the others for a promise's time. kind is "1" for a semaphore, "0"
-// for a read-write lock, "" for an election, whose watchers have no rank
-// and are all told at once: they need no leaving.
-func (s *Server) watchPrim(ctx context.Context, key, promise, kind string) (<-chan struct{}, func(), error) {
+// from the others for a promise's time. An election's watchers (leaves
+// false) have no rank and are all told at once: they need no leaving.
+func (s *Server) watchPrim(ctx context.Context, key, promise string, leaves bool) (<-chan struct{}, func(), error) {
 	if err := keyserver.CheckKey(key); err != nil {
 		return nil, nil, err
 	}
@@ -392,20 +392,66 @@ func (s *Server) watchPrim(ctx context.Context, key, promise, kind string) (<-ch
 		return nil, nil, s.fail("watch", key, err)
 	}
 	member := s.sub.turnMember(promise)
-	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, member, watchersTTL); err != nil {
+	at := watchKey{key, promise}
+	since := firstWatches.watch(at)
+	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, member, watchersTTL, strconv.FormatInt(since, 10)); err != nil {
+		firstWatches.stop(at)
 		s.sub.stop(w)
 		return nil, nil, err
 	}
 	return w.turn, func() {
-		if s.sub.stop(w) && kind != "" && promise != primWatch {
-			s.leaveWatch(key, member, kind)
+		firstWatches.stop(at)
+		if s.sub.stop(w) && leaves && promise != primWatch {
+			s.leaveWatch(key, member)
 		}
 	}, nil
 }
 
+// firstWatches holds, per primitive key and promise, when the call first
+// watched it through any Server of this process (Unix ms), while any of
+// its watches is on: the score of its place among the key's watchers on
+// every server, which its watches renewed, or set anew after an undone
+// grant, keep. One time for all the servers, so that the servers put two
+// calls of two processes in the same order.
+var firstWatches = watchTimes{m: make(map[watchKey]*watchTime)}
+
+type watchTimes struct {
+	mu sync.Mutex
+	m  map[watchKey]*watchTime
+}
+
+type watchTime struct {
+	at      int64
+	watches int
+}
+
+// watch counts a watch of at on, and returns the time of the first.
+func (t *watchTimes) watch(at watchKey) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.m[at]
+	if w == nil {
+		w = &watchTime{at: time.Now().UnixMilli()}
+		t.m[at] = w
+	}
+	w.watches++
+	return w.at
+}
+
+// stop counts a watch of at off.
+func (t *watchTimes) stop(at watchKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w := t.m[at]; w != nil {
+		if w.watches--; w.watches <= 0 {
+			delete(t.m, at)
+		}
+	}
+}
+
 // leaveWatch runs leave_watch.lua for member of key's watchers in the
 // background, bounded by a promise's time; Close waits for it.
-func (s *Server) leaveWatch(key, member, kind string) {
+func (s *Server) leaveWatch(key, member string) {
 	ctx, cancel := context.WithTimeout(context.Background(), keyserver.ClaimTTL)
 	if s.enter(ctx, "leave watch", key) != nil {
 		cancel()
@@ -415,7 +461,7 @@ func (s *Server) leaveWatch(key, member, kind string) {
 		defer s.inflight.Done()
 		defer cancel()
 		s.eval(ctx, "leave watch", leaveWatchScript, []string{key + ":watchers", key + ":told"}, //nolint:errcheck // a watcher left behind is dead within LineTTL
-			member, lineTTL, claimTTL, kind, key)
+			member, lineTTL, claimTTL, key)
 	}()
 }
 

@@ -3,7 +3,8 @@
 -- are kept for the calls that releases promised one (see
 -- release_permit.lua).
 -- KEYS[1]: the semaphore key, its stored count; KEYS[2]: the slot's key
--- (key:N); KEYS[3]: key:watchers; KEYS[4]: key:told, the promises.
+-- (key:N); KEYS[3]: key:watchers; KEYS[4]: key:told, the promises, each
+-- '<watcher> <deadline, server ms>,'.
 -- ARGV[1]: permits; ARGV[2]: the slot; ARGV[3]: token; ARGV[4]: TTL in
 -- ms; ARGV[5]: the most free slots to list (keyserver.MaxFreeHint);
 -- ARGV[6]: the caller's watcher member, or ''; ARGV[7]: the caller's
@@ -73,18 +74,21 @@ if stored and stored ~= ARGV[1] then
 end
 
 -- The live promises: to the caller (mine), and to others (kept, each
--- keeping a free slot; the soonest lapses in claim ms).
+-- keeping a free slot; the soonest lapses in claim ms). A watcher whose
+-- promise lapsed is taken out of the watchers (see release_permit.lua).
 local mine, others, kept, claim = false, 0, '', nil
 if told then
 	local t = redis.call('TIME')
 	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-	for p, d in string.gmatch(told, '(%S+) (%d+),') do
+	for m, d in string.gmatch(told, '(%S+) (%d+),') do
 		local left = tonumber(d) - now
-		if left > 0 and p == ARGV[7] then
+		if left <= 0 then
+			redis.call('ZREM', KEYS[3], m)
+		elseif string.sub(m, 1, 49) == ARGV[7] then
 			mine = true
-		elseif left > 0 then
+		else
 			others = others + 1
-			kept = kept .. p .. ' ' .. d .. ','
+			kept = kept .. m .. ' ' .. d .. ','
 			claim = math.min(claim or left, left)
 		end
 	end
@@ -108,7 +112,7 @@ if ok then
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
 	end
 	unwatch(KEYS[3], 6)
-	if mine and kept == '' then
+	if told and kept == '' then
 		redis.call('DEL', KEYS[4])
 	elseif mine then
 		redis.call('SET', KEYS[4], kept, 'KEEPTTL')

@@ -7,7 +7,8 @@
 -- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, a ZSET of reader
 -- tokens scored by expiry (server time, ms); KEYS[3]: key:wait, the mark
 -- of the writer that waited last; KEYS[4]: key:watchers; KEYS[5]:
--- key:told, the promise of the lock to a writer.
+-- key:told, the promise of the lock to a writer ('<watcher> <deadline,
+-- server ms>,').
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: '1' if the caller will
 -- wait, else '0'; ARGV[4]: its mark (keyserver.WaiterOf); ARGV[5]: the
 -- mark's TTL in ms (keyserver.WriterWaitTTL); ARGV[6]: the caller's
@@ -60,10 +61,19 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 	return {1, 0}
 end
 if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[5]) > 0 then
+	-- A live promise to another writer keeps the lock for it; a watcher
+	-- whose promise lapsed leaves the watchers (see release_hold.lua).
 	local promised = redis.call('GET', KEYS[5])
-	if promised and promised ~= ARGV[7] then
-		redis.call('DEL', KEYS[1])
-		return refuse(redis.call('PTTL', KEYS[5]))
+	if promised then
+		local now = clock()
+		for m, d in string.gmatch(promised, '(%S+) (%d+),') do
+			if tonumber(d) <= now then
+				redis.call('ZREM', KEYS[4], m)
+			elseif string.sub(m, 1, 49) ~= ARGV[7] then
+				redis.call('DEL', KEYS[1])
+				return refuse(tonumber(d) - now)
+			end
+		end
 	end
 	local n, left = readers()
 	if n > 0 then
