@@ -49,16 +49,17 @@ func TestLuaNumbers(t *testing.T) {
 	tell := fmt.Sprintf("string.sub(m, %d), string.sub(m, 1, %d) .. ARGV[#ARGV]", promiseLen+1, promiseLen)
 	promised := []string{ // a promise is made to a ranked watcher only
 		tell,
-		fmt.Sprintf("string.byte(first, 1) ~= %d", primWatch[0]),
+		fmt.Sprintf("string.byte(m, 1) == %d", primWatch[0]),
 	}
 	for file, want := range map[string][]string{
 		"acquire_or_holder.lua": {rank},
 		"acquire_in_line.lua":   {ranked, rank},
 		"release.lua":           {ranked},
-		"acquire_permit.lua":    {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint)},
-		"release_permit.lua":    append(promised, fmt.Sprintf("string.sub(ws[i], 1, %d)", promiseLen)),
-		"leave_watch.lua":       append(promised, fmt.Sprintf("string.byte(first, %d) == %d", promiseLen, readerMark)),
-		"release_hold.lua":      append(promised, fmt.Sprintf("string.byte(first, %d) == %d", promiseLen, readerMark), fmt.Sprintf("string.sub(first, 1, %d)", promiseLen)),
+		"release_permit.lua":    promised,
+		"acquire_permit.lua":    {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint), fmt.Sprintf("string.sub(m, 1, %d) == ARGV[7]", promiseLen)},
+		"leave_watch.lua":       append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
+		"release_hold.lua":      append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
+		"acquire_write.lua":     {fmt.Sprintf("string.sub(m, 1, %d) ~= ARGV[7]", promiseLen)},
 		"acquire_leader.lua":    {tell},
 		"release_leader.lua":    {tell},
 	} {
@@ -307,38 +308,41 @@ func TestLuaScripts(t *testing.T) {
 			keys: semK, args: []string{"3", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(-1), int64(2)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1")) }},
 		{file: "acquire_permit.lua", name: "the free slot is promised to another: refused, none listed",
-			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":0", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterP, now+400), "PX", 400}},
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":0", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
 			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(400)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1"), "the slot is kept")
-				assert.Equal(t, promiseOf(waiterP, now+400), n.str("GET", sem+":told"))
+				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", sem+":told"))
 			}},
 		{file: "acquire_permit.lua", name: "a slot beside the promised one: granted",
-			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterP, now+400), "PX", 400}},
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
 			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaCaller, n.str("GET", sem+":1"))
-				assert.Equal(t, promiseOf(waiterP, now+400), n.str("GET", sem+":told"), "the other's promise stands")
+				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", sem+":told"), "the other's promise stands")
 			}},
 		{file: "acquire_permit.lua", name: "two promised, the caller's claimed: the other's stays",
-			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterP, now+400) + promiseOf(callerP, now+450), "PX", 450},
-				{"ZADD", sem + ":watchers", now, callerM}},
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+400) + promiseOf(callerM, now+450), "PX", 3000},
+				{"ZADD", sem + ":watchers", now, callerM, now, waiterM}},
 			keys: semK, args: []string{"2", "1", luaCaller, ttl, "32", callerM, callerP}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaCaller, n.str("GET", sem+":1"))
-				assert.Equal(t, promiseOf(waiterP, now+400), n.str("GET", sem+":told"))
-				n.pttlNear(t, sem+":told", 450)
-				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":watchers"), "unwatched")
+				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", sem+":told"))
+				n.pttlNear(t, sem+":told", 3000)
+				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "unwatched")
 			}},
 		{file: "acquire_permit.lua", name: "its promise, asking a held slot: refused, free slots listed",
-			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":1", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(callerP, now+400), "PX", 400}},
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":1", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(callerM, now+400), "PX", 3000}},
 			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(9000), int64(0)},
 			check: func(n luaNode, t *testing.T) {
-				assert.Equal(t, promiseOf(callerP, now+400), n.str("GET", sem+":told"), "kept")
+				assert.Equal(t, promiseOf(callerM, now+400), n.str("GET", sem+":told"), "kept")
 			}},
-		{file: "acquire_permit.lua", name: "a lapsed promise keeps nothing",
-			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterP, now-10), "PX", 9000}},
-			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(1), int64(0)}},
+		{file: "acquire_permit.lua", name: "a lapsed promise keeps nothing, its watcher taken out",
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now-10), "PX", 3000}, {"ZADD", sem + ":watchers", now, waiterM}},
+			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":watchers", sem+":told"))
+			}},
 
 		{file: "extend_permit.lua", name: "stored again, count slot+1", keys: []string{sem, sem + ":2"}, args: []string{"2", luaCaller, ttl}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
@@ -348,35 +352,37 @@ func TestLuaScripts(t *testing.T) {
 		{file: "extend_permit.lua", name: "held by another", setup: [][]any{{"SET", sem + ":2", luaHolder, "PX", 9000}},
 			keys: []string{sem, sem + ":2"}, args: []string{"2", luaCaller, ttl}, want: int64(0)},
 
-		{file: "release_permit.lua", name: "released: the earliest live watcher promised and told",
-			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", now, waiterM, now - 1000, callerM, now - 10000, earlyM}},
+		{file: "release_permit.lua", name: "released: the earliest watcher promised and told, and kept",
+			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", 2, earlyM, 1, waiterM}},
 			keys:  relK, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1"))
-				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "the told one taken out, the dead one gone")
+				assert.Equal(t, []any{waiterM, earlyM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "in the order they came")
 				promise := n.str("GET", sem+":told")
-				if assert.True(t, strings.HasPrefix(promise, callerP+" "), "promised: %q", promise) {
-					at, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(promise, callerP+" "), ","), 10, 64)
+				if assert.True(t, strings.HasPrefix(promise, waiterM+" "), "promised: %q", promise) {
+					at, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(promise, waiterM+" "), ","), 10, 64)
 					assert.InDelta(t, time.Now().UnixMilli()+keyserver.ClaimTTL.Milliseconds(), at, 1000, "deadline, server time")
 				}
-				n.pttlNear(t, sem+":told", keyserver.ClaimTTL.Milliseconds())
+				n.pttlNear(t, sem+":told", keyserver.LineTTL.Milliseconds())
 			},
-			told: []string{callerP + sem}},
-		{file: "release_permit.lua", name: "a watcher promised a slot already is passed over",
-			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", now, waiterM, now, callerM},
-				{"SET", sem + ":told", promiseOf(callerP, now+300) + promiseOf(holderP, now-5), "PX", 300}},
+			told: []string{waiterP + sem}},
+		{file: "release_permit.lua", name: "a watcher promised a slot already is passed over, one whose promise lapsed taken out",
+			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", 1, earlyM, 2, callerM, 3, waiterM},
+				{"SET", sem + ":told", promiseOf(callerM, now+300) + promiseOf(earlyM, now-5), "PX", 3000}},
 			keys: relK, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				promise := n.str("GET", sem+":told")
-				assert.True(t, strings.HasPrefix(promise, promiseOf(callerP, now+300)+waiterP+" "), "the lapsed promise dropped, the waiter's added: %q", promise)
-				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
+				assert.True(t, strings.HasPrefix(promise, promiseOf(callerM, now+300)+waiterM+" "), "the lapsed promise dropped, the waiter's added: %q", promise)
+				assert.Equal(t, []any{callerM, waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
 			},
 			told: []string{waiterP + sem}},
-		{file: "release_permit.lua", name: "no rank: told, not promised",
+		{file: "release_permit.lua", name: "no rank: told and taken out, not promised",
 			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", now, primWatch + luaChannel}},
 			keys:  relK, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
-			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":told")) },
-			told:  []string{primWatch + sem}},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":told", sem+":watchers"))
+			},
+			told: []string{primWatch + sem}},
 		{file: "release_permit.lua", name: "wrong token", setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", now, callerM}},
 			keys: relK, args: []string{luaCaller, lineTTL, claim, sem}, want: int64(0)},
 
@@ -391,9 +397,11 @@ func TestLuaScripts(t *testing.T) {
 		{file: "acquire_read.lua", name: "a writer waits", setup: [][]any{{"SET", rw + ":wait", "w", "PX", 900}},
 			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(0), about(900)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":r")) }},
-		{file: "acquire_read.lua", name: "a writer is promised the lock", setup: [][]any{{"SET", rw + ":told", waiterP, "PX", 400}},
+		{file: "acquire_read.lua", name: "a writer is promised the lock", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
 			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(0), about(400)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":r")) }},
+		{file: "acquire_read.lua", name: "a lapsed promise keeps nobody out", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now-10), "PX", 3000}},
+			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(1), int64(0)}},
 
 		{file: "acquire_write.lua", name: "granted", keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", "", callerP}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaCaller, n.str("GET", rw+":w")) }},
@@ -404,13 +412,13 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, "m", n.str("GET", rw+":wait"))
 				n.pttlNear(t, rw+":wait", 1000)
 			}},
-		{file: "acquire_write.lua", name: "promised to another writer: refused, taken back", setup: [][]any{{"SET", rw + ":told", waiterP, "PX", 400}},
+		{file: "acquire_write.lua", name: "promised to another writer: refused, taken back", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
 			keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", "", callerP}, want: []any{int64(0), about(400)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":w"), "taken back")
-				assert.Equal(t, waiterP, n.str("GET", rw+":told"))
+				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", rw+":told"))
 			}},
-		{file: "acquire_write.lua", name: "claims its promise", setup: [][]any{{"SET", rw + ":told", callerP, "PX", 400}, {"ZADD", rw + ":watchers", now, callerM}},
+		{file: "acquire_write.lua", name: "claims its promise", setup: [][]any{{"SET", rw + ":told", promiseOf(callerM, now+400), "PX", 3000}, {"ZADD", rw + ":watchers", now, callerM}},
 			keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", callerM, callerP}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaCaller, n.str("GET", rw+":w"))
@@ -423,23 +431,22 @@ func TestLuaScripts(t *testing.T) {
 		{file: "extend_hold.lua", name: "another writer", setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}},
 			keys: rwK[:3], args: []string{luaCaller, ttl, "1"}, want: int64(0)},
 
-		{file: "release_hold.lua", name: "writer, a reader first: all live told",
-			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"ZADD", rw + ":watchers", now, reader + luaChannel, now, callerM, now - 10000, earlyM}},
+		{file: "release_hold.lua", name: "writer, a reader first: all told, none promised",
+			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"ZADD", rw + ":watchers", 1, reader + luaChannel, 2, callerM}},
 			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":w"))
-				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers", rw+":told"), "a reader first: all told, none promised")
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers", rw+":told"), "a reader first: all told and taken out, none promised")
 			},
 			told: []string{reader + rw, callerP + rw}},
 		{file: "release_hold.lua", name: "writer, a writer first: promised and told",
-			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"ZADD", rw + ":watchers", now, callerM, now, waiterM}},
+			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"ZADD", rw + ":watchers", 2, callerM, 1, waiterM}},
 			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
-				assert.Equal(t, callerP, n.str("GET", rw+":told"))
-				n.pttlNear(t, rw+":told", keyserver.ClaimTTL.Milliseconds())
-				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", rw+":watchers", 0, -1)))
+				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), waiterM+" "))
+				assert.Equal(t, []any{waiterM, callerM}, plain(n.MustDo("ZRANGE", rw+":watchers", 0, -1)))
 			},
-			told: []string{callerP + rw}},
+			told: []string{waiterP + rw}},
 		{file: "release_hold.lua", name: "a reader, others still read: nobody told",
 			setup: [][]any{{"ZADD", rw + ":r", now + 9000, luaHolder, now + 9000, luaEarly}, {"ZADD", rw + ":watchers", now, callerM}},
 			keys:  holdK, args: []string{luaHolder, "0", lineTTL, claim, rw}, want: int64(1),
@@ -450,38 +457,50 @@ func TestLuaScripts(t *testing.T) {
 		{file: "release_hold.lua", name: "the last reader, an expired one left: the writer promised",
 			setup: [][]any{{"ZADD", rw + ":r", now + 9000, luaHolder, now - 10, luaEarly}, {"ZADD", rw + ":watchers", now, callerM}},
 			keys:  holdK, args: []string{luaHolder, "0", lineTTL, claim, rw}, want: int64(1),
-			check: func(n luaNode, t *testing.T) { assert.Equal(t, callerP, n.str("GET", rw+":told")) },
-			told:  []string{callerP + rw}},
+			check: func(n luaNode, t *testing.T) {
+				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), callerM+" "))
+			},
+			told: []string{callerP + rw}},
 		{file: "release_hold.lua", name: "promised already: nobody else told",
-			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"SET", rw + ":told", waiterP, "PX", 400}, {"ZADD", rw + ":watchers", now, callerM}},
+			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"SET", rw + ":told", promiseOf(waiterM, now+400), "PX", 3000}, {"ZADD", rw + ":watchers", now, callerM}},
 			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
-			check: func(n luaNode, t *testing.T) { assert.Equal(t, waiterP, n.str("GET", rw+":told")) }},
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", rw+":told")) }},
+		{file: "release_hold.lua", name: "a lapsed promise: its watcher out, the next promised",
+			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"SET", rw + ":told", promiseOf(waiterM, now-10), "PX", 3000}, {"ZADD", rw + ":watchers", 1, waiterM, 2, callerM}},
+			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), callerM+" "))
+				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", rw+":watchers", 0, -1)))
+			},
+			told: []string{callerP + rw}},
 		{file: "release_hold.lua", name: "not a reader", keys: holdK, args: []string{luaCaller, "0", lineTTL, claim, rw}, want: int64(0)},
 
 		{file: "leave_watch.lua", name: "no promise: out of the watchers", setup: [][]any{{"ZADD", sem + ":watchers", now, callerM, now, waiterM}},
-			keys: []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, "1", sem}, want: int64(1),
+			keys: []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
 			}},
 		{file: "leave_watch.lua", name: "a semaphore's promise passed on",
-			setup: [][]any{{"ZADD", sem + ":watchers", now, waiterM, now, earlyM}, {"SET", sem + ":told", promiseOf(callerP, now+300) + promiseOf(keyserver.PromiseOf(luaEarly), now+300), "PX", 300}},
-			keys:  []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, "1", sem}, want: int64(1),
+			setup: [][]any{{"ZADD", sem + ":watchers", 1, callerM, 2, earlyM, 3, waiterM}, {"SET", sem + ":told", promiseOf(callerM, now+300) + promiseOf(earlyM, now+300), "PX", 3000}},
+			keys:  []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				promise := n.str("GET", sem+":told")
-				assert.True(t, strings.HasPrefix(promise, promiseOf(keyserver.PromiseOf(luaEarly), now+300)+waiterP+" "), "the caller's promise now the waiter's: %q", promise)
-				assert.Equal(t, []any{earlyM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "the one promised already passed over")
+				assert.True(t, strings.HasPrefix(promise, promiseOf(earlyM, now+300)+waiterM+" "), "the caller's promise now the waiter's: %q", promise)
+				assert.Equal(t, []any{earlyM, waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "the one promised already passed over")
 			},
 			told: []string{waiterP + sem}},
 		{file: "leave_watch.lua", name: "a read-write lock's promise passed on",
-			setup: [][]any{{"ZADD", rw + ":watchers", now, waiterM}, {"SET", rw + ":told", callerP, "PX", 300}},
-			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, "0", rw}, want: int64(1),
-			check: func(n luaNode, t *testing.T) { assert.Equal(t, waiterP, n.str("GET", rw+":told")) },
-			told:  []string{waiterP + rw}},
-		{file: "leave_watch.lua", name: "another's promise stays",
-			setup: [][]any{{"ZADD", rw + ":watchers", now, callerM}, {"SET", rw + ":told", waiterP, "PX", 300}},
-			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, "0", rw}, want: int64(1),
+			setup: [][]any{{"ZADD", rw + ":watchers", now, waiterM}, {"SET", rw + ":told", promiseOf(callerM, now+300), "PX", 3000}},
+			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
-				assert.Equal(t, waiterP, n.str("GET", rw+":told"))
+				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), waiterM+" "))
+			},
+			told: []string{waiterP + rw}},
+		{file: "leave_watch.lua", name: "another's promise stays",
+			setup: [][]any{{"ZADD", rw + ":watchers", now, callerM}, {"SET", rw + ":told", promiseOf(waiterM, now+300), "PX", 3000}},
+			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, promiseOf(waiterM, now+300), n.str("GET", rw+":told"))
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers"))
 			}},
 
@@ -507,13 +526,10 @@ func TestLuaScripts(t *testing.T) {
 		{file: "read_leader.lua", name: "a leader", setup: [][]any{{"HSET", el, "t", luaHolder, "v", "v"}, {"PEXPIRE", el, 9000}},
 			keys: []string{el}, want: []any{luaHolder, "v", about(9000)}},
 
-		{file: "watch.lua", name: "registered, scored by the server's time", setup: [][]any{{"ZADD", sem + ":watchers", now - 2000, callerM}},
-			keys: []string{sem + ":watchers"}, args: []string{callerM, watchersTTL}, want: int64(1),
+		{file: "watch.lua", name: "registered with its score, its TTL renewed", setup: [][]any{{"ZADD", sem + ":watchers", 5, waiterM}},
+			keys: []string{sem + ":watchers"}, args: []string{callerM, watchersTTL, "7"}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
-				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
-				at, err := redigo.Int64(n.MustDo("ZSCORE", sem+":watchers", callerM), nil)
-				require.NoError(t, err)
-				assert.InDelta(t, time.Now().UnixMilli(), at, 1000, "renewed: the time of its last watch")
+				assert.Equal(t, []any{waiterM, "5", callerM, "7"}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1, "WITHSCORES")))
 				n.pttlNear(t, sem+":watchers", keyserver.LineTTL.Milliseconds())
 			}},
 	}

@@ -29,21 +29,22 @@ import (
 //   - key:watchers, a sorted set of the watching calls: each member is
 //     the call's promise (keyserver.PromiseOf its token; a reader's ends
 //     in readerMark; primWatch for an election's watchers, which have no
-//     rank) and then the channel of its Server, so members sort by rank;
-//     each is scored by the server's time of its last watch, and one not
-//     renewed within keyserver.LineTTL is dead and left out. A release
-//     that frees a slot or the write hold tells the earliest live watcher
-//     only (a freed slot or write hold serves one waiter; if the earliest
-//     is a reader, every watcher, as readers share), takes it out, and
-//     promises it what was freed for keyserver.ClaimTTL in key:told: a
-//     string of "<promise> <deadline ms>," for a semaphore, whose free
-//     slots AcquirePermit keeps for the calls promised one; the writer's
-//     promise for a read-write lock, which keeps readers and other
-//     writers out. A call that claims its promise, or that is granted
-//     where it watched, leaves both; a woken watcher registers again when
-//     it watches again. A new leader or a resignation tells every
-//     watcher. The message is the member's promise and the key, which
-//     the subscriber reads as a turn of the watch (key, promise), so that
+//     rank) and then the channel of its Server, scored by when the call
+//     first watched (firstWatches), so that the watchers are in the order
+//     they came. A release that frees a slot or the write hold tells the
+//     earliest watcher that holds no promise (if it is a reader, every
+//     watcher, and takes them out, as readers share) and promises it what
+//     was freed, for keyserver.ClaimTTL, in key:told ("<member>
+//     <deadline ms>," for each promise): AcquirePermit keeps a free slot
+//     for each promise to another call, AcquireRead and AcquireWrite keep
+//     the lock for a writer promised it. A told watcher stays a watcher:
+//     a grant where it watched takes it out, and claims its promise; a
+//     watcher whose promise lapsed unclaimed is taken out (it is gone, or
+//     too slow to keep its place); the last stop of a call's watches on a
+//     Server that no grant ended takes it out and passes on its promise
+//     (leave_watch.lua). A new leader or a resignation tells every
+//     watcher. The message is the member's promise and the key, which the
+//     subscriber reads as a turn of the watch (key, promise), so that
 //     watches share the Server's one Pub/Sub connection with the lines'
 //     turns and reach their own call only.
 //
