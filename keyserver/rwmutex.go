@@ -48,10 +48,10 @@ type RWLocker interface {
 	// WatchHolds watches key for the waiting call that token belongs to,
 	// a writer if write: changed is closed when a release of a hold of it
 	// on this server reaches the call, or when the watch broke. A server
-	// may wake only the earliest watcher by rank (see Holder.Rank) at
-	// each release, unless that is a reader: then every watcher, since
-	// readers share. A call granted on the server stops being a watcher
-	// there. A server may forget a watch that was not set again within
+	// may wake only the earliest watcher at each release (and keep the
+	// lock for it a moment: a Redis key server does), unless that is a
+	// reader: then every watcher, since readers share. A call granted on
+	// the server stops being a watcher there. A server may forget a watch that was not set again within
 	// keyserver.LineTTL, as WatchPermits may. stop ends the watch and
 	// must be called exactly once; ctx bounds only the setting up.
 	WatchHolds(ctx context.Context, key, token string, write bool) (changed <-chan struct{}, stop func(), err error)

@@ -52,10 +52,10 @@ type Semaphorer interface {
 	// token belongs to: changed is closed when a release of one of its
 	// slots on this server reaches the call, or when the watch broke (the
 	// caller should look again either way). One freed slot serves one
-	// waiter, so a server may wake only the earliest watcher by rank
-	// (see Holder.Rank) at each release, and a call granted on the
-	// server stops being a watcher there. A slot that its holder left to
-	// expire is not announced: waiters try again by the TTL a refusal
+	// waiter, so a server may wake only the earliest watcher at each
+	// release (and keep the slot for it a moment: a Redis key server
+	// does), and a call granted on the server stops being a watcher
+	// there. A slot that its holder left to expire is not announced: waiters try again by the TTL a refusal
 	// reported. A server may forget a watch that was not set again
 	// within keyserver.LineTTL: a waiter watches anew at least every
 	// LineTTL/3. stop ends the watch and must be called exactly once;

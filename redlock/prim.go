@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -48,6 +49,7 @@ type watch struct {
 	changed <-chan struct{}
 	stop    func()
 	at      time.Time // when it was set
+	anew    bool      // to be set anew at the next watch (see ignoreOwnUndo)
 }
 
 // renewWatches is how often a waiter sets its watches anew: a server may
@@ -68,34 +70,52 @@ func (a *acquisition) armWatches(ctx context.Context) {
 	a.watch(ctx, true)
 }
 
-// watch starts a watch of the key on every server that has none, and,
-// when renew is set, on those whose watch fired or is due to be set anew.
-// A fired watch is renewed only after the wait it ended, never before it:
-// that would swallow the change it announced.
+// watch starts a watch of the key on every server that has none or
+// whose watch is to be set anew (anew), and, when renew is set, on those
+// whose watch fired or is due to be set anew. A fired watch is renewed
+// only after the wait it ended, never before it: that would swallow the
+// change it announced. A watch is set anew before the one it replaces is
+// stopped, so that the call stays among the server's watchers (the last
+// stop of a call's watches takes it out).
 func (a *acquisition) watch(ctx context.Context, renew bool) {
 	c := a.c
 	if a.watches == nil {
 		a.watches = make([]watch, len(c.servers))
 	}
 	now := c.clock.Now()
+	var (
+		wg  sync.WaitGroup
+		old []func()
+	)
 	for i, ks := range c.servers {
 		w := &a.watches[i]
-		if w.changed != nil && (!renew || !closed(w.changed) && now.Sub(w.at) < renewWatches) {
+		if w.changed != nil && !w.anew && (!renew || !closed(w.changed) && now.Sub(w.at) < renewWatches) {
 			continue
 		}
 		if w.stop != nil {
-			w.stop()
-			*w = watch{}
+			old = append(old, w.stop)
 		}
+		*w = watch{}
 		if failed(a.last, i) {
 			continue
 		}
-		wctx, cancel := c.clock.WithTimeout(ctx, a.b.timeout)
-		changed, stop, err := a.p.watch(wctx, ks, a.key, a.token)
-		cancel()
-		if err == nil {
-			*w = watch{changed: changed, stop: stop, at: now}
-		}
+		// Every server at once: a release that finds the call watching on
+		// some servers and not yet on others would tell another waiter
+		// there, and split the servers' promises.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wctx, cancel := c.clock.WithTimeout(ctx, a.b.timeout)
+			changed, stop, err := a.p.watch(wctx, ks, a.key, a.token)
+			cancel()
+			if err == nil {
+				*w = watch{changed: changed, stop: stop, at: now}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, stop := range old {
+		stop()
 	}
 }
 
@@ -104,10 +124,8 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 // not wake it ("How primitives wait" in docs/design.md).
 func (a *acquisition) ignoreOwnUndo(ctx context.Context) {
 	for i := range a.watches {
-		w := &a.watches[i]
-		if a.undone&bit(i) != 0 && w.stop != nil {
-			w.stop()
-			*w = watch{}
+		if a.undone&bit(i) != 0 && a.watches[i].stop != nil {
+			a.watches[i].anew = true
 		}
 	}
 	a.undone = 0
@@ -136,10 +154,13 @@ func (a *acquisition) stopWatches() {
 	}
 }
 
-// waitForChange waits after a primitive's refused attempt until a server announces a change,
-// the soonest holder's TTL runs out, the retry delay (with jitter) or
-// renewWatches passes, or the call's patience ends; then it watches again
-// where a watch fired or is due to be set anew.
+// waitForChange waits after a primitive's refused attempt until a server
+// announces a change, the soonest holder's TTL runs out, the retry delay
+// (with jitter) or renewWatches passes, or the call's patience ends. A
+// watch that fired is set anew here, after the attempt its change led to
+// (a waiter told of its turn tries at once, as a lock's does), and the
+// call then looks again rather than wait: the server may have told
+// another waiter in between, when this one was no watcher there.
 func (a *acquisition) waitForChange(ctx context.Context) error {
 	if a.watches == nil {
 		// Watch, then look again: a release between the refusal and the
@@ -150,6 +171,14 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	a.ignoreOwnUndo(ctx)
 	if err := a.backOff(ctx); err != nil {
 		return err
+	}
+	fired := false
+	for _, w := range a.watches {
+		fired = fired || w.changed != nil && closed(w.changed)
+	}
+	a.armWatches(ctx)
+	if fired {
+		return nil
 	}
 	c := a.c
 	d := a.o.retryWait()
@@ -169,11 +198,7 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 			wake = append(wake, w.changed)
 		}
 	}
-	if err := c.clock.SleepOrWake(ctx, d, wake); err != nil {
-		return err
-	}
-	a.armWatches(ctx)
-	return nil
+	return c.clock.SleepOrWake(ctx, d, wake)
 }
 
 // checkServers refuses a primitive over servers that do not implement

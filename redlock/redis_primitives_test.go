@@ -253,3 +253,48 @@ func TestRedisLargeSemaphoreCountBindsUntilItLapses(t *testing.T) {
 		require.NoError(t, l.Release(ctx))
 	}
 }
+
+// TestRedisSemaphoreServesClientsInOrder: a semaphore of 1 permit on 3
+// real Redis nodes is held by a fourth Client while waiters of 3 Clients
+// begin 15 ms apart; once it is released, they are granted in the order
+// they began, each releasing at once. 5 rounds. The waiters poll every
+// 5 ms besides, so that a later waiter that asks first would take the
+// permit if the servers did not keep it for the earliest.
+func TestRedisSemaphoreServesClientsInOrder(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	holder := clientOn(t, cluster)
+	waiters := make([]*redlock.Client, 3)
+	for i := range waiters {
+		waiters[i] = clientOn(t, cluster, redlock.WithRetryDelay(5*time.Millisecond), redlock.WithRetryCount(-1))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for round := range 5 {
+		l, err := holder.Semaphore("ordered", 1).Acquire(ctx, 10*time.Second)
+		require.NoError(t, err)
+		var (
+			mu    sync.Mutex
+			order []int
+			wg    sync.WaitGroup
+		)
+		for i, c := range waiters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p, err := c.Semaphore("ordered", 1).Acquire(ctx, 10*time.Second)
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				assert.NoError(t, p.Release(ctx))
+			}()
+			time.Sleep(15 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond) // every waiter refused and watching
+		require.NoError(t, l.Release(ctx))
+		wg.Wait()
+		assert.Equal(t, []int{0, 1, 2}, order, "round %d: the order the waiters were granted in", round)
+	}
+}

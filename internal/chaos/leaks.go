@@ -142,8 +142,8 @@ func checkKeys(nodes []string, gone time.Time) []Violation {
 // within wait, with its remaining TTL; values (tokens) are not read.
 // Fence counters (layout.FenceKey) are
 // left out: they have no TTL by design and outlive every lock. So are the
-// lines of waiters (layout.LineKey) and the primitives' watchers that
-// expire within keyserver.LineTTL: a waiter whose LeaveLine a fault lost,
+// lines of waiters (layout.LineKey) and the primitives' watchers and
+// their promises (key:told) that expire within keyserver.LineTTL: a waiter whose LeaveLine a fault lost,
 // or that stopped watching a primitive without being woken, keeps its
 // place that long after it stopped waiting, as DESIGN.md's rule 9 allows,
 // which is longer than the locks' TTL the check waits for.
@@ -172,7 +172,7 @@ func scanKeys(addr string, wait time.Duration) ([]string, error) {
 			if pttl == -1 && strings.HasSuffix(k, ":fence") {
 				continue
 			}
-			if pttl > 0 && pttl <= keyserver.LineTTL.Milliseconds() && (strings.HasSuffix(k, ":line") || strings.HasSuffix(k, ":watchers")) {
+			if pttl > 0 && pttl <= keyserver.LineTTL.Milliseconds() && (strings.HasSuffix(k, ":line") || strings.HasSuffix(k, ":watchers") || strings.HasSuffix(k, ":told")) {
 				continue
 			}
 			keys = append(keys, fmt.Sprintf("%q (pttl %d)", k, pttl))

@@ -47,20 +47,23 @@ func TestLuaNumbers(t *testing.T) {
 	if #t == %[1]d and string.byte(t, %[2]d) == 46 then
 		return string.sub(t, 1, %[3]d)
 	end`, layout.TokenLen, dot, layout.RankLen)
-	notify := []string{
-		fmt.Sprintf("string.sub(m, %d), string.sub(m, 1, %d) .. ARGV[#ARGV]", promiseLen+1, promiseLen),
-		fmt.Sprintf("string.byte(first[1], %d) == %d", promiseLen, readerMark),
+	tell := fmt.Sprintf("string.sub(m, %d), string.sub(m, 1, %d) .. ARGV[#ARGV]", promiseLen+1, promiseLen)
+	promised := []string{ // a promise is made to a ranked watcher only
+		tell,
+		fmt.Sprintf("string.byte(m, 1) == %d", primWatch[0]),
 	}
 	for file, want := range map[string][]string{
 		"acquire_or_holder.lua": {rank},
 		"acquire_all.lua":       {rank},
 		"acquire_in_line.lua":   {ranked, rank},
 		"release.lua":           {ranked},
-		"acquire_permit.lua":    {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint)},
-		"release_permit.lua":    notify,
-		"release_hold.lua":      notify,
-		"acquire_leader.lua":    notify[:1], // notifyAll only
-		"release_leader.lua":    notify[:1],
+		"release_permit.lua":    promised,
+		"acquire_permit.lua":    {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint), fmt.Sprintf("string.sub(m, 1, %d) == ARGV[7]", promiseLen)},
+		"leave_watch.lua":       append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
+		"release_hold.lua":      append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
+		"acquire_write.lua":     {fmt.Sprintf("string.sub(m, 1, %d) ~= ARGV[7]", promiseLen)},
+		"acquire_leader.lua":    {tell},
+		"release_leader.lua":    {tell},
 	} {
 		src, err := luaFiles.ReadFile("lua/" + file)
 		require.NoError(t, err)
@@ -174,6 +177,14 @@ func TestLuaScripts(t *testing.T) {
 	reader := watchPromise(luaHolder, true) // the earliest watcher
 	const sem, rw, el = "{s}", "{rw}", "{e}"
 	rwK := rwKeys(rw)
+	semK := []string{sem, sem + ":1", sem + ":watchers", sem + ":told"}
+	relK := []string{sem + ":1", sem + ":watchers", sem + ":told"}
+	holdK := []string{rw + ":w", rw + ":r", rw + ":watchers", rw + ":told"}
+	now := time.Now().UnixMilli() // for the watchers' scores and the promises' deadlines: the test and Redis share a clock
+	// promiseOf is one promise of a semaphore's key:told.
+	promiseOf := func(promise string, deadline int64) string {
+		return promise + " " + strconv.FormatInt(deadline, 10) + ","
+	}
 
 	cases := []luaCase{
 		{file: "acquire.lua", name: "free key", keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
@@ -321,8 +332,8 @@ func TestLuaScripts(t *testing.T) {
 			keys: []string{fence}, args: []string{"5"}, want: int64(9),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, "9", n.str("GET", fence)) }},
 
-		{file: "acquire_permit.lua", name: "granted", setup: [][]any{{"ZADD", sem + ":watchers", 0, callerM}},
-			keys: []string{sem, sem + ":1", sem + ":watchers"}, args: []string{"3", "1", luaCaller, ttl, "32", callerM}, want: []any{int64(1), int64(0)},
+		{file: "acquire_permit.lua", name: "granted", setup: [][]any{{"ZADD", sem + ":watchers", now, callerM}},
+			keys: semK, args: []string{"3", "1", luaCaller, ttl, "32", callerM, callerP}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, "3", n.str("GET", sem))
 				n.pttlNear(t, sem, 5000)
@@ -330,10 +341,46 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":watchers"), "unwatched")
 			}},
 		{file: "acquire_permit.lua", name: "refused: free slots listed", setup: [][]any{{"SET", sem, 3, "PX", 9000}, {"SET", sem + ":1", luaHolder, "PX", 9000}},
-			keys: []string{sem, sem + ":1", sem + ":watchers"}, args: []string{"3", "1", luaCaller, ttl, "32", ""}, want: []any{int64(0), about(9000), int64(0), int64(2)}},
+			keys: semK, args: []string{"3", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(9000), int64(0), int64(2)}},
 		{file: "acquire_permit.lua", name: "count differs", setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":0", luaHolder, "PX", 9000}},
-			keys: []string{sem, sem + ":1", sem + ":watchers"}, args: []string{"3", "1", luaCaller, ttl, "32", ""}, want: []any{int64(-1), int64(2)},
+			keys: semK, args: []string{"3", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(-1), int64(2)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1")) }},
+		{file: "acquire_permit.lua", name: "the free slot is promised to another: refused, none listed",
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":0", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
+			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(400)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1"), "the slot is kept")
+				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", sem+":told"))
+			}},
+		{file: "acquire_permit.lua", name: "a slot beside the promised one: granted",
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
+			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller, n.str("GET", sem+":1"))
+				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", sem+":told"), "the other's promise stands")
+			}},
+		{file: "acquire_permit.lua", name: "two promised, the caller's claimed: the other's stays",
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+400) + promiseOf(callerM, now+450), "PX", 3000},
+				{"ZADD", sem + ":watchers", now, callerM, now, waiterM}},
+			keys: semK, args: []string{"2", "1", luaCaller, ttl, "32", callerM, callerP}, want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller, n.str("GET", sem+":1"))
+				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", sem+":told"))
+				n.pttlNear(t, sem+":told", 3000)
+				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "unwatched")
+			}},
+		{file: "acquire_permit.lua", name: "its promise, asking a held slot: refused, free slots listed",
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":1", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(callerM, now+400), "PX", 3000}},
+			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(9000), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, promiseOf(callerM, now+400), n.str("GET", sem+":told"), "kept")
+			}},
+		{file: "acquire_permit.lua", name: "a lapsed promise keeps nothing, its watcher taken out",
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now-10), "PX", 3000}, {"ZADD", sem + ":watchers", now, waiterM}},
+			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":watchers", sem+":told"))
+			}},
 
 		{file: "extend_permit.lua", name: "stored again, count slot+1", keys: []string{sem, sem + ":2"}, args: []string{"2", luaCaller, ttl}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
@@ -343,15 +390,39 @@ func TestLuaScripts(t *testing.T) {
 		{file: "extend_permit.lua", name: "held by another", setup: [][]any{{"SET", sem + ":2", luaHolder, "PX", 9000}},
 			keys: []string{sem, sem + ":2"}, args: []string{"2", luaCaller, ttl}, want: int64(0)},
 
-		{file: "release_permit.lua", name: "released, earliest told", setup: [][]any{{"SET", sem + ":1", luaCaller, "PX", 9000}, {"ZADD", sem + ":watchers", 0, waiterM, 0, callerM}},
-			keys: []string{sem + ":1", sem + ":watchers"}, args: []string{luaCaller, sem}, want: int64(1),
+		{file: "release_permit.lua", name: "released: the earliest watcher promised and told, and kept",
+			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", 2, earlyM, 1, waiterM}},
+			keys:  relK, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1"))
-				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
+				assert.Equal(t, []any{waiterM, earlyM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "in the order they came")
+				promise := n.str("GET", sem+":told")
+				if assert.True(t, strings.HasPrefix(promise, waiterM+" "), "promised: %q", promise) {
+					at, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(promise, waiterM+" "), ","), 10, 64)
+					assert.InDelta(t, time.Now().UnixMilli()+keyserver.ClaimTTL.Milliseconds(), at, 1000, "deadline, server time")
+				}
+				n.pttlNear(t, sem+":told", keyserver.LineTTL.Milliseconds())
 			},
-			told: []string{callerP + sem}},
-		{file: "release_permit.lua", name: "wrong token", setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}},
-			keys: []string{sem + ":1", sem + ":watchers"}, args: []string{luaCaller, sem}, want: int64(0)},
+			told: []string{waiterP + sem}},
+		{file: "release_permit.lua", name: "a watcher promised a slot already is passed over, one whose promise lapsed taken out",
+			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", 1, earlyM, 2, callerM, 3, waiterM},
+				{"SET", sem + ":told", promiseOf(callerM, now+300) + promiseOf(earlyM, now-5), "PX", 3000}},
+			keys: relK, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				promise := n.str("GET", sem+":told")
+				assert.True(t, strings.HasPrefix(promise, promiseOf(callerM, now+300)+waiterM+" "), "the lapsed promise dropped, the waiter's added: %q", promise)
+				assert.Equal(t, []any{callerM, waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
+			},
+			told: []string{waiterP + sem}},
+		{file: "release_permit.lua", name: "no rank: told and taken out, not promised",
+			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", now, primWatch + luaChannel}},
+			keys:  relK, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":told", sem+":watchers"))
+			},
+			told: []string{primWatch + sem}},
+		{file: "release_permit.lua", name: "wrong token", setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", now, callerM}},
+			keys: relK, args: []string{luaCaller, lineTTL, claim, sem}, want: int64(0)},
 
 		{file: "acquire_read.lua", name: "granted", keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) {
@@ -364,15 +435,32 @@ func TestLuaScripts(t *testing.T) {
 		{file: "acquire_read.lua", name: "a writer waits", setup: [][]any{{"SET", rw + ":wait", "w", "PX", 900}},
 			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(0), about(900)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":r")) }},
+		{file: "acquire_read.lua", name: "a writer is promised the lock", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
+			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(0), about(400)},
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":r")) }},
+		{file: "acquire_read.lua", name: "a lapsed promise keeps nobody out", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now-10), "PX", 3000}},
+			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(1), int64(0)}},
 
-		{file: "acquire_write.lua", name: "granted", keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", ""}, want: []any{int64(1), int64(0)},
+		{file: "acquire_write.lua", name: "granted", keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", "", callerP}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaCaller, n.str("GET", rw+":w")) }},
 		{file: "acquire_write.lua", name: "a reader holds: marked waiting", setup: [][]any{{"ZADD", rw + ":r", time.Now().UnixMilli() + 9000, luaHolder}},
-			keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", ""}, want: []any{int64(0), about(9000)},
+			keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", "", callerP}, want: []any{int64(0), about(9000)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":w"), "taken back")
 				assert.Equal(t, "m", n.str("GET", rw+":wait"))
 				n.pttlNear(t, rw+":wait", 1000)
+			}},
+		{file: "acquire_write.lua", name: "promised to another writer: refused, taken back", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
+			keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", "", callerP}, want: []any{int64(0), about(400)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":w"), "taken back")
+				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", rw+":told"))
+			}},
+		{file: "acquire_write.lua", name: "claims its promise", setup: [][]any{{"SET", rw + ":told", promiseOf(callerM, now+400), "PX", 3000}, {"ZADD", rw + ":watchers", now, callerM}},
+			keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", callerM, callerP}, want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller, n.str("GET", rw+":w"))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":told", rw+":watchers"))
 			}},
 
 		{file: "extend_hold.lua", name: "writer renewed", setup: [][]any{{"SET", rw + ":w", luaCaller, "PX", 100}},
@@ -381,14 +469,78 @@ func TestLuaScripts(t *testing.T) {
 		{file: "extend_hold.lua", name: "another writer", setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}},
 			keys: rwK[:3], args: []string{luaCaller, ttl, "1"}, want: int64(0)},
 
-		{file: "release_hold.lua", name: "writer, a reader first: all told", setup: [][]any{{"SET", rw + ":w", luaCaller, "PX", 9000}, {"ZADD", rw + ":watchers", 0, reader + luaChannel, 0, callerM}},
-			keys: []string{rw + ":w", rw + ":r", rw + ":watchers"}, args: []string{luaCaller, "1", rw}, want: int64(1),
+		{file: "release_hold.lua", name: "writer, a reader first: all told, none promised",
+			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"ZADD", rw + ":watchers", 1, reader + luaChannel, 2, callerM}},
+			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":w"))
-				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers"), "a reader first: all told")
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers", rw+":told"), "a reader first: all told and taken out, none promised")
 			},
-			told: []string{callerP + rw, reader + rw}},
-		{file: "release_hold.lua", name: "not a reader", keys: []string{rw + ":w", rw + ":r", rw + ":watchers"}, args: []string{luaCaller, "0", rw}, want: int64(0)},
+			told: []string{reader + rw, callerP + rw}},
+		{file: "release_hold.lua", name: "writer, a writer first: promised and told",
+			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"ZADD", rw + ":watchers", 2, callerM, 1, waiterM}},
+			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), waiterM+" "))
+				assert.Equal(t, []any{waiterM, callerM}, plain(n.MustDo("ZRANGE", rw+":watchers", 0, -1)))
+			},
+			told: []string{waiterP + rw}},
+		{file: "release_hold.lua", name: "a reader, others still read: nobody told",
+			setup: [][]any{{"ZADD", rw + ":r", now + 9000, luaHolder, now + 9000, luaEarly}, {"ZADD", rw + ":watchers", now, callerM}},
+			keys:  holdK, args: []string{luaHolder, "0", lineTTL, claim, rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, []any{luaEarly}, plain(n.MustDo("ZRANGE", rw+":r", 0, -1)))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":told"))
+			}},
+		{file: "release_hold.lua", name: "the last reader, an expired one left: the writer promised",
+			setup: [][]any{{"ZADD", rw + ":r", now + 9000, luaHolder, now - 10, luaEarly}, {"ZADD", rw + ":watchers", now, callerM}},
+			keys:  holdK, args: []string{luaHolder, "0", lineTTL, claim, rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), callerM+" "))
+			},
+			told: []string{callerP + rw}},
+		{file: "release_hold.lua", name: "promised already: nobody else told",
+			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"SET", rw + ":told", promiseOf(waiterM, now+400), "PX", 3000}, {"ZADD", rw + ":watchers", now, callerM}},
+			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", rw+":told")) }},
+		{file: "release_hold.lua", name: "a lapsed promise: its watcher out, the next promised",
+			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"SET", rw + ":told", promiseOf(waiterM, now-10), "PX", 3000}, {"ZADD", rw + ":watchers", 1, waiterM, 2, callerM}},
+			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), callerM+" "))
+				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", rw+":watchers", 0, -1)))
+			},
+			told: []string{callerP + rw}},
+		{file: "release_hold.lua", name: "not a reader", keys: holdK, args: []string{luaCaller, "0", lineTTL, claim, rw}, want: int64(0)},
+
+		{file: "leave_watch.lua", name: "no promise: out of the watchers", setup: [][]any{{"ZADD", sem + ":watchers", now, callerM, now, waiterM}},
+			keys: []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, sem}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
+			}},
+		{file: "leave_watch.lua", name: "a semaphore's promise passed on",
+			setup: [][]any{{"ZADD", sem + ":watchers", 1, callerM, 2, earlyM, 3, waiterM}, {"SET", sem + ":told", promiseOf(callerM, now+300) + promiseOf(earlyM, now+300), "PX", 3000}},
+			keys:  []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, sem}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				promise := n.str("GET", sem+":told")
+				assert.True(t, strings.HasPrefix(promise, promiseOf(earlyM, now+300)+waiterM+" "), "the caller's promise now the waiter's: %q", promise)
+				assert.Equal(t, []any{earlyM, waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "the one promised already passed over")
+			},
+			told: []string{waiterP + sem}},
+		{file: "leave_watch.lua", name: "a read-write lock's promise passed on",
+			setup: [][]any{{"ZADD", rw + ":watchers", now, waiterM}, {"SET", rw + ":told", promiseOf(callerM, now+300), "PX", 3000}},
+			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), waiterM+" "))
+			},
+			told: []string{waiterP + rw}},
+		{file: "leave_watch.lua", name: "another's promise stays",
+			setup: [][]any{{"ZADD", rw + ":watchers", now, callerM}, {"SET", rw + ":told", promiseOf(waiterM, now+300), "PX", 3000}},
+			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, promiseOf(waiterM, now+300), n.str("GET", rw+":told"))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers"))
+			}},
 
 		{file: "acquire_leader.lua", name: "leads, watchers told", setup: [][]any{{"SET", el + ":fence", 4}, {"ZADD", el + ":watchers", 0, primWatch + luaChannel}},
 			keys: []string{el, el + ":fence", el + ":watchers"}, args: []string{luaCaller, "v", ttl, el}, want: []any{int64(1), int64(4)},
@@ -412,9 +564,10 @@ func TestLuaScripts(t *testing.T) {
 		{file: "read_leader.lua", name: "a leader", setup: [][]any{{"HSET", el, "t", luaHolder, "v", "v"}, {"PEXPIRE", el, 9000}},
 			keys: []string{el}, want: []any{luaHolder, "v", about(9000)}},
 
-		{file: "watch.lua", name: "registered", keys: []string{sem + ":watchers"}, args: []string{callerM, watchersTTL}, want: int64(1),
+		{file: "watch.lua", name: "registered with its score, its TTL renewed", setup: [][]any{{"ZADD", sem + ":watchers", 5, waiterM}},
+			keys: []string{sem + ":watchers"}, args: []string{callerM, watchersTTL, "7"}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
-				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
+				assert.Equal(t, []any{waiterM, "5", callerM, "7"}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1, "WITHSCORES")))
 				n.pttlNear(t, sem+":watchers", keyserver.LineTTL.Milliseconds())
 			}},
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/internal/layout"
@@ -29,16 +30,24 @@ import (
 //   - key:watchers, a sorted set of the watching calls: each member is
 //     the call's promise (layout.PromiseOf its token; a reader's ends
 //     in readerMark; primWatch for an election's watchers, which have no
-//     rank) and then the channel of its Server, so members sort by rank.
-//     A release publishes to the earliest watcher only and removes it (a
-//     freed slot or write hold serves one waiter; if the earliest is a
-//     reader, to every watcher, as readers share); a new leader or a
-//     resignation publishes to them all. A call that is granted where it
-//     watched removes itself, and a woken watcher registers again when
-//     it watches again. The message is the member's promise and the key,
-//     which the subscriber reads as a turn of the watch (key, promise),
-//     so that watches share the Server's one Pub/Sub connection with the
-//     lines' turns and reach their own call only.
+//     rank) and then the channel of its Server, scored by when the call
+//     first watched (firstWatches), so that the watchers are in the order
+//     they came. A release that frees a slot or the write hold tells the
+//     earliest watcher that holds no promise (if it is a reader, every
+//     watcher, and takes them out, as readers share) and promises it what
+//     was freed, for keyserver.ClaimTTL, in key:told ("<member>
+//     <deadline ms>," for each promise): AcquirePermit keeps a free slot
+//     for each promise to another call, AcquireRead and AcquireWrite keep
+//     the lock for a writer promised it. A told watcher stays a watcher:
+//     a grant where it watched takes it out, and claims its promise; a
+//     watcher whose promise lapsed unclaimed is taken out (it is gone, or
+//     too slow to keep its place); the last stop of a call's watches on a
+//     Server that no grant ended takes it out and passes on its promise
+//     (leave_watch.lua). A new leader or a resignation tells every
+//     watcher. The message is the member's promise and the key, which the
+//     subscriber reads as a turn of the watch (key, promise), so that
+//     watches share the Server's one Pub/Sub connection with the lines'
+//     turns and reach their own call only.
 //
 // The scripts spend commands as the lock's do, since a grant's cost is
 // counted in them: an uncontended permit or write hold is a SET NX and a
@@ -99,6 +108,7 @@ var (
 	resignScript        = newScript("release_leader.lua") // ReleaseLeader
 	readLeaderScript    = newScript("read_leader.lua")    // ReadLeader
 	registerScript      = newScript("watch.lua")          // watchPrim
+	leaveWatchScript    = newScript("leave_watch.lua")    // watchPrim's stop
 )
 
 // ints reads a script's reply of integers.
@@ -123,8 +133,10 @@ func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot in
 	if err := keyserver.CheckPermit(key, permits, slot, token, ttl); err != nil {
 		return false, p, err
 	}
-	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, slot), key + ":watchers"},
-		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), s.watcher(key, token, false))
+	member := s.watcher(key, token, false)
+	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, slot), key + ":watchers", key + ":told"},
+		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), member,
+		layout.PromiseOf(token))
 	if err != nil {
 		return false, p, err
 	}
@@ -132,6 +144,7 @@ func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot in
 	if err != nil {
 		return false, p, s.fail("acquire permit", key, err)
 	}
+	s.unwatched(key, member, n[0] == 1)
 	if n[0] < 0 {
 		return false, p, keyserver.PermitsDiffer(key, permits, int(n[1]))
 	}
@@ -156,8 +169,8 @@ func (s *Server) ReleasePermit(ctx context.Context, key string, slot int, token 
 	if err := checkSlot(key, slot, token, 0, false); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release permit", releasePermitScript, []string{slotKey(key, slot), key + ":watchers"},
-		token, key)
+	n, err := s.eval(ctx, "release permit", releasePermitScript, []string{slotKey(key, slot), key + ":watchers", key + ":told"},
+		token, lineTTL, claimTTL, key)
 	return n == 1, err
 }
 
@@ -182,12 +195,12 @@ func (s *Server) WatchPermits(ctx context.Context, key, token string) (<-chan st
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return nil, nil, err
 	}
-	return s.watchPrim(ctx, key, watchPromise(token, false))
+	return s.watchPrim(ctx, key, watchPromise(token, false), true)
 }
 
 // rwKeys are the keys of the read-write lock key.
 func rwKeys(key string) []string {
-	return []string{key + ":w", key + ":r", key + ":wait", key + ":watchers"}
+	return []string{key + ":w", key + ":r", key + ":wait", key + ":watchers", key + ":told"}
 }
 
 // AcquireRead adds token to key's readers unless a writer holds the key or
@@ -196,7 +209,10 @@ func (s *Server) AcquireRead(ctx context.Context, key, token string, ttl time.Du
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
-	return s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(key), token, ms(ttl), s.watcher(key, token, true)))
+	member := s.watcher(key, token, true)
+	ok, h, err := s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(key), token, ms(ttl), member))
+	s.unwatched(key, member, ok)
+	return ok, h, err
 }
 
 // AcquireWrite stores token as key's writer if nobody holds the key; a
@@ -205,8 +221,11 @@ func (s *Server) AcquireWrite(ctx context.Context, key, token string, ttl time.D
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
-	return s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(key),
-		token, ms(ttl), flag(wait), layout.WaiterOf(token), ms(keyserver.WriterWaitTTL), s.watcher(key, token, false)))
+	member := s.watcher(key, token, false)
+	ok, h, err := s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(key),
+		token, ms(ttl), flag(wait), layout.WaiterOf(token), ms(keyserver.WriterWaitTTL), member, layout.PromiseOf(token)))
+	s.unwatched(key, member, ok)
+	return ok, h, err
 }
 
 // hold reads the reply of readScript or writeScript.
@@ -243,7 +262,8 @@ func (s *Server) ReleaseHold(ctx context.Context, key, token string, write bool)
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers"}, token, flag(write), key)
+	n, err := s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers", key + ":told"},
+		token, flag(write), lineTTL, claimTTL, key)
 	return n == 1, err
 }
 
@@ -252,7 +272,7 @@ func (s *Server) WatchHolds(ctx context.Context, key, token string, write bool) 
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return nil, nil, err
 	}
-	return s.watchPrim(ctx, key, watchPromise(token, !write))
+	return s.watchPrim(ctx, key, watchPromise(token, !write), true)
 }
 
 // AcquireLeader stores token and value as key's leader if none leads or
@@ -349,14 +369,19 @@ func text(v any) (string, bool) {
 
 // WatchLeader watches key for a change of its leader.
 func (s *Server) WatchLeader(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watchPrim(ctx, key, primWatch)
+	return s.watchPrim(ctx, key, primWatch, false)
 }
 
 // watchPrim watches the primitive key for the call that promise stands
 // for: it waits for the Server's subscription, then registers the call
 // (its promise and the Server's channel) with key's watchers, so that a
-// release after the registration reaches it.
-func (s *Server) watchPrim(ctx context.Context, key, promise string) (<-chan struct{}, func(), error) {
+// release after the registration reaches it. Its stop, ending the last
+// watch of the call here that no grant ended, takes the call out of the
+// watchers in the background (leave_watch.lua), passing on a promise
+// made to it: told once it is gone, it would keep a slot or the lock
+// from the others for a promise's time. An election's watchers (leaves
+// false) have no rank and are all told at once: they need no leaving.
+func (s *Server) watchPrim(ctx context.Context, key, promise string, leaves bool) (<-chan struct{}, func(), error) {
 	if err := keyserver.CheckKey(key); err != nil {
 		return nil, nil, err
 	}
@@ -368,11 +393,78 @@ func (s *Server) watchPrim(ctx context.Context, key, promise string) (<-chan str
 	if err != nil {
 		return nil, nil, s.fail("watch", key, err)
 	}
-	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, s.sub.turnMember(promise), watchersTTL); err != nil {
+	member := s.sub.turnMember(promise)
+	at := watchKey{key, promise}
+	since := firstWatches.watch(at)
+	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, member, watchersTTL, strconv.FormatInt(since, 10)); err != nil {
+		firstWatches.stop(at)
 		s.sub.stop(w)
 		return nil, nil, err
 	}
-	return w.turn, func() { s.sub.stop(w) }, nil
+	return w.turn, func() {
+		firstWatches.stop(at)
+		if s.sub.stop(w) && leaves && promise != primWatch {
+			s.leaveWatch(key, member)
+		}
+	}, nil
+}
+
+// firstWatches holds, per primitive key and promise, when the call first
+// watched it through any Server of this process (Unix ms), while any of
+// its watches is on: the score of its place among the key's watchers on
+// every server, which its watches renewed, or set anew after an undone
+// grant, keep. One time for all the servers, so that the servers put two
+// calls of two processes in the same order.
+var firstWatches = watchTimes{m: make(map[watchKey]*watchTime)}
+
+type watchTimes struct {
+	mu sync.Mutex
+	m  map[watchKey]*watchTime
+}
+
+type watchTime struct {
+	at      int64
+	watches int
+}
+
+// watch counts a watch of at on, and returns the time of the first.
+func (t *watchTimes) watch(at watchKey) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.m[at]
+	if w == nil {
+		w = &watchTime{at: time.Now().UnixMilli()}
+		t.m[at] = w
+	}
+	w.watches++
+	return w.at
+}
+
+// stop counts a watch of at off.
+func (t *watchTimes) stop(at watchKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w := t.m[at]; w != nil {
+		if w.watches--; w.watches <= 0 {
+			delete(t.m, at)
+		}
+	}
+}
+
+// leaveWatch runs leave_watch.lua for member of key's watchers in the
+// background, bounded by a promise's time; Close waits for it.
+func (s *Server) leaveWatch(key, member string) {
+	ctx, cancel := context.WithTimeout(context.Background(), keyserver.ClaimTTL)
+	if s.enter(ctx, "leave watch", key) != nil {
+		cancel()
+		return
+	}
+	go func() {
+		defer s.inflight.Done()
+		defer cancel()
+		s.eval(ctx, "leave watch", leaveWatchScript, []string{key + ":watchers", key + ":told"}, //nolint:errcheck // a watcher left behind is dead within LineTTL
+			member, lineTTL, claimTTL, key)
+	}()
 }
 
 // watcher is the member a grant of token on key takes out of key's
@@ -384,4 +476,12 @@ func (s *Server) watcher(key, token string, reader bool) string {
 		return ""
 	}
 	return s.sub.turnMember(p)
+}
+
+// unwatched records a grant that took member (unless "") out of key's
+// watchers: the call's watches here then end without leaving them.
+func (s *Server) unwatched(key, member string, granted bool) {
+	if granted && member != "" {
+		s.sub.granted(key, member[:promiseLen])
+	}
 }

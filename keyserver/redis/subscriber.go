@@ -96,6 +96,9 @@ type turnWatch struct {
 	turn    chan struct{}
 	fired   bool // turn is closed
 	stopped bool
+	// left: a grant took its call out of a primitive's watchers since
+	// the watch began (see granted).
+	left bool
 }
 
 func newSubscriber(s *Server) *subscriber {
@@ -270,18 +273,30 @@ func (s *subscriber) watching(key, promise string) bool {
 	return len(s.watches[watchKey{key, promise}]) > 0
 }
 
-// stop ends w.
-func (s *subscriber) stop(w *turnWatch) {
+// granted records that a grant took the call that promise stands for
+// out of key's watchers: its watches on now end without leaving them.
+func (s *subscriber) granted(key, promise string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watches[watchKey{key, promise}] {
+		w.left = true
+	}
+}
+
+// stop ends w. It reports whether w was the last watch of its key and
+// promise, and no grant took its call out of a primitive's watchers
+// since w began: then the call is still among them on the server.
+func (s *subscriber) stop(w *turnWatch) (last bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w.stopped {
-		return
+		return false
 	}
 	w.stopped = true
 	ws := s.watches[w.at]
 	delete(ws, w)
 	if len(ws) > 0 {
-		return
+		return false
 	}
 	delete(s.watches, w.at)
 	now := time.Now()
@@ -293,6 +308,7 @@ func (s *subscriber) stop(w *turnWatch) {
 			}
 		}
 	}
+	return !w.left
 }
 
 // conn returns the open connection, or opens one and sends its SUBSCRIBE.

@@ -1,20 +1,26 @@
 -- AcquirePermit: takes a slot of a semaphore for the token, after
--- checking the permits against the stored count.
+-- checking the permits against the stored count, unless the free slots
+-- are kept for the calls that releases promised one (see
+-- release_permit.lua).
 -- KEYS[1]: the semaphore key, its stored count; KEYS[2]: the slot's key
--- (key:N); KEYS[3]: key:watchers.
+-- (key:N); KEYS[3]: key:watchers; KEYS[4]: key:told, the promises, each
+-- '<watcher> <deadline, server ms>,'.
 -- ARGV[1]: permits; ARGV[2]: the slot; ARGV[3]: token; ARGV[4]: TTL in
 -- ms; ARGV[5]: the most free slots to list (keyserver.MaxFreeHint);
--- ARGV[6]: the caller's watcher member, or ''.
+-- ARGV[6]: the caller's watcher member, or ''; ARGV[7]: the caller's
+-- promise (keyserver.PromiseOf), or '' (no rank).
 -- Reply: {1, 0} when granted; {-1, stored} when the stored count differs
 -- while a slot is held; else {0, the soonest TTL left among the slots
--- (at least 1), free slots...}.
+-- and the promises to others (at least 1), free slots...}: none listed
+-- when the promises to others keep every free slot.
 --
 -- The count lives at least as long as every slot taken under it: set
 -- with a TTL, it needs only PEXPIRE GT. Slot keys built here from KEYS[1]
 -- share its hash tag, and so its Cluster slot. A refusal looks at the
 -- first 64 slots (2*keyserver.MaxFreeHint), a differing count at the
 -- first 1024, so that it costs a few dozen commands however many permits
--- a semaphore has.
+-- a semaphore has; slots past the first 64 count as free. Promises only
+-- refuse: a grant is a free slot taken, as without them.
 
 -- semHeld reports whether any of the first n slots is held; n past 1024
 -- counts as held (a count above that binds until it lapses, at most a
@@ -39,13 +45,62 @@ local function unwatch(wkey, i)
 	end
 end
 
-local stored = redis.call('GET', KEYS[1])
+-- look is a refusal listing the free slots, with how many are free and
+-- the soonest TTL left among the held ones (nil if none).
+local function look()
+	local reply, soonest, free = {0, 0}, nil, math.max(tonumber(ARGV[1]) - 64, 0)
+	local limit = tonumber(ARGV[5])
+	for i = 0, math.min(tonumber(ARGV[1]), 64) - 1 do
+		local left = redis.call('PTTL', KEYS[1] .. ':' .. i)
+		if left == -2 then
+			free = free + 1
+			if #reply - 2 < limit then
+				reply[#reply + 1] = i
+			end
+		elseif left > 0 and (not soonest or left < soonest) then
+			soonest = left
+		end
+	end
+	return reply, free, soonest
+end
+
+local got = redis.call('MGET', KEYS[1], KEYS[4])
+local stored, told = got[1], got[2]
 if stored and stored ~= ARGV[1] then
 	if semHeld(tonumber(stored)) then
 		return {-1, tonumber(stored)}
 	end
 	stored = nil
 end
+
+-- The live promises: to the caller (mine), and to others (kept, each
+-- keeping a free slot; the soonest lapses in claim ms). A watcher whose
+-- promise lapsed is taken out of the watchers (see release_permit.lua).
+local mine, others, kept, claim = false, 0, '', nil
+if told then
+	local t = redis.call('TIME')
+	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+	for m, d in string.gmatch(told, '(%S+) (%d+),') do
+		local left = tonumber(d) - now
+		if left <= 0 then
+			redis.call('ZREM', KEYS[3], m)
+		elseif string.sub(m, 1, 49) == ARGV[7] then
+			mine = true
+		else
+			others = others + 1
+			kept = kept .. m .. ' ' .. d .. ','
+			claim = math.min(claim or left, left)
+		end
+	end
+end
+local reply, free, soonest
+if others > 0 and redis.call('GET', KEYS[2]) ~= ARGV[3] then
+	reply, free, soonest = look()
+	if free <= others then
+		return {0, math.min(soonest or claim, claim)}
+	end
+end
+
 local ok = redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[4])
 if not ok and redis.call('GET', KEYS[2]) == ARGV[3] then
 	ok = redis.call('PEXPIRE', KEYS[2], ARGV[4])
@@ -57,19 +112,15 @@ if ok then
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
 	end
 	unwatch(KEYS[3], 6)
+	if told and kept == '' then
+		redis.call('DEL', KEYS[4])
+	elseif mine then
+		redis.call('SET', KEYS[4], kept, 'KEEPTTL')
+	end
 	return {1, 0}
 end
-local reply, soonest = {0, 0}, nil
-local limit = tonumber(ARGV[5])
-for i = 0, math.min(tonumber(ARGV[1]), 64) - 1 do
-	local left = redis.call('PTTL', KEYS[1] .. ':' .. i)
-	if left == -2 then
-		if #reply - 2 < limit then
-			reply[#reply + 1] = i
-		end
-	elseif left > 0 and (not soonest or left < soonest) then
-		soonest = left
-	end
+if not reply then
+	reply, free, soonest = look()
 end
-reply[2] = soonest or 1
+reply[2] = math.max(math.min(soonest or claim or 1, claim or soonest or 1), 1)
 return reply

@@ -1,14 +1,19 @@
 -- AcquireWrite: stores the token as a read-write lock's writer if nobody
--- holds the lock; a refused caller that will wait marks a writer waiting,
--- which keeps new readers out. The writer's key is set first and taken
--- back if readers hold: one command less when nobody does.
+-- holds the lock and it is promised to no other writer (see
+-- release_hold.lua); a refused caller that will wait marks a writer
+-- waiting, which keeps new readers out. The writer's key is set first and
+-- taken back if readers hold or the promise is another's: one command
+-- less when nobody does.
 -- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, a ZSET of reader
 -- tokens scored by expiry (server time, ms); KEYS[3]: key:wait, the mark
--- of the writer that waited last; KEYS[4]: key:watchers.
+-- of the writer that waited last; KEYS[4]: key:watchers; KEYS[5]:
+-- key:told, the promise of the lock to a writer ('<watcher> <deadline,
+-- server ms>,').
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: '1' if the caller will
 -- wait, else '0'; ARGV[4]: its mark (keyserver.WaiterOf); ARGV[5]: the
 -- mark's TTL in ms (keyserver.WriterWaitTTL); ARGV[6]: the caller's
--- watcher member, or ''.
+-- watcher member, or ''; ARGV[7]: the caller's promise
+-- (keyserver.PromiseOf), or '' (no rank).
 -- Reply: {1, 0} when granted, else {0, TTL left in ms (at least 1)}.
 
 -- clock is the server's time in ms: readers' expiries in key:r are
@@ -55,7 +60,21 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 	unwatch(KEYS[4], 6)
 	return {1, 0}
 end
-if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[5]) > 0 then
+	-- A live promise to another writer keeps the lock for it; a watcher
+	-- whose promise lapsed leaves the watchers (see release_hold.lua).
+	local promised = redis.call('GET', KEYS[5])
+	if promised then
+		local now = clock()
+		for m, d in string.gmatch(promised, '(%S+) (%d+),') do
+			if tonumber(d) <= now then
+				redis.call('ZREM', KEYS[4], m)
+			elseif string.sub(m, 1, 49) ~= ARGV[7] then
+				redis.call('DEL', KEYS[1])
+				return refuse(tonumber(d) - now)
+			end
+		end
+	end
 	local n, left = readers()
 	if n > 0 then
 		redis.call('DEL', KEYS[1])
@@ -63,6 +82,9 @@ if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
 	end
 	if redis.call('GET', KEYS[3]) == ARGV[4] then
 		redis.call('DEL', KEYS[3])
+	end
+	if promised then
+		redis.call('DEL', KEYS[5])
 	end
 end
 unwatch(KEYS[4], 6)

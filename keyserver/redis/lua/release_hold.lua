@@ -1,33 +1,24 @@
 -- ReleaseHold: ends the token's hold of a read-write lock, as its writer
--- or as a reader, and tells the earliest watcher (all, if it is a
--- reader). A reader whose hold expired and whom nothing has tidied away
--- yet is still let go, and reported as held.
--- KEYS[1]: key:w; KEYS[2]: key:r; KEYS[3]: key:watchers.
+-- or as a reader. Once nobody holds the lock (no writer, no live reader)
+-- and no promise of it stands, it tells the earliest watcher: a writer is
+-- promised the lock for ARGV[4] ms (key:told, which keeps readers and
+-- other writers out); a reader has every watcher told and taken out, as
+-- readers share. A reader whose hold expired and whom nothing has tidied
+-- away yet is still let go, and reported as held.
+-- KEYS[1]: key:w; KEYS[2]: key:r; KEYS[3]: key:watchers; KEYS[4]:
+-- key:told.
 -- ARGV[1]: token; ARGV[2]: '1' for the writer, '0' for a reader; ARGV[3]:
--- the lock's key, which names the turn.
+-- the promises' key's TTL in ms (keyserver.LineTTL); ARGV[4]: a
+-- promise's TTL in ms (keyserver.ClaimTTL); ARGV[5]: the lock's key,
+-- which names the turn.
 -- Reply: 1 or 0.
+--
+-- Watchers and promises: see release_permit.lua; a reader's promise ends
+-- in '}' (125).
 
--- tell, notifyAll, notifyFirst: see release_permit.lua.
+-- tell: see release_permit.lua.
 local function tell(m)
 	pcall(redis.call, 'PUBLISH', string.sub(m, 50), string.sub(m, 1, 49) .. ARGV[#ARGV])
-end
-local function notifyAll(wkey)
-	local ms = redis.call('ZRANGE', wkey, 0, -1)
-	if #ms > 0 then
-		redis.call('DEL', wkey)
-		for _, m in ipairs(ms) do
-			tell(m)
-		end
-	end
-end
-local function notifyFirst(wkey)
-	local first = redis.call('ZPOPMIN', wkey)
-	if first[1] then
-		if string.byte(first[1], 49) == 125 then
-			notifyAll(wkey)
-		end
-		tell(first[1])
-	end
 end
 
 if ARGV[2] == '1' then
@@ -38,5 +29,43 @@ if ARGV[2] == '1' then
 elseif redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
 	return 0
 end
-notifyFirst(KEYS[3])
+local ws = redis.call('ZRANGE', KEYS[3], 0, -1)
+if #ws == 0 or redis.call('EXISTS', KEYS[1]) == 1 then
+	return 1
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[2] == '0' and redis.call('ZCOUNT', KEYS[2], '(' .. string.format('%d', now), '+inf') > 0 then
+	return 1
+end
+local out = {}
+for m, d in string.gmatch(redis.call('GET', KEYS[4]) or '', '(%S+) (%d+),') do
+	if tonumber(d) > now then
+		return 1
+	end
+	redis.call('ZREM', KEYS[3], m)
+	out[m] = true
+end
+for _, m in ipairs(ws) do
+	if not out[m] then
+		if string.byte(m, 49) == 125 then
+			redis.call('DEL', KEYS[3], KEYS[4])
+			for _, r in ipairs(ws) do
+				if not out[r] then
+					tell(r)
+				end
+			end
+			return 1
+		end
+		if string.byte(m, 1) == 33 then
+			redis.call('ZREM', KEYS[3], m)
+			redis.call('DEL', KEYS[4])
+		else
+			redis.call('SET', KEYS[4], m .. ' ' .. string.format('%d', now + tonumber(ARGV[4])) .. ',', 'PX', ARGV[3])
+		end
+		tell(m)
+		return 1
+	end
+end
+redis.call('DEL', KEYS[4])
 return 1

@@ -1,10 +1,13 @@
 -- The watches of WatchPermits, WatchHolds and WatchLeader: puts a
--- watcher in a primitive's watchers, which live ARGV[2] ms after the last
--- one came.
+-- watcher in a primitive's watchers, scored by when its call first
+-- watched (the client's time, ms), which a watch renewed keeps: the
+-- watchers are in the order they came. They live ARGV[2] ms after the
+-- last watch.
 -- KEYS[1]: key:watchers.
 -- ARGV[1]: the watcher's member (its promise, then its Server's channel);
--- ARGV[2]: the watchers' TTL in ms (keyserver.LineTTL).
+-- ARGV[2]: the watchers' TTL in ms (keyserver.LineTTL); ARGV[3]: the
+-- score.
 -- Reply: 1.
-redis.call('ZADD', KEYS[1], 0, ARGV[1])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1

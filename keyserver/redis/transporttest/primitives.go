@@ -56,8 +56,8 @@ func (s *suite) primitiveCommandCounts(t *testing.T) {
 }
 
 // releaseWakesOneWatcher checks whom a primitive's release wakes, across
-// two Servers as across two processes: the earliest watcher by rank alone
-// (one freed slot serves one waiter, and the herd would cost every waiter
+// two Servers as across two processes: the earliest watcher alone, in the
+// order the watchers came (one freed slot serves one waiter, and the herd would cost every waiter
 // an attempt), every watcher when the earliest is a reader, and never a
 // call that was granted meanwhile, which left the watchers.
 func (s *suite) releaseWakesOneWatcher(t *testing.T) {
