@@ -321,7 +321,7 @@ func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, 
 	c.logVotes(opAcquire, a.name, t)
 	if c.hooks.Attempt != nil {
 		c.hooks.Attempt(ctx, Attempt{Name: a.name, Number: a.attempts, Servers: t.n, Granted: t.granted, Refused: t.refused,
-			Failed: len(t.errs), Duration: elapsed, OK: granted})
+			Failed: len(t.errs), Duration: elapsed, OK: granted, Ahead: t.ahead})
 	}
 	if !granted && t.won() && c.identities.failed() == nil {
 		c.logger.Warn("redlock: quorum came too late to leave validity beyond the loss margin",

@@ -56,6 +56,10 @@ type Attempt struct {
 	Servers, Granted, Refused, Failed int
 	Duration                          time.Duration // from the attempt's first server call to its verdict
 	OK                                bool          // the attempt was granted the lock
+	// Ahead is the most waiters a refusal said were ahead of the call in
+	// a server's line: a sample of the name's queue, taken when the
+	// client talks to the servers anyway.
+	Ahead int
 }
 
 // Acquisition is how an Acquire, TryAcquire, Do or DoOrSkip call's attempt

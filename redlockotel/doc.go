@@ -22,6 +22,8 @@
 //	redlock.lock.hold.duration     histogram  s          from the grant to the release, or to the loss
 //	redlock.lock.losses            counter    {loss}     locks declared lost before they were released
 //	redlock.key_server.errors      counter    {error}    failed calls to key servers
+//	redlock.lock.at_risk           counter    {transition}  held locks that entered the at-risk state (redlock.Lock.Health)
+//	redlock.lock.waiters           gauge      {waiter}   waiters ahead of a refused attempt in a server's line, sampled at the refusal
 //
 // Their attributes:
 //

@@ -98,10 +98,12 @@ func ExampleHooks() {
 	//    redlock.acquire.outcome=held_elsewhere redlock.lock.name=nightly-report redlock.operation.name=try_acquire: 1
 	// redlock.lock.hold.duration (s)
 	//    redlock.lock.hold.lost=false redlock.lock.name=nightly-report: 1
+	// redlock.lock.waiters ({waiter})
+	//    redlock.lock.name=nightly-report: 0
 }
 
-// points describes the data points of a histogram: their attributes and
-// how many values they hold, sorted.
+// points describes the data points of a histogram (their attributes and
+// how many values they hold) or a gauge (its value), sorted.
 func points(m metricdata.Metrics) []string {
 	var lines []string
 	add := func(set attribute.Set, count uint64) {
@@ -119,6 +121,10 @@ func points(m metricdata.Metrics) []string {
 	case metricdata.Histogram[int64]:
 		for _, p := range d.DataPoints {
 			add(p.Attributes, p.Count)
+		}
+	case metricdata.Gauge[int64]:
+		for _, p := range d.DataPoints {
+			add(p.Attributes, uint64(p.Value))
 		}
 	}
 	sort.Strings(lines)

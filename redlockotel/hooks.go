@@ -44,6 +44,7 @@ func Hooks(opts ...Option) redlock.Hooks {
 		Acquired:     r.acquired,
 		Extended:     r.extended,
 		Lost:         r.lost,
+		AtRisk:       r.atRiskEntered,
 		Released:     r.released,
 		ServerFailed: r.serverFailed,
 	}
@@ -81,8 +82,12 @@ func (r *reporter) end(ctx context.Context, op, name string, err error) {
 	c.span.End()
 }
 
-// attempt adds an attempt's votes to the call's span.
+// attempt samples the waiters ahead of a refused attempt, and adds its
+// votes to the call's span.
 func (r *reporter) attempt(ctx context.Context, a redlock.Attempt) {
+	if !a.OK && a.Refused > 0 {
+		r.waiters.Record(ctx, int64(a.Ahead), metric.WithAttributes(r.lockAttrs(a.Name, 0)...))
+	}
 	c := callFor(ctx, a.Name)
 	if c == nil || !c.span.IsRecording() {
 		return
@@ -145,6 +150,15 @@ func (r *reporter) lost(ctx context.Context, name string, held time.Duration) {
 	r.holdDuration.Record(ctx, held.Seconds(), metric.WithAttributes(append(r.lockAttrs(name, 1), lostKey.Bool(true))...))
 	if c := callFor(ctx, name); c != nil && c.markLost() {
 		c.span.AddEvent("redlock.lock.lost")
+	}
+}
+
+// atRiskEntered counts a held lock entering the at-risk state, and adds
+// it to Do's span.
+func (r *reporter) atRiskEntered(ctx context.Context, name string, left time.Duration) {
+	r.atRisk.Add(ctx, 1, metric.WithAttributes(r.lockAttrs(name, 0)...))
+	if c := callFor(ctx, name); c != nil {
+		c.span.AddEvent("redlock.lock.at_risk", trace.WithAttributes(attribute.Float64("redlock.lock.validity_left", left.Seconds())))
 	}
 }
 

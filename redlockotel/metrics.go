@@ -34,6 +34,8 @@ type instruments struct {
 	holdDuration    metric.Float64Histogram
 	lostLocks       metric.Int64Counter
 	serverErrors    metric.Int64Counter
+	atRisk          metric.Int64Counter
+	waiters         metric.Int64Gauge
 }
 
 // newInstruments creates the instruments on m. An instrument m refuses is
@@ -43,7 +45,7 @@ type instruments struct {
 func newInstruments(m metric.Meter) instruments {
 	var (
 		in   instruments
-		errs [5]error
+		errs [7]error
 	)
 	in.acquireDuration, errs[0] = m.Float64Histogram("redlock.lock.acquire.duration",
 		metric.WithUnit("s"),
@@ -66,6 +68,12 @@ func newInstruments(m metric.Meter) instruments {
 	in.serverErrors, errs[4] = m.Int64Counter("redlock.key_server.errors",
 		metric.WithUnit("{error}"),
 		metric.WithDescription("Calls to a key server that failed to answer."))
+	in.atRisk, errs[5] = m.Int64Counter("redlock.lock.at_risk",
+		metric.WithUnit("{transition}"),
+		metric.WithDescription("Held locks that entered the at-risk state: an extension failed to reach a quorum, or less than a third of the TTL was left."))
+	in.waiters, errs[6] = m.Int64Gauge("redlock.lock.waiters",
+		metric.WithUnit("{waiter}"),
+		metric.WithDescription("Waiters ahead of a refused attempt in a key server's line, as the refusal reported: sampled when the client asks the servers anyway."))
 	if err := errors.Join(errs[:]...); err != nil {
 		otel.Handle(err)
 	}
@@ -83,6 +91,12 @@ func newInstruments(m metric.Meter) instruments {
 	}
 	if in.serverErrors == nil {
 		in.serverErrors = noop.Int64Counter{}
+	}
+	if in.atRisk == nil {
+		in.atRisk = noop.Int64Counter{}
+	}
+	if in.waiters == nil {
+		in.waiters = noop.Int64Gauge{}
 	}
 	return in
 }

@@ -15,9 +15,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/static"
 	"github.com/goredlock/goredlock/redlock"
 	"github.com/goredlock/goredlock/redlockotel"
@@ -386,6 +388,8 @@ func TestDoLostByExpiry(t *testing.T) {
 	assert.NotEmpty(t, events(s, "redlock.key_server.error"))
 
 	requireLostOnce(t, tm, "report")
+	assert.NotEmpty(t, events(s, "redlock.lock.at_risk"), "at risk at the first failed extension, before the loss")
+	assert.Equal(t, int64(1), counter(t, tm.metrics(t)["redlock.lock.at_risk"])[key(lockName.String("report"))])
 	errs := counter(t, tm.metrics(t)["redlock.key_server.errors"])
 	for i := 0; i < 3; i++ {
 		assert.Positive(t, errs[key(lockName.String("report"), index.Int(i), serverOp.String("extend"), errType.String("_OTHER"))], "server %d", i)
@@ -509,4 +513,20 @@ func keys[V any](points map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// A refused attempt samples the waiters ahead of it in the servers' lines.
+func TestWaitersAreSampled(t *testing.T) {
+	tm := newTelemetry(t)
+	servers := static.NewCluster(3, static.WithAcquire(static.Reply{Left: time.Hour, Rank: keyserver.HolderFirst, Ahead: 4}))
+	client := newClient(t, servers, tm.hooks())
+	_, err := client.Acquire(bg, "report", time.Second, redlock.WithRetryCount(1), redlock.WithRetryDelay(time.Millisecond))
+	require.ErrorIs(t, err, redlock.ErrHeldElsewhere)
+	require.NoError(t, client.Close())
+	m, ok := tm.metrics(t)["redlock.lock.waiters"]
+	require.True(t, ok, "no waiters gauge")
+	g, ok := m.Data.(metricdata.Gauge[int64])
+	require.True(t, ok, "%T", m.Data)
+	require.Len(t, g.DataPoints, 1)
+	assert.Equal(t, int64(4), g.DataPoints[0].Value)
 }
