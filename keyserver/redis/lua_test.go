@@ -172,6 +172,7 @@ func TestLuaScripts(t *testing.T) {
 	reader := watchPromise(luaHolder, true) // the earliest watcher
 	const sem, rw, el = "{s}", "{rw}", "{e}"
 	rwK := rwKeys(rw)
+	named := keyserver.NameKeys{Lock: k, Semaphore: layout.SemaphoreKey(k), RW: layout.RWKey(k), Election: layout.ElectionKey(k)}
 
 	cases := []luaCase{
 		{file: "acquire.lua", name: "free key", keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
@@ -380,6 +381,27 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
 				n.pttlNear(t, sem+":watchers", keyserver.LineTTL.Milliseconds())
 			}},
+
+		{file: "inspect.lua", name: "every kind held", keys: inspectKeys(named),
+			setup: [][]any{
+				{"SET", k, luaHolder + "+", "PX", 9000}, {"ZADD", line, 0, callerM, 0, waiterM}, {"SET", fence, 7}, {"SET", k + ":delay", "d", "PX", 20000},
+				{"SET", named.Semaphore, 3, "PX", 9000}, {"SET", named.Semaphore + ":0", luaCaller, "PX", 9000}, {"SET", named.Semaphore + ":2", luaWaiter, "PX", 8000},
+				{"ZADD", named.Semaphore + ":watchers", 0, earlyM},
+				{"ZADD", named.RW + ":r", time.Now().UnixMilli() + 9000, luaEarly, time.Now().UnixMilli() - 1000, luaUnranked}, {"SET", named.RW + ":wait", "m", "PX", 900},
+				{"HSET", named.Election, "t", luaCaller, "v", "host-a"}, {"PEXPIRE", named.Election, 9000}, {"SET", named.Election + ":fence", 4},
+			},
+			args: []string{maxInspected},
+			want: []any{luaHolder, about(9000), int64(2), int64(7), int64(0), int64(3), int64(1), "", int64(0), int64(1), int64(0),
+				luaCaller, "host-a", about(9000), int64(4), int64(2), luaCaller, about(9000), luaWaiter, about(8000), luaEarly, about(9000)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaHolder+"+", n.str("GET", k), "nothing written")
+				assert.Equal(t, int64(2), n.MustDo("ZCARD", named.RW+":r"), "an expired reader is left for the writes to drop")
+			}},
+		{file: "inspect.lua", name: "a writer; the lock in its delay", keys: inspectKeys(named),
+			setup: [][]any{{"SET", k + ":delay", "d", "PX", 5000}, {"SET", named.RW + ":w", luaCaller}},
+			args: []string{maxInspected},
+			want: []any{"", int64(0), int64(0), int64(0), about(5000), int64(0), int64(0), luaCaller, int64(-1), int64(0), int64(0),
+				"", "", int64(0), int64(0), int64(0)}},
 	}
 
 	covered := make(map[string]bool)
