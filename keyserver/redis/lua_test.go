@@ -399,7 +399,7 @@ func TestLuaScripts(t *testing.T) {
 			}},
 		{file: "inspect.lua", name: "a writer; the lock in its delay", keys: inspectKeys(named),
 			setup: [][]any{{"SET", k + ":delay", "d", "PX", 5000}, {"SET", named.RW + ":w", luaCaller}},
-			args: []string{maxInspected},
+			args:  []string{maxInspected},
 			want: []any{"", int64(0), int64(0), int64(0), about(5000), int64(0), int64(0), luaCaller, int64(-1), int64(0), int64(0),
 				"", "", int64(0), int64(0), int64(0)}},
 	}
