@@ -61,8 +61,8 @@ type NameStatus struct {
 	// is in force, also while the lock is held.
 	Delay time.Duration
 
-	// Permits is the semaphore's stored permit count (see Semaphorer); 0
-	// when none is stored.
+	// Permits is the semaphore's stored permit count (see Semaphorer),
+	// which binds while a slot is held; 0 when no slot is held.
 	Permits int
 	// Slots are the semaphore's held slots, lowest slot first, at most
 	// MaxInspected of them.

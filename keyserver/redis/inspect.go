@@ -18,16 +18,15 @@ var inspectScript = newScript("inspect.lua")
 // maxInspected is keyserver.MaxInspected, as the script takes it.
 var maxInspected = strconv.Itoa(keyserver.MaxInspected)
 
-// inspectKeys are the keys inspect.lua reads for keys: the lock key and
-// what the Server keeps beside it (its line, fence counter and
-// lock-delay), the semaphore's count and watchers, the read-write lock's
-// keys, and the election's key and term counter. They share a Cluster
-// slot, as each primitive's key carries the name's hash tag.
+// inspectKeys are the keys inspect.lua is given for keys: the lock key
+// and what the Server keeps beside it (its line, fence counter and
+// lock-delay), and the primitives' keys, beside which the script finds
+// theirs (see primitives.go; an election's term counter is
+// layout.FenceKey of its key, which carries a hash tag). They share a
+// Cluster slot, as each carries the name's hash tag.
 func inspectKeys(keys keyserver.NameKeys) []string {
-	rw := rwKeys(keys.RW)
 	return []string{keys.Lock, layout.LineKey(keys.Lock), layout.FenceKey(keys.Lock), layout.DelayKey(keys.Lock),
-		keys.Semaphore, keys.Semaphore + ":watchers", rw[0], rw[1], rw[2], rw[3],
-		keys.Election, layout.FenceKey(keys.Election)}
+		keys.Semaphore, keys.RW, keys.Election}
 }
 
 // Inspect reads what the Server's Redis holds under keys, in one script

@@ -397,8 +397,8 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, luaHolder+"+", n.str("GET", k), "nothing written")
 				assert.Equal(t, int64(2), n.MustDo("ZCARD", named.RW+":r"), "an expired reader is left for the writes to drop")
 			}},
-		{file: "inspect.lua", name: "a writer; the lock in its delay", keys: inspectKeys(named),
-			setup: [][]any{{"SET", k + ":delay", "d", "PX", 5000}, {"SET", named.RW + ":w", luaCaller}},
+		{file: "inspect.lua", name: "a writer; the lock in its delay; no permit held", keys: inspectKeys(named),
+			setup: [][]any{{"SET", k + ":delay", "d", "PX", 5000}, {"SET", named.RW + ":w", luaCaller}, {"SET", named.Semaphore, 3, "PX", 9000}}, // a count without slots binds nothing
 			args:  []string{maxInspected},
 			want: []any{"", int64(0), int64(0), int64(0), about(5000), int64(0), int64(0), luaCaller, int64(-1), int64(0), int64(0),
 				"", "", int64(0), int64(0), int64(0)}},

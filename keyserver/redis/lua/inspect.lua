@@ -2,9 +2,10 @@
 -- writes nothing.
 -- KEYS[1]: the lock key; KEYS[2]: its line; KEYS[3]: its fence counter;
 -- KEYS[4]: its lock-delay (layout.DelayKey); KEYS[5]: the semaphore
--- key, its stored count (slot N is KEYS[5]:N); KEYS[6]: its watchers;
--- KEYS[7..10]: the read-write lock's key:w, key:r, key:wait and
--- key:watchers; KEYS[11]: the election's key; KEYS[12]: its term counter.
+-- key, its stored count; KEYS[6]: the read-write lock's key; KEYS[7]:
+-- the election's key. The keys built here from KEYS[5..7] (slot N is
+-- key:N; key:watchers, key:w, key:r, key:wait, key:fence) share their
+-- hash tag, and so their Cluster slot, and keep the command short.
 -- ARGV[1]: the most slots and readers to list (keyserver.MaxInspected).
 -- Reply, flat (a transport need not read nested arrays): lock value or
 -- '', its TTL, waiters, fence, delay left; permits, the semaphore's
@@ -42,17 +43,18 @@ else
 end
 
 local permits = tonumber(redis.call('GET', KEYS[5]) or '0')
-r[6], r[7] = permits, redis.call('ZCARD', KEYS[6])
+r[6], r[7] = permits, redis.call('ZCARD', KEYS[5] .. ':watchers')
 
-r[8], r[9], r[10], r[11] = redis.call('GET', KEYS[7]) or '', 0, redis.call('EXISTS', KEYS[9]), redis.call('ZCARD', KEYS[10])
+local rw = KEYS[6]
+r[8], r[9], r[10], r[11] = redis.call('GET', rw .. ':w') or '', 0, redis.call('EXISTS', rw .. ':wait'), redis.call('ZCARD', rw .. ':watchers')
 if r[8] ~= '' then
-	r[9] = left(KEYS[7])
+	r[9] = left(rw .. ':w')
 end
 
-local cur = redis.call('HMGET', KEYS[11], 't', 'v')
-r[12], r[13], r[14], r[15] = '', '', 0, num(KEYS[12])
+local cur = redis.call('HMGET', KEYS[7], 't', 'v')
+r[12], r[13], r[14], r[15] = '', '', 0, num(KEYS[7] .. ':fence')
 if cur[1] then
-	r[12], r[13], r[14] = cur[1], cur[2] or '', left(KEYS[11])
+	r[12], r[13], r[14] = cur[1], cur[2] or '', left(KEYS[7])
 end
 
 r[16] = 0
@@ -71,10 +73,13 @@ if n > 0 then
 		end
 	end
 end
+if r[16] == 0 then
+	r[6] = 0 -- a count binds nothing while no slot is held
+end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local readers = redis.call('ZRANGE', KEYS[8], '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
+local readers = redis.call('ZRANGE', rw .. ':r', '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
 for i = 1, #readers, 2 do
 	r[#r + 1] = readers[i]
 	r[#r + 1] = math.max(tonumber(readers[i + 1]) - now, 1)
