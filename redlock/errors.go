@@ -79,7 +79,7 @@ func (e *ServerError) Unwrap() error { return e.Err }
 // ErrNotHeld or ErrLockLost as the case may be, the context's error when
 // the context ended first, and each server's failure.
 type QuorumError struct {
-	Op       string // "acquire", "extend", "release", or "read" (Election.Leader)
+	Op       string // "acquire", "extend", "release", "read" (Election.Leader), or "inspect" (Client.Inspect)
 	Name     string // the lock's name, or the primitive's
 	Attempts int    // attempts made by the call; 1 for extend and release
 
@@ -117,12 +117,14 @@ func (e *QuorumError) Error() string {
 		fmt.Fprintf(&b, "leader of election %q not read", e.Name)
 	case "check fence":
 		fmt.Fprintf(&b, "fence of %s not read", e.kind.of(e.Name))
+	case "inspect":
+		fmt.Fprintf(&b, "holds of %q not told: the servers that failed could change who holds them", e.Name)
 	default:
 		fmt.Fprintf(&b, "%s of %s not confirmed", e.Op, e.kind.of(e.Name))
 	}
 	granted, refused := "granted", "refused"
 	switch e.Op {
-	case "read", "check fence":
+	case "read", "check fence", "inspect":
 		granted = "answered"
 	case "release":
 		granted, refused = "deleted it", "held another token"

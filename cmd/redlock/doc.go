@@ -100,15 +100,47 @@
 //
 // # redlock status
 //
-//	redlock status [--servers URL,...] NAME
+//	redlock status [--servers URL,...] [--json] NAME
 //
-// status prints one line per server, in the order given: host:port, then
-// "held" and the time the key has left (with "by holder K" when servers
-// hold different tokens), "free", or "error:" and why. It only reads
-// (INFO, PTTL and GET, over a connection of its own to each server, at
-// most 2s each) and never prints a token. Two servers that are one Redis
-// under two names (127.0.0.1 and localhost) are a usage error (64) that
-// names both: that Redis would count twice.
+// status shows who holds what under NAME, for every kind of hold: the lock
+// NAME, the semaphore NAME (run --permits), and the read-write lock and the
+// election NAME of programs that use package redlock. It prints one line
+// per server, in the order given: host:port, then "held", the time the
+// lock has left and its holder's tag, or "free"; then, when there is
+// something to say, the waiters in the lock's line, its fence, a
+// lock-delay in force, "semaphore I of N permits", the read-write lock's
+// readers or writer, and the election's leader (its value), the time its
+// leadership has left and its term; or "error:" and why. A last line,
+// "quorum:", is the verdict: what a quorum of the servers agrees on (a
+// hold counts when a quorum holds it with one token), or "too few servers
+// answered to tell". A tag names a holder without its token: the 8
+// hexadecimal digits after the dot of $REDLOCK_TOKEN for holders of this
+// module, "#" and 8 hexadecimal digits of a hash for others; it cannot
+// release anything. status only reads (one script per server, over a
+// connection of its own, at most 2s each) and never prints a token. Two
+// servers that are one Redis under two names (127.0.0.1 and localhost) are
+// a usage error (64) that names both: that Redis would count twice.
+//
+// With --json, status prints one JSON object on one line instead, with the
+// same exit status (an unset count is 0, an unset string ""):
+//
+//	{"name": "job", "held": true, "decided": true, "quorum": 2,
+//	 "lock": {"held": true, "holder": "5f3a9c21", "ttl_ms": 19500, "waiters": 1,
+//	          "fence": 12, "delay_ms": 0},
+//	 "semaphore": {"permits": 3, "in_use": 2, "waiters": 0},
+//	 "rw": {"readers": 0, "writer": "", "writer_waiting": false, "waiters": 0},
+//	 "election": {"leader": "host-a", "ttl_ms": 9000, "term": 3},
+//	 "servers": [{"server": "10.0.0.1:6379", "lock": {...}, "semaphore": {...},
+//	              "rw": {...}, "election": {...}},
+//	             {"server": "10.0.0.2:6379", "error": "..."}, ...]}
+//
+// The top-level lock, semaphore, rw and election are the quorum's verdict;
+// each entry of servers (in the order given) has the same four for that
+// server, or only "error" when it could not be read. "held" is what exit
+// status 1 means; "decided" is false when too few servers answered to tell
+// (exit status 69 unless held). ttl_ms is the time left (-1 for a key
+// without a TTL, 0 when not held), delay_ms a lock-delay's time left, and
+// holder and writer are tags.
 //
 // # redlock leader
 //
@@ -128,9 +160,10 @@
 //
 // # Exit status
 //
-//	0        run: COMMAND exited 0, or --skip skipped it; status: no quorum holds NAME;
+//	0        run: COMMAND exited 0, or --skip skipped it; status: no quorum holds anything of NAME;
 //	         leader: a leader's value printed; help and --version
-//	1        status: a quorum of servers holds NAME with one token; leader: no leader
+//	1        status: a quorum of servers holds the lock, a permit, a read or write hold
+//	         or the leadership NAME (each with one token); leader: no leader
 //	N        run: COMMAND's exit status; 128+N when signal N ended it
 //	64       usage: bad flags, missing NAME, "--" or COMMAND, no servers, a bad URL
 //	         (no server was contacted), or two servers that are one Redis (found

@@ -12,9 +12,9 @@ import (
 
 // synopsis is the one line of help each usage error ends with.
 var synopsis = map[string]string{
-	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] NAME | redlock leader [--servers URL,...] NAME | redlock help | redlock --version",
+	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] [--json] NAME | redlock leader [--servers URL,...] NAME | redlock help | redlock --version",
 	"run":    "redlock run [--servers URL,...] [--ttl D] [--wait D] [--skip] [--fence] [--permits N] [--grace D] NAME -- COMMAND [ARGS...]",
-	"status": "redlock status [--servers URL,...] NAME",
+	"status": "redlock status [--servers URL,...] [--json] NAME",
 	"leader": "redlock leader [--servers URL,...] NAME",
 }
 
@@ -53,12 +53,16 @@ elsewhere, 126/127 COMMAND not executable / not found.
 	"status": `usage: ` + synopsis["status"] + `
 
 Prints one line per server, in the given order: host:port, then "held" with
-the time the key has left, "free", or "error" and why.
+the time the lock NAME has left and its holder's tag, or "free", and what else
+the name has (waiters, fence, lock-delay, semaphore permits, readers or writer,
+leader and term); or "error" and why. A last line gives the quorum's verdict.
 
   --servers URL,...  redis:// or rediss:// URLs (default: $REDLOCK_SERVERS)
+  --json             print one JSON object instead (its shape: redlock help)
 
-Exit status: 0 when no quorum holds NAME, 1 when a quorum holds it, 64 usage,
-69 when too few servers answered to tell.
+Exit status: 0 when no quorum holds anything of NAME, 1 when a quorum holds
+the lock, a permit, a read or write hold or the leadership NAME, 64 usage, 69
+when too few servers answered to tell.
 `,
 	"leader": `usage: ` + synopsis["leader"] + `
 
@@ -99,6 +103,7 @@ type runConfig struct {
 type statusConfig struct {
 	servers []string
 	name    string
+	json    bool // status --json
 }
 
 // newFlagSet returns a flag set that reports errors to its caller only:
@@ -165,6 +170,10 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 func parseStatus(sub string, args []string, getenv func(string) string) (*statusConfig, error) {
 	fs := newFlagSet(sub)
 	servers := fs.String("servers", "", "")
+	c := &statusConfig{}
+	if sub == "status" {
+		fs.BoolVar(&c.json, "json", false, "")
+	}
 	if err := parseFlags(fs, sub, args); err != nil {
 		return nil, err
 	}
@@ -181,7 +190,8 @@ func parseStatus(sub string, args []string, getenv func(string) string) (*status
 	if err != nil {
 		return nil, err
 	}
-	return &statusConfig{servers: urls, name: rest[0]}, nil
+	c.servers, c.name = urls, rest[0]
+	return c, nil
 }
 
 // parseFlags parses args into fs, turning -h into errHelp and any other

@@ -2,188 +2,241 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	redigo "github.com/gomodule/redigo/redis"
+	"github.com/goredlock/goredlock/redlock"
 )
 
 // statusTimeout bounds how long status waits for each server: connecting,
-// then two reads.
+// telling who it is, and the read.
 const statusTimeout = 2 * time.Second
 
-// holding is what one server says of the lock's key.
-type holding struct {
-	addr  string
-	held  bool
-	left  time.Duration // the key's remaining TTL; negative when it has none
-	value string        // compared across servers, never printed: it is the holder's token
-	runID string        // the Redis process's run id: one Redis named twice answers with one
-	err   error
-}
-
-// status is redlock status: what each server holds under NAME, read
-// without writing anything.
-//
-// The key servers have no read call (a lock client never needs one), so
-// status opens a connection of its own to each server and asks PTTL and
-// GET: read-only commands that leave the key, and the lock, as they are.
+// status is redlock status: what each server holds under NAME, and the
+// quorum's verdict, for every kind of hold of the name (the lock, the
+// semaphore, the read-write lock and the election NAME), read without
+// writing anything. It is redlock.Client.Inspect, printed: one line per
+// server and one for the quorum, or one JSON object with --json.
 func (t *tool) status(args []string) error {
 	cfg, err := parseStatus("status", args, t.getenv)
 	if err != nil {
 		return err
 	}
-	// FromURL checks the URLs offline, so that a bad one is a usage error
-	// with no server contacted, and names each server by host:port.
 	srv, err := openServers(cfg.servers)
 	if err != nil {
 		return err
 	}
-	addrs := srv.addrs
-	_ = srv.close() // never used for a call
+	defer srv.close()
+	t.addrs = srv.addrs
+	t.quiet.Store(true) // each server's line says what failed
+	client, err := redlock.New(srv.keyServers(), redlock.WithLogger(t.logger()), redlock.WithServerTimeout(statusTimeout))
+	if err != nil {
+		return badf("%v", err)
+	}
+	defer client.Close()
 
-	hs := make([]holding, len(cfg.servers))
 	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
 	defer cancel()
-	var wg sync.WaitGroup
-	for i, u := range cfg.servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			hs[i] = read(ctx, u, addrs[i], cfg.name)
-		}()
+	st, err := client.Inspect(ctx, cfg.name)
+	var qe *redlock.QuorumError
+	switch {
+	case errors.Is(err, redlock.ErrInvalidArgument):
+		return badf("%v", err) // two servers are one Redis: its answer would count twice
+	case err != nil && !errors.As(err, &qe):
+		return &exitError{code: exitUnavailable, msg: err.Error()}
 	}
-	wg.Wait()
-	if err := oneStoreTwice(hs); err != nil {
-		return err
-	}
-
-	holders := map[string]int{} // token → servers holding it
-	label := map[string]int{}   // token → its number in the output, when there are several
-	failed := 0
-	for _, h := range hs {
-		switch {
-		case h.err != nil:
-			failed++
-		case h.held:
-			if holders[h.value]++; holders[h.value] == 1 {
-				label[h.value] = len(label) + 1
-			}
+	held := anyHeld(st.View)
+	if cfg.json {
+		if err := t.printJSON(st, srv.addrs, client.Quorum(), held, qe == nil); err != nil {
+			return err
 		}
-	}
-	for _, h := range hs {
-		fmt.Fprintln(t.stdout, describe(h, label))
-	}
-
-	n := len(hs)
-	quorum := n/2 + 1
-	most := 0
-	for _, c := range holders {
-		most = max(most, c)
+	} else {
+		for i, s := range st.Servers {
+			fmt.Fprintln(t.stdout, describeServer(srv.addrs[i], s))
+		}
+		verdict := "quorum: " + describe(st.View)
+		if !held && qe != nil {
+			verdict = "quorum: too few servers answered to tell"
+		}
+		fmt.Fprintln(t.stdout, verdict)
 	}
 	switch {
-	case most >= quorum:
+	case held:
 		return &exitError{code: exitHeld}
-	case most+failed >= quorum:
+	case qe != nil:
 		// The servers that failed could complete a quorum. Their lines
 		// say why: no answer, or an error reply.
-		return failf(exitUnavailable, "could not read lock %q on %d of %d servers (see their errors): too few to tell whether a quorum (%d) holds it",
-			cfg.name, failed, n, quorum)
+		return failf(exitUnavailable, "could not read %q on %d of %d servers (see their errors): too few to tell whether a quorum (%d) holds it",
+			cfg.name, len(qe.Failed), qe.Servers, client.Quorum())
 	}
 	return nil
 }
 
-// oneStoreTwice fails, as a usage error, when two of the servers given
-// are one Redis under two names (127.0.0.1 and localhost): its answer
-// would count twice toward a quorum.
-func oneStoreTwice(hs []holding) error {
-	for i := range hs {
-		for j := range i {
-			if hs[i].runID != "" && hs[i].runID == hs[j].runID {
-				return badf("servers %s and %s are one Redis, whose answer would count twice; Redlock needs independent servers", hs[j].addr, hs[i].addr)
-			}
-		}
-	}
-	return nil
+// anyHeld reports whether a quorum holds anything of the name: the lock,
+// a permit, a read or write hold, or the leadership. It is what exit
+// status 1 means.
+func anyHeld(v redlock.View) bool {
+	return v.Held || v.Semaphore.InUse > 0 || v.RW.Readers > 0 || v.RW.Writer != "" || v.Election.Leader != ""
 }
 
-// infoField returns field's value in an INFO reply, or "".
-func infoField(info, field string) string {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			return v
-		}
+// describeServer is a server's line: host:port, then what it holds, or
+// "error:" and why.
+func describeServer(addr string, s redlock.ServerStatus) string {
+	if s.Err != nil {
+		// The key server's errors start with its name, which the line
+		// starts with already.
+		msg := strings.TrimPrefix(s.Err.Error(), addr+": ")
+		return addr + " error: " + oneLine(msg)
 	}
-	return ""
+	return addr + " " + describe(s.View)
 }
 
-// describe is h's line of output: host:port, then "held" and the time
-// left, "free", or "error:" and why.
-func describe(h holding, label map[string]int) string {
-	switch {
-	case h.err != nil:
-		return h.addr + " error: " + oneLine(h.err.Error())
-	case !h.held:
-		return h.addr + " free"
-	}
-	s := h.addr + " held "
-	if h.left < 0 {
-		s += "(no expiry)"
+// describe says what v holds: the lock first ("held" and its TTL left by
+// a holder's tag, or "free"), then what else the name has, each part only
+// when there is something to say.
+func describe(v redlock.View) string {
+	var b strings.Builder
+	if v.Held {
+		b.WriteString("held " + left(v.Left) + " by " + v.Holder)
 	} else {
-		s += h.left.String()
+		b.WriteString("free")
 	}
-	if len(label) > 1 {
-		s += " by holder " + strconv.Itoa(label[h.value])
+	if v.Waiters > 0 {
+		fmt.Fprintf(&b, ", %d waiting", v.Waiters)
 	}
-	return s
-}
-
-// read asks one server for the key's remaining TTL and value.
-func read(ctx context.Context, rawurl, addr, key string) holding {
-	h := holding{addr: addr}
-	opts := []redigo.DialOption{
-		redigo.DialConnectTimeout(statusTimeout),
-		redigo.DialTLSHandshakeTimeout(statusTimeout), // redigo's own bound is 10s, and ctx does not end it
-		redigo.DialReadTimeout(statusTimeout),
-		redigo.DialWriteTimeout(statusTimeout),
+	if v.Fence > 0 {
+		fmt.Fprintf(&b, ", fence %d", v.Fence)
 	}
-	// redigo reads the database from the URL's path only; FromURL also
-	// takes ?db=, and has checked that the two agree.
-	if u, err := url.Parse(rawurl); err == nil {
-		if db, err := strconv.Atoi(u.Query().Get("db")); err == nil && db != 0 {
-			opts = append(opts, redigo.DialDatabase(db))
+	if v.DelayLeft > 0 {
+		fmt.Fprintf(&b, ", lock-delay %v", v.DelayLeft)
+	}
+	if s := v.Semaphore; s.Permits > 0 || s.InUse > 0 || s.Waiters > 0 {
+		fmt.Fprintf(&b, "; semaphore %d of %d permits", s.InUse, s.Permits)
+		if s.Waiters > 0 {
+			fmt.Fprintf(&b, ", %d waiting", s.Waiters)
 		}
 	}
-	conn, err := redigo.DialURLContext(ctx, rawurl, opts...)
+	if rw := v.RW; rw.Readers > 0 || rw.Writer != "" || rw.WriterWaiting || rw.Waiters > 0 {
+		b.WriteString("; read-write")
+		if rw.Writer != "" {
+			b.WriteString(" writer " + rw.Writer)
+		} else {
+			fmt.Fprintf(&b, " %d readers", rw.Readers)
+		}
+		if rw.WriterWaiting {
+			b.WriteString(", a writer waiting")
+		}
+		if rw.Waiters > 0 {
+			fmt.Fprintf(&b, ", %d waiting", rw.Waiters)
+		}
+	}
+	if e := v.Election; e.Leader != "" || e.Term > 0 {
+		b.WriteString("; election")
+		if e.Leader != "" {
+			fmt.Fprintf(&b, " leader %s %s", strconv.Quote(e.Leader), left(e.Left))
+		}
+		if e.Term > 0 {
+			fmt.Fprintf(&b, " term %d", e.Term)
+		}
+	}
+	return b.String()
+}
+
+// left writes a TTL left, or says that the key has none.
+func left(d time.Duration) string {
+	if d < 0 {
+		return "(no expiry)"
+	}
+	return d.String()
+}
+
+// The JSON of status --json (its shape is documented in the manual).
+type (
+	jsonStatus struct {
+		Name    string `json:"name"`
+		Held    bool   `json:"held"`    // a quorum holds something of NAME: exit status 1
+		Decided bool   `json:"decided"` // false: too few servers answered to tell (exit status 69 unless held)
+		Quorum  int    `json:"quorum"`
+		NameView
+		Servers []jsonServer `json:"servers"`
+	}
+	jsonServer struct {
+		Server string `json:"server"`
+		Error  string `json:"error,omitempty"`
+		*NameView
+	}
+	// NameView is exported only so that encoding/json can fill a
+	// server's, which it embeds by pointer, in the tests.
+	NameView struct {
+		Lock      jsonLock      `json:"lock"`
+		Semaphore jsonSemaphore `json:"semaphore"`
+		RW        jsonRW        `json:"rw"`
+		Election  jsonElection  `json:"election"`
+	}
+	jsonLock struct {
+		Held    bool   `json:"held"`
+		Holder  string `json:"holder"`
+		TTLMs   int64  `json:"ttl_ms"`
+		Waiters int    `json:"waiters"`
+		Fence   uint64 `json:"fence"`
+		DelayMs int64  `json:"delay_ms"`
+	}
+	jsonSemaphore struct {
+		Permits int `json:"permits"`
+		InUse   int `json:"in_use"`
+		Waiters int `json:"waiters"`
+	}
+	jsonRW struct {
+		Readers       int    `json:"readers"`
+		Writer        string `json:"writer"`
+		WriterWaiting bool   `json:"writer_waiting"`
+		Waiters       int    `json:"waiters"`
+	}
+	jsonElection struct {
+		Leader string `json:"leader"`
+		TTLMs  int64  `json:"ttl_ms"`
+		Term   uint64 `json:"term"`
+	}
+)
+
+func toJSON(v redlock.View) NameView {
+	return NameView{
+		Lock:      jsonLock{Held: v.Held, Holder: v.Holder, TTLMs: ms(v.Left), Waiters: v.Waiters, Fence: v.Fence, DelayMs: ms(v.DelayLeft)},
+		Semaphore: jsonSemaphore{Permits: v.Semaphore.Permits, InUse: v.Semaphore.InUse, Waiters: v.Semaphore.Waiters},
+		RW:        jsonRW{Readers: v.RW.Readers, Writer: v.RW.Writer, WriterWaiting: v.RW.WriterWaiting, Waiters: v.RW.Waiters},
+		Election:  jsonElection{Leader: v.Election.Leader, TTLMs: ms(v.Election.Left), Term: v.Election.Term},
+	}
+}
+
+// ms is d in milliseconds; -1 for a key without a TTL.
+func ms(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+// printJSON writes st as one JSON object and a newline.
+func (t *tool) printJSON(st redlock.Status, addrs []string, quorum int, held, decided bool) error {
+	out := jsonStatus{Name: st.Name, Held: held, Decided: decided || held, Quorum: quorum, NameView: toJSON(st.View)}
+	for i, s := range st.Servers {
+		js := jsonServer{Server: addrs[i]}
+		if s.Err != nil {
+			js.Error = oneLine(strings.TrimPrefix(s.Err.Error(), addrs[i]+": "))
+		} else {
+			v := toJSON(s.View)
+			js.NameView = &v
+		}
+		out.Servers = append(out.Servers, js)
+	}
+	b, err := json.Marshal(out)
 	if err != nil {
-		h.err = fmt.Errorf("connecting: %w", err)
-		return h
+		return err
 	}
-	defer conn.Close()
-	if info, err := redigo.String(redigo.DoContext(conn, ctx, "INFO", "server")); err == nil {
-		h.runID = infoField(info, "run_id")
-	}
-	ms, err := redigo.Int64(redigo.DoContext(conn, ctx, "PTTL", key))
-	if err != nil {
-		h.err = err
-		return h
-	}
-	if ms == -2 { // no such key
-		return h
-	}
-	value, err := redigo.String(redigo.DoContext(conn, ctx, "GET", key))
-	switch {
-	case errors.Is(err, redigo.ErrNil): // expired between the two reads
-		return h
-	case err != nil:
-		h.err = err
-		return h
-	}
-	h.held, h.value, h.left = true, value, time.Duration(ms)*time.Millisecond
-	return h
+	_, err = fmt.Fprintf(t.stdout, "%s\n", b)
+	return err
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/redlock"
 )
 
 // set stores key=value on node, with a TTL unless ttl is 0.
@@ -33,17 +37,18 @@ func statusLines(t *testing.T, r result, patterns ...string) {
 }
 
 // TestStatus reads each server's view of the lock, in the order given,
-// and exits 1 only when a quorum holds it with one token.
+// then the quorum's, and exits 1 only when a quorum holds it with one
+// token.
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	c, environ, dir := jobCluster(t)
 	a, b, d := regexp.QuoteMeta(c.Nodes[0].Addr()), regexp.QuoteMeta(c.Nodes[1].Addr()), regexp.QuoteMeta(c.Nodes[2].Addr())
-	const held = `held \d+(\.\d+)?m?s`
+	const held = `held \d+(\.\d+)?m?s by (#)?[0-9a-f]{8}`
 
 	r := run(t, environ, "status", "job")
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	assert.Empty(t, r.stderr)
-	statusLines(t, r, a+" free", b+" free", d+" free")
+	statusLines(t, r, a+" free", b+" free", d+" free", "quorum: free")
 
 	// Held by a run: every server, a TTL under --ttl, and exit 1.
 	p := start(t, environ, append([]string{"run", "--ttl", "20s", "job", "--"}, script(waiting)...)...)
@@ -51,13 +56,15 @@ func TestStatus(t *testing.T) {
 	awaitHeld(t, c, "job")
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitHeld, r.code, r.stderr)
-	statusLines(t, r, a+" held 1\\d\\.\\d+s", b+" held 1\\d\\.\\d+s", d+" held 1\\d\\.\\d+s")
-	assert.NotContains(t, r.stdout, get(c.Nodes[0], "job"), "a token is never printed")
+	tok := redistest.Text(get(c.Nodes[0], "job"))
+	by := " by " + tok[17:25] // the holder's tag: the call's random digits
+	statusLines(t, r, a+" held 1\\d\\.\\d+s"+by, b+" held 1\\d\\.\\d+s"+by, d+" held 1\\d\\.\\d+s"+by, "quorum: held 1\\d\\.\\d+s"+by)
+	assert.NotContains(t, r.stdout, tok, "a token is never printed")
 	// The order of the lines is the order of --servers.
 	urls := c.URLs("")
 	r = run(t, environ, "status", "--servers", urls[2]+","+urls[0]+","+urls[1], "job")
 	assert.Equal(t, exitHeld, r.code, r.stderr)
-	statusLines(t, r, d+" "+held, a+" "+held, b+" "+held)
+	statusLines(t, r, d+" "+held, a+" "+held, b+" "+held, "quorum: "+held)
 	touch(t, filepath.Join(dir, "go"))
 	require.Equal(t, exitOK, p.wait(t).code)
 
@@ -67,8 +74,10 @@ func TestStatus(t *testing.T) {
 	set(c.Nodes[1], "job", "token-b", 0)
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitOK, r.code, r.stderr)
-	statusLines(t, r, a+" "+held+" by holder 1", b+` held \(no expiry\) by holder 2`, d+" free")
+	statusLines(t, r, a+" "+held, b+` held \(no expiry\) by #[0-9a-f]{8}`, d+" free", "quorum: free")
 	assert.NotContains(t, r.stdout, "token-")
+	lines := strings.Split(r.stdout, "\n")
+	assert.NotEqual(t, lines[0][strings.LastIndex(lines[0], " "):], lines[1][strings.LastIndex(lines[1], " "):], "two holders, two tags")
 
 	// One server down: the two that answer are free, so no quorum can
 	// hold the lock...
@@ -76,20 +85,20 @@ func TestStatus(t *testing.T) {
 	c.Nodes[1].Kill()
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitOK, r.code, r.stderr)
-	statusLines(t, r, a+" free", b+" error: connecting: .*connection refused", d+" free")
+	statusLines(t, r, a+" free", b+" error: .*connection refused", d+" free", "quorum: free")
 
 	// ...but one holding and one down could be a quorum: too few to tell.
 	set(c.Nodes[2], "job", "y", 10*time.Second)
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitUnavailable, r.code, r.stderr)
-	assert.Equal(t, []string{`redlock: could not read lock "job" on 1 of 3 servers (see their errors): too few to tell whether a quorum (2) holds it`}, r.lines())
-	statusLines(t, r, a+" free", b+" error: .*", d+" "+held)
+	assert.Equal(t, []string{`redlock: could not read "job" on 1 of 3 servers (see their errors): too few to tell whether a quorum (2) holds it`}, r.lines())
+	statusLines(t, r, a+" free", b+" error: .*", d+" "+held, "quorum: too few servers answered to tell")
 
 	// Two down: fewer than a quorum answered.
 	c.Nodes[2].Kill()
 	r = run(t, environ, "status", "job")
 	assert.Equal(t, exitUnavailable, r.code, r.stderr)
-	statusLines(t, r, a+" free", b+" error: .*", d+" error: .*")
+	statusLines(t, r, a+" free", b+" error: .*", d+" error: .*", "quorum: too few servers answered to tell")
 }
 
 // TestStatusHeldDespiteAFailure: a quorum holding the lock is exit 1 even
@@ -110,7 +119,8 @@ func TestStatusHeldDespiteAFailure(t *testing.T) {
 	assert.Equal(t, exitHeld, r.code, r.stderr)
 	assert.Less(t, r.took, statusTimeout+time.Second)
 	lines := strings.Split(r.stdout, "\n")
-	require.Len(t, lines, 6, r.stdout)
+	require.Len(t, lines, 7, r.stdout)
+	assert.Regexp(t, `^quorum: held `, lines[5])
 	assert.Contains(t, lines[2], c.Nodes[2].Addr()+" error: ")
 	assert.Contains(t, lines[3], c.Nodes[3].Addr()+" error: ")
 }
@@ -166,4 +176,128 @@ func TestOneRedisNamedTwice(t *testing.T) {
 		assert.Contains(t, r.stderr, strings.Replace(c.Nodes[0].Addr(), "127.0.0.1", "localhost", 1), sub)
 		assert.Contains(t, r.stderr, "count twice", sub)
 	}
+}
+
+// TestStatusEveryKind: status shows, and exits 1 for, every kind of hold
+// of the name: permits of a semaphore (what "free" on every server hid),
+// readers and then a writer, a leader with its value and term; --json
+// says the same, parsed back here as the manual documents it.
+func TestStatusEveryKind(t *testing.T) {
+	t.Parallel()
+	c, environ := cluster(t, 3)
+	client := libraryClient(t, c.URLs(""))
+	ctx := context.Background()
+	status := func() (result, jsonStatus) {
+		t.Helper()
+		r := run(t, environ, "status", "--json", "job")
+		var js jsonStatus
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &js), r.stdout)
+		require.Len(t, js.Servers, 3)
+		for i, s := range js.Servers {
+			assert.Equal(t, c.Nodes[i].Addr(), s.Server)
+			assert.Empty(t, s.Error)
+			require.NotNil(t, s.NameView, "server %d", i)
+		}
+		return r, js
+	}
+
+	// Two permits of three, taken as run --permits 3 takes them.
+	sem := client.Semaphore("job", 3)
+	var permits []*redlock.Lock
+	for range 2 {
+		l, err := sem.TryAcquire(ctx, 20*time.Second)
+		require.NoError(t, err)
+		permits = append(permits, l)
+	}
+	r := run(t, environ, "status", "job")
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	statusLines(t, r, ".* free; semaphore 2 of 3 permits", ".* free; semaphore 2 of 3 permits", ".* free; semaphore 2 of 3 permits", "quorum: free; semaphore 2 of 3 permits")
+	r, js := status()
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	assert.True(t, js.Held)
+	assert.True(t, js.Decided)
+	assert.Equal(t, "job", js.Name)
+	assert.Equal(t, 2, js.Quorum)
+	assert.False(t, js.Lock.Held)
+	assert.Equal(t, jsonSemaphore{Permits: 3, InUse: 2}, js.Semaphore)
+	assert.Equal(t, jsonSemaphore{Permits: 3, InUse: 2}, js.Servers[1].Semaphore)
+	for _, l := range permits {
+		assert.NotContains(t, r.stdout, l.Token())
+		require.NoError(t, l.Release(ctx))
+	}
+
+	// Two readers, then a writer.
+	rw := client.RWMutex("job")
+	r1, err := rw.RLock(ctx, 20*time.Second)
+	require.NoError(t, err)
+	r2, err := rw.RLock(ctx, 20*time.Second)
+	require.NoError(t, err)
+	r = run(t, environ, "status", "job")
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "quorum: free; read-write 2 readers\n")
+	_, js = status()
+	assert.Equal(t, jsonRW{Readers: 2}, js.RW)
+	require.NoError(t, r1.Release(ctx))
+	require.NoError(t, r2.Release(ctx))
+	w, err := rw.Lock(ctx, 20*time.Second)
+	require.NoError(t, err)
+	r = run(t, environ, "status", "job")
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "quorum: free; read-write writer "+w.Token()[17:25]+"\n")
+	_, js = status()
+	assert.Equal(t, jsonRW{Writer: w.Token()[17:25]}, js.RW)
+	require.NoError(t, w.Release(ctx))
+
+	// A leader: its value and term.
+	lctx, resign := context.WithCancel(ctx)
+	defer resign()
+	lead, err := client.Election("job").Campaign(lctx, 20*time.Second, "host-a")
+	require.NoError(t, err)
+	r = run(t, environ, "status", "job")
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^quorum: free; election leader "host-a" 1\d\.\d+s term `+strconv.FormatUint(lead.Fence(), 10)+`$`, r.stdout)
+	r, js = status()
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	assert.Equal(t, "host-a", js.Election.Leader)
+	assert.Equal(t, lead.Fence(), js.Election.Term)
+	assert.Greater(t, js.Election.TTLMs, int64(10000))
+	require.NoError(t, lead.Release(ctx))
+
+	// All released: exit 0, the term stays.
+	r, js = status()
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.False(t, js.Held)
+	assert.Equal(t, lead.Fence(), js.Election.Term)
+	assert.Empty(t, js.Election.Leader)
+}
+
+// TestStatusJSONWithAServerDown: --json reports a server's error in its
+// entry, and says whether the answers decide: held by a quorum despite a
+// server down, or too few answered to tell (exit 69, stdout still JSON).
+func TestStatusJSONWithAServerDown(t *testing.T) {
+	t.Parallel()
+	c, environ := cluster(t, 3)
+	set(c.Nodes[0], "job", "tok", 10*time.Second)
+	set(c.Nodes[2], "job", "tok", 10*time.Second)
+	c.Nodes[1].Kill()
+	r := run(t, environ, "status", "--json", "job")
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	var js jsonStatus
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &js), r.stdout)
+	assert.True(t, js.Held)
+	assert.True(t, js.Decided)
+	assert.True(t, js.Lock.Held)
+	assert.Regexp(t, `^#[0-9a-f]{8}$`, js.Lock.Holder)
+	assert.Contains(t, js.Servers[1].Error, "connection refused")
+	assert.Nil(t, js.Servers[1].NameView)
+	assert.NotContains(t, r.stdout, `"tok"`)
+
+	c.Nodes[0].MustDo("DEL", "job")
+	r = run(t, environ, "status", "--json", "job")
+	assert.Equal(t, exitUnavailable, r.code, r.stderr)
+	js = jsonStatus{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &js), r.stdout)
+	assert.False(t, js.Held)
+	assert.False(t, js.Decided)
+	assert.True(t, js.Servers[2].Lock.Held)
 }

@@ -185,6 +185,7 @@ func TestLuaScripts(t *testing.T) {
 	promiseOf := func(promise string, deadline int64) string {
 		return promise + " " + strconv.FormatInt(deadline, 10) + ","
 	}
+	named := keyserver.NameKeys{Lock: k, Semaphore: layout.SemaphoreKey(k), RW: layout.RWKey(k), Election: layout.ElectionKey(k)}
 
 	cases := []luaCase{
 		{file: "acquire.lua", name: "free key", keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
@@ -570,6 +571,27 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, []any{waiterM, "5", callerM, "7"}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1, "WITHSCORES")))
 				n.pttlNear(t, sem+":watchers", keyserver.LineTTL.Milliseconds())
 			}},
+
+		{file: "inspect.lua", name: "every kind held", keys: inspectKeys(named),
+			setup: [][]any{
+				{"SET", k, luaHolder + "+", "PX", 9000}, {"ZADD", line, 0, callerM, 0, waiterM}, {"SET", fence, 7}, {"SET", k + ":delay", "d", "PX", 20000},
+				{"SET", named.Semaphore, 3, "PX", 9000}, {"SET", named.Semaphore + ":0", luaCaller, "PX", 9000}, {"SET", named.Semaphore + ":2", luaWaiter, "PX", 8000},
+				{"ZADD", named.Semaphore + ":watchers", 0, earlyM},
+				{"ZADD", named.RW + ":r", time.Now().UnixMilli() + 9000, luaEarly, time.Now().UnixMilli() - 1000, luaUnranked}, {"SET", named.RW + ":wait", "m", "PX", 900},
+				{"HSET", named.Election, "t", luaCaller, "v", "host-a"}, {"PEXPIRE", named.Election, 9000}, {"SET", named.Election + ":fence", 4},
+			},
+			args: []string{maxInspected},
+			want: []any{luaHolder, about(9000), int64(2), int64(7), int64(0), int64(3), int64(1), "", int64(0), int64(1), int64(0),
+				luaCaller, "host-a", about(9000), int64(4), int64(2), luaCaller, about(9000), luaWaiter, about(8000), luaEarly, about(9000)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaHolder+"+", n.str("GET", k), "nothing written")
+				assert.Equal(t, int64(2), n.MustDo("ZCARD", named.RW+":r"), "an expired reader is left for the writes to drop")
+			}},
+		{file: "inspect.lua", name: "a writer; the lock in its delay; no permit held", keys: inspectKeys(named),
+			setup: [][]any{{"SET", k + ":delay", "d", "PX", 5000}, {"SET", named.RW + ":w", luaCaller}, {"SET", named.Semaphore, 3, "PX", 9000}}, // a count without slots binds nothing
+			args:  []string{maxInspected},
+			want: []any{"", int64(0), int64(0), int64(0), about(5000), int64(0), int64(0), luaCaller, int64(-1), int64(0), int64(0),
+				"", "", int64(0), int64(0), int64(0)}},
 	}
 
 	covered := make(map[string]bool)

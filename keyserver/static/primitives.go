@@ -39,7 +39,7 @@ func (c Call) checkPrimitive() (bool, error) {
 	switch c.Op {
 	case OpAcquirePermit, OpExtendPermit, OpAcquireRead, OpAcquireWrite, OpExtendHold, OpAcquireLeader, OpExtendLeader:
 		return true, keyserver.CheckTTL(c.Key, c.Token, c.TTL)
-	case OpReadLeader, OpWatchKey:
+	case OpReadLeader, OpWatchKey, OpInspect:
 		return true, keyserver.CheckKey(c.Key)
 	}
 	return false, nil

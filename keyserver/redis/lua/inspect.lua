@@ -1,0 +1,87 @@
+-- Inspect: what the server holds under one name, read in one step that
+-- writes nothing.
+-- KEYS[1]: the lock key; KEYS[2]: its line; KEYS[3]: its fence counter;
+-- KEYS[4]: its lock-delay (layout.DelayKey); KEYS[5]: the semaphore
+-- key, its stored count; KEYS[6]: the read-write lock's key; KEYS[7]:
+-- the election's key. The keys built here from KEYS[5..7] (slot N is
+-- key:N; key:watchers, key:w, key:r, key:wait, key:fence) share their
+-- hash tag, and so their Cluster slot, and keep the command short.
+-- ARGV[1]: the most slots and readers to list (keyserver.MaxInspected).
+-- Reply, flat (a transport need not read nested arrays): lock value or
+-- '', its TTL, waiters, fence, delay left; permits, the semaphore's
+-- watchers; writer or '', its TTL, 1 if a writer waits else 0, the
+-- read-write lock's watchers; leader token or '', value, its TTL, term;
+-- the number of held slots, then a token and its TTL for each held slot
+-- and then for each reader. A TTL is at least 1, or -1 for a key without
+-- one.
+
+-- left is key's TTL as the reply gives it.
+local function left(key)
+	local l = redis.call('PTTL', key)
+	if l == -1 then
+		return -1
+	end
+	return math.max(l, 1)
+end
+
+local function num(key)
+	return tonumber(redis.call('GET', key) or '0')
+end
+
+local max = tonumber(ARGV[1])
+local r = {'', 0, redis.call('ZCARD', KEYS[2]), num(KEYS[3]), 0}
+local v = redis.call('GET', KEYS[1])
+if v then
+	-- the waiters' mark ('+', 43) after a ranked token (49 bytes) is the
+	-- server's own
+	if #v == 49 + 1 and string.byte(v, -1) == 43 then
+		v = string.sub(v, 1, 49)
+	end
+	r[1], r[2] = v, left(KEYS[1])
+else
+	r[5] = math.max(redis.call('PTTL', KEYS[4]), 0)
+end
+
+local permits = tonumber(redis.call('GET', KEYS[5]) or '0')
+r[6], r[7] = permits, redis.call('ZCARD', KEYS[5] .. ':watchers')
+
+local rw = KEYS[6]
+r[8], r[9], r[10], r[11] = redis.call('GET', rw .. ':w') or '', 0, redis.call('EXISTS', rw .. ':wait'), redis.call('ZCARD', rw .. ':watchers')
+if r[8] ~= '' then
+	r[9] = left(rw .. ':w')
+end
+
+local cur = redis.call('HMGET', KEYS[7], 't', 'v')
+r[12], r[13], r[14], r[15] = '', '', 0, num(KEYS[7] .. ':fence')
+if cur[1] then
+	r[12], r[13], r[14] = cur[1], cur[2] or '', left(KEYS[7])
+end
+
+r[16] = 0
+local n = math.min(permits, max)
+if n > 0 then
+	local slots = {}
+	for i = 0, n - 1 do
+		slots[i + 1] = KEYS[5] .. ':' .. i
+	end
+	local held = redis.call('MGET', unpack(slots))
+	for i = 1, n do
+		if held[i] then
+			r[#r + 1] = held[i]
+			r[#r + 1] = left(slots[i])
+			r[16] = r[16] + 1
+		end
+	end
+end
+if r[16] == 0 then
+	r[6] = 0 -- a count binds nothing while no slot is held
+end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local readers = redis.call('ZRANGE', rw .. ':r', '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
+for i = 1, #readers, 2 do
+	r[#r + 1] = readers[i]
+	r[#r + 1] = math.max(tonumber(readers[i + 1]) - now, 1)
+end
+return r

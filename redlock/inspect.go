@@ -1,0 +1,371 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/goredlock/goredlock/internal/layout"
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// Status is what the servers hold under one name, as Client.Inspect read
+// it: the quorum's verdict (the View fields of Status itself) and what each
+// server said (Servers). A name is one name for every primitive: the lock,
+// the semaphore, the read-write lock and the election called name keep
+// keys of their own, and Status reads them all, so that "who holds what"
+// has one answer whatever kind of hold a program took.
+type Status struct {
+	// Name is the name inspected, without the client's key prefix.
+	Name string
+	// View is the quorum's verdict: what a quorum of servers agrees on
+	// (see Client.Inspect for each field's rule).
+	View
+	// Servers holds one ServerStatus per server, in the order given to New.
+	Servers []ServerStatus
+}
+
+// ServerStatus is what one server holds under the name.
+type ServerStatus struct {
+	// Err is why the server could not tell: it failed, did not answer in
+	// time, or does not implement keyserver.Inspector (an error matching
+	// keyserver.ErrPermanent). The View is zero then.
+	Err error
+	// View is what the server holds.
+	View
+}
+
+// View is a name's holds, on one server or as a quorum of servers holds
+// them. Holders are named by a tag, never by their token, which is the
+// holder's secret (it releases the lock): for this module's tokens the 8
+// hexadecimal digits after the dot (random digits drawn once per call,
+// shared by the call's attempts and printed by nothing else), for others
+// "#" and 8 hexadecimal digits of a hash. Two holders with different tags
+// are different calls; a tag cannot release anything.
+type View struct {
+	// Held reports that the lock is held: on a server, that its key holds
+	// a token (or is promised to a waiter, which holds it next); as the
+	// verdict, that a quorum holds it with one token.
+	Held bool
+	// Holder is the lock holder's tag; "" when not held.
+	Holder string
+	// Left is the TTL the lock has left: on a server, its key's; as the
+	// verdict, how long a quorum goes on holding it if it is not
+	// extended. Negative for a key stored without a TTL (not by this
+	// module).
+	Left time.Duration
+	// Waiters counts the calls waiting in the lock's line.
+	Waiters int
+	// Fence is the lock's fence counter: the latest fencing token drawn
+	// (0 when the name was never taken WithFencing).
+	Fence uint64
+	// DelayLeft is how long the lock's name stays ungranted by its
+	// lock-delay after a holder let it expire (see WithLockDelay); 0 when
+	// no lock-delay is in force.
+	DelayLeft time.Duration
+
+	// Semaphore is the semaphore called name.
+	Semaphore SemaphoreView
+	// RW is the read-write lock called name.
+	RW RWView
+	// Election is the election called name.
+	Election ElectionView
+}
+
+// SemaphoreView is a semaphore's holds.
+type SemaphoreView struct {
+	Permits int // the permit count its holders gave; 0 when none is held
+	InUse   int // permits held
+	Waiters int // calls waiting for a permit
+}
+
+// RWView is a read-write lock's holds.
+type RWView struct {
+	Readers       int    // read holds
+	Writer        string // the writer's tag; "" when none holds it
+	WriterWaiting bool   // a writer waits, and keeps new readers out
+	Waiters       int    // calls waiting for a read or write hold
+}
+
+// ElectionView is an election's leader.
+type ElectionView struct {
+	Leader string        // the leader's value (Campaign's); "" when none leads
+	Left   time.Duration // the TTL the leadership has left
+	Term   uint64        // the latest leader's term (its Lock's Fence)
+}
+
+// Inspect reads what the servers hold under name, for people and
+// scripts that ask who holds what and who waits (the redlock command's
+// status is built on it). It writes nothing, and reads each server once,
+// in one call that returns its whole view of the name (every server must
+// implement keyserver.Inspector; one that does not is reported in its
+// ServerStatus, not asked). Each call is bounded by the server timeout
+// (500 ms by default, as a read has no TTL to take 5% of), and each store
+// counts once: two servers that reach one store fail the call with
+// ErrInvalidArgument, as every call does.
+//
+// The verdict is a quorum's, as a lock's grant is. A lock, writer or
+// leader is held when a quorum of servers holds it with one token, and a
+// permit or read hold counts when a quorum holds its token; Left is then
+// how long that quorum holds it. Waiters and the semaphore's Permits are
+// the largest number that a quorum of servers reports at least (0 when
+// fewer than a quorum answered), and WriterWaiting needs a quorum too.
+// Fence and Term are the largest counters the servers report, which is
+// the latest when a quorum answered (see CheckFence). DelayLeft is how
+// long until fewer servers are in their lock-delay than would keep a
+// quorum from granting the name.
+//
+// Inspect returns the Status together with a *QuorumError when the
+// servers that failed could change the verdict: a holder that some
+// answers show (or one that none shows) could hold a quorum with them.
+// The Status then says what the servers that answered hold: what is held
+// by a quorum is held whatever the others say.
+func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
+	switch {
+	case name == "":
+		return Status{}, invalidArgument("empty name")
+	case len(name) > MaxNameLen:
+		return Status{}, invalidArgument("name of %d bytes is longer than the %d allowed", len(name), MaxNameLen)
+	}
+	if err := c.enter(); err != nil {
+		return Status{}, err
+	}
+	defer c.exit()
+	key := c.options.keyPrefix + name
+	r := &inspectRead{
+		keys: keyserver.NameKeys{Lock: key, Semaphore: layout.SemaphoreKey(key), RW: layout.RWKey(key), Election: layout.ElectionKey(key)},
+		got:  make([]keyserver.NameStatus, len(c.servers)),
+	}
+	st := Status{Name: name, Servers: make([]ServerStatus, len(c.servers))}
+	// Servers that cannot inspect are not asked: their refusal says
+	// nothing of their health (see fan.only).
+	var only uint64
+	some := false
+	for i, s := range c.servers {
+		if _, ok := s.(keyserver.Inspector); ok {
+			only |= bit(i)
+			some = true
+		} else {
+			st.Servers[i].Err = keyserver.Permanent(fmt.Errorf("key server %s does not implement keyserver.Inspector", serverName(c.servers, i)))
+		}
+	}
+	var t tally
+	if some {
+		if only == ^uint64(0)>>(64-min(len(c.servers), 64)) {
+			only = 0 // every server: no bit stands for a server it must not ask
+		}
+		f := fan{op: opRead, name: name, key: key, timeout: c.readTimeout(), rule: everyAnswer, prim: r, only: only}
+		res := c.fanOut(ctx, f)
+		c.settle(ctx, &f, &res, false)
+		if err := c.identities.failed(); err != nil {
+			return Status{}, err // two servers are one store: no answer counts
+		}
+		t = res.tally
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	answered := make([]keyserver.NameStatus, 0, len(c.servers))
+	var failedErrs []*ServerError
+	for i := range c.servers {
+		ss := &st.Servers[i]
+		if ss.Err == nil && some {
+			if ok, err := t.answerOf(i); !ok && err != nil {
+				ss.Err = err
+			} else if !ok {
+				ss.Err = fmt.Errorf("key server %s did not answer", serverName(c.servers, i))
+			}
+		}
+		if ss.Err != nil {
+			failedErrs = append(failedErrs, &ServerError{Server: i, Err: ss.Err})
+			continue
+		}
+		ss.View = serverView(r.got[i])
+		answered = append(answered, r.got[i])
+	}
+	v, undecided := verdict(answered, len(c.servers), c.quorum)
+	st.View = v
+	if undecided {
+		qt := tally{n: len(c.servers), granted: len(answered), errs: failedErrs}
+		return st, newQuorumError("inspect", lockKind, name, 1, qt, ctx.Err())
+	}
+	return st, nil
+}
+
+// inspectRead is Inspect's read of every server, by server.
+type inspectRead struct {
+	keys keyserver.NameKeys
+	mu   sync.Mutex
+	got  []keyserver.NameStatus
+}
+
+func (r *inspectRead) call(ctx context.Context, _ *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+	in, ok := ks.(keyserver.Inspector)
+	if !ok { // a server past the 63rd, which shares its bit with one that can
+		return false, 0, keyserver.Holder{}, keyserver.Permanent(fmt.Errorf("key server %d does not implement keyserver.Inspector", i))
+	}
+	st, err := in.Inspect(ctx, r.keys)
+	if err != nil {
+		return false, 0, keyserver.Holder{}, err
+	}
+	r.mu.Lock()
+	r.got[i] = st
+	r.mu.Unlock()
+	return true, 0, keyserver.Holder{}, nil
+}
+
+// tag names the holder of token without giving its token away (see View).
+func tag(token string) string {
+	if token == "" {
+		return ""
+	}
+	if layout.RankOf(token) != "" {
+		return token[17:layout.RankLen] // the call's random digits
+	}
+	h := fnv.New32a()
+	h.Write([]byte(token))
+	return fmt.Sprintf("#%08x", h.Sum32())
+}
+
+// serverView is one server's answer as a View.
+func serverView(s keyserver.NameStatus) View {
+	return View{
+		Held: s.Lock.Token != "", Holder: tag(s.Lock.Token), Left: s.Lock.Left,
+		Waiters: s.Waiters, Fence: s.Fence, DelayLeft: s.Delay,
+		Semaphore: SemaphoreView{Permits: s.Permits, InUse: len(s.Slots), Waiters: s.PermitWaiters},
+		RW:        RWView{Readers: len(s.Readers), Writer: tag(s.Writer.Token), WriterWaiting: s.WriterWaiting, Waiters: s.RWWaiters},
+		Election:  ElectionView{Leader: s.Leader.Value, Left: s.Leader.Left, Term: s.Term},
+	}
+}
+
+// holders counts, per token, the servers that hold it in one role (the
+// lock, a permit, a read, the write, the leadership), with the TTL each
+// reports.
+type holders map[string][]time.Duration
+
+func (h holders) add(hd keyserver.Hold) {
+	if hd.Token != "" {
+		h[hd.Token] = append(h[hd.Token], hd.Left)
+	}
+}
+
+// held returns the tokens that a quorum holds, in no order.
+func (h holders) held(quorum int) []string {
+	var ts []string
+	for t, lefts := range h {
+		if len(lefts) >= quorum {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// undecided reports whether the failed servers could give a token that
+// does not hold a quorum one (also a token no answer shows).
+func (h holders) undecided(quorum, failed int) bool {
+	if failed >= quorum {
+		return true
+	}
+	for _, lefts := range h {
+		if len(lefts) < quorum && len(lefts)+failed >= quorum {
+			return true
+		}
+	}
+	return false
+}
+
+// single is the one token of h that a quorum holds (a lock, a writer, a
+// leader: two quorums share a server, which holds one token), and how
+// long that quorum holds it.
+func (h holders) single(quorum int) (string, time.Duration) {
+	for _, t := range h.held(quorum) {
+		return t, leftOf(h[t], quorum)
+	}
+	return "", 0
+}
+
+// leftOf is how long a quorum of the TTLs lefts lasts: the quorum-th
+// longest, a TTL-less key (negative) counting as the longest.
+func leftOf(lefts []time.Duration, quorum int) time.Duration {
+	s := slices.Clone(lefts)
+	slices.SortFunc(s, func(a, b time.Duration) int {
+		switch {
+		case a == b:
+			return 0
+		case a < 0 || (b >= 0 && a > b):
+			return -1
+		}
+		return 1
+	})
+	return s[quorum-1]
+}
+
+// atLeast is the largest value that k of vals are at least (the k-th
+// largest); zero when there are fewer than k.
+func atLeast[T int | time.Duration](vals []T, k int) T {
+	if k < 1 || len(vals) < k {
+		var zero T
+		return zero
+	}
+	s := slices.Clone(vals)
+	slices.Sort(s)
+	return s[len(s)-k]
+}
+
+// verdict is the quorum's View of the servers' answers (n servers, of
+// which len(answered) answered), and whether the servers that failed
+// could change who holds what.
+func verdict(answered []keyserver.NameStatus, n, quorum int) (View, bool) {
+	failed := n - len(answered)
+	lock, permits, readers, writer, leader := holders{}, holders{}, holders{}, holders{}, holders{}
+	values := map[string]string{} // leader token → value
+	var waiters, semPerms, semWaiters, rwWaiters, writerWaits []int
+	var delays []time.Duration
+	var v View
+	for _, s := range answered {
+		lock.add(s.Lock)
+		for _, h := range s.Slots {
+			permits.add(h)
+		}
+		for _, h := range s.Readers {
+			readers.add(h)
+		}
+		writer.add(s.Writer)
+		leader.add(keyserver.Hold{Token: s.Leader.Token, Left: s.Leader.Left})
+		if s.Leader.Token != "" {
+			values[s.Leader.Token] = s.Leader.Value
+		}
+		waiters = append(waiters, s.Waiters)
+		semPerms = append(semPerms, s.Permits)
+		semWaiters = append(semWaiters, s.PermitWaiters)
+		rwWaiters = append(rwWaiters, s.RWWaiters)
+		if s.WriterWaiting {
+			writerWaits = append(writerWaits, 1)
+		}
+		delays = append(delays, s.Delay)
+		v.Fence = max(v.Fence, s.Fence)
+		v.Election.Term = max(v.Election.Term, s.Term)
+	}
+	var token string
+	token, v.Left = lock.single(quorum)
+	v.Held, v.Holder = token != "", tag(token)
+	v.Waiters = atLeast(waiters, quorum)
+	// A grant needs a quorum of servers out of their delay: it waits
+	// while more than n-quorum are in it.
+	v.DelayLeft = atLeast(delays, n-quorum+1)
+	v.Semaphore = SemaphoreView{Permits: atLeast(semPerms, quorum), InUse: len(permits.held(quorum)), Waiters: atLeast(semWaiters, quorum)}
+	w, _ := writer.single(quorum)
+	v.RW = RWView{Readers: len(readers.held(quorum)), Writer: tag(w), WriterWaiting: len(writerWaits) >= quorum, Waiters: atLeast(rwWaiters, quorum)}
+	var l string
+	l, v.Election.Left = leader.single(quorum)
+	v.Election.Leader = values[l]
+	// A lock, writer or leader that a quorum holds is decided: any other
+	// quorum shares a server with it, which holds its token.
+	undecided := false
+	for _, h := range []holders{lock, permits, readers, writer, leader} {
+		undecided = undecided || h.undecided(quorum, failed)
+	}
+	return v, undecided
+}

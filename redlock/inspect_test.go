@@ -1,0 +1,244 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/static"
+)
+
+// TestInspectMemory: a lock, two permits of three, two readers and a
+// leader of one name on three memory servers, each seen by every server
+// and by the quorum; holders by tag, never by token.
+func TestInspectMemory(t *testing.T) {
+	c, _ := memoryClient(t, WithFencing())
+	st, err := c.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.Equal(t, "job", st.Name)
+	assert.Equal(t, View{}, st.View, "nothing held")
+	require.Len(t, st.Servers, 3)
+
+	l, err := c.Acquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	sem := c.Semaphore("job", 3)
+	p1, err := sem.Acquire(bg, 10*time.Second)
+	require.NoError(t, err)
+	p2, err := sem.Acquire(bg, 10*time.Second)
+	require.NoError(t, err)
+	r1, err := c.RWMutex("job").RLock(bg, 10*time.Second)
+	require.NoError(t, err)
+	r2, err := c.RWMutex("job").RLock(bg, 10*time.Second)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	lead, err := c.Election("job").Campaign(ctx, 10*time.Second, "host-a")
+	require.NoError(t, err)
+
+	st, err = c.Inspect(bg, "job")
+	require.NoError(t, err)
+	want := View{Held: true, Holder: l.Token()[17:25], Left: 10 * time.Second, Fence: l.Fence(),
+		Semaphore: SemaphoreView{Permits: 3, InUse: 2},
+		RW:        RWView{Readers: 2},
+		Election:  ElectionView{Leader: "host-a", Left: 10 * time.Second, Term: lead.Fence()}}
+	assert.Equal(t, want, st.View)
+	for i, s := range st.Servers {
+		assert.NoError(t, s.Err, i)
+		assert.Equal(t, want, s.View, i)
+	}
+	assert.Positive(t, l.Fence())
+	assert.Positive(t, lead.Fence())
+	for _, tok := range []string{l.Token(), p1.Token(), r1.Token(), lead.Token()} {
+		assert.NotContains(t, fmt.Sprintf("%+v", st), tok, "a token is never in a Status")
+	}
+
+	for _, h := range []*Lock{l, p1, p2, r1, r2, lead} {
+		require.NoError(t, h.Release(bg))
+	}
+	w, err := c.RWMutex("job").Lock(bg, 10*time.Second)
+	require.NoError(t, err)
+	st, err = c.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.False(t, st.Held)
+	assert.Equal(t, RWView{Writer: w.Token()[17:25]}, st.RW)
+	assert.Equal(t, l.Fence(), st.Fence, "the fence stays")
+	assert.Equal(t, lead.Fence(), st.Election.Term, "the term stays")
+	require.NoError(t, w.Release(bg))
+}
+
+// TestInspectKeyPrefix: Inspect reads the name under the client's prefix.
+func TestInspectKeyPrefix(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 3)
+	app := testClient(t, fc, servers, WithKeyPrefix("app:"))
+	plain := testClient(t, fc, servers)
+	l, err := app.Acquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	st, err := app.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.True(t, st.Held)
+	st, err = plain.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.False(t, st.Held)
+	st, err = plain.Inspect(bg, "app:job")
+	require.NoError(t, err)
+	assert.True(t, st.Held)
+	require.NoError(t, l.Release(bg))
+}
+
+// TestInspectOneServerFailing: the quorum's verdict stands when one of
+// three servers fails; when the failed servers could complete a quorum for
+// a holder the others show, Inspect cannot tell and says so, with what
+// the others hold.
+func TestInspectOneServerFailing(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers())
+	l, err := c.Acquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	down := errors.New("connection refused")
+	servers[2].Script(static.OpInspect, static.Fail(down))
+
+	st, err := c.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.True(t, st.Held)
+	assert.Equal(t, l.Token()[17:25], st.Holder)
+	assert.True(t, st.Servers[0].Held)
+	assert.True(t, st.Servers[1].Held)
+	require.ErrorIs(t, st.Servers[2].Err, down)
+	assert.Equal(t, View{}, st.Servers[2].View)
+
+	// Two fail: one server holding and two unknown could be a quorum.
+	servers[1].Script(static.OpInspect, static.Fail(down))
+	st, err = c.Inspect(bg, "job")
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Equal(t, "inspect", qe.Op)
+	assert.Equal(t, 1, qe.Granted)
+	assert.Len(t, qe.Failed, 2)
+	assert.ErrorIs(t, err, down)
+	assert.False(t, st.Held)
+	assert.True(t, st.Servers[0].Held, "what the server that answered holds")
+
+	// Released, with one failing: two free servers leave no quorum to
+	// anyone.
+	servers[1].Script(static.OpInspect)
+	require.NoError(t, l.Release(bg))
+	st, err = c.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.False(t, st.Held)
+	assert.Equal(t, 3, servers[0].Count(static.OpInspect), "each Inspect asks each server once")
+}
+
+// notInspector is a key server without Inspect: the embedded interface
+// promotes KeyServer's methods only.
+type notInspector struct{ keyserver.KeyServer }
+
+// TestInspectServerWithoutInspector: a server that cannot inspect is not
+// asked, and its ServerStatus says so; the others decide.
+func TestInspectServerWithoutInspector(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, []keyserver.KeyServer{servers[0], notInspector{servers[1]}, servers[2]})
+	l, err := c.Acquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	st, err := c.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.True(t, st.Held)
+	require.ErrorIs(t, st.Servers[1].Err, keyserver.ErrPermanent)
+	assert.Contains(t, st.Servers[1].Err.Error(), "does not implement keyserver.Inspector")
+	assert.Zero(t, servers[1].Count(static.OpInspect))
+	require.NoError(t, l.Release(bg))
+
+	none := testClient(t, fc, []keyserver.KeyServer{notInspector{servers[0]}, notInspector{servers[1]}})
+	_, err = none.Inspect(bg, "job")
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Len(t, qe.Failed, 2)
+}
+
+// inspectIdentified is a static server that says which store it reaches,
+// and inspects.
+type inspectIdentified struct {
+	*static.Server
+	id string
+}
+
+func (s inspectIdentified) ServerID(context.Context) (string, error) { return s.id, nil }
+
+// TestInspectOneStoreTwice: a read counts each store once: two servers
+// that reach one store fail Inspect, as every call.
+func TestInspectOneStoreTwice(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, []keyserver.KeyServer{
+		inspectIdentified{servers[0], "a"}, inspectIdentified{servers[1], "b"}, inspectIdentified{servers[2], "a"}})
+	_, err := c.Inspect(bg, "job")
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "key servers 0 and 2 reach the same store")
+}
+
+func TestInspectBadName(t *testing.T) {
+	c, _ := memoryClient(t)
+	_, err := c.Inspect(bg, "")
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = c.Inspect(bg, strings.Repeat("x", MaxNameLen+1))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.NoError(t, c.Close())
+	_, err = c.Inspect(bg, "job")
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+// TestTag: a holder's tag is the call's random digits of a token of this
+// module, a hash of any other; never the token.
+func TestTag(t *testing.T) {
+	const tok = "0000019a2b3c4d01.1a2b3c4d000000000000000000000001"
+	assert.Equal(t, "1a2b3c4d", tag(tok))
+	assert.Equal(t, "1a2b3c4d", tag("0000019a2b3c4d01.1a2b3c4d~~~~~~~~~~~~~~~~~~~~~~~~"), "a promise tags as its call")
+	other := tag("token-a")
+	assert.Len(t, other, 9)
+	assert.True(t, strings.HasPrefix(other, "#"))
+	assert.NotEqual(t, other, tag("token-b"))
+	assert.Empty(t, tag(""))
+}
+
+// TestVerdict: counts are what a quorum reports at least; the lock-delay
+// lasts while too many servers are in it for a quorum to grant; a TTL-less
+// key outlasts the others.
+func TestVerdict(t *testing.T) {
+	hold := func(tok string, left time.Duration) keyserver.Hold { return keyserver.Hold{Token: tok, Left: left} }
+	answered := []keyserver.NameStatus{
+		{Lock: hold("a", -time.Millisecond), Waiters: 3, Delay: 0, Fence: 4},
+		{Lock: hold("a", 2*time.Second), Waiters: 1, Delay: 0, Fence: 9},
+		{Lock: hold("a", 5*time.Second), Waiters: 2, Delay: 0, Fence: 7},
+	}
+	v, undecided := verdict(answered, 3, 2)
+	assert.False(t, undecided)
+	assert.Equal(t, View{Held: true, Holder: tag("a"), Left: 5 * time.Second, Waiters: 2, Fence: 9}, v)
+
+	delays := []keyserver.NameStatus{{Delay: 5 * time.Second}, {Delay: 3 * time.Second}, {}, {}, {Delay: time.Second}}
+	v, _ = verdict(delays, 5, 3)
+	assert.Equal(t, time.Second, v.DelayLeft, "5 servers: a grant waits while 3 are in their delay")
+	v, _ = verdict(delays[:3], 3, 2)
+	assert.Equal(t, 3*time.Second, v.DelayLeft, "3 servers: while 2 are")
+
+	// Two permits on a quorum, a third on one server of three, one failed.
+	permits := []keyserver.NameStatus{
+		{Permits: 3, Slots: []keyserver.Hold{hold("p", time.Second), hold("q", time.Second), hold("r", time.Second)}},
+		{Permits: 3, Slots: []keyserver.Hold{hold("p", time.Second), hold("q", time.Second)}},
+	}
+	v, undecided = verdict(permits, 3, 2)
+	assert.Equal(t, SemaphoreView{Permits: 3, InUse: 2}, v.Semaphore)
+	assert.True(t, undecided, "r could hold the failed server too")
+	v, undecided = verdict(permits[1:], 3, 2)
+	assert.Equal(t, SemaphoreView{}, v.Semaphore, "fewer than a quorum answered")
+	assert.True(t, undecided)
+}

@@ -1,0 +1,175 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/layout"
+	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// TestRedisInspect checks Inspect against three real Redis with known
+// holders of each kind under one name: a lock and a waiter in its line,
+// two permits of three, two readers and then a writer, a leader with its
+// value and term, and a lock-delay.
+func TestRedisInspect(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c := clientOn(t, cluster, redlock.WithFencing())
+	ctx := context.Background()
+	const name = "job"
+	inspect := func() redlock.Status {
+		t.Helper()
+		st, err := c.Inspect(ctx, name)
+		require.NoError(t, err)
+		require.Len(t, st.Servers, 3)
+		for i, s := range st.Servers {
+			require.NoError(t, s.Err, "server %d", i)
+		}
+		return st
+	}
+	var tokens []string
+	noToken := func(st redlock.Status) {
+		t.Helper()
+		for _, tok := range tokens {
+			assert.NotContains(t, fmt.Sprintf("%+v", st), tok, "a token is never in a Status")
+		}
+	}
+
+	// A lock, and another Client's call waiting in its line.
+	l, err := c.Acquire(ctx, name, 20*time.Second)
+	require.NoError(t, err)
+	tokens = append(tokens, l.Token())
+	st := inspect()
+	assert.True(t, st.Held)
+	assert.Equal(t, l.Token()[17:25], st.Holder)
+	assert.True(t, st.Left > 10*time.Second && st.Left <= 20*time.Second, "left %v", st.Left)
+	assert.Equal(t, l.Fence(), st.Fence)
+	assert.Positive(t, st.Fence)
+	assert.Zero(t, st.Waiters)
+	assert.Zero(t, st.DelayLeft)
+	for _, s := range st.Servers {
+		assert.True(t, s.Held)
+		assert.Equal(t, st.Holder, s.Holder)
+		assert.True(t, s.Left > 10*time.Second && s.Left <= 20*time.Second, "left %v", s.Left)
+	}
+	other := clientOn(t, cluster, redlock.WithRetryCount(-1))
+	wctx, stopWaiting := context.WithCancel(ctx)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := other.Acquire(wctx, name, 20*time.Second)
+		waited <- err
+	}()
+	require.Eventually(t, func() bool { return inspect().Waiters == 1 }, 10*time.Second, 20*time.Millisecond, "the waiter in line")
+	stopWaiting()
+	require.ErrorIs(t, <-waited, context.Canceled)
+	noToken(st)
+	require.NoError(t, l.Release(ctx))
+
+	// Two permits of three.
+	sem := c.Semaphore(name, 3)
+	p1, err := sem.Acquire(ctx, 20*time.Second)
+	require.NoError(t, err)
+	p2, err := sem.Acquire(ctx, 20*time.Second)
+	require.NoError(t, err)
+	tokens = append(tokens, p1.Token(), p2.Token())
+	st = inspect()
+	assert.False(t, st.Held, "the lock of the name is another key")
+	assert.Equal(t, redlock.SemaphoreView{Permits: 3, InUse: 2}, st.Semaphore)
+	for _, s := range st.Servers {
+		assert.Equal(t, redlock.SemaphoreView{Permits: 3, InUse: 2}, s.Semaphore)
+	}
+	noToken(st)
+
+	// Two readers, then a writer.
+	rw := c.RWMutex(name)
+	r1, err := rw.RLock(ctx, 20*time.Second)
+	require.NoError(t, err)
+	r2, err := rw.RLock(ctx, 20*time.Second)
+	require.NoError(t, err)
+	tokens = append(tokens, r1.Token(), r2.Token())
+	st = inspect()
+	assert.Equal(t, redlock.RWView{Readers: 2}, st.RW)
+	noToken(st)
+	require.NoError(t, r1.Release(ctx))
+	require.NoError(t, r2.Release(ctx))
+	w, err := rw.Lock(ctx, 20*time.Second)
+	require.NoError(t, err)
+	tokens = append(tokens, w.Token())
+	st = inspect()
+	assert.Equal(t, redlock.RWView{Writer: w.Token()[17:25]}, st.RW)
+	for _, s := range st.Servers {
+		assert.Equal(t, st.RW, s.RW)
+	}
+	noToken(st)
+
+	// A leader: its value and term.
+	lctx, resign := context.WithCancel(ctx)
+	defer resign()
+	lead, err := c.Election(name).Campaign(lctx, 20*time.Second, "host-a")
+	require.NoError(t, err)
+	tokens = append(tokens, lead.Token())
+	st = inspect()
+	assert.Equal(t, "host-a", st.Election.Leader)
+	assert.Equal(t, lead.Fence(), st.Election.Term)
+	assert.Positive(t, st.Election.Term)
+	assert.True(t, st.Election.Left > 10*time.Second && st.Election.Left <= 20*time.Second, "left %v", st.Election.Left)
+	noToken(st)
+
+	// Everything at once, then all released: only the counters stay.
+	assert.Equal(t, redlock.SemaphoreView{Permits: 3, InUse: 2}, st.Semaphore)
+	assert.Equal(t, w.Token()[17:25], st.RW.Writer)
+	for _, h := range []*redlock.Lock{p1, p2, w, lead} {
+		require.NoError(t, h.Release(ctx))
+	}
+	st = inspect()
+	assert.Equal(t, redlock.View{Fence: l.Fence(), Election: redlock.ElectionView{Term: lead.Fence()}}, st.View)
+
+	// A lock-delay in force (as WithLockDelay leaves one: the delay key
+	// of a lock that expired) on two of three servers: no quorum can
+	// grant until the shorter of the two ends.
+	dk := layout.DelayKey(name)
+	cluster.Nodes[0].MustDo("SET", dk, "x", "PX", 30000)
+	cluster.Nodes[1].MustDo("SET", dk, "x", "PX", 20000)
+	st = inspect()
+	assert.True(t, st.DelayLeft > 10*time.Second && st.DelayLeft <= 20*time.Second, "delay left %v", st.DelayLeft)
+	assert.True(t, st.Servers[0].DelayLeft > 20*time.Second, "delay left %v", st.Servers[0].DelayLeft)
+	assert.Zero(t, st.Servers[2].DelayLeft)
+}
+
+// TestRedisInspectWithAServerDown: two of three servers hold the lock and
+// the third is down: held, and the down server's error is its own.
+func TestRedisInspectWithAServerDown(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c := clientOn(t, cluster)
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "job", 20*time.Second)
+	require.NoError(t, err)
+	cluster.Nodes[1].Kill()
+	st, err := c.Inspect(ctx, "job")
+	require.NoError(t, err)
+	assert.True(t, st.Held)
+	assert.Error(t, st.Servers[1].Err)
+	assert.True(t, st.Servers[0].Held)
+	assert.True(t, st.Servers[2].Held)
+	require.NoError(t, l.Release(ctx))
+}
+
+// TestRedisInspectOneRedisTwice: Inspect counts each store once.
+func TestRedisInspectOneRedisTwice(t *testing.T) {
+	cluster := redistest.Start(t, 2)
+	_, port, err := net.SplitHostPort(cluster.Nodes[0].Addr())
+	require.NoError(t, err)
+	c, err := redlock.New(serversAt(t, []string{cluster.Nodes[0].URL(""), "redis://localhost:" + port, cluster.Nodes[1].URL("")}))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	_, err = c.Inspect(context.Background(), "job")
+	require.ErrorIs(t, err, redlock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "reach the same store")
+}
