@@ -92,6 +92,7 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 		{"Conformance", s.conformance},
 		{"FastPath", s.fastPath},
 		{"CommandCounts", s.commandCounts},
+		{"LockDelay", s.lockDelay},
 		{"PrimitiveCommandCounts", s.primitiveCommandCounts},
 		{"ReleaseWakesOneWatcher", s.releaseWakesOneWatcher},
 		{"TurnAcrossServers", s.turnAcrossServers},
