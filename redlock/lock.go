@@ -58,6 +58,7 @@ type Lock struct {
 	extensions int
 	expiry     clock.Timer // fires at lossAt; nil until life is made
 	risk       risk
+	contended  chan struct{} // Contended's; nil until asked for (contended.go)
 }
 
 // grant is what an attempt that was granted hands to its lock.
@@ -73,7 +74,7 @@ type grant struct {
 
 func newLock(c *Client, o *options, g grant) *Lock {
 	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.start, tails: g.tails, fence: g.fence, prim: g.prim}
-	if c.hooks.Lost != nil || c.hooks.AtRisk != nil {
+	if c.hooks.Lost != nil || c.hooks.AtRisk != nil || c.hooks.Contended != nil {
 		l.callCtx = context.WithoutCancel(g.ctx)
 	}
 	l.mu.Lock()

@@ -51,7 +51,10 @@ type Server struct {
 	// watches of them by key, until stopped (notify.go).
 	lines  map[string]*line
 	turns  map[string]map[*turnWatch]struct{}
-	closed bool
+	// contention are the holders' watches of their keys' lines, by key
+	// (contention.go).
+	contention map[string]map[*contentionWatch]struct{}
+	closed     bool
 	// prims are the semaphores, read-write locks and elections
 	// (primitives.go).
 	prims prims
@@ -133,6 +136,7 @@ func (s *Server) Close() error {
 			w.fire()
 		}
 	}
+	s.breakContentionLocked()
 	s.mu.Unlock()
 	if !already && s.stop != nil {
 		close(s.stop)

@@ -96,6 +96,7 @@ func (s *Server) joinLocked(key, p string) int {
 	i, found := slices.BinarySearch(q.waiters, p)
 	if !found {
 		q.waiters = slices.Insert(q.waiters, i, p)
+		s.contendedLocked(key)
 	}
 	q.expires = s.now().Add(keyserver.LineTTL)
 	return i

@@ -52,12 +52,21 @@ if granted then
 	return 1
 end
 local ahead = 0
+local joined = 0
 if ARGV[5] ~= '' then
-	redis.call('ZADD', KEYS[2], 0, ARGV[5])
+	joined = redis.call('ZADD', KEYS[2], 0, ARGV[5])
 	if not renewed then
 		redis.call('PEXPIRE', KEYS[2], ARGV[4])
 	end
 	ahead = redis.call('ZRANK', KEYS[2], ARGV[5])
+end
+
+-- A new waiter first in line, as when the line was empty: the holder may
+-- watch for it (keyserver.ContentionWatcher) on the key's contention
+-- channel. Waiters that join behind others publish nothing: the holder's
+-- watch looks at the line once it is subscribed.
+if joined == 1 and ahead == 0 then
+	pcall(redis.call, 'PUBLISH', 'goredlock:contended:' .. KEYS[1], '')
 end
 
 -- Refused, with someone in line: mark v if it is a ranked token without

@@ -93,6 +93,7 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 		{"FastPath", s.fastPath},
 		{"CommandCounts", s.commandCounts},
 		{"LockDelay", s.lockDelay},
+		{"Contention", s.contention},
 		{"PrimitiveCommandCounts", s.primitiveCommandCounts},
 		{"ReleaseWakesOneWatcher", s.releaseWakesOneWatcher},
 		{"TurnAcrossServers", s.turnAcrossServers},
