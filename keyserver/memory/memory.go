@@ -49,8 +49,8 @@ type Server struct {
 	fences map[string]uint64 // fence counters by lock key; they never expire
 	// lines are the keys' lines of waiters, and turns the waiters'
 	// watches of them by key, until stopped (notify.go).
-	lines  map[string]*line
-	turns  map[string]map[*turnWatch]struct{}
+	lines map[string]*line
+	turns map[string]map[*turnWatch]struct{}
 	// contention are the holders' watches of their keys' lines, by key
 	// (contention.go).
 	contention map[string]map[*contentionWatch]struct{}
