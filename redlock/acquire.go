@@ -75,6 +75,9 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 	if err := checkLock(o, name, ttl); err != nil {
 		return nil, err
 	}
+	if err := c.checkLockDelay(o); err != nil {
+		return nil, err
+	}
 	return c.acquireHold(ctx, o, name, o.keyPrefix+name, ttl, m, o.fencing, nil)
 }
 
@@ -279,7 +282,7 @@ func (a *acquisition) fan() (fan, error) {
 		}
 	}
 	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.b.ttl, timeout: a.b.timeout,
-		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o)}
+		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o), delay: a.delay()}
 	switch {
 	case a.p != nil:
 		a.ops = a.p.ops() // a semaphore picks the slot it asks for
@@ -357,7 +360,7 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		a.inLine = a.calls.mayJoinLine(a.inLine)
 	}
 	if l == nil && a.kept {
-		a.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails})
+		a.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails, delay: a.delay()})
 	}
 	if a.inLine != 0 {
 		// After the last attempt's calls, which may still be on their

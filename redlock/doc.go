@@ -69,8 +69,11 @@
 // release locks, then close the client ([Client.Close]), then the servers.
 // [Client.DoOrSkip] runs a scheduled job on one of the hosts that start
 // it, and [WithMinHold] keeps the lock after a quick job so that late
-// hosts skip it. See "A lock's lifetime" and "Scheduled jobs" in
-// docs/design.md.
+// hosts skip it. [Lock.Contended] tells a holder that another call
+// waits for its lock, for a cooperative hand-over. [WithLockDelay] keeps a lock that expired without a
+// release from being granted again for a while, so that a holder that
+// wakes from a pause finds nobody else acting yet. See "A lock's
+// lifetime" and "Scheduled jobs" in docs/design.md.
 //
 // # Fencing tokens
 //

@@ -81,6 +81,10 @@ type fan struct {
 	prim primOps
 	// quarantine judges grants of restarted servers (quarantine.go).
 	quarantine quarantineRule
+	// delay, if not 0, makes a lock's calls through the server's
+	// keyserver.Delayer view: Delayed(delay), or Delayed(0) for noDelay
+	// (see WithLockDelay).
+	delay time.Duration
 }
 
 // call makes f's call to ks: its vote, with the number it read (a fence
@@ -143,6 +147,9 @@ func (f *fan) mustCall(i int) bool {
 
 // lockCall makes f's call to ks for a lock key.
 func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
+	if f.delay != 0 && f.op != opLeaveLine && f.op != opRaiseFence && f.op != opReadFence {
+		ks = delayed(ks, f.delay)
+	}
 	switch f.op {
 	case opAcquire, opAcquireInLine:
 		ns, is := ks.(keyserver.Notifier)
@@ -326,7 +333,7 @@ func (f *fan) storedNothing(ok bool, err error) bool {
 func (c *Client) undo(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) {
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
-	u := fan{op: opRelease, key: f.key, token: f.token, prim: f.prim}
+	u := fan{op: opRelease, key: f.key, token: f.token, prim: f.prim, delay: f.delay}
 	_, _, _, err := u.call(uctx, i, ks)
 	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt
 }

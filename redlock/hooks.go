@@ -35,6 +35,12 @@ type Hooks struct {
 	// with the validity it had left; like Lost, it may run on the
 	// client's timer, with the acquiring call's context.
 	AtRisk func(ctx context.Context, name string, left time.Duration)
+	// Contended reports that a waiter of another call joined the line of
+	// a quorum of a held lock's servers (see Lock.Contended), once per
+	// lock, for a lock whose Contended was asked for: watching costs
+	// commands, which a lock nobody asks about does not spend. It runs on
+	// a goroutine of the client, with the acquiring call's context.
+	Contended func(ctx context.Context, name string)
 	// Released reports each Release (and the end of Do), with how long the
 	// lock was held; err as Release returns it, which matches ErrLockLost
 	// when the lock had been lost before.

@@ -104,6 +104,7 @@ func TestInspectOneServerFailing(t *testing.T) {
 	c := testClient(t, fc, servers.KeyServers())
 	l, err := c.Acquire(bg, "job", 10*time.Second)
 	require.NoError(t, err)
+	c.bg.Wait() // the acquire's calls that the quorum did not wait for
 	down := errors.New("connection refused")
 	servers[2].Script(static.OpInspect, static.Fail(down))
 
@@ -132,6 +133,7 @@ func TestInspectOneServerFailing(t *testing.T) {
 	// anyone.
 	servers[1].Script(static.OpInspect)
 	require.NoError(t, l.Release(bg))
+	c.bg.Wait()
 	st, err = c.Inspect(bg, "job")
 	require.NoError(t, err)
 	assert.False(t, st.Held)
@@ -150,6 +152,7 @@ func TestInspectServerWithoutInspector(t *testing.T) {
 	c := testClient(t, fc, []keyserver.KeyServer{servers[0], notInspector{servers[1]}, servers[2]})
 	l, err := c.Acquire(bg, "job", 10*time.Second)
 	require.NoError(t, err)
+	c.bg.Wait() // the acquire's calls that the quorum did not wait for
 	st, err := c.Inspect(bg, "job")
 	require.NoError(t, err)
 	assert.True(t, st.Held)

@@ -62,6 +62,7 @@ type Lock struct {
 	extensions int
 	expiry     clock.Timer // fires at lossAt; nil until life is made
 	risk       risk
+	contended  chan struct{} // Contended's; nil until asked for (contended.go)
 }
 
 // grant is what an attempt that was granted hands to its lock.
@@ -84,7 +85,7 @@ func newLock(c *Client, o *options, g grant) *Lock {
 			l.fences = make([]uint64, len(so.names))
 		}
 	}
-	if c.hooks.Lost != nil || c.hooks.AtRisk != nil {
+	if c.hooks.Lost != nil || c.hooks.AtRisk != nil || c.hooks.Contended != nil {
 		l.callCtx = context.WithoutCancel(g.ctx)
 	}
 	l.mu.Lock()
@@ -231,7 +232,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	b := l.o.budget(ttl)
 	start := c.clock.Now()
 	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: ttl, timeout: b.timeout, after: l.tails, prim: l.prim,
-		quarantine: c.quarantineRule(l.o)}
+		quarantine: c.quarantineRule(l.o), delay: l.delay()}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
 	l.tails = res.tails()

@@ -103,7 +103,7 @@ func TestRedisInspect(t *testing.T) {
 	require.NoError(t, err)
 	tokens = append(tokens, w.Token())
 	st = inspect()
-	assert.Equal(t, redlock.RWView{Writer: w.Token()[17:25]}, st.RW)
+	assert.Equal(t, redlock.RWView{Writer: w.Token()[17:25]}, st.RW, "servers: %+v", st.Servers)
 	for _, s := range st.Servers {
 		assert.Equal(t, st.RW, s.RW)
 	}
@@ -131,13 +131,17 @@ func TestRedisInspect(t *testing.T) {
 	st = inspect()
 	assert.Equal(t, redlock.View{Fence: l.Fence(), Election: redlock.ElectionView{Term: lead.Fence()}}, st.View)
 
-	// A lock-delay in force (as WithLockDelay leaves one: the delay key
-	// of a lock that expired) on two of three servers: no quorum can
-	// grant until the shorter of the two ends.
+	// A lock-delay in force on two of three servers, as WithLockDelay
+	// leaves one: the lock key of a lease that ran out lives on for the
+	// delay, which its delay key records: no quorum can grant until the
+	// shorter of the two ends, and nobody holds the lock meanwhile.
 	dk := layout.DelayKey(name)
-	cluster.Nodes[0].MustDo("SET", dk, "x", "PX", 30000)
-	cluster.Nodes[1].MustDo("SET", dk, "x", "PX", 20000)
+	cluster.Nodes[0].MustDo("SET", name, l.Token(), "PX", 30000)
+	cluster.Nodes[0].MustDo("SET", dk, "30000", "PX", 30000)
+	cluster.Nodes[1].MustDo("SET", name, l.Token(), "PX", 20000)
+	cluster.Nodes[1].MustDo("SET", dk, "25000", "PX", 20000)
 	st = inspect()
+	assert.False(t, st.Held, "in its delay, the lock is nobody's")
 	assert.True(t, st.DelayLeft > 10*time.Second && st.DelayLeft <= 20*time.Second, "delay left %v", st.DelayLeft)
 	assert.True(t, st.Servers[0].DelayLeft > 20*time.Second, "delay left %v", st.Servers[0].DelayLeft)
 	assert.Zero(t, st.Servers[2].DelayLeft)

@@ -80,7 +80,7 @@ func (l *Lock) release(ctx context.Context, b budget, expires time.Time, lost bo
 	// clocks run slow. The calls are owner-checked, so a new holder's keys
 	// are safe.
 	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: b.timeout, after: l.tails, prim: l.prim, final: true,
-		rule: untilKnownReleased}
+		rule: untilKnownReleased, delay: l.delay()}
 	if l.o.minHold > 0 && !lost { // a clock read saved for most locks
 		// The TTL is cut to the rest of the minimum hold, and never set
 		// beyond the rest of the lock's own: a hold longer than the TTL
@@ -90,6 +90,9 @@ func (l *Lock) release(ctx context.Context, b budget, expires time.Time, lost bo
 		now := c.clock.Now()
 		if keep := earlier(l.acquired.Add(l.o.minHold), expires).Sub(now); keep >= keyserver.MinTTL {
 			f.op, f.ttl = opExtend, keep
+			if f.delay > 0 {
+				f.delay = noDelay // a release: the cut leaves no delay
+			}
 		}
 	}
 	if ctx.Done() != nil {

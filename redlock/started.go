@@ -30,7 +30,7 @@ func starters(servers []keyserver.KeyServer) []startcall.Starter {
 func (f *fan) startable() bool {
 	switch f.op {
 	case opAcquire, opAcquireInLine, opExtend, opRelease:
-		return f.prim == nil
+		return f.prim == nil && f.delay == 0 // a lock-delay's calls go through keyserver.Delayer's view
 	}
 	return false
 }

@@ -82,6 +82,10 @@ func TestChaos(t *testing.T) {
 				t.Logf("store: %d fenced writes, %d unfenced; %s; grants returned past Until to a process stopped meanwhile %d",
 					r.Writes.Fenced, r.Writes.Unfenced, r.Writes, r.StopLate)
 			}
+			if sc.LockDelay > 0 {
+				t.Logf("lock-delay %v TTLs: %d grants ran out unreleased, and no other holder was granted their names within the delay unless %s violations say so",
+					sc.LockDelay, r.Delays, kindCount(r.Violations, DelayBroken))
+			}
 			logViolations(t, r.Violations)
 			for _, p := range r.Prims {
 				t.Logf("%s: %d grants, most at once %d, %d lost, %d violations, %d overlaps (longest %v), failures %v, fence order broken by counters lost in empty restarts %d",
@@ -101,7 +105,10 @@ func TestChaos(t *testing.T) {
 			if r.Writes.Errors > 0 {
 				t.Errorf("%d writes failed in the store's data Redis: the guard's verdicts on them are not known", r.Writes.Errors)
 			}
-			if fullLength && sc.Procs && r.Writes.FencedStale == 0 {
+			if fullLength && sc.LockDelay > 0 && r.Delays == 0 {
+				t.Errorf("no grant ran out unreleased in %q: did the stops miss the holders?", sc.Name)
+			}
+			if fullLength && sc.Procs && sc.LockDelay == 0 && r.Writes.FencedStale == 0 {
 				t.Errorf("no stale fenced write in %q, where some are expected: did the stops miss the holders?", sc.Name)
 			}
 		})

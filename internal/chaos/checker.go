@@ -29,6 +29,7 @@ const (
 	ConnLeak       Kind = "connection leak"  // connections left open on a node
 	KeyLeak        Kind = "key leak"         // keys left after the largest TTL
 	ObserveRepeat  Kind = "observe repeat"   // an Observe stream that sent one value twice in a row
+	DelayBroken    Kind = "delay broken"     // a grant within the lock-delay of a lock that ran out unreleased
 )
 
 // Safety reports whether k is about mutual exclusion and its signals,
@@ -36,7 +37,7 @@ const (
 // about resources, which no scenario may leak, or Observe's own promise.
 func (k Kind) Safety() bool {
 	switch k {
-	case Overlap, LateLoss, PastGrant, FenceOrder, StaleWrite, TooManyHolders, WriterShared, TwoLeaders, NoTerm:
+	case Overlap, LateLoss, PastGrant, FenceOrder, StaleWrite, TooManyHolders, WriterShared, TwoLeaders, NoTerm, DelayBroken:
 		return true
 	}
 	return false

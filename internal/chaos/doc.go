@@ -122,6 +122,13 @@
 // must reach half the baseline's lock grants per second. They last
 // Settings.Steady: 10 seconds in the full run, 2 in the short one.
 //
+// The last scenario stops client processes as the processes' scenario
+// does, with every lock taken with a lock-delay of 2.5 TTLs
+// (redlock.WithLockDelay): CheckLockDelay reports a grant that came after
+// the Until of one that ran out unreleased, before that Until plus the
+// delay and before its holder's late release (DelayBroken), so a stopped
+// holder that wakes up finds nobody else granted its lock meanwhile.
+//
 // A scenario's seed fixes its fault schedule and the clients' draws; the
 // interleaving with real time does not replay exactly.
 //

@@ -31,6 +31,10 @@ type Result struct {
 	StopLate int
 	// Writes sums up what the client processes wrote to the store.
 	Writes WriteReport
+	// Delays are the grants, in a scenario with a lock-delay, that ran
+	// out without a release before their Until: CheckLockDelay checked
+	// that no later grant of their name came within the delay.
+	Delays int
 	// Prims are the primitives' workloads: their checkers' reports and
 	// their clients' failures, one per primitive that ran.
 	Prims []PrimResult
@@ -123,6 +127,7 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 
 	h := NewHistory()
 	load := s.Load
+	delay := time.Duration(sc.LockDelay * float64(load.TTL)) // the processes' lock-delay
 	if sc.NoQuarantine {
 		load.Quarantine = redlock.NoQuarantine
 	}
@@ -163,6 +168,9 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 			id := local + k
 			cfg := childConfig{ID: id, Addrs: addrsOf(id), Store: store.Addr(), Names: []string{"U0"},
 				Load: procLoad(load.TTL), Seed: seed}
+			if delay > 0 { // a waiter may wait through a TTL and the delay
+				cfg.Load.LockDelay, cfg.Load.Patience = delay, cfg.Load.Patience+delay
+			}
 			if len(clientOptions(id)) > 0 { // the fenced half
 				cfg.Names, cfg.Fenced = []string{"F0"}, true
 			}
@@ -224,6 +232,11 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 		byPrim[g.Workload.Primitive()] = append(byPrim[g.Workload.Primitive()], g)
 	}
 	res.Report = Check(byPrim[LockPrim])
+	if delay > 0 {
+		var vs []Violation
+		res.Delays, vs = CheckLockDelay(byPrim[LockPrim], delay)
+		res.Violations = append(res.Violations, vs...)
+	}
 	res.Ran = healed - working
 	res.Availability = Availability{PerSecond: perSecond(byPrim[LockPrim], working, healed)}
 	countersLost := !sc.Fsync && f.count["kill"]+f.count["restart now"] > 0
@@ -249,7 +262,8 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	// every key must be gone by load.TTL from now (give or take 50 ms),
 	// which checkKeys reads from the keys' remaining TTLs without waiting.
 	drained := time.Now()
-	leaks = append(leaks, checkKeys(nodeAddrs, drained.Add(load.TTL+50*time.Millisecond))...)
+	// (A lock taken with a lock-delay keeps its key the delay longer.)
+	leaks = append(leaks, checkKeys(nodeAddrs, drained.Add(load.TTL+delay+50*time.Millisecond))...)
 	leaks = append(leaks, goroutines.check(settleWait)...)
 	res.Violations = append(res.Violations, leaks...)
 

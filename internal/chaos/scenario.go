@@ -27,6 +27,9 @@ type Scenario struct {
 	// NoQuarantine turns off the clients' quarantine of restarted nodes
 	// (redlock.WithQuarantine), to show what it prevents.
 	NoQuarantine bool
+	// LockDelay, in TTLs, has the client processes take their locks with
+	// redlock.WithLockDelay, and CheckLockDelay check the delay.
+	LockDelay float64
 	// Brief scenarios last Settings.Brief, when set, instead of Duration:
 	// the short run has them briefly.
 	Brief bool
@@ -156,8 +159,19 @@ func Scenarios() []Scenario {
 			MinAvailability: minorityFloor, faults: silencedMidRun},
 		{Name: "one node dead since before the clients start", Safe: true, Steady: true,
 			MinAvailability: minorityFloor, before: deadFromTheStart(1), faults: holdState},
+		// Lock-delay: the stopped holders of the processes' scenario wake
+		// up no later than lockDelayTTLs after their locks' expiry, so
+		// none finds another holder granted (CheckLockDelay), and no
+		// unfenced write comes after a later holder's.
+		{Name: "client processes stopped past validity, lock-delay", Safe: true, Procs: true, Brief: true,
+			LockDelay: lockDelayTTLs, faults: stoppedProcs},
 	}
 }
+
+// lockDelayTTLs is the lock-delay of the lock-delay scenario, in TTLs: a
+// stopped holder is continued at most 2.5 TTLs after it was stopped, which
+// is no earlier than its grant.
+const lockDelayTTLs = 2.5
 
 // minorityFloor is the least share of the baseline's lock grants per
 // second that the scenarios of a failed minority must reach: a node that

@@ -30,6 +30,7 @@ type Load struct {
 	Patience    time.Duration // how long an Acquire client waits for a lock
 
 	Quarantine time.Duration // redlock.WithQuarantine's: 0 the default, NoQuarantine off
+	LockDelay  time.Duration // redlock.WithLockDelay's: 0 none
 
 	Semaphores []Semaphore   // taken by Permit clients
 	RWNames    []string      // read-write locks, taken by Reader and Writer clients
@@ -93,6 +94,7 @@ func newClient(id int, work Workload, addrs []string, load *Load, h *History, se
 		redlock.WithRetryDelay(load.RetryDelay),
 		redlock.WithRetryJitter(load.RetryJitter),
 		redlock.WithQuarantine(load.Quarantine),
+		redlock.WithLockDelay(load.LockDelay),
 	}, clientOptions(id)...)
 	rc, err := redlock.New(ks, opts...)
 	if err != nil {

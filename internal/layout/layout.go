@@ -111,8 +111,12 @@ func beside(key, suffix string) string {
 	return "{" + key + "}" + suffix
 }
 
-// DelayKey is the key whose TTL is a lock's lock-delay on a server (see
-// redlock.WithLockDelay): set beside the lock key with its TTL plus the
-// delay, deleted by a clean release, so that a lock that expired keeps
-// its name from being granted until the delay has passed there.
+// DelayKey is the record of a lock's lock-delay on a server (see
+// keyserver.Delayer and redlock.WithLockDelay): set beside the lock key by
+// each grant and extension of a lock taken with a delay d, holding d in
+// milliseconds, with the lock key's own TTL (the lease plus d: the lock key
+// itself outlives the lease by d, which is what refuses every acquire
+// during the delay), and deleted by a clean release. A reader tells the
+// lease from the delay by it: the lease ends d before the lock key's TTL
+// runs out, and the name is in its delay while less than d is left.
 func DelayKey(key string) string { return beside(key, ":delay") }

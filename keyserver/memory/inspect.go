@@ -11,7 +11,7 @@ import (
 var _ keyserver.Inspector = (*Server)(nil)
 
 // Inspect reads what the server holds under keys, under its mutex: one
-// moment of the map. A memory server keeps no lock-delay, so Delay is 0.
+// moment of the map.
 func (s *Server) Inspect(ctx context.Context, keys keyserver.NameKeys) (keyserver.NameStatus, error) {
 	var st keyserver.NameStatus
 	_, err := s.locked(ctx, checkNameKeys(keys), func() (bool, error) {
@@ -36,7 +36,13 @@ func (s *Server) inspectLocked(keys keyserver.NameKeys) keyserver.NameStatus {
 	now := s.now()
 	var st keyserver.NameStatus
 	if e, ok := s.keys[keys.Lock]; ok && now.Before(e.expires) {
-		st.Lock = keyserver.Hold{Token: e.token, Left: left(e.expires, now)}
+		// A key kept a lock-delay past its lease is in its delay, held by
+		// nobody (see Delayed).
+		if lease := e.expires.Add(-e.delay); now.Before(lease) {
+			st.Lock = keyserver.Hold{Token: e.token, Left: left(lease, now)}
+		} else {
+			st.Delay = e.expires.Sub(now)
+		}
 	}
 	if q := s.lineLocked(keys.Lock); q != nil {
 		st.Waiters = len(q.waiters)

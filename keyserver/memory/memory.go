@@ -49,9 +49,12 @@ type Server struct {
 	fences map[string]uint64 // fence counters by lock key; they never expire
 	// lines are the keys' lines of waiters, and turns the waiters'
 	// watches of them by key, until stopped (notify.go).
-	lines  map[string]*line
-	turns  map[string]map[*turnWatch]struct{}
-	closed bool
+	lines map[string]*line
+	turns map[string]map[*turnWatch]struct{}
+	// contention are the holders' watches of their keys' lines, by key
+	// (contention.go).
+	contention map[string]map[*contentionWatch]struct{}
+	closed     bool
 	// prims are the semaphores, read-write locks and elections
 	// (primitives.go).
 	prims prims
@@ -63,6 +66,9 @@ type Server struct {
 type entry struct {
 	token   string
 	expires time.Time
+	// delay is the lock-delay the key was set with (see Delayed): expires
+	// is the lease's end plus delay.
+	delay time.Duration
 }
 
 var (
@@ -130,6 +136,7 @@ func (s *Server) Close() error {
 			w.fire()
 		}
 	}
+	s.breakContentionLocked()
 	s.mu.Unlock()
 	if !already && s.stop != nil {
 		close(s.stop)
@@ -181,21 +188,26 @@ func (s *Server) Len() int {
 // Acquire stores key=token for ttl if key is absent or expired, or renews
 // it if it already holds token.
 func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return s.set(ctx, key, token, ttl)
+	return s.set(ctx, key, token, ttl, 0)
 }
 
 // Extend renews key if it holds token, and stores it again if it is absent
 // or expired.
 func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return s.set(ctx, key, token, ttl)
+	return s.set(ctx, key, token, ttl, 0)
 }
 
 // AcquireFenced is Acquire, and reads key's fence counter in the same step.
 func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
+	return s.acquireFenced(ctx, key, token, ttl, 0)
+}
+
+// acquireFenced is AcquireFenced with a lock-delay (see Delayed).
+func (s *Server) acquireFenced(ctx context.Context, key, token string, ttl, delay time.Duration) (bool, uint64, error) {
 	var fence uint64
 	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		fence = s.fences[key]
-		return s.setLocked(key, token, ttl), nil
+		return s.setLocked(key, token, ttl, delay), nil
 	})
 	return ok, fence, err
 }
@@ -216,8 +228,9 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 
 // set is both Acquire and Extend: on a map that never loses keys behind the
 // client's back, "store if absent" and "re-create if absent" are one rule.
-func (s *Server) set(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) { return s.setLocked(key, token, ttl), nil })
+// The key is kept delay past ttl (see Delayed).
+func (s *Server) set(ctx context.Context, key, token string, ttl, delay time.Duration) (bool, error) {
+	return s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) { return s.setLocked(key, token, ttl, delay), nil })
 }
 
 // locked runs f under the server's mutex, unless the call's arguments
@@ -238,15 +251,15 @@ func (s *Server) locked(ctx context.Context, bad error, f func() (bool, error)) 
 	return f()
 }
 
-// setLocked stores key=token unless another token holds it: a key
-// promised to token's call is its own (see keyserver.Notifier). s.mu must
-// be held.
-func (s *Server) setLocked(key, token string, ttl time.Duration) bool {
+// setLocked stores key=token, kept delay past ttl, unless another token
+// holds it: a key promised to token's call is its own (see
+// keyserver.Notifier). s.mu must be held.
+func (s *Server) setLocked(key, token string, ttl, delay time.Duration) bool {
 	now := s.now()
 	if e, ok := s.keys[key]; ok && !owns(e.token, token) && now.Before(e.expires) {
 		return false
 	}
-	s.keys[key] = entry{token: token, expires: now.Add(ttl.Truncate(time.Millisecond))}
+	s.keys[key] = entry{token: token, expires: now.Add((ttl + delay).Truncate(time.Millisecond)), delay: delay}
 	return true
 }
 

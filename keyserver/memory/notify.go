@@ -37,10 +37,15 @@ func (w *turnWatch) fire() {
 // AcquireOrHolder is Acquire that, when another token holds key, also
 // returns how long that key has left and how the holder ranks.
 func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	return s.acquireOrHolder(ctx, key, token, ttl, 0)
+}
+
+// acquireOrHolder is AcquireOrHolder with a lock-delay (see Delayed).
+func (s *Server) acquireOrHolder(ctx context.Context, key, token string, ttl, delay time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
 	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		var ok bool
-		ok, h = s.acquireLocked(key, token, ttl)
+		ok, h = s.acquireLocked(key, token, ttl, delay)
 		return ok, nil
 	})
 	return ok, h, err
@@ -50,10 +55,15 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 // refused caller takes or keeps its place in key's line, a granted one
 // leaves it; next, if not empty, takes or keeps its place either way.
 func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
+	return s.acquireInLine(ctx, key, token, ttl, next, 0)
+}
+
+// acquireInLine is AcquireInLine with a lock-delay (see Delayed).
+func (s *Server) acquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string, delay time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
 	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		var ok bool
-		ok, h = s.acquireLocked(key, token, ttl)
+		ok, h = s.acquireLocked(key, token, ttl, delay)
 		if n := layout.PromiseOf(next); n != "" {
 			s.joinLocked(key, n)
 		}
@@ -86,6 +96,7 @@ func (s *Server) joinLocked(key, p string) int {
 	i, found := slices.BinarySearch(q.waiters, p)
 	if !found {
 		q.waiters = slices.Insert(q.waiters, i, p)
+		s.contendedLocked(key)
 	}
 	q.expires = s.now().Add(keyserver.LineTTL)
 	return i
@@ -93,8 +104,8 @@ func (s *Server) joinLocked(key, p string) int {
 
 // acquireLocked stores key=token unless another token holds it, and
 // describes the holder that refused. s.mu must be held.
-func (s *Server) acquireLocked(key, token string, ttl time.Duration) (bool, keyserver.Holder) {
-	if s.setLocked(key, token, ttl) {
+func (s *Server) acquireLocked(key, token string, ttl, delay time.Duration) (bool, keyserver.Holder) {
+	if s.setLocked(key, token, ttl, delay) {
 		return true, keyserver.Holder{}
 	}
 	k := s.keys[key]

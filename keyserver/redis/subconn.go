@@ -9,7 +9,10 @@ var _ PubSubHandler = (*subConn)(nil)
 // Message is a turn: payload is the promise, then the key, as the
 // release scripts publish it. The waiters of that key and promise are
 // woken.
-func (cn *subConn) Message(_, payload string) {
+func (cn *subConn) Message(channel, payload string) {
+	if cn.contentionMessage(channel) {
+		return
+	}
 	if len(payload) < promiseLen {
 		return
 	}
@@ -29,8 +32,12 @@ func (cn *subConn) Message(_, payload string) {
 	}
 }
 
-// Subscribed confirms the connection's SUBSCRIBE.
-func (cn *subConn) Subscribed(string) {
+// Subscribed confirms the connection's SUBSCRIBE, or that of a contention
+// channel.
+func (cn *subConn) Subscribed(channel string) {
+	if cn.contentionSubscribed(channel) {
+		return
+	}
 	s := cn.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -40,7 +47,8 @@ func (cn *subConn) Subscribed(string) {
 	}
 }
 
-// Unsubscribed would confirm an UNSUBSCRIBE, which is never sent.
+// Unsubscribed confirms the UNSUBSCRIBE of a contention channel that no
+// holder watches any more: nothing to do.
 func (cn *subConn) Unsubscribed(string) {}
 
 // Broken ends cn: every waiter on it is woken, so that it looks at its key
@@ -81,4 +89,5 @@ func (s *subscriber) endLocked(cn *subConn, reason error) {
 			}
 		}
 	}
+	s.breakContentionLocked(cn)
 }

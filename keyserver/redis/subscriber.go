@@ -62,6 +62,12 @@ type subscriber struct {
 	// heard the turns that came since for nobody's watch (see heard).
 	joined map[watchKey]*subConn
 	heard  map[watchKey]heardTurn
+	// contention holds the holders' watches of their keys' lines, by key,
+	// and subscribing their contention channels' subscriptions awaiting
+	// Redis's confirmation, by channel, in the order they were sent
+	// (contention.go).
+	contention  map[string]*contentionSub
+	subscribing map[string][]*contentionSub
 }
 
 // heardTurn is a turn that came while no watch was on its key and promise.

@@ -23,22 +23,24 @@ func (w *watch) fire() { w.once.Do(func() { close(w.turn) }) }
 // AcquireOrHolder answers as Acquire does, with OpAcquire's script, and
 // reports the reply's Left and Rank with a refusal, or else asks the store.
 func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	return s.acquireHolder(ctx, key, token, ttl, s.store.AcquireOrHolder)
+	return s.acquireHolder(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, s.store.AcquireOrHolder)
 }
 
 // AcquireInLine answers as AcquireOrHolder does, from OpAcquire's script;
 // when it answers from the store, the store's line is joined or left as a
 // Notifier's is. A scripted reply leaves the line alone.
 func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
-	return s.acquireHolder(ctx, key, token, ttl, func(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	return s.acquireHolder(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, func(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 		return s.store.AcquireInLine(ctx, key, token, ttl, next)
 	})
 }
 
-func (s *Server) acquireHolder(ctx context.Context, key, token string, ttl time.Duration,
+// acquireHolder is AcquireOrHolder or AcquireInLine of c, answered by
+// store unless scripted.
+func (s *Server) acquireHolder(ctx context.Context, c Call,
 	store func(context.Context, string, string, time.Duration) (bool, keyserver.Holder, error)) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
-	r, ok, err := s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, func(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	r, ok, err := s.call(ctx, c, func(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 		ok, sh, err := store(ctx, key, token, ttl)
 		h = sh
 		return ok, err

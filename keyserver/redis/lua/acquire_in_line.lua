@@ -5,6 +5,7 @@
 -- ARGV[4]: the line's TTL in ms (keyserver.LineTTL); ARGV[5]: the
 -- caller's member, or '' (no rank: never in line); ARGV[6]: next's
 -- member, which joins the line whatever the answer, or ''.
+-- KEYS[3], ARGV[7]: a lock-delay's record and delay, as in acquire.lua.
 -- Reply: as acquire_or_holder.lua's, ahead counted.
 --
 -- The line is a ZSET whose scores are all 0, so that its members, each a
@@ -25,11 +26,11 @@ if renewed then
 	redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
 local mine = ARGV[1] .. '+'
+local granted = false
 if v == ARGV[3] and v ~= ARGV[1] then
 	redis.call('SET', KEYS[1], mine, 'PX', ARGV[2])
-	return 1
-end
-if not v or v == ARGV[1] or v == mine then
+	granted = true
+elseif not v or v == ARGV[1] or v == mine then
 	if ARGV[5] ~= '' or renewed or v == mine then
 		redis.call('SET', KEYS[1], mine, 'PX', ARGV[2])
 	elseif v then
@@ -38,15 +39,34 @@ if not v or v == ARGV[1] or v == mine then
 	if ARGV[5] ~= '' then
 		redis.call('ZREM', KEYS[2], ARGV[5])
 	end
+	granted = true
+end
+if granted then
+	if KEYS[3] then
+		if ARGV[7] == '0' then
+			redis.call('DEL', KEYS[3])
+		else
+			redis.call('SET', KEYS[3], ARGV[7], 'PX', ARGV[2])
+		end
+	end
 	return 1
 end
 local ahead = 0
+local joined = 0
 if ARGV[5] ~= '' then
-	redis.call('ZADD', KEYS[2], 0, ARGV[5])
+	joined = redis.call('ZADD', KEYS[2], 0, ARGV[5])
 	if not renewed then
 		redis.call('PEXPIRE', KEYS[2], ARGV[4])
 	end
 	ahead = redis.call('ZRANK', KEYS[2], ARGV[5])
+end
+
+-- A new waiter first in line, as when the line was empty: the holder may
+-- watch for it (keyserver.ContentionWatcher) on the key's contention
+-- channel. Waiters that join behind others publish nothing: the holder's
+-- watch looks at the line once it is subscribed.
+if joined == 1 and ahead == 0 then
+	pcall(redis.call, 'PUBLISH', 'goredlock:contended:' .. KEYS[1], '')
 end
 
 -- Refused, with someone in line: mark v if it is a ranked token without

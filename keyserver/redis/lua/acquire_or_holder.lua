@@ -1,6 +1,7 @@
 -- AcquireOrHolder: acquire.lua, describing the holder that refused.
 -- KEYS[1]: the lock key.
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise.
+-- KEYS[2], ARGV[4]: a lock-delay's record and delay, as in acquire.lua.
 -- Reply: 1 when granted, else {left, order, ahead} (decodeHolder): left
 -- is the key's PTTL, at least 1 (a key under a millisecond from expiry
 -- still exists), 0 for a key without one; order compares the holder's
@@ -8,14 +9,21 @@
 -- holder's first, 2 the caller's); ahead, the waiters before the caller
 -- in line, is 0 here.
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
-if not v then
-	return 1
-end
-if v == ARGV[1] or v == ARGV[3] or v == ARGV[1] .. '+' then
+if v and (v == ARGV[1] or v == ARGV[3] or v == ARGV[1] .. '+') then
 	if v ~= ARGV[1] then
 		v = ARGV[1] .. '+'
 	end
 	redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+	v = false
+end
+if not v then
+	if KEYS[2] then
+		if ARGV[4] == '0' then
+			redis.call('DEL', KEYS[2])
+		else
+			redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[2])
+		end
+	end
 	return 1
 end
 local ahead = 0

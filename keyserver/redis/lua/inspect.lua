@@ -1,7 +1,7 @@
 -- Inspect: what the server holds under one name, read in one step that
 -- writes nothing.
 -- KEYS[1]: the lock key; KEYS[2]: its line; KEYS[3]: its fence counter;
--- KEYS[4]: its lock-delay (layout.DelayKey); KEYS[5]: the semaphore
+-- KEYS[4]: its lock-delay d in ms (layout.DelayKey); KEYS[5]: the semaphore
 -- key, its stored count; KEYS[6]: the read-write lock's key; KEYS[7]:
 -- the election's key. The keys built here from KEYS[5..7] (slot N is
 -- key:N; key:watchers, key:w, key:r, key:wait, key:fence) share their
@@ -38,8 +38,16 @@ if v then
 		v = string.sub(v, 1, 49)
 	end
 	r[1], r[2] = v, left(KEYS[1])
-else
-	r[5] = math.max(redis.call('PTTL', KEYS[4]), 0)
+	-- A lock taken with a lock-delay d (KEYS[4] holds d) lives its lease
+	-- plus d: past its lease it is in its delay, held by nobody.
+	local d = tonumber(redis.call('GET', KEYS[4]) or '0')
+	if d > 0 and r[2] > 0 then
+		if r[2] <= d then
+			r[1], r[2], r[5] = '', 0, r[2]
+		else
+			r[2] = r[2] - d
+		end
+	end
 end
 
 local permits = tonumber(redis.call('GET', KEYS[5]) or '0')

@@ -83,8 +83,9 @@ func (s *suite) commandCounts(t *testing.T) {
 			want(t, "Release", true)(holder.Release(bg, key, h))
 		}},
 		// SET NX, then the script: SET NX GET, ZADD, PEXPIRE, ZRANK,
-		// the holder's mark and PTTL.
-		{"refused AcquireInLine", 8, func() {
+		// the PUBLISH of a waiter first in line (for a holder that
+		// watches for contention), the holder's mark and PTTL.
+		{"refused AcquireInLine", 9, func() {
 			want(t, "Acquire", true)(holder.Acquire(bg, key, h, ttl))
 			c.reset()
 			ok, _, err := waiter.AcquireInLine(bg, key, w, ttl, "")

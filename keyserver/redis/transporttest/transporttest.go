@@ -92,6 +92,8 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 		{"Conformance", s.conformance},
 		{"FastPath", s.fastPath},
 		{"CommandCounts", s.commandCounts},
+		{"LockDelay", s.lockDelay},
+		{"Contention", s.contention},
 		{"PrimitiveCommandCounts", s.primitiveCommandCounts},
 		{"ReleaseWakesOneWatcher", s.releaseWakesOneWatcher},
 		{"TurnAcrossServers", s.turnAcrossServers},

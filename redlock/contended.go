@@ -1,0 +1,145 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// Contended returns a channel that is closed when a waiter of another
+// call (of this process or any other) joins the line of a quorum of the
+// lock's servers: someone waits for the lock. Servers that keep no line,
+// or cannot tell (no keyserver.ContentionWatcher), count as telling: a
+// quorum less those servers, and at least one, must tell. Hooks.Contended
+// reports it too.
+//
+// It is advice, not revocation: the lock stays this holder's until it
+// releases it or loses it, and the waiter may have given up meanwhile. A
+// program can use it to finish early and release (a cooperative
+// hand-over), as Chubby's "conflicting lock request" event allows.
+//
+// The servers are asked only once Contended is called: on Redis, a
+// SUBSCRIBE of the key's channel on the connection waiters already use and
+// one look at the line (two commands per server), and an UNSUBSCRIBE when
+// the lock ends; a lock nobody asks about sends nothing more, and a waiter
+// joining an empty line sends one PUBLISH. The channel stays open for a
+// lock already released or lost, and for a primitive's hold: a semaphore,
+// read-write lock or election keeps no line its holders could hear of.
+func (l *Lock) Contended() <-chan struct{} {
+	if l.zero() {
+		return make(chan struct{})
+	}
+	l.mu.Lock()
+	if l.contended != nil {
+		defer l.mu.Unlock()
+		return l.contended
+	}
+	l.contended = make(chan struct{})
+	ch := l.contended
+	l.checkExpiry()
+	ended := l.err != nil || l.prim != nil
+	l.mu.Unlock()
+	if !ended {
+		l.watchContention(ch)
+	}
+	return ch
+}
+
+// watchContention watches the lock's servers' lines, each on a goroutine
+// of its own until the lock ends or the client closes, and closes ch once
+// enough of them told of a waiter.
+func (l *Lock) watchContention(ch chan struct{}) {
+	c := l.c
+	var watchers []int
+	for i, s := range c.servers {
+		if _, ok := s.(keyserver.ContentionWatcher); ok {
+			watchers = append(watchers, i)
+		}
+	}
+	need := max(1, c.quorum-(len(c.servers)-len(watchers)))
+	if len(watchers) < need {
+		return // never: too few servers can tell
+	}
+	done := l.Done()
+	if c.enter() != nil {
+		return
+	}
+	go func() { // the watches, until the lock ends or the client closes
+		defer c.exit()
+		ctx, cancel := context.WithCancel(context.Background())
+		var (
+			told atomic.Int32
+			once sync.Once
+			wg   sync.WaitGroup
+		)
+		tell := func() {
+			if int(told.Add(1)) < need {
+				return
+			}
+			once.Do(func() {
+				close(ch)
+				if h := c.hooks.Contended; h != nil {
+					hctx := l.callCtx
+					if hctx == nil {
+						hctx = context.Background()
+					}
+					h(hctx, l.name)
+				}
+			})
+		}
+		for _, i := range watchers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if l.watchServer(ctx, c.servers[i].(keyserver.ContentionWatcher)) {
+					tell()
+				}
+			}()
+		}
+		finished := make(chan struct{})
+		go func() { wg.Wait(); close(finished) }()
+		select {
+		case <-done:
+		case <-c.closing.Done():
+		case <-finished:
+		}
+		cancel()
+		<-finished
+	}()
+}
+
+// watchServer watches one server's line for the lock, again after a
+// broken watch, until a waiter joins (true) or ctx ends.
+func (l *Lock) watchServer(ctx context.Context, ws keyserver.ContentionWatcher) bool {
+	c := l.c
+	b := l.budgetNow()
+	for ctx.Err() == nil {
+		wctx, cancel := c.clock.WithTimeout(ctx, b.timeout)
+		contended, broken, stop, err := ws.WatchContention(wctx, l.key, l.token)
+		cancel()
+		if err != nil {
+			c.clock.Sleep(ctx, l.o.retryDelay) //nolint:errcheck // ctx's end is seen by the loop
+			continue
+		}
+		select {
+		case <-contended:
+			stop()
+			return true
+		case <-broken:
+			stop()
+			c.clock.Sleep(ctx, l.o.retryDelay) //nolint:errcheck // as above
+		case <-ctx.Done():
+			stop()
+		}
+	}
+	return false
+}
+
+// budgetNow is the lock's budget, as its last grant or extension set it.
+func (l *Lock) budgetNow() budget {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b
+}

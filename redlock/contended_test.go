@@ -1,0 +1,126 @@
+package redlock
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// notAWatcher is a key server that cannot tell its holders of waiters.
+type notAWatcher struct{ keyserver.KeyServer }
+
+// waitFor waits, on real time, until ch is closed, or fails t.
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(wait):
+		t.Fatalf("%s: not within %v", what, wait)
+	}
+}
+
+// quiet fails t if ch is closed.
+func quiet(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+		t.Fatalf("%s: closed", what)
+	default:
+	}
+}
+
+// waiter starts an Acquire of name that waits in line until ctx ends,
+// and returns its result.
+func waiter(t *testing.T, c *Client, ctx context.Context, name string) func() lockResult {
+	return async(t, func() lockResult {
+		l, err := c.Acquire(ctx, name, 10*time.Second, WithRetryCount(-1))
+		return lockResult{l, err}
+	})
+}
+
+func TestContendedClosesWhenAWaiterJoins(t *testing.T) {
+	var hooked atomic.Int32
+	c, fc := memoryClient(t, WithHooks(Hooks{Contended: func(_ context.Context, name string) {
+		assert.Equal(t, "job", name)
+		hooked.Add(1)
+	}}))
+	l, err := c.Acquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	ch := l.Contended()
+	assert.Equal(t, ch, l.Contended(), "one channel per lock")
+	other, err := c.Acquire(bg, "other", 10*time.Second)
+	require.NoError(t, err)
+	quiet(t, ch, "Contended with nobody waiting")
+
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	got := waiter(t, c, ctx, "job")
+	waitFor(t, ch, "Contended once a waiter of another call is in line")
+	assert.Equal(t, int32(1), hooked.Load(), "Hooks.Contended, once")
+	assert.NoError(t, l.Err(), "advice, not revocation: still held")
+	quiet(t, other.Contended(), "another lock's Contended")
+
+	require.NoError(t, l.Release(bg))
+	r := got()
+	require.NoError(t, r.err, "the waiter gets the lock")
+	require.NoError(t, r.lock.Release(bg))
+	require.NoError(t, other.Release(bg))
+	_ = fc
+}
+
+func TestContendedSeesAWaiterAlreadyInLine(t *testing.T) {
+	c, _ := memoryClient(t)
+	l, err := c.Acquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(bg)
+	got := waiter(t, c, ctx, "job")
+	for i, s := range c.servers { // the waiter is in every line
+		contended, _, stop, err := s.(keyserver.ContentionWatcher).WatchContention(bg, l.key, l.token)
+		require.NoError(t, err)
+		waitFor(t, contended, "the waiter in server "+string(rune('0'+i))+"'s line")
+		stop()
+	}
+	waitFor(t, l.Contended(), "Contended of a lock whose line already holds a waiter")
+	cancel()
+	assert.ErrorIs(t, got().err, context.Canceled)
+	require.NoError(t, l.Release(bg))
+}
+
+func TestContendedNeedsAQuorumOfWatchers(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 3)
+	// Two servers that cannot tell: one of three must, and can.
+	c := testClient(t, fc, []keyserver.KeyServer{servers[0], notAWatcher{servers[1]}, notAWatcher{servers[2]}})
+	l, err := c.Acquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(bg)
+	got := waiter(t, c, ctx, "job")
+	waitFor(t, l.Contended(), "Contended told by the one server that can")
+	cancel()
+	assert.ErrorIs(t, got().err, context.Canceled)
+	require.NoError(t, l.Release(bg))
+
+	// None can tell: it never closes, and nothing is left running.
+	c = testClient(t, fc, []keyserver.KeyServer{notAWatcher{servers[0]}, notAWatcher{servers[1]}, notAWatcher{servers[2]}})
+	l, err = c.Acquire(bg, "none", 10*time.Second)
+	require.NoError(t, err)
+	quiet(t, l.Contended(), "Contended with no server that can tell")
+	require.NoError(t, l.Release(bg))
+}
+
+func TestContendedOfAnEndedLockStaysOpen(t *testing.T) {
+	c, _ := memoryClient(t)
+	l, err := c.Acquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(bg))
+	quiet(t, l.Contended(), "Contended of a released lock")
+	var nilLock *Lock
+	quiet(t, nilLock.Contended(), "Contended of a nil lock")
+}

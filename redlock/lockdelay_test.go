@@ -1,0 +1,178 @@
+package redlock
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/static"
+)
+
+// notADelayer is a key server that keeps no lock-delay.
+type notADelayer struct{ keyserver.KeyServer }
+
+func TestLockDelayIsBoundedAndNeedsDelayers(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 3)
+	for _, d := range []time.Duration{-time.Millisecond, MaxLockDelay + time.Millisecond} {
+		_, err := New(servers, WithLockDelay(d))
+		require.ErrorIs(t, err, ErrInvalidArgument, "New with WithLockDelay(%v)", d)
+		c := testClient(t, fc, servers)
+		_, err = c.TryAcquire(bg, "job", 10*time.Second, WithLockDelay(d))
+		require.ErrorIs(t, err, ErrInvalidArgument, "TryAcquire with WithLockDelay(%v)", d)
+	}
+	c := testClient(t, fc, servers, WithLockDelay(MaxLockDelay))
+	l, err := c.TryAcquire(bg, "job", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(bg))
+
+	mixed := []keyserver.KeyServer{servers[0], notADelayer{servers[1]}, servers[2]}
+	_, err = New(mixed, WithLockDelay(time.Second))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "server 1")
+	c = testClient(t, fc, mixed)
+	_, err = c.Acquire(bg, "job", 10*time.Second, WithLockDelay(time.Second))
+	require.ErrorIs(t, err, ErrInvalidArgument, "a call's lock-delay over a server that keeps none")
+	l, err = c.Acquire(bg, "job", 10*time.Second) // without one: fine
+	require.NoError(t, err)
+	require.NoError(t, l.Release(bg))
+}
+
+// TestLockDelayKeepsAnAbandonedLockUngranted: a holder that stops
+// extending leaves the name ungranted, to every client, until d after its
+// expiry; and the holder hears it lost at the usual time.
+func TestLockDelayKeepsAnAbandonedLockUngranted(t *testing.T) {
+	const ttl, d = 2 * time.Second, 5 * time.Second
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 3)
+	holder := testClient(t, fc, servers, WithLockDelay(d))
+	other := testClient(t, fc, servers)
+	l, err := holder.Acquire(bg, "job", ttl)
+	require.NoError(t, err)
+	until := l.Until()
+
+	fc.Advance(ttl) // the lease is over on every server
+	require.ErrorIs(t, l.Err(), ErrLockLost, "the holder hears of its loss as without a delay")
+	assert.False(t, l.Until().After(until), "the delay never lengthens the holder's validity")
+	_, err = other.TryAcquire(bg, "job", ttl)
+	require.ErrorIs(t, err, ErrHeldElsewhere, "in the delay")
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	fc.Advance(d - time.Millisecond)
+	_, err = other.TryAcquire(bg, "job", ttl)
+	require.ErrorIs(t, err, ErrHeldElsewhere, "a millisecond before the delay ends")
+	fc.Advance(time.Millisecond)
+	l2, err := other.TryAcquire(bg, "job", ttl)
+	require.NoError(t, err, "once the delay has passed")
+	require.NoError(t, l2.Release(bg))
+}
+
+func TestLockDelayFollowsExtensions(t *testing.T) {
+	const ttl, d = 2 * time.Second, 3 * time.Second
+	c, fc := memoryClient(t, WithLockDelay(d))
+	l, err := c.Acquire(bg, "job", ttl)
+	require.NoError(t, err)
+	fc.Advance(time.Second)
+	require.NoError(t, l.Extend(bg, ttl))
+	fc.Advance(ttl + d - time.Millisecond) // d after the extension's TTL, less 1 ms
+	_, err = c.TryAcquire(bg, "job", ttl)
+	require.ErrorIs(t, err, ErrHeldElsewhere)
+	fc.Advance(time.Millisecond)
+	l2, err := c.TryAcquire(bg, "job", ttl)
+	require.NoError(t, err)
+	require.NoError(t, l2.Release(bg))
+}
+
+// TestLockDelayEndsWithARelease: a clean release costs nothing, also in
+// the delay of a lock already lost, and so does a cut to WithMinHold.
+func TestLockDelayEndsWithARelease(t *testing.T) {
+	const ttl, d = 2 * time.Second, time.Minute
+	c, fc := memoryClient(t)
+	l, err := c.Acquire(bg, "job", ttl, WithLockDelay(d))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(bg))
+	l, err = c.TryAcquire(bg, "job", ttl)
+	require.NoError(t, err, "at once after a release")
+	require.NoError(t, l.Release(bg))
+
+	l, err = c.Acquire(bg, "job", ttl, WithLockDelay(d))
+	require.NoError(t, err)
+	fc.Advance(ttl + time.Second)
+	require.ErrorIs(t, l.Release(bg), ErrNotHeld, "released after its loss")
+	l, err = c.TryAcquire(bg, "job", ttl)
+	require.NoError(t, err, "the late release of a lost lock ends its delay")
+	require.NoError(t, l.Release(bg))
+
+	l, err = c.Acquire(bg, "job", ttl, WithLockDelay(d), WithMinHold(time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(bg))
+	_, err = c.TryAcquire(bg, "job", ttl)
+	require.ErrorIs(t, err, ErrHeldElsewhere, "within the minimum hold")
+	fc.Advance(time.Second)
+	l, err = c.TryAcquire(bg, "job", ttl)
+	require.NoError(t, err, "the cut to the minimum hold leaves no delay")
+	require.NoError(t, l.Release(bg))
+}
+
+// TestLockDelayReachesEveryCallOfTheLock: every call of a lock taken with
+// a delay, its failed attempt's clean-up included, goes through the
+// servers' Delayed view; a primitive's do not, nor a lock's without one.
+func TestLockDelayReachesEveryCallOfTheLock(t *testing.T) {
+	const ttl, d = 2 * time.Second, 7 * time.Second
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(0))
+	servers[1].Script(static.OpAcquire, static.Deny)
+	servers[2].Script(static.OpAcquire, static.Deny)
+	_, err := c.Acquire(bg, "job", ttl, WithLockDelay(d))
+	require.ErrorIs(t, err, ErrNotAcquired)
+	servers[1].Script(static.OpAcquire)
+	servers[2].Script(static.OpAcquire)
+	l, err := c.Acquire(bg, "job", ttl, WithLockDelay(d))
+	require.NoError(t, err)
+	require.NoError(t, l.Extend(bg, ttl))
+	require.NoError(t, l.Release(bg))
+	l, err = c.Acquire(bg, "plain", ttl)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(bg))
+	require.NoError(t, c.Close()) // waits for the calls left running
+
+	for i, s := range servers {
+		for _, call := range s.Calls() {
+			delayed := call.Key == "job"
+			assert.Equal(t, delayed, call.Delayed, "server %d: %+v", i, call)
+			if delayed {
+				assert.Equal(t, d, call.LockDelay, "server %d: %+v", i, call)
+			}
+		}
+	}
+	assert.Equal(t, 2, countOf(servers[0].Calls(), static.OpRelease, "job"), "the failed attempt's clean-up and the release")
+	assert.Equal(t, 1, countOf(servers[0].Calls(), static.OpExtend, "job"), "the extension")
+}
+
+// countOf counts the calls of op on key.
+func countOf(calls []static.Call, op static.Op, key string) int {
+	n := 0
+	for _, c := range calls {
+		if c.Op == op && c.Key == key {
+			n++
+		}
+	}
+	return n
+}
+
+func TestLockDelayIsIgnoredByPrimitives(t *testing.T) {
+	c, fc := memoryClient(t, WithLockDelay(time.Minute))
+	sem := c.Semaphore("encoder", 1)
+	p, err := sem.Acquire(bg, 2*time.Second)
+	require.NoError(t, err)
+	_ = p
+	fc.Advance(2 * time.Second)
+	p, err = sem.TryAcquire(bg, 2*time.Second)
+	require.NoError(t, err, "an expired permit is free at once: no delay")
+	require.NoError(t, p.Release(bg))
+}
