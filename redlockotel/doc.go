@@ -23,6 +23,7 @@
 //	redlock.lock.losses            counter    {loss}     locks declared lost before they were released
 //	redlock.key_server.errors      counter    {error}    failed calls to key servers
 //	redlock.lock.at_risk           counter    {transition}  held locks that entered the at-risk state (redlock.Lock.Health)
+//	redlock.lock.contended         counter    {signal}   held locks told another call waits in a quorum of their lines (when the holder asked)
 //	redlock.lock.waiters           gauge      {waiter}   waiters ahead of a refused attempt in a server's line, sampled at the refusal
 //
 // Their attributes:

@@ -45,6 +45,7 @@ func Hooks(opts ...Option) redlock.Hooks {
 		Extended:     r.extended,
 		Lost:         r.lost,
 		AtRisk:       r.atRiskEntered,
+		Contended:    r.contendedSignal,
 		Released:     r.released,
 		ServerFailed: r.serverFailed,
 	}
@@ -159,6 +160,15 @@ func (r *reporter) atRiskEntered(ctx context.Context, name string, left time.Dur
 	r.atRisk.Add(ctx, 1, metric.WithAttributes(r.lockAttrs(name, 0)...))
 	if c := callFor(ctx, name); c != nil {
 		c.span.AddEvent("redlock.lock.at_risk", trace.WithAttributes(attribute.Float64("redlock.lock.validity_left", left.Seconds())))
+	}
+}
+
+// contendedSignal counts a held lock told that another call waits for
+// it, and adds it to Do's span.
+func (r *reporter) contendedSignal(ctx context.Context, name string) {
+	r.contended.Add(ctx, 1, metric.WithAttributes(r.lockAttrs(name, 0)...))
+	if c := callFor(ctx, name); c != nil {
+		c.span.AddEvent("redlock.lock.contended")
 	}
 }
 

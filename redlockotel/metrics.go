@@ -35,6 +35,7 @@ type instruments struct {
 	lostLocks       metric.Int64Counter
 	serverErrors    metric.Int64Counter
 	atRisk          metric.Int64Counter
+	contended       metric.Int64Counter
 	waiters         metric.Int64Gauge
 }
 
@@ -45,7 +46,7 @@ type instruments struct {
 func newInstruments(m metric.Meter) instruments {
 	var (
 		in   instruments
-		errs [7]error
+		errs [8]error
 	)
 	in.acquireDuration, errs[0] = m.Float64Histogram("redlock.lock.acquire.duration",
 		metric.WithUnit("s"),
@@ -74,6 +75,9 @@ func newInstruments(m metric.Meter) instruments {
 	in.waiters, errs[6] = m.Int64Gauge("redlock.lock.waiters",
 		metric.WithUnit("{waiter}"),
 		metric.WithDescription("Waiters ahead of a refused attempt in a key server's line, as the refusal reported: sampled when the client asks the servers anyway."))
+	in.contended, errs[7] = m.Int64Counter("redlock.lock.contended",
+		metric.WithUnit("{signal}"),
+		metric.WithDescription("Held locks told that another call waits in a quorum of their lines (for locks whose holder asked, Lock.Contended)."))
 	if err := errors.Join(errs[:]...); err != nil {
 		otel.Handle(err)
 	}
@@ -94,6 +98,9 @@ func newInstruments(m metric.Meter) instruments {
 	}
 	if in.atRisk == nil {
 		in.atRisk = noop.Int64Counter{}
+	}
+	if in.contended == nil {
+		in.contended = noop.Int64Counter{}
 	}
 	if in.waiters == nil {
 		in.waiters = noop.Int64Gauge{}

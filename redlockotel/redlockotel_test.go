@@ -20,6 +20,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/memory"
 	"github.com/goredlock/goredlock/keyserver/static"
 	"github.com/goredlock/goredlock/redlock"
 	"github.com/goredlock/goredlock/redlockotel"
@@ -529,4 +530,39 @@ func TestWaitersAreSampled(t *testing.T) {
 	require.True(t, ok, "%T", m.Data)
 	require.Len(t, g.DataPoints, 1)
 	assert.Equal(t, int64(4), g.DataPoints[0].Value)
+}
+
+// A holder that asks is told when another call waits: counted.
+func TestContendedIsCounted(t *testing.T) {
+	tm := newTelemetry(t)
+	var servers []keyserver.KeyServer
+	for range 3 {
+		s := memory.New()
+		t.Cleanup(func() { s.Close() })
+		servers = append(servers, s)
+	}
+	holder, err := redlock.New(servers, redlock.WithHooks(tm.hooks()))
+	require.NoError(t, err)
+	waiter, err := redlock.New(servers)
+	require.NoError(t, err)
+	l, err := holder.Acquire(bg, "report", time.Minute)
+	require.NoError(t, err)
+	contended := l.Contended()
+	ctx, cancel := context.WithCancel(bg)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := waiter.Acquire(ctx, "report", time.Minute, redlock.WithRetryCount(-1))
+		waited <- err
+	}()
+	select {
+	case <-contended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not told of the waiter")
+	}
+	cancel()
+	require.ErrorIs(t, <-waited, context.Canceled)
+	require.NoError(t, l.Release(bg))
+	require.NoError(t, waiter.Close())
+	require.NoError(t, holder.Close())
+	assert.Equal(t, int64(1), counter(t, tm.metrics(t)["redlock.lock.contended"])[key(lockName.String("report"))])
 }
