@@ -40,7 +40,7 @@ if v then
 	r[1], r[2] = v, left(KEYS[1])
 	-- A lock taken with a lock-delay d (KEYS[4] holds d) lives its lease
 	-- plus d: past its lease it is in its delay, held by nobody.
-	local d = tonumber(redis.call('GET', KEYS[4]) or '0')
+	local d = tonumber(redis.call('GET', KEYS[4]) or '') or 0
 	if d > 0 and r[2] > 0 then
 		if r[2] <= d then
 			r[1], r[2], r[5] = '', 0, r[2]
