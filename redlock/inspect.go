@@ -140,18 +140,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 		got:  make([]keyserver.NameStatus, len(c.servers)),
 	}
 	st := Status{Name: name, Servers: make([]ServerStatus, len(c.servers))}
-	// Servers that cannot inspect are not asked: their refusal says
-	// nothing of their health (see fan.only).
-	var only uint64
-	some := false
-	for i, s := range c.servers {
-		if _, ok := s.(keyserver.Inspector); ok {
-			only |= bit(i)
-			some = true
-		} else {
-			st.Servers[i].Err = keyserver.Permanent(fmt.Errorf("key server %s does not implement keyserver.Inspector", serverName(c.servers, i)))
-		}
-	}
+	only, some := c.inspectors(st.Servers)
 	var t tally
 	if some {
 		if only == ^uint64(0)>>(64-min(len(c.servers), 64)) {
@@ -192,6 +181,21 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 		return st, newQuorumError("inspect", lockKind, name, 1, qt, ctx.Err())
 	}
 	return st, nil
+}
+
+// inspectors returns the servers Inspect asks (see fan.only), and whether
+// there are any; the others are not asked, as their refusal says nothing
+// of their health, and their status says why.
+func (c *Client) inspectors(servers []ServerStatus) (only uint64, some bool) {
+	for i, s := range c.servers {
+		if _, ok := s.(keyserver.Inspector); ok {
+			only |= bit(i)
+			some = true
+		} else {
+			servers[i].Err = keyserver.Permanent(fmt.Errorf("key server %s does not implement keyserver.Inspector", serverName(c.servers, i)))
+		}
+	}
+	return only, some
 }
 
 // inspectRead is Inspect's read of every server, by server.
