@@ -48,7 +48,7 @@ func TestSetsCarryTheirNames(t *testing.T) {
 	}, {
 		op:    "do_all",
 		names: "x,y", n: 2, outcome: "acquired",
-		call:  func(c *redlock.Client) error { return c.DoAll(bg, []string{"x", "y"}, time.Second, fn) },
+		call: func(c *redlock.Client) error { return c.DoAll(bg, []string{"x", "y"}, time.Second, fn) },
 	}, {
 		op:    "do_all_or_skip",
 		names: "x,y,z,w", n: 4, outcome: "held_elsewhere", refused: true,
@@ -60,7 +60,7 @@ func TestSetsCarryTheirNames(t *testing.T) {
 	}, {
 		op:    "do_all",
 		names: "solo", n: 1, outcome: "acquired",
-		call:  func(c *redlock.Client) error { return c.DoAll(bg, []string{"solo"}, time.Second, fn) },
+		call: func(c *redlock.Client) error { return c.DoAll(bg, []string{"solo"}, time.Second, fn) },
 	}} {
 		t.Run(tc.op+"/"+tc.names, func(t *testing.T) {
 			tm := newTelemetry(t)
