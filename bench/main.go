@@ -86,7 +86,9 @@ func parse(args []string) (config, error) {
 		}
 	}
 	for _, w := range workloads() {
-		allLoads = append(allLoads, w.name)
+		if w.names == 0 {
+			allLoads = append(allLoads, w.name)
+		}
 	}
 	fs.IntVar(&cfg.nodes, "nodes", 5, "how many redis-server processes to start")
 	fs.IntVar(&cfg.reps, "reps", 3, "repetitions of every case; the tables show medians")
@@ -96,8 +98,8 @@ func parse(args []string) (config, error) {
 	fs.DurationVar(&cfg.settings.retry, "retry", time.Millisecond, "the short retry delay: goredlock's variant, bsm/redislock and the floor")
 	fs.IntVar(&cfg.clients, "clients", 1, "independent clients (own connections, as separate processes would have) that the goroutines of the workloads without a count of their own (not 8c-*) are dealt over")
 	fs.BoolVar(&quick, "quick", false, "a smoke run: 300 ms per case after 100 ms, 1 repetition")
-	fs.StringVar(&peerList, "peers", strings.Join(allPeers, ","), "libraries to run; also goredlock-pool, goredlock-pool-counted, goredlock-pool-percall (redis.New over a caller's redigo pool: as it is, counted by redis.CountDials, a connection per call), goredlock-goredis, goredlock-rueidis, goredlock-valkey (the other transports) and goredlock-permit, goredlock-read, goredlock-write (the primitives)")
-	fs.StringVar(&wlList, "workloads", strings.Join(allLoads, ","), "workloads to run")
+	fs.StringVar(&peerList, "peers", strings.Join(allPeers, ","), "libraries to run; also goredlock-pool, goredlock-pool-counted, goredlock-pool-percall (redis.New over a caller's redigo pool: as it is, counted by redis.CountDials, a connection per call), goredlock-goredis, goredlock-rueidis, goredlock-valkey (the other transports) and goredlock-permit, goredlock-read, goredlock-write (the primitives), goredlock-set, goredlock-set-one-by-one (sets of 4 names, for the workload 64-distinct-set4)")
+	fs.StringVar(&wlList, "workloads", strings.Join(allLoads, ","), "workloads to run; also 64-distinct-set4 (a set of 4 names per grant, for the set peers)")
 	fs.StringVar(&stateList, "states", "healthy", "node states to run every workload in, each library in turn: healthy, silent1 and silent2 (the last 1 or 2 nodes stopped with SIGSTOP before the clients are created), silent-mid (the last node stopped halfway through the measured window), dead1 (the last node killed before the clients are created, its port refusing connections); each case puts the nodes back (SIGCONT, restart on the same port) and waits until they answer. All: "+stateNames())
 	fs.DurationVar(&cfg.startWait, "start-wait", 5*time.Second, "how long a library's clients may take to be created: past it, or on an error, a degraded state's row says cannot start (a healthy case fails the run)")
 	fs.StringVar(&cfg.server, "redis-server", "redis-server", "the redis-server binary")
@@ -203,7 +205,11 @@ func runOn(ctx context.Context, cfg config, nodes []*node, out, progress io.Writ
 				for k := range cfg.peers {
 					pi := (k + rep) % len(cfg.peers)
 					p := cfg.peers[pi]
-					if why := p.skip(cfg.nodes, w); why != "" {
+					why := p.skip(cfg.nodes, w)
+					if why == "" && w.names > 0 && !p.sets {
+						why = "takes one name per grant"
+					}
+					if why != "" {
 						res.skipped(pi, wi, why)
 						continue
 					}

@@ -32,6 +32,9 @@ type peer struct {
 	// extra leaves the peer out of the default run: it measures goredlock
 	// over another transport or a primitive, and runs when -peers names it.
 	extra bool
+	// sets marks a peer that takes sets of names (sets.go): the only
+	// peers that run the set workloads, which the others skip.
+	sets bool
 }
 
 // settings are the knobs every peer is given the same way.
@@ -48,7 +51,7 @@ func peers() []peer {
 		rueidislockPeer(),
 		redislockPeer(),
 		floorPeer(),
-	}, append(transportPeers(), primitivePeers()...)...)
+	}, append(append(transportPeers(), primitivePeers()...), setPeers()...)...)
 }
 
 // label is the peer's name in the tables.

@@ -22,6 +22,10 @@ type workload struct {
 	// workloads named after their clients set it themselves, so that the
 	// default run has the multi-process figures beside the one-client ones.
 	clients int
+	// names is the number of names of each grant, for the set peers
+	// (sets.go); 0 for one lock. The other peers skip such a workload,
+	// and it runs only when -workloads names it.
+	names int
 }
 
 func (w workload) contended() bool { return w.oneKey && w.goroutines > 1 }
@@ -42,6 +46,7 @@ func workloads() []workload {
 		{name: "64-one-key", title: "64 goroutines on one key, no hold", goroutines: 64, oneKey: true},
 		{name: "8c-one-key-hold", title: "8 clients on one key, 1 goroutine each, holding it 1 ms", goroutines: 8, oneKey: true, hold: time.Millisecond, clients: 8},
 		{name: "8c-64-one-key", title: "64 goroutines dealt over 8 clients on one key, no hold", goroutines: 64, oneKey: true, clients: 8},
+		{name: "64-distinct-set4", title: "set of 4 names, 64 goroutines, distinct sets", goroutines: 64, names: setSize},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 // metrics.
 type call struct {
 	op, name string
+	names    int // the names of a set's operation (see setNames); 0 for one lock's
 	span     trace.Span
 	lostSeen atomic.Bool // a redlock.lock.lost event was added
 }

@@ -29,7 +29,9 @@
 // Their attributes:
 //
 //	redlock.lock.name                  every metric; the lock's name (see WithoutLockName)
-//	redlock.operation.name             acquire metrics: acquire, try_acquire, do, do_or_skip
+//	redlock.operation.name             acquire metrics: acquire, try_acquire, do, do_or_skip; for sets
+//	                                   acquire_all, try_acquire_all, do_all, do_all_or_skip
+//	redlock.lock.names                 acquire metrics of a set's operation only: the number of its names
 //	redlock.acquire.outcome            acquire metrics: acquired, held_elsewhere, unavailable, cancelled, error
 //	redlock.lock.hold.lost             hold duration: true when the hold ended in a loss
 //	redlock.key_server.index           key server errors: the server's index in the slice given to redlock.New
@@ -47,6 +49,15 @@
 // the caller's context ended count as errors too, with error.type
 // context.Canceled or context.DeadlineExceeded.
 //
+// A set of names (AcquireAll, TryAcquireAll, DoAll, DoAllOrSkip) is
+// named by its names joined by commas, without duplicates, in the order
+// given; its acquire metrics and its span also carry redlock.lock.names,
+// the number of names (counted as the commas in that name plus one, so a
+// name that contains a comma counts as more than one). It stays under
+// WithoutLockName: a set of 4 names is one series, whatever the names.
+// One lock's operations never carry it, and neither do the hold, loss and
+// at-risk metrics, which a set reports under its joined name as a lock's.
+//
 // Every metric carries the lock's name, which is what operators look
 // for; but each distinct name is a time series of its own in every
 // metric, so names must be few: "nightly-report", not "invoice-81723".
@@ -60,7 +71,10 @@
 // from the start of the call to its return, with the lock's name as the
 // attribute redlock.lock.name (spans keep it under WithoutLockName: they
 // are not aggregated), and redlock.acquire.outcome and
-// redlock.acquire.attempts once the acquisition ended. Do's function runs
+// redlock.acquire.attempts once the acquisition ended. A set's span
+// is named after its operation the same way (redlock.acquire_all,
+// redlock.try_acquire_all, redlock.do_all, redlock.do_all_or_skip) and
+// carries redlock.lock.names. Do's function runs
 // inside the span, so the spans it starts are its children. Its events:
 //
 //	redlock.attempt             each attempt: redlock.attempt.number, .granted (bool), .duration (s), redlock.key_server.count,

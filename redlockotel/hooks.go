@@ -59,11 +59,17 @@ type reporter struct {
 }
 
 // start begins the call's span, named after the operation.
+// A set's span carries the number of its names too.
 func (r *reporter) start(ctx context.Context, op, name string) context.Context {
+	n := setNames(op, name)
+	attrs := []attribute.KeyValue{lockNameKey.String(name)}
+	if n > 0 {
+		attrs = append(attrs, namesKey.Int(n))
+	}
 	ctx, span := r.tracer.Start(ctx, "redlock."+op,
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(lockNameKey.String(name)))
-	return withCall(ctx, &call{op: op, name: name, span: span})
+		trace.WithAttributes(attrs...))
+	return withCall(ctx, &call{op: op, name: name, names: n, span: span})
 }
 
 // end ends the call's span, with status Error if the call failed. It
@@ -109,9 +115,12 @@ func (r *reporter) attempt(ctx context.Context, a redlock.Attempt) {
 func (r *reporter) acquired(ctx context.Context, a redlock.Acquisition) {
 	outcome := outcomeKey.String(acquireOutcome(ctx, a.Err))
 	c := callFor(ctx, a.Name)
-	attrs := r.lockAttrs(a.Name, 2)
+	attrs := r.lockAttrs(a.Name, 3)
 	if c != nil {
 		attrs = append(attrs, operationKey.String(c.op))
+		if c.names > 0 {
+			attrs = append(attrs, namesKey.Int(c.names))
+		}
 	}
 	attrs = append(attrs, outcome)
 	set := metric.WithAttributes(attrs...)

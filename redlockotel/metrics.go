@@ -17,6 +17,7 @@ const scopeName = "github.com/goredlock/goredlock/redlockotel"
 // dotted namespaces, error.type from the shared registry.
 const (
 	lockNameKey    = attribute.Key("redlock.lock.name")
+	namesKey       = attribute.Key("redlock.lock.names")
 	operationKey   = attribute.Key("redlock.operation.name")
 	outcomeKey     = attribute.Key("redlock.acquire.outcome")
 	attemptsKey    = attribute.Key("redlock.acquire.attempts")

@@ -87,7 +87,7 @@ func (t *tool) supervise(cfg *runConfig, lock *redlock.Lock, path string, sigs <
 			_ = cmd.Process.Signal(sig) // fails only once COMMAND has ended
 		case <-loss:
 			loss, lost = nil, true
-			t.sayf("lock %q lost; sending SIGTERM to COMMAND, SIGKILL in %v", cfg.name, cfg.grace)
+			t.sayf("%s lost; sending SIGTERM to COMMAND, SIGKILL in %v", cfg.held(), cfg.grace)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			timer = time.NewTimer(cfg.grace)
 			kill = timer.C
@@ -98,7 +98,7 @@ func (t *tool) supervise(cfg *runConfig, lock *redlock.Lock, path string, sigs <
 		case <-exited:
 			if !lost && errors.Is(lock.Err(), redlock.ErrLockLost) {
 				lost = true
-				t.sayf("lock %q was lost before COMMAND ended", cfg.name)
+				t.sayf("%s before COMMAND ended", cfg.wasLost())
 			}
 			return &exitError{code: exitStatus(cmd.ProcessState)}, lost
 		}
@@ -119,7 +119,9 @@ func exitStatus(ps *os.ProcessState) int {
 
 // childEnv is redlock's environment for COMMAND, with the lock's name,
 // token and, under --fence, fencing token in place of any inherited from
-// an enclosing redlock run.
+// an enclosing redlock run. With --also the name is every name joined by
+// commas (as Lock.Name gives it), and the fencing token each name's, in
+// that order, joined by commas.
 func childEnv(env []string, lock *redlock.Lock, fence bool) []string {
 	out := make([]string, 0, len(env)+3)
 	for _, kv := range env {
@@ -131,7 +133,11 @@ func childEnv(env []string, lock *redlock.Lock, fence bool) []string {
 	}
 	out = append(out, "REDLOCK_NAME="+lock.Name(), "REDLOCK_TOKEN="+lock.Token())
 	if fence {
-		out = append(out, "REDLOCK_FENCE="+strconv.FormatUint(lock.Fence(), 10))
+		fences := make([]string, 0, 1)
+		for _, n := range lock.Names() {
+			fences = append(fences, strconv.FormatUint(lock.FenceOf(n), 10))
+		}
+		out = append(out, "REDLOCK_FENCE="+strings.Join(fences, ","))
 	}
 	return out
 }

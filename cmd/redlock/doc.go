@@ -8,6 +8,7 @@
 //	redlock run --wait 10m schema-migration -- ./migrate up
 //	redlock status nightly-report
 //	redlock run --permits 2 --wait 1h reindex -- ./reindex   # at most 2 hosts at once
+//	redlock run --also ledger accounts -- ./transfer         # both locks or neither
 //	redlock leader scheduler                                # who leads the election "scheduler"
 //
 // Install it with
@@ -57,6 +58,15 @@
 //	                   lock and a semaphore of one name do not exclude each other;
 //	                   every host must give the same N (one that differs while
 //	                   permits are held fails with status 69).
+//	--also NAME2       hold the lock NAME2 too, for a job that needs several
+//	                   locks: repeat it for more (at most 64 names in all). The
+//	                   names are taken all or none, each server taking them in
+//	                   one step, so runs that name overlapping sets in any order
+//	                   never hold part of one and never deadlock; NAME2 is a lock
+//	                   of its own, which a run of NAME2 alone excludes. Every
+//	                   other flag applies to the whole set: held elsewhere means
+//	                   that another holds at least one of the names. Not with
+//	                   --permits.
 //	--grace D          after the lock is lost, time between SIGTERM and SIGKILL to
 //	                   COMMAND [10s].
 //
@@ -70,9 +80,11 @@
 // environment with these added (replacing any inherited from an enclosing
 // redlock run):
 //
-//	REDLOCK_NAME   the lock's name
+//	REDLOCK_NAME   the lock's name; with --also, every name, NAME first, joined
+//	               by commas
 //	REDLOCK_TOKEN  the random value that marks this holder's keys on the servers
-//	REDLOCK_FENCE  the fencing token, with --fence only
+//	REDLOCK_FENCE  the fencing token, with --fence only; with --also, each name's,
+//	               in REDLOCK_NAME's order, joined by commas
 //
 // Standard output is COMMAND's alone. redlock's own messages go to standard
 // error, one line each, starting with "redlock: ".

@@ -8,12 +8,14 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/goredlock/goredlock/redlock"
 )
 
 // synopsis is the one line of help each usage error ends with.
 var synopsis = map[string]string{
 	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] [--json] NAME | redlock leader [--servers URL,...] NAME | redlock help | redlock --version",
-	"run":    "redlock run [--servers URL,...] [--ttl D] [--wait D] [--skip] [--fence] [--permits N] [--grace D] NAME -- COMMAND [ARGS...]",
+	"run":    "redlock run [--servers URL,...] [--ttl D] [--wait D] [--skip] [--fence] [--permits N] [--also NAME2 ...] [--grace D] NAME -- COMMAND [ARGS...]",
 	"status": "redlock status [--servers URL,...] [--json] NAME",
 	"leader": "redlock leader [--servers URL,...] NAME",
 }
@@ -43,10 +45,14 @@ majority of the Redis servers, and releases it when COMMAND exits.
   --permits N        run while holding one of N permits of the semaphore NAME
                      instead of the lock NAME: at most N hosts at once
                      (default 0: the lock)
+  --also NAME2       hold the lock NAME2 too, taken with NAME all or nothing;
+                     repeat it for more names (up to 64 in all)
   --grace D          after the lock is lost, time between SIGTERM and SIGKILL
                      to COMMAND (default 10s)
 
-COMMAND gets $REDLOCK_NAME and $REDLOCK_TOKEN. Exit status: COMMAND's (128+N
+COMMAND gets $REDLOCK_NAME and $REDLOCK_TOKEN (with --also, $REDLOCK_NAME
+is every name, NAME first, joined by commas, and $REDLOCK_FENCE their fencing
+tokens in that order). Exit status: COMMAND's (128+N
 for signal N), 64 usage, 69 servers unavailable, 70 lock lost, 75 held
 elsewhere, 126/127 COMMAND not executable / not found.
 `,
@@ -95,7 +101,8 @@ type runConfig struct {
 	grace   time.Duration
 	skip    bool
 	fence   bool
-	permits int // 0: the lock NAME; N: a permit of the semaphore NAME
+	permits int      // 0: the lock NAME; N: a permit of the semaphore NAME
+	also    []string // --also: more names, held with NAME all or nothing
 }
 
 // statusConfig is a parsed command line of redlock status, and of redlock
@@ -127,6 +134,7 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 	fs.BoolVar(&c.skip, "skip", false, "")
 	fs.BoolVar(&c.fence, "fence", false, "")
 	fs.IntVar(&c.permits, "permits", 0, "")
+	fs.Var(appendName{&c.also}, "also", "")
 
 	// COMMAND starts after the first "--"; the flag package would take
 	// that "--" for the end of the flags and lose it.
@@ -156,8 +164,13 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 		return nil, badf("--grace %v is negative", c.grace)
 	case c.permits < 0:
 		return nil, badf("--permits %d is negative", c.permits)
+	case c.permits > 0 && len(c.also) > 0:
+		return nil, usagef("run", "--also and --permits do not go together: a semaphore has one NAME")
+	case len(c.also)+1 > redlock.MaxNames:
+		return nil, usagef("run", "%d names: at most %d (NAME and --also)", len(c.also)+1, redlock.MaxNames)
 	}
 	c.name, c.command = rest[0], command
+	c.also = dedupe(c.name, c.also)
 	var err error
 	if c.servers, err = serverList("run", *servers, getenv); err != nil {
 		return nil, err
@@ -247,6 +260,42 @@ func (f duration) Set(s string) error {
 	}
 	*f.d = d
 	return nil
+}
+
+// appendName is a flag.Value that adds each use's name to a list: --also
+// NAME2 --also NAME3.
+type appendName struct{ names *[]string }
+
+func (f appendName) String() string {
+	if f.names == nil {
+		return ""
+	}
+	return strings.Join(*f.names, ",")
+}
+
+func (f appendName) Set(s string) error {
+	if s == "" {
+		return errors.New("empty name")
+	}
+	*f.names = append(*f.names, s)
+	return nil
+}
+
+// dedupe drops from also the names given before, NAME's among them, as
+// the client would: each name is held once.
+func dedupe(name string, also []string) []string {
+	seen := map[string]bool{name: true}
+	out := also[:0]
+	for _, n := range also {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // splitAtDashes splits args at the first "--", reporting whether there

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -147,14 +148,47 @@ func (c *runConfig) what() string {
 	if c.permits > 0 {
 		return fmt.Sprintf("every one of the %d permits of semaphore %q", c.permits, c.name)
 	}
+	if len(c.also) > 0 {
+		return "one of the " + c.held()
+	}
 	return fmt.Sprintf("lock %q", c.name)
 }
 
-// tryOnce makes one attempt at the lock NAME, or at a permit of the
-// semaphore NAME with --permits.
+// held names what run holds, in its messages: the lock NAME, or with
+// --also the locks NAME, NAME2...
+func (c *runConfig) held() string {
+	if len(c.also) == 0 {
+		return fmt.Sprintf("lock %q", c.name)
+	}
+	quoted := make([]string, 0, len(c.also)+1)
+	for _, n := range c.names() {
+		quoted = append(quoted, strconv.Quote(n))
+	}
+	return "locks " + strings.Join(quoted, ", ")
+}
+
+// wasLost says that what run holds was lost.
+func (c *runConfig) wasLost() string {
+	if len(c.also) == 0 {
+		return c.held() + " was lost"
+	}
+	return c.held() + " were lost"
+}
+
+// names is every name run holds: NAME, then those of --also in order.
+func (c *runConfig) names() []string {
+	return append([]string{c.name}, c.also...)
+}
+
+// tryOnce makes one attempt at the lock NAME, at a permit of the
+// semaphore NAME with --permits, or at every lock of NAME and --also.
 func tryOnce(ctx context.Context, client *redlock.Client, cfg *runConfig) (*redlock.Lock, error) {
 	if cfg.permits > 0 {
 		return client.Semaphore(cfg.name, cfg.permits).TryAcquire(ctx, cfg.ttl)
+	}
+	if len(cfg.also) > 0 {
+		// Every name or none, in one step on each server.
+		return client.TryAcquireAll(ctx, cfg.names(), cfg.ttl)
 	}
 	return client.TryAcquire(ctx, cfg.name, cfg.ttl)
 }

@@ -24,7 +24,17 @@ func (s *Server) AcquireAll(ctx context.Context, keys []string, token string, tt
 	if !r.Store {
 		h = keyserver.Holder{Left: r.Left, Rank: r.Rank}
 	}
+	s.failBetweenKeys(ctx, r, keys, token)
 	return ok, h, err
+}
+
+// failBetweenKeys lets go of the keys after the first r.Keys of a set's
+// call that the store answered before failing with r.Err (see
+// Reply.Keys), so that the server keeps only part of the set.
+func (s *Server) failBetweenKeys(ctx context.Context, r Reply, keys []string, token string) {
+	if r.Store && r.Err != nil && r.Keys > 0 && r.Keys < len(keys) {
+		_, _ = s.store.ReleaseAll(context.WithoutCancel(ctx), keys[r.Keys:], token)
+	}
 }
 
 // ExtendAll answers from OpExtend's script, or else from the store.
@@ -32,10 +42,11 @@ func (s *Server) ExtendAll(ctx context.Context, keys []string, token string, ttl
 	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
 		return false, err
 	}
-	_, ok, err := s.call(ctx, Call{Op: OpExtend, Key: strings.Join(keys, ","), Token: token, TTL: ttl},
+	r, ok, err := s.call(ctx, Call{Op: OpExtend, Key: strings.Join(keys, ","), Token: token, TTL: ttl},
 		func(ctx context.Context, _, token string, ttl time.Duration) (bool, error) {
 			return s.store.ExtendAll(ctx, keys, token, ttl)
 		})
+	s.failBetweenKeys(ctx, r, keys, token)
 	return ok, err
 }
 

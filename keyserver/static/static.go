@@ -58,8 +58,14 @@ type Reply struct {
 	// Block makes the call wait until its context ends and return the
 	// context's error, like a server that stopped answering.
 	Block bool
-	// Store answers from the server's own key store instead of OK and Err.
+	// Store answers from the server's own key store instead of OK and Err;
+	// with Err too, the store answers and then the call fails with Err, as
+	// a server whose answer was lost after it stored (see Keys).
 	Store bool
+	// Keys, with Store and Err, makes a set's AcquireAll or ExtendAll keep
+	// only the first Keys keys it stored before it fails: a server failing
+	// between the keys of one call. 0 keeps them all.
+	Keys int
 	// Fence is the fence counter a scripted AcquireFenced reads, or the
 	// previous counter a scripted RaiseFence reports.
 	Fence uint64
@@ -330,7 +336,11 @@ func answer(ctx context.Context, r Reply, store func() (bool, error)) (bool, err
 		}
 	}
 	if r.Store {
-		return store()
+		ok, err := store()
+		if r.Err != nil {
+			return false, r.Err // stored, and failed all the same
+		}
+		return ok, err
 	}
 	return r.OK, r.Err
 }
