@@ -32,12 +32,12 @@ func (l *Lock) Contended() <-chan struct{} {
 		return make(chan struct{})
 	}
 	l.mu.Lock()
-	if l.contended != nil {
+	if r := l.r(); r.contended != nil {
 		defer l.mu.Unlock()
-		return l.contended
+		return r.contended
 	}
-	l.contended = make(chan struct{})
-	ch := l.contended
+	ch := make(chan struct{})
+	l.r().contended = ch
 	l.checkExpiry()
 	ended := l.err != nil || l.prim != nil
 	l.mu.Unlock()

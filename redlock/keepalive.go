@@ -35,7 +35,7 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 	for {
 		l.mu.Lock()
 		l.checkExpiry()
-		err, b, granted, lossAt, extensions := l.err, l.b, l.granted, l.lossAt, l.extensions
+		err, b, granted, lossAt, extensions := l.err, l.b, l.granted, l.lossAt, int(l.extensions)
 		l.mu.Unlock()
 		if err != nil {
 			return l.stopped(ctx, "")

@@ -26,10 +26,6 @@ type Lock struct {
 	key   string
 	token string
 	fence uint64 // 0 without WithFencing; never changes
-	// names and fences are a set's (AcquireAll), in the order given; nil
-	// for a single name.
-	names  []string
-	fences []uint64
 	// prim makes the calls of a primitive's hold; nil for a lock.
 	prim primOps
 	// callCtx is the acquiring call's context without its cancellation,
@@ -59,10 +55,9 @@ type Lock struct {
 	lossAt     time.Time // until less the loss margin: when the lock is declared lost
 	err        error     // nil while held
 	released   bool
-	extensions int
+	extensions int32
 	expiry     clock.Timer // fires at lossAt; nil until life is made
-	risk       risk
-	contended  chan struct{} // Contended's; nil until asked for (contended.go)
+	risk       *risk       // nil until something asks (risk.go)
 }
 
 // grant is what an attempt that was granted hands to its lock.
@@ -80,9 +75,11 @@ type grant struct {
 func newLock(c *Client, o *options, g grant) *Lock {
 	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.start, tails: g.tails, fence: g.fence, prim: g.prim}
 	if so, ok := g.prim.(*setOps); ok {
-		l.names, l.fences = so.names, g.fences
-		if l.fences == nil {
-			l.fences = make([]uint64, len(so.names))
+		// The set's calls are this lock's alone: its fences go there
+		// (see FenceOf), and the Lock stays small.
+		so.fences = g.fences
+		if so.fences == nil {
+			so.fences = make([]uint64, len(so.names))
 		}
 	}
 	if c.hooks.Lost != nil || c.hooks.AtRisk != nil || c.hooks.Contended != nil {
@@ -127,7 +124,6 @@ func (l *Lock) setValidity(start time.Time, b budget) {
 	l.b, l.granted = b, start
 	l.until = start.Add(b.ttl - drift(b.ttl, l.o.driftFactor))
 	l.lossAt = l.until.Add(-b.margin)
-	l.risk.at = l.until.Add(-b.ttl / 3)
 }
 
 // Name returns the lock's name, without the client's key prefix; for a

@@ -87,6 +87,9 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 		wg  sync.WaitGroup
 		old []func()
 	)
+	// The goroutines take copies, not a: a captured a would move every
+	// acquisition, a lock's too, to the heap.
+	p, key, token, timeout := a.p, a.key, a.token, a.b.timeout
 	for i, ks := range c.servers {
 		w := &a.watches[i]
 		if w.changed != nil && !w.anew && (!renew || !closed(w.changed) && now.Sub(w.at) < renewWatches) {
@@ -105,8 +108,8 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wctx, cancel := c.clock.WithTimeout(ctx, a.b.timeout)
-			changed, stop, err := a.p.watch(wctx, ks, a.key, a.token)
+			wctx, cancel := c.clock.WithTimeout(ctx, timeout)
+			changed, stop, err := p.watch(wctx, ks, key, token)
 			cancel()
 			if err == nil {
 				*w = watch{changed: changed, stop: stop, at: now}

@@ -34,13 +34,24 @@ func (h Health) String() string {
 	return "lost"
 }
 
-// risk is a Lock's at-risk state, guarded by the Lock's mu.
+// risk is what a Lock's holder asked to be told (at risk, contended),
+// guarded by the Lock's mu; made when first needed.
 type risk struct {
-	at      time.Time     // when validity left falls below a third of the TTL
-	failed  bool          // the last extension failed to reach a quorum
-	entered bool          // at risk since the last good extension (or the grant)
-	ch      chan struct{} // AtRisk's; nil until asked for
-	timer   clock.Timer   // fires at at; nil until ch or the hook needs it
+	contended chan struct{} // Contended's (contended.go); nil until asked for
+	failed    bool          // the last extension failed to reach a quorum
+	entered   bool          // at risk since the last good extension (or the grant)
+	ch        chan struct{} // AtRisk's; nil until asked for
+	timer     clock.Timer   // fires at at; nil until ch or the hook needs it
+}
+
+// r returns the lock's risk state, made when first needed: a lock that
+// nobody asks about, and that no extension failed, carries none. l.mu
+// must be held.
+func (l *Lock) r() *risk {
+	if l.risk == nil {
+		l.risk = new(risk)
+	}
+	return l.risk
 }
 
 // Health returns how the lock stands now.
@@ -71,46 +82,50 @@ func (l *Lock) AtRisk() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.checkExpiry()
-	if l.risk.ch == nil {
-		l.risk.ch = make(chan struct{})
+	if l.r().ch == nil {
+		l.r().ch = make(chan struct{})
 		if l.err != nil || l.checkRisk() {
-			close(l.risk.ch)
+			close(l.r().ch)
 		}
 	}
 	l.armRisk()
-	return l.risk.ch
+	return l.r().ch
 }
 
 // armRisk starts the timer that enters the at-risk state when validity
 // runs low, if something listens and it is not running. l.mu must be held.
 func (l *Lock) armRisk() {
-	if l.risk.timer != nil || l.err != nil || l.risk.entered {
+	if l.r().timer != nil || l.err != nil || l.r().entered {
 		return
 	}
-	l.risk.timer = l.c.clock.AfterFunc(l.risk.at.Sub(l.c.clock.Now()), func() {
+	l.r().timer = l.c.clock.AfterFunc(l.riskAt().Sub(l.c.clock.Now()), func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.checkRisk()
 	})
 }
 
+// riskAt is when the validity left falls below a third of the TTL. l.mu
+// must be held.
+func (l *Lock) riskAt() time.Time { return l.until.Add(-l.b.ttl / 3) }
+
 // checkRisk enters the at-risk state if validity ran low, and reports
 // whether the lock is at risk. l.mu must be held, and l.err nil.
 func (l *Lock) checkRisk() bool {
-	if !l.risk.entered && (l.risk.failed || l.c.clock.Since(l.risk.at) >= 0) {
+	if !l.r().entered && (l.r().failed || l.c.clock.Since(l.riskAt()) >= 0) {
 		l.enterRisk()
 	}
-	return l.risk.entered
+	return l.r().entered
 }
 
 // enterRisk moves a held lock to the at-risk state. l.mu must be held.
 func (l *Lock) enterRisk() {
-	if l.err != nil || l.risk.entered {
+	if l.err != nil || l.r().entered {
 		return
 	}
-	l.risk.entered = true
-	if l.risk.ch != nil {
-		close(l.risk.ch)
+	l.r().entered = true
+	if l.r().ch != nil {
+		close(l.r().ch)
 	}
 	if h := l.c.hooks.AtRisk; h != nil {
 		h(l.callCtx, l.name, l.until.Sub(l.c.clock.Now()))
@@ -120,6 +135,9 @@ func (l *Lock) enterRisk() {
 // extendedRisk records a good extension: the risk, if any, is over, and
 // the next one is watched for. l.mu must be held, validity set anew.
 func (l *Lock) extendedRisk() {
+	if l.risk == nil {
+		return // nothing listens, and no risk was recorded
+	}
 	l.risk.failed = false
 	if l.risk.entered {
 		l.risk.entered = false
@@ -129,7 +147,7 @@ func (l *Lock) extendedRisk() {
 	}
 	switch {
 	case l.risk.timer != nil:
-		l.risk.timer.Reset(l.risk.at.Sub(l.c.clock.Now()))
+		l.risk.timer.Reset(l.riskAt().Sub(l.c.clock.Now()))
 	case l.risk.ch != nil || l.c.hooks.AtRisk != nil:
 		l.armRisk()
 	}
@@ -139,7 +157,7 @@ func (l *Lock) extendedRisk() {
 // while the caller still wanted it (ctx alive). l.mu must be held.
 func (l *Lock) failedExtension(ctx context.Context) {
 	if ctx.Err() == nil {
-		l.risk.failed = true
+		l.r().failed = true
 		l.enterRisk()
 	}
 }
@@ -147,6 +165,9 @@ func (l *Lock) failedExtension(ctx context.Context) {
 // endRisk closes AtRisk's channel and stops the timer as the lock ends.
 // l.mu must be held.
 func (l *Lock) endRisk() {
+	if l.risk == nil {
+		return
+	}
 	if l.risk.ch != nil && !l.risk.entered {
 		close(l.risk.ch)
 		l.risk.entered = true

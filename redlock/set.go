@@ -57,10 +57,11 @@ func (l *Lock) Names() []string {
 	if l.zero() {
 		return nil
 	}
-	if l.names == nil {
+	so, ok := l.prim.(*setOps)
+	if !ok {
 		return []string{l.name}
 	}
-	return slices.Clone(l.names)
+	return slices.Clone(so.names)
 }
 
 // FenceOf returns the fencing token of one of the lock's names (see
@@ -69,14 +70,15 @@ func (l *Lock) FenceOf(name string) uint64 {
 	if l.zero() {
 		return 0
 	}
-	if l.names == nil {
+	so, ok := l.prim.(*setOps)
+	if !ok {
 		if name == l.name {
 			return l.fence
 		}
 		return 0
 	}
-	if i := slices.Index(l.names, name); i >= 0 {
-		return l.fences[i]
+	if i := slices.Index(so.names, name); i >= 0 {
+		return so.fences[i]
 	}
 	return 0
 }
@@ -191,6 +193,7 @@ func setName(names []string) string { return strings.Join(names, ",") }
 // waiting call has no watch to set, and tries again by the retry delay.
 type setOps struct {
 	names, keys []string
+	fences      []uint64 // the granted set's, by name; set once, before its Lock is handed over
 }
 
 func (so *setOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
