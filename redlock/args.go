@@ -17,13 +17,22 @@ func checkLock(o *options, name string, ttl time.Duration) error {
 
 // checkHold validates the name and TTL of a hold of kind k.
 func checkHold(o *options, k kind, name string, ttl time.Duration) error {
-	switch {
-	case name == "":
-		return invalidArgument("empty %s name", k.primitive())
-	case len(name) > MaxNameLen:
-		return invalidArgument("%s name of %d bytes is longer than the %d allowed", k.primitive(), len(name), MaxNameLen)
+	if err := checkName(k.primitive()+" name", name); err != nil {
+		return err
 	}
 	return checkTTL(o, k, name, ttl)
+}
+
+// checkName refuses an empty name and one longer than MaxNameLen; noun
+// says what the name is of ("lock name").
+func checkName(noun, name string) error {
+	switch {
+	case name == "":
+		return invalidArgument("empty %s", noun)
+	case len(name) > MaxNameLen:
+		return invalidArgument("%s of %d bytes is longer than the %d allowed", noun, len(name), MaxNameLen)
+	}
+	return nil
 }
 
 // checkTTL refuses a TTL that could never give a usable hold of kind k:

@@ -87,12 +87,10 @@ func holdFenceErr(k kind, name string) error {
 // fence seen (packages fence/redisfence and fence/sqlfence) is the
 // airtight check ("Fences at the resource" in docs/design.md).
 func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (current bool, err error) {
-	switch {
-	case name == "":
-		return false, invalidArgument("empty lock name")
-	case len(name) > MaxNameLen:
-		return false, invalidArgument("lock name of %d bytes is longer than the %d allowed", len(name), MaxNameLen)
-	case fence == 0:
+	if err := checkName("lock name", name); err != nil {
+		return false, err
+	}
+	if fence == 0 {
 		return false, invalidArgument("fence 0 of lock %q: no grant draws it", name)
 	}
 	if err := checkFencers(c.servers); err != nil {

@@ -124,11 +124,8 @@ type ElectionView struct {
 // The Status then says what the servers that answered hold: what is held
 // by a quorum is held whatever the others say.
 func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
-	switch {
-	case name == "":
-		return Status{}, invalidArgument("empty name")
-	case len(name) > MaxNameLen:
-		return Status{}, invalidArgument("name of %d bytes is longer than the %d allowed", len(name), MaxNameLen)
+	if err := checkName("name", name); err != nil {
+		return Status{}, err
 	}
 	if err := c.enter(); err != nil {
 		return Status{}, err

@@ -167,12 +167,10 @@ func (c *Client) checkNames(names []string) ([]string, error) {
 	seen := make(map[string]bool, len(names))
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		switch {
-		case n == "":
-			return nil, invalidArgument("empty lock name in a set")
-		case len(n) > MaxNameLen:
-			return nil, invalidArgument("lock name of %d bytes is longer than the %d allowed", len(n), MaxNameLen)
-		case seen[n]:
+		if err := checkName("lock name", n); err != nil {
+			return nil, err
+		}
+		if seen[n] {
 			continue
 		}
 		seen[n] = true
