@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,9 +45,7 @@ func requireHealthy(t *testing.T, nodes []*node) {
 // node's port refuses connections, and afterwards every node answers on
 // its address, the dead one from a new process.
 func TestFaults(t *testing.T) {
-	if !statesSupported {
-		t.Skip("no SIGSTOP here")
-	}
+	requireStates(t)
 	nodes := testNodes(t, 5)
 	var addrs []string
 	for _, nd := range nodes {
@@ -107,9 +106,7 @@ func TestFaults(t *testing.T) {
 // not answer), and checks the rows of the degraded table and that the
 // nodes are healthy afterwards.
 func TestQuickRunStates(t *testing.T) {
-	if !statesSupported {
-		t.Skip("no SIGSTOP here")
-	}
+	requireStates(t)
 	nodes := testNodes(t, 3)
 	cfg, err := parse([]string{"-quick", "-nodes=3", "-states=healthy,silent1,dead1", "-peers=goredlock,rueidislock", "-workloads=1-distinct", "-start-wait=1s"})
 	if err != nil {
@@ -187,4 +184,17 @@ func TestParseStates(t *testing.T) {
 	if got := strings.Join(names, ","); got != stateNames() {
 		t.Errorf("states %s, want %s (their own order)", got, stateNames())
 	}
+}
+
+// requireStates skips a test of the degraded states where they cannot
+// run (no SIGSTOP), and fails it instead when CI is set: CI must run it.
+func requireStates(t *testing.T) {
+	t.Helper()
+	if statesSupported {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no SIGSTOP here, and CI must run the degraded states")
+	}
+	t.Skip("no SIGSTOP here")
 }
