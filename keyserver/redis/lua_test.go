@@ -285,6 +285,19 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", k), "all or nothing")
 				assert.Equal(t, luaHolder, n.str("GET", k2))
 			}},
+		{file: "acquire_all.lua", name: "the caller's keys renewed, a free one taken", setup: [][]any{{"SET", k, luaCaller, "PX", 100}},
+			keys: []string{k, k2}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller, n.str("GET", k))
+				n.pttlNear(t, k, 5000)
+				assert.Equal(t, luaCaller, n.str("GET", k2))
+			}},
+		{file: "acquire_all.lua", name: "held by another after the caller's own: nothing changed", setup: [][]any{{"SET", k, luaCaller, "PX", 3000}, {"SET", k2, luaHolder, "PX", 9000}},
+			keys: []string{k, k2}, args: []string{luaCaller, ttl, callerP}, want: []any{about(9000), int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller, n.str("GET", k), "the caller's own key is not deleted")
+				n.pttlNear(t, k, 3000)
+			}},
 		{file: "acquire_all.lua", name: "a promise to the caller is claimed", setup: [][]any{{"SET", k, callerP, "PX", 500}},
 			keys: []string{k, k2}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
@@ -302,6 +315,9 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, waiterP, n.str("GET", k2))
 			},
 			told: []string{waiterP + k2}},
+		{file: "release_all.lua", name: "every key plain: all deleted", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}, {"SET", k2, luaCaller, "PX", 9000}},
+			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim, pLen}, want: int64(2),
+			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", k, k2)) }},
 		{file: "release_all.lua", name: "another's key is left alone", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}, {"SET", k2, luaHolder, "PX", 9000}},
 			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim, pLen}, want: int64(1),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaHolder, n.str("GET", k2)) }},

@@ -5,6 +5,47 @@
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise.
 -- Reply: 1 when stored, else {left, order, 0} for the first key that
 -- another value holds, as acquire_or_holder.lua describes its holder.
+--
+-- Each key is tried with one SET NX GET, which stores the token in a free
+-- key and reads what holds a taken one: a free set costs a command per key
+-- and nothing more. A key that another value holds undoes the keys this
+-- run stored (one DEL), so that the server never holds part of a set.
+local mine, marked = ARGV[1], ARGV[1] .. '+'
+local olds = {}
+local refused, v
+for i, k in ipairs(KEYS) do
+	v = redis.call('SET', k, mine, 'NX', 'PX', ARGV[2], 'GET')
+	if v and v ~= mine and v ~= marked and v ~= ARGV[3] then
+		refused = i
+		break
+	end
+	olds[i] = v or false
+end
+
+if not refused then
+	-- Keys the call already held (an extension, a retry) or was promised
+	-- are renewed; a promise, or a key with the waiters' mark, keeps the
+	-- mark.
+	for i, k in ipairs(KEYS) do
+		if olds[i] == mine then
+			redis.call('SET', k, mine, 'PX', ARGV[2])
+		elseif olds[i] then
+			redis.call('SET', k, marked, 'PX', ARGV[2])
+		end
+	end
+	return 1
+end
+
+local stored = {}
+for j = 1, refused - 1 do
+	if not olds[j] then
+		stored[#stored + 1] = KEYS[j]
+	end
+end
+if #stored > 0 then
+	redis.call('DEL', unpack(stored))
+end
+
 -- rank: see acquire_or_holder.lua.
 local function rank(t)
 	if #t == 49 + 1 and string.byte(t, -1) == 43 then
@@ -14,34 +55,17 @@ local function rank(t)
 		return string.sub(t, 1, 25)
 	end
 end
-
-local mine, marked = ARGV[1], ARGV[1] .. '+'
-local vals = {}
-for i, k in ipairs(KEYS) do
-	local v = redis.call('GET', k)
-	if v and v ~= mine and v ~= marked and v ~= ARGV[3] then
-		local h, c = rank(v), rank(mine)
-		local order = 0
-		if h and c and h < c then
-			order = 1
-		elseif h and c and c < h then
-			order = 2
-		end
-		local left = redis.call('PTTL', k)
-		if left < 0 then
-			left = 0
-		else
-			left = math.max(left, 1)
-		end
-		return {left, order, 0}
-	end
-	vals[i] = v
+local h, c = rank(v), rank(mine)
+local order = 0
+if h and c and h < c then
+	order = 1
+elseif h and c and c < h then
+	order = 2
 end
-for i, k in ipairs(KEYS) do
-	local v = mine
-	if vals[i] == marked or vals[i] == ARGV[3] then
-		v = marked
-	end
-	redis.call('SET', k, v, 'PX', ARGV[2])
+local left = redis.call('PTTL', KEYS[refused])
+if left < 0 then
+	left = 0
+else
+	left = math.max(left, 1)
 end
-return 1
+return {left, order, 0}
