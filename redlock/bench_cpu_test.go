@@ -18,6 +18,14 @@ func BenchmarkRedisParallelCPU(b *testing.B) {
 	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
+// BenchmarkRedisParallelSetCPU is BenchmarkRedisParallelSet with the
+// client's CPU time per set taken and released, as above.
+func BenchmarkRedisParallelSetCPU(b *testing.B) {
+	cpu := cpuTime()
+	BenchmarkRedisParallelSet(b)
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
 // cpuTime is the CPU time this process has used, user and system.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage

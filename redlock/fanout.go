@@ -318,13 +318,14 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 
 // storedNothing reports whether a server's answer to f (ok, err) shows that
 // f's call stored nothing there, so that a failed attempt need not undo it:
-// a lock's refusal, or a call not made. Grants, failures and a primitive's
-// answers are undone.
+// a lock's or a set's refusal (a set is taken all or nothing), or a call
+// not made. Grants, failures and a primitive's answers are undone.
 func (f *fan) storedNothing(ok bool, err error) bool {
 	if err != nil { // unless the call was not made
 		return errors.Is(err, errServerDown) || errors.Is(err, errNotSent)
 	}
-	return f.prim == nil && !ok
+	_, set := f.prim.(*setOps)
+	return (f.prim == nil || set) && !ok
 }
 
 // undo cleans up after a failed attempt on server i. It runs even when the

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -192,6 +194,22 @@ func setName(names []string) string { return strings.Join(names, ",") }
 type setOps struct {
 	names, keys []string
 	fences      []uint64 // the granted set's, by name; set once, before its Lock is handed over
+	lines       struct {
+		once sync.Once
+		keys []string // the keys' lines (layout.LineKey), for a started release
+	}
+}
+
+// lineKeys returns the lines of the set's keys, made once for the calls
+// of every server.
+func (so *setOps) lineKeys() []string {
+	so.lines.once.Do(func() {
+		so.lines.keys = make([]string, len(so.keys))
+		for i, k := range so.keys {
+			so.lines.keys[i] = layout.LineKey(k)
+		}
+	})
+	return so.lines.keys
 }
 
 func (so *setOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {

@@ -26,11 +26,12 @@ func starters(servers []keyserver.KeyServer) []startcall.Starter {
 }
 
 // startable reports whether f's calls are ones a startcall.Starter
-// starts: a lock's acquire, extend and release.
+// starts: a lock's or a set's acquire, extend and release.
 func (f *fan) startable() bool {
 	switch f.op {
 	case opAcquire, opAcquireInLine, opExtend, opRelease:
-		return f.prim == nil && f.delay == 0 // a lock-delay's calls go through keyserver.Delayer's view
+		_, set := f.prim.(*setOps)
+		return (f.prim == nil || set) && f.delay == 0 // a lock-delay's calls go through keyserver.Delayer's view
 	}
 	return false
 }
@@ -49,6 +50,12 @@ func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 	call := startcall.Call{Key: f.key, Token: f.token, TTL: f.ttl, Deadline: deadline,
 		Incarnation: f.quarantine.q != nil && f.quarantine.q.judged[i] != nil}
 	_, notifier := ks.(keyserver.Notifier)
+	if so, ok := f.prim.(*setOps); ok {
+		call.Keys, notifier = so.keys, true // a set's acquire is AcquireAll, which reports the holder
+		if f.op == opRelease {
+			call.Lines = so.lineKeys()
+		}
+	}
 	switch {
 	case f.op == opAcquire && notifier:
 		call.Op = startcall.CallAcquireOrHolder

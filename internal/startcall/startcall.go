@@ -60,6 +60,15 @@ type Call struct {
 	Key, Token string        // the method's key and token, as the blocking method takes them
 	TTL        time.Duration // the acquires and Extend
 	Next       string        // CallAcquireInLine's next
+	// Keys, if not empty, make the call one about a set of lock keys
+	// (keyserver.SetLocker): CallAcquireOrHolder stands for AcquireAll,
+	// CallExtend for ExtendAll and CallRelease for ReleaseAll; Key then
+	// only names the set in errors.
+	Keys []string
+	// Lines, if not empty, are the lines of Keys (layout.LineKey), in
+	// their order: made once per set by the caller, and not by the
+	// server per call.
+	Lines []string
 	// Deadline is when the caller stops waiting: what the server measures
 	// a late answer from, as from a blocking call's context deadline.
 	Deadline time.Time

@@ -3,10 +3,12 @@ package redis
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/goredlock/goredlock/internal/layout"
+	"github.com/goredlock/goredlock/internal/startcall"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -23,8 +25,22 @@ func (s *Server) AcquireAll(ctx context.Context, keys []string, token string, tt
 	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
-	ok, h, err := decodeHolder(s.evalAny(ctx, "acquire", setAllScript, keys, token, ms(ttl), promise(token)))
+	_, keys, args := allWords(false, keys, token, ttl)
+	ok, h, err := decodeHolder(s.evalAny(ctx, "acquire", setAllScript, keys, args...))
 	return ok, h, crossSlot(err)
+}
+
+// allWords returns the script of a set's call, and its keys and
+// arguments: ReleaseAll's when release, else AcquireAll's and ExtendAll's.
+func allWords(release bool, keys []string, token string, ttl time.Duration) (sc *script, k, args []string) {
+	if !release {
+		return setAllScript, keys, []string{token, ms(ttl), promise(token)}
+	}
+	k = make([]string, 0, 2*len(keys))
+	for _, key := range keys {
+		k = append(k, key, layout.LineKey(key))
+	}
+	return releaseAllScript, k, []string{token, claimTTL, promiseLenArg}
 }
 
 // crossSlot says what a Cluster's CROSSSLOT refusal of a set means.
@@ -41,7 +57,8 @@ func (s *Server) ExtendAll(ctx context.Context, keys []string, token string, ttl
 	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
 		return false, err
 	}
-	ok, _, err := decodeHolder(s.evalAny(ctx, "extend", setAllScript, keys, token, ms(ttl), promise(token)))
+	_, keys, args := allWords(false, keys, token, ttl)
+	ok, _, err := decodeHolder(s.evalAny(ctx, "extend", setAllScript, keys, args...))
 	return ok, crossSlot(err)
 }
 
@@ -51,10 +68,63 @@ func (s *Server) ReleaseAll(ctx context.Context, keys []string, token string) (b
 	if err := keyserver.CheckKeys(keys, token, 0); err != nil {
 		return false, err
 	}
-	withLines := make([]string, 0, 2*len(keys))
-	for _, k := range keys {
-		withLines = append(withLines, k, layout.LineKey(k))
-	}
-	n, err := s.eval(ctx, "release", releaseAllScript, withLines, token, claimTTL, promiseLenArg)
+	_, withLines, args := allWords(true, keys, token, 0)
+	n, err := s.eval(ctx, "release", releaseAllScript, withLines, args...)
 	return err == nil && n == int64(len(keys)), crossSlot(err)
+}
+
+// firstOfSet is started.first for a set's call: its script by digest,
+// the words written into st.buf (StartCommand copies them).
+func (st *started) firstOfSet() (cmd, keys, args []string, ok bool) {
+	s, c := st.s, st.c
+	release := c.Op == startcall.CallRelease
+	ttl, sc := c.TTL, setAllScript
+	if release {
+		ttl, sc = 0, releaseAllScript // see CheckKeys
+	}
+	d := s.digests[sc.id].Load()
+	if d == nil || *d == "" || keyserver.CheckKeys(c.Keys, c.Token, ttl) != nil {
+		return nil, nil, nil, false
+	}
+	st.step = stepSet
+	n := len(c.Keys)
+	if release {
+		n *= 2
+	}
+	w := append(st.buf[:0], "EVALSHA", *d, strconv.Itoa(n))
+	for i, k := range c.Keys {
+		w = append(w, k)
+		if release && i < len(c.Lines) {
+			w = append(w, c.Lines[i])
+		} else if release {
+			w = append(w, layout.LineKey(k))
+		}
+	}
+	if release {
+		w = append(w, c.Token, claimTTL, promiseLenArg)
+	} else {
+		w = append(w, c.Token, ms(c.TTL), promise(c.Token))
+	}
+	st.buf = w
+	return w[:3:3], w[3 : 3+n : 3+n], w[3+n:], true
+}
+
+// setAnswer decodes the reply to a set's started call as the blocking
+// method would.
+func (st *started) setAnswer(reply any) (a startcall.Answer) {
+	c := st.c
+	if c.Op == startcall.CallRelease {
+		var n int64
+		n, a.Err = st.s.integer("release", c.Key, reply)
+		a.OK = a.Err == nil && n == int64(len(c.Keys))
+		return a
+	}
+	a.OK, a.Holder, a.Err = decodeHolder(reply, nil)
+	if c.Op == startcall.CallExtend {
+		a.Holder = keyserver.Holder{}
+	}
+	if a.Err != nil {
+		a.Err = st.s.fail(st.op(), c.Key, a.Err)
+	}
+	return a
 }

@@ -55,6 +55,9 @@ type started struct {
 	// words holds the words of the first command, which StartCommand
 	// copies: kept here, they cost no allocation of their own.
 	words [8]string
+	// buf holds the words of a set's first command (see firstOfSet); it
+	// keeps its room across the pool's uses.
+	buf []string
 }
 
 // step is the command of a started call whose reply is awaited.
@@ -63,12 +66,13 @@ type step uint8
 const (
 	stepSetNX step = iota // an acquire's SET NX
 	stepEval              // Extend's or Release's EVALSHA
+	stepSet               // a set's EVALSHA (see firstOfSet)
 )
 
 var startedPool = sync.Pool{New: func() any { return new(started) }}
 
 func (st *started) put() {
-	*st = started{}
+	*st = started{buf: st.buf[:0]}
 	startedPool.Put(st)
 }
 
@@ -78,6 +82,9 @@ func (st *started) put() {
 // waiters watch (the SET NX would be refused), a script not loaded yet.
 func (st *started) first() (cmd, keys, args []string, ok bool) {
 	s, c, w := st.s, st.c, &st.words
+	if len(c.Keys) > 0 {
+		return st.firstOfSet()
+	}
 	switch c.Op {
 	case startcall.CallAcquire, startcall.CallAcquireOrHolder, startcall.CallAcquireInLine:
 		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || layout.PromiseOf(c.Next) != "" ||
@@ -118,6 +125,9 @@ func (st *started) first() (cmd, keys, args []string, ok bool) {
 // NOSCRIPT, which is rare.
 func (st *started) script() (sc *script, keys, args []string) {
 	c := st.c
+	if len(c.Keys) > 0 {
+		return allWords(c.Op == startcall.CallRelease, c.Keys, c.Token, c.TTL)
+	}
 	if c.Op == startcall.CallRelease {
 		keys, args = releaseWords(c.Key, c.Token)
 		return releaseScript, keys, args
@@ -148,15 +158,19 @@ func (st *started) Answer(reply any, err error) {
 	case st.step == stepSetNX && err == nil && reply == nil: // taken: the script decides
 		go st.finishBlocking(st.acquireTaken, true)
 		return
-	case st.step == stepEval && s.noScript(err): // a restart or SCRIPT FLUSH: the source
+	case st.step != stepSetNX && s.noScript(err): // a restart or SCRIPT FLUSH: the source
 		go st.finishBlocking(st.evalSource, true)
 		return
+	case err != nil && st.step == stepSet:
+		a.Err = crossSlot(s.fail(st.op(), c.Key, err))
 	case err != nil:
 		a.Err = s.fail(st.op(), c.Key, err)
 	case st.step == stepSetNX && reply != "OK":
 		a.Err = s.fail("acquire", c.Key, fmt.Errorf("unexpected reply %T to SET NX", reply))
 	case st.step == stepSetNX:
 		a.OK = true
+	case st.step == stepSet:
+		a = st.setAnswer(reply)
 	default:
 		var n int64
 		n, a.Err = s.integer(st.op(), c.Key, reply)
@@ -227,7 +241,9 @@ func (st *started) evalSource(ctx context.Context) (a startcall.Answer) {
 	defer s.inflight.Done()
 	sc, keys, args := st.script()
 	reply, err := s.evalSource(ctx, op, sc, false, keys, args...)
-	if a.Err = err; a.Err == nil {
+	if a.Err = err; a.Err == nil && st.step == stepSet {
+		a = st.setAnswer(reply)
+	} else if a.Err == nil {
 		var n int64
 		n, a.Err = s.integer(op, c.Key, reply)
 		a.OK = n == 1

@@ -115,6 +115,57 @@ func TestStartAnswersAsTheBlockingMethods(t *testing.T) {
 	assert.NotEmpty(t, a.Incarnation.ID, "the incarnation, asked for")
 }
 
+// TestStartedSetAnswersAsTheBlockingMethods: a set's call (Call.Keys)
+// started by digest gets AcquireAll's, ExtendAll's and ReleaseAll's
+// answers, also after NOSCRIPT, with or without the lines made by the
+// caller; a set too large to start is declined, for the blocking method.
+func TestStartedSetAnswersAsTheBlockingMethods(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	s := fromURL(t, node.URL(""))
+	ctx := context.Background()
+	const ttl = time.Minute
+	keys := []string{"{s}a", "{s}b", "{s}c"}
+	call := func(op startcall.CallOp, token string) startcall.Call {
+		return startcall.Call{Op: op, Key: "set", Keys: keys, Token: token, TTL: ttl}
+	}
+	assert.False(t, s.Start(ctx, call(startcall.CallAcquireOrHolder, "t1"), newCompletion(true)), "started before its script was loaded")
+	ok, _, err := s.AcquireAll(ctx, []string{"{s}x"}, "t0", ttl) // loads the script
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	a := start(t, s, call(startcall.CallAcquireOrHolder, "t1"))
+	require.NoError(t, a.Err)
+	assert.True(t, a.OK, "a free set")
+	a = start(t, s, call(startcall.CallAcquireOrHolder, "t2"))
+	require.NoError(t, a.Err)
+	assert.False(t, a.OK, "held by t1")
+	assert.Greater(t, a.Holder.Left, time.Duration(0), "the refusal describes the holder")
+	a = start(t, s, call(startcall.CallExtend, "t1"))
+	require.NoError(t, a.Err)
+	assert.True(t, a.OK, "extended by the holder")
+
+	_, err = s.ReleaseAll(ctx, []string{"{s}x"}, "t0") // loads the release script
+	require.NoError(t, err)
+	do(t, node, "SCRIPT", "FLUSH")
+	c := call(startcall.CallRelease, "t1")
+	a = start(t, s, c)
+	require.NoError(t, a.Err)
+	assert.True(t, a.OK, "released after NOSCRIPT, by the source")
+	assert.Equal(t, int64(0), do(t, node, "EXISTS", keys[0], keys[1], keys[2]))
+
+	_, _, err = s.AcquireAll(ctx, keys, "t3", ttl)
+	require.NoError(t, err)
+	c = call(startcall.CallRelease, "t3")
+	c.Lines = []string{"{s}a:line", "{s}b:line", "{s}c:line"}
+	a = start(t, s, c)
+	require.NoError(t, a.Err)
+	assert.True(t, a.OK, "released with the caller's lines")
+
+	big := call(startcall.CallAcquireOrHolder, "t4")
+	big.Keys = []string{"{s}1", "{s}2", "{s}3", "{s}4", "{s}5", "{s}6", "{s}7", "{s}8", "{s}9", "{s}10", "{s}11", "{s}12", "{s}13", "{s}14", "{s}15", "{s}16", "{s}17"}
+	assert.False(t, s.Start(ctx, big, newCompletion(true)), "more words than a started command takes")
+}
+
 // TestStartedCallStopsWhenTold: a started acquire whose SET NX is refused
 // sends its script only if the caller still wants it; told not to, it
 // ends without an answer and without the script's effects.

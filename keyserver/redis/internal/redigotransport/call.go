@@ -48,10 +48,11 @@ const (
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-// maxArgs is the most words a command of the Server has after its name:
-// EVALSHA's digest and key count, and up to twelve keys and arguments
-// (a write hold's: four keys, six arguments).
-const maxArgs = 14
+// maxArgs is the most words a started command has after its name:
+// EVALSHA's digest and key count, and up to nineteen keys and arguments
+// (the release of a set of eight names: eight keys, their lines, three
+// arguments). A larger set's calls are made blocking.
+const maxArgs = 21
 
 // newCall returns a pooled call of cmd with the words of cmd, keys and
 // args, or false when they are more than maxArgs.
