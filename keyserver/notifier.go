@@ -113,6 +113,10 @@ type Holder struct {
 	// waiter measures its patience by it: the line moving towards it is
 	// progress.
 	Ahead int
+	// Promised, for a refused SetLocker.AcquireAllInLine, has bit i set
+	// when the set's keys[i] is promised to the caller's call and kept for
+	// it: the caller watches for the turns of the other keys only.
+	Promised uint64
 }
 
 // Order is how a holder's token ranks against a caller's.

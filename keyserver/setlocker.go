@@ -32,6 +32,36 @@ type SetLocker interface {
 	// ReleaseAll lets go of every key that holds token (as Release does),
 	// and reports whether every key did.
 	ReleaseAll(ctx context.Context, keys []string, token string) (bool, error)
+	// AcquireAllInLine is AcquireAll for a call that waits its turn in
+	// the keys' lines, the lines of Notifier that single keys wait in, so
+	// that a set's waiters and a lock's are served together in rank
+	// order. A server that keeps no lines (no Notifier) makes it
+	// AcquireAll. On a Notifier:
+	//
+	//   - The set is granted, all or nothing as ever, when every key is
+	//     free, holds token, or is promised to token's call; a granted
+	//     caller leaves every line of the set.
+	//   - A key promised to a later rank than the caller's is the caller's
+	//     to take over: a later rank never holds up an earlier one. (The
+	//     later call waits in that key's line again from its next call.)
+	//   - A refused caller takes or keeps its place (one per key, under its
+	//     token's rank) in the line of every key that another value holds,
+	//     and keeps the keys promised to its call: they stay promised to it
+	//     for LineTTL, renewed by each refused call, so that a set collects
+	//     its keys one release at a time. h.Promised tells which.
+	//   - Unless the refusal is by a key promised to an earlier rank than
+	//     the caller's: the caller then gives up every key promised to it
+	//     (each passes to the next waiter of its line, as LeaveLine passes
+	//     it) and waits in those lines again. A later rank so never keeps
+	//     what an earlier one needs, and no cycle of promises can form
+	//     ("Several names without deadlock" in docs/design.md).
+	//
+	// h describes the holder of the first key that refused, its Ahead
+	// counted in that key's line.
+	AcquireAllInLine(ctx context.Context, keys []string, token string, ttl time.Duration) (ok bool, h Holder, err error)
+	// LeaveLines is LeaveLine for every key of the set: the call ranked as
+	// token leaves their lines, and each key promised to it passes on.
+	LeaveLines(ctx context.Context, keys []string, token string) error
 }
 
 // CheckKeys validates a call about the set keys: at least one key, none

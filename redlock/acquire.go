@@ -141,9 +141,14 @@ func (a *acquisition) again() bool {
 }
 
 // waitsInLine reports whether the call waits in the servers' lines when
-// it is refused: Acquire and Do with retries, unfenced.
+// it is refused: Acquire and Do with retries, unfenced, and AcquireAll and
+// DoAll with retries (a set's fences are drawn once it is held).
 func (a *acquisition) waitsInLine() bool {
-	return a.p == nil && a.mode == waits && a.retries != 0 && !a.o.fencing
+	if a.mode != waits || a.retries == 0 {
+		return false
+	}
+	_, set := a.p.(*setOps)
+	return set || a.p == nil && !a.o.fencing
 }
 
 // refused decides, after a refused attempt, whether the call ends, and
@@ -287,6 +292,9 @@ func (a *acquisition) fan() (fan, error) {
 	case a.p != nil:
 		a.ops = a.p.ops() // a semaphore picks the slot it asks for
 		f.prim = a.ops
+		if a.waitsInLine() { // a set
+			f.op = opAcquireInLine
+		}
 	case a.fenced:
 		f.op = opAcquireFenced
 	case a.waitsInLine():
@@ -367,7 +375,7 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		// way to a server and would put the call back in line there; not
 		// where such a straggler granted.
 		a.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout,
-			after: a.tails, only: a.inLine, unlessGranted: a.calls})
+			after: a.tails, only: a.inLine, unlessGranted: a.calls, prim: a.ops})
 	}
 }
 

@@ -28,7 +28,7 @@ func earlier(a, b time.Time) time.Time {
 
 // wait waits after a refused attempt until the next one is worth making.
 func (a *acquisition) wait(ctx context.Context) error {
-	if a.p != nil {
+	if a.p != nil && !a.waitsInLine() {
 		return a.waitForChange(ctx)
 	}
 	if a.inLine != 0 && a.waitsInALine() {
@@ -80,7 +80,10 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 	if l := a.last.left; l > 0 && l < d {
 		d = l
 	}
-	if len(c.notifiers) < len(c.servers) {
+	if _, set := a.p.(*setOps); set || len(c.notifiers) < len(c.servers) {
+		// Servers that keep no line give no turn. A set's turns may come
+		// from servers whose promises went to others: the ones that granted
+		// an attempt that failed gave its keys on when it was undone.
 		d = min(d, a.o.retryWait())
 	}
 	until := c.clock.Now().Add(d)
@@ -142,12 +145,23 @@ func (a *acquisition) arm(ctx context.Context) {
 			continue
 		}
 		wctx, cancel := c.clock.WithTimeout(ctx, a.b.timeout)
-		turn, stop, err := c.servers[i].(keyserver.Notifier).WatchTurn(wctx, a.key, a.token)
+		turn, stop, err := a.watchTurn(wctx, i)
 		cancel()
 		if err == nil {
 			*w = watch{changed: turn, stop: stop}
 		}
 	}
+}
+
+// watchTurn watches for the call's turn on Notifier i: in the line of
+// the lock's key, or in the lines of a set's keys that server does not
+// keep promised to the call already.
+func (a *acquisition) watchTurn(ctx context.Context, i int) (<-chan struct{}, func(), error) {
+	ns := a.c.servers[i].(keyserver.Notifier)
+	if so, ok := a.p.(*setOps); ok {
+		return so.watchTurns(ctx, ns, a.token, a.last.promisedOn(i))
+	}
+	return ns.WatchTurn(ctx, a.key, a.token)
 }
 
 // closed reports whether ch is closed, without waiting.

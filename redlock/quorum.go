@@ -42,6 +42,28 @@ type tally struct {
 	ahead         int           // the most waiters a refusal said were ahead in line
 	granters      uint64        // bit(i) set when server i granted
 	failers       uint64        // bit(i) set when server i failed
+	// promised holds, for a set waiting in line, the keys that refusing
+	// servers keep promised to it (keyserver.Holder.Promised): nil, and
+	// no allocation, until a refusal names one.
+	promised []serverMask
+}
+
+// serverMask is a bit mask one server answered.
+type serverMask struct {
+	server int
+	mask   uint64
+}
+
+// promisedOn returns the keys server i's refusal said it keeps promised
+// to the caller (see keyserver.Holder.Promised); 0 when it said none, or
+// its answer came after the votes decided.
+func (t *tally) promisedOn(i int) uint64 {
+	for _, p := range t.promised {
+		if p.server == i {
+			return p.mask
+		}
+	}
+	return 0
 }
 
 // answerOf returns server i's answer as the tally counted it: granted,
@@ -85,6 +107,9 @@ func (t *tally) add(v vote) {
 			t.left = l
 		}
 		t.ahead = max(t.ahead, v.holder.Ahead)
+		if v.holder.Promised != 0 {
+			t.promised = append(t.promised, serverMask{v.server, v.holder.Promised})
+		}
 	}
 }
 

@@ -59,6 +59,7 @@ func overlappingSets(t *testing.T, cluster *redistest.Cluster, run time.Duration
 		gaveUp   atomic.Int64
 		released atomic.Int64 // releases not confirmed by a quorum
 		overlaps atomic.Int64
+		maxWait  atomic.Int64 // the longest AcquireAll, in nanoseconds
 		wg       sync.WaitGroup
 	)
 	name := func(i int) string { return fmt.Sprintf("n%d", i) }
@@ -77,7 +78,13 @@ func overlappingSets(t *testing.T, cluster *redistest.Cluster, run time.Duration
 					set[j] = name(p)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), patience)
+				began := time.Now()
 				l, err := c.AcquireAll(ctx, set, 10*time.Second)
+				for took := int64(time.Since(began)); ; {
+					if m := maxWait.Load(); took <= m || maxWait.CompareAndSwap(m, took) {
+						break
+					}
+				}
 				if err != nil {
 					cancel()
 					gaveUp.Add(1)
@@ -120,7 +127,8 @@ func overlappingSets(t *testing.T, cluster *redistest.Cluster, run time.Duration
 	case <-time.After(run + patience + 10*time.Second):
 		t.Fatal("calls still running long after every context ended: deadlock")
 	}
-	t.Logf("%d sets held in %v by %d clients; %d releases not confirmed", sets.Load(), run, clients, released.Load())
+	t.Logf("%d sets held in %v by %d clients, the longest AcquireAll %v; %d releases not confirmed",
+		sets.Load(), run, clients, time.Duration(maxWait.Load()), released.Load())
 	assert.Zero(t, gaveUp.Load(), "calls that gave up")
 	assert.Zero(t, overlaps.Load(), "names held twice")
 	require.Positive(t, sets.Load())

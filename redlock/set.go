@@ -190,7 +190,9 @@ func setName(names []string) string { return strings.Join(names, ",") }
 
 // setOps makes the calls of a set's hold: every key in one call per
 // server (keyserver.SetLocker). It is also the set's primitive: a set's
-// waiting call has no watch to set, and tries again by the retry delay.
+// waiting call waits in its keys' lines, as a lock's does in its key's
+// (see watchTurns), or, when it does not wait in line (DoAllOrSkip), tries
+// again by the retry delay.
 type setOps struct {
 	names, keys []string
 	fences      []uint64 // the granted set's, by name; set once, before its Lock is handed over
@@ -214,9 +216,21 @@ func (so *setOps) lineKeys() []string {
 
 func (so *setOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	sl := ks.(keyserver.SetLocker)
+	_, lines := ks.(keyserver.Notifier)
 	switch f.op {
+	case opAcquireInLine:
+		if lines {
+			return withHolder(sl.AcquireAllInLine(ctx, so.keys, f.token, f.ttl))
+		}
+		return withHolder(sl.AcquireAll(ctx, so.keys, f.token, f.ttl))
 	case opAcquire:
 		return withHolder(sl.AcquireAll(ctx, so.keys, f.token, f.ttl))
+	case opLeaveLine:
+		var err error
+		if lines {
+			err = sl.LeaveLines(ctx, so.keys, f.token)
+		}
+		return err == nil, 0, keyserver.Holder{}, err
 	case opExtend:
 		ok, err := sl.ExtendAll(ctx, so.keys, f.token, f.ttl)
 		return ok, 0, keyserver.Holder{}, err

@@ -68,6 +68,12 @@ func PromiseOf(token string) string {
 	return string(p[:])
 }
 
+// IsPromise reports whether value, which a key holds, is a promise
+// (PromiseOf) rather than a token.
+func IsPromise(value string) bool {
+	return len(value) == TokenLen && value[16] == '.' && value[TokenLen-1] == '~'
+}
+
 // WaiterOf is the mark a waiting writer leaves: its token's rank, or the
 // token itself when it carries none.
 func WaiterOf(token string) string {

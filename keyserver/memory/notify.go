@@ -159,17 +159,21 @@ func unwatch[W comparable](mu *sync.Mutex, watches map[string]map[W]struct{}, ke
 // a promise made to it on.
 func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 	_, err := s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
-		p := layout.PromiseOf(token)
-		if p == "" {
-			return true, nil
-		}
-		s.leaveLocked(key, p)
-		if e, held := s.keys[key]; held && e.token == p && s.now().Before(e.expires) {
-			s.handOverLocked(key)
+		if p := layout.PromiseOf(token); p != "" {
+			s.leaveOneLocked(key, p)
 		}
 		return true, nil
 	})
 	return err
+}
+
+// leaveOneLocked is LeaveLine of the call whose promise is p. s.mu must be
+// held.
+func (s *Server) leaveOneLocked(key, p string) {
+	s.leaveLocked(key, p)
+	if e, held := s.keys[key]; held && e.token == p && s.now().Before(e.expires) {
+		s.handOverLocked(key)
+	}
 }
 
 // leaveLocked takes the waiter whose promise is p out of key's line. s.mu

@@ -91,7 +91,8 @@ func (s *Server) acquireInLineTaken(ctx context.Context, key, token string, ttl 
 
 // decodeHolder reads the reply of holderScript or lineScript: 1 when
 // granted, and otherwise {left, order, ahead} (see
-// lua/acquire_or_holder.lua).
+// lua/acquire_or_holder.lua), which setInLineScript follows with the keys
+// kept promised to the caller, a '1' for each.
 func decodeHolder(reply any, err error) (bool, keyserver.Holder, error) {
 	if err != nil || reply == int64(1) {
 		return err == nil, keyserver.Holder{}, err
@@ -104,7 +105,16 @@ func decodeHolder(reply any, err error) (bool, keyserver.Holder, error) {
 		}
 		n[i], _ = parts[i].(int64)
 	}
-	return false, keyserver.Holder{Left: time.Duration(n[0]) * time.Millisecond, Rank: keyserver.Order(n[1]), Ahead: int(n[2])}, nil
+	h := keyserver.Holder{Left: time.Duration(n[0]) * time.Millisecond, Rank: keyserver.Order(n[1]), Ahead: int(n[2])}
+	if len(parts) > 3 {
+		promised, _ := text(parts[3])
+		for i := range min(len(promised), 64) {
+			if promised[i] == '1' {
+				h.Promised |= 1 << i
+			}
+		}
+	}
+	return false, h, nil
 }
 
 // WatchTurn watches key's line for the waiter ranked as token. It returns

@@ -53,17 +53,18 @@ func TestLuaNumbers(t *testing.T) {
 		fmt.Sprintf("string.byte(m, 1) == %d", primWatch[0]),
 	}
 	for file, want := range map[string][]string{
-		"acquire_or_holder.lua": {rank},
-		"acquire_all.lua":       {rank},
-		"acquire_in_line.lua":   {ranked, rank},
-		"release.lua":           {ranked},
-		"release_permit.lua":    promised,
-		"acquire_permit.lua":    {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint), fmt.Sprintf("string.sub(m, 1, %d) == ARGV[7]", promiseLen)},
-		"leave_watch.lua":       append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
-		"release_hold.lua":      append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
-		"acquire_write.lua":     {fmt.Sprintf("string.sub(m, 1, %d) ~= ARGV[7]", promiseLen)},
-		"acquire_leader.lua":    {tell},
-		"release_leader.lua":    {tell},
+		"acquire_or_holder.lua":   {rank},
+		"acquire_all.lua":         {rank},
+		"acquire_all_in_line.lua": {rank, fmt.Sprintf("#v == %d and string.byte(v, %d) == 46 then\n\t\t\tif string.byte(v, -1) ~= 126", layout.TokenLen, dot)},
+		"acquire_in_line.lua":     {ranked, rank},
+		"release.lua":             {ranked},
+		"release_permit.lua":      promised,
+		"acquire_permit.lua":      {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint), fmt.Sprintf("string.sub(m, 1, %d) == ARGV[7]", promiseLen)},
+		"leave_watch.lua":         append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
+		"release_hold.lua":        append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
+		"acquire_write.lua":       {fmt.Sprintf("string.sub(m, 1, %d) ~= ARGV[7]", promiseLen)},
+		"acquire_leader.lua":      {tell},
+		"release_leader.lua":      {tell},
 	} {
 		src, err := luaFiles.ReadFile("lua/" + file)
 		require.NoError(t, err)
@@ -321,6 +322,68 @@ func TestLuaScripts(t *testing.T) {
 		{file: "release_all.lua", name: "another's key is left alone", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}, {"SET", k2, luaHolder, "PX", 9000}},
 			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim, pLen}, want: int64(1),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaHolder, n.str("GET", k2)) }},
+
+		{file: "acquire_all_in_line.lua", name: "granted: stored marked, out of every line",
+			setup: [][]any{{"SET", k, callerP, "PX", 3000}, {"ZADD", line2, 0, callerM, 0, waiterM}},
+			keys:  []string{k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller+"+", n.str("GET", k), "its promise claimed")
+				assert.Equal(t, luaCaller+"+", n.str("GET", k2), "marked: the waiter behind it is told at release")
+				n.pttlNear(t, k2, 5000)
+				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", line2, 0, -1)))
+			}},
+		{file: "acquire_all_in_line.lua", name: "refused: nothing stored, in the line of each held key, holder marked, promise kept",
+			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, earlyM}, {"SET", k2, callerP, "PX", 400}},
+			keys:  []string{"{k}0", "{k}0:line", k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen},
+			want: []any{about(9000), int64(keyserver.HolderFirst), int64(1), "001"},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", "{k}0", "{k}0:line"), "a free key: not taken, no line")
+				assert.Equal(t, luaHolder+"+", n.str("GET", k), "marked, KEEPTTL")
+				n.pttlNear(t, k, 9000)
+				assert.Equal(t, []any{earlyM, callerM}, plain(n.MustDo("ZRANGE", line, 0, -1)))
+				assert.Equal(t, callerP, n.str("GET", k2), "its promise kept")
+				n.pttlNear(t, k2, keyserver.LineTTL.Milliseconds())
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", line2), "not in the line of its promise")
+			}},
+		{file: "acquire_all_in_line.lua", name: "a later rank's promise taken over: granted",
+			setup: [][]any{{"SET", k, callerP, "PX", 400}, {"SET", k2, waiterP, "PX", 400}},
+			keys:  []string{k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaCaller+"+", n.str("GET", k))
+				assert.Equal(t, luaCaller+"+", n.str("GET", k2))
+				n.pttlNear(t, k2, 5000)
+			}},
+		{file: "acquire_all_in_line.lua", name: "a later rank's promise taken over and kept, refused by a held key",
+			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"SET", k2, waiterP, "PX", 400}},
+			keys:  []string{k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen},
+			want: []any{about(9000), int64(keyserver.HolderFirst), int64(0), "01"},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, callerP, n.str("GET", k2), "now promised to the caller")
+				n.pttlNear(t, k2, keyserver.LineTTL.Milliseconds())
+				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", line, 0, -1)))
+			}},
+		{file: "acquire_all_in_line.lua", name: "refused by an earlier rank's promise: its own given up",
+			setup: [][]any{{"SET", k, callerP, "PX", 400}, {"ZADD", line, 0, waiterM}, {"SET", k2, holderP, "PX", 400},
+				{"SET", "{k}3", callerP, "PX", 400}},
+			keys: []string{k, line, k2, line2, "{k}3", "{k}3:line"}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen},
+			want: []any{about(400), int64(keyserver.HolderFirst), int64(0), "000"},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, waiterP, n.str("GET", k), "handed over to the next of its line")
+				n.pttlNear(t, k, keyserver.ClaimTTL.Milliseconds())
+				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", line, 0, -1)), "the caller waits there again")
+				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", line2, 0, -1)))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", "{k}3", "{k}3:line"), "nobody waiting: freed")
+			},
+			told: []string{waiterP + k}},
+		{file: "leave_lines.lua", name: "out of a line, a promise handed over",
+			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, callerM}, {"SET", k2, callerP, "PX", 400}, {"ZADD", line2, 0, waiterM}},
+			keys:  []string{k, line, k2, line2}, args: []string{callerM, callerP, claim, pLen}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaHolder, n.str("GET", k))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", line))
+				assert.Equal(t, waiterP, n.str("GET", k2))
+			},
+			told: []string{waiterP + k2}},
 
 		{file: "leave_line.lua", name: "in line", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, callerM}},
 			keys: []string{k, line}, args: []string{callerM, callerP, claim, pLen}, want: int64(1),

@@ -36,11 +36,7 @@ func allWords(release bool, keys []string, token string, ttl time.Duration) (sc 
 	if !release {
 		return setAllScript, keys, []string{token, ms(ttl), promise(token)}
 	}
-	k = make([]string, 0, 2*len(keys))
-	for _, key := range keys {
-		k = append(k, key, layout.LineKey(key))
-	}
-	return releaseAllScript, k, []string{token, claimTTL, promiseLenArg}
+	return releaseAllScript, withLines(keys, nil), []string{token, claimTTL, promiseLenArg}
 }
 
 // crossSlot says what a Cluster's CROSSSLOT refusal of a set means.
@@ -83,8 +79,9 @@ func (st *started) firstOfSet() (cmd, keys, args []string, ok bool) {
 		ttl, sc = 0, releaseAllScript // see CheckKeys
 	}
 	d := s.digests[sc.id].Load()
-	if d == nil || *d == "" || keyserver.CheckKeys(c.Keys, c.Token, ttl) != nil {
-		return nil, nil, nil, false
+	if d == nil || *d == "" || keyserver.CheckKeys(c.Keys, c.Token, ttl) != nil ||
+		c.Op == startcall.CallAcquireInLine && layout.PromiseOf(c.Token) != "" && s.contendedSet(c.Keys) {
+		return nil, nil, nil, false // a contended set waiting in line: its script, blocking
 	}
 	st.step = stepSet
 	n := len(c.Keys)
@@ -92,13 +89,10 @@ func (st *started) firstOfSet() (cmd, keys, args []string, ok bool) {
 		n *= 2
 	}
 	w := append(st.buf[:0], "EVALSHA", *d, strconv.Itoa(n))
-	for i, k := range c.Keys {
-		w = append(w, k)
-		if release && i < len(c.Lines) {
-			w = append(w, c.Lines[i])
-		} else if release {
-			w = append(w, layout.LineKey(k))
-		}
+	if release {
+		w = append(w, withLines(c.Keys, c.Lines)...)
+	} else {
+		w = append(w, c.Keys...)
 	}
 	if release {
 		w = append(w, c.Token, claimTTL, promiseLenArg)
@@ -107,6 +101,21 @@ func (st *started) firstOfSet() (cmd, keys, args []string, ok bool) {
 	}
 	st.buf = w
 	return w[:3:3], w[3 : 3+n : 3+n], w[3+n:], true
+}
+
+// inLineRefused reports whether reply, to a set's started call, refused
+// a set that waits in line: AcquireAll's script does not take its places
+// in line, so setInLineScript goes on from there (see AcquireAllInLine).
+func (st *started) inLineRefused(reply any) bool {
+	c := st.c
+	return c.Op == startcall.CallAcquireInLine && reply != int64(1) && layout.PromiseOf(c.Token) != ""
+}
+
+// setInLineTaken is the rest of a set's started call that inLineRefused.
+func (st *started) setInLineTaken(ctx context.Context) (a startcall.Answer) {
+	c := st.c
+	a.OK, a.Holder, a.Err = st.s.acquireAllInLineTaken(ctx, c.Keys, c.Token, c.TTL)
+	return a
 }
 
 // setAnswer decodes the reply to a set's started call as the blocking

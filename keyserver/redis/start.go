@@ -161,6 +161,9 @@ func (st *started) Answer(reply any, err error) {
 	case st.step != stepSetNX && s.noScript(err): // a restart or SCRIPT FLUSH: the source
 		go st.finishBlocking(st.evalSource, true)
 		return
+	case st.step == stepSet && err == nil && st.inLineRefused(reply): // a set to put in line
+		go st.finishBlocking(st.setInLineTaken, true)
+		return
 	case err != nil && st.step == stepSet:
 		a.Err = crossSlot(s.fail(st.op(), c.Key, err))
 	case err != nil:
@@ -241,7 +244,9 @@ func (st *started) evalSource(ctx context.Context) (a startcall.Answer) {
 	defer s.inflight.Done()
 	sc, keys, args := st.script()
 	reply, err := s.evalSource(ctx, op, sc, false, keys, args...)
-	if a.Err = err; a.Err == nil && st.step == stepSet {
+	if a.Err = err; a.Err == nil && st.step == stepSet && st.inLineRefused(reply) {
+		return st.setInLineTaken(ctx)
+	} else if a.Err == nil && st.step == stepSet {
 		a = st.setAnswer(reply)
 	} else if a.Err == nil {
 		var n int64

@@ -11,13 +11,32 @@ import (
 // AcquireAll answers from OpAcquire's script, one call for the whole set
 // (its Key is the keys joined by commas), or else from the store.
 func (s *Server) AcquireAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	return s.acquireAll(ctx, keys, token, ttl, s.store.AcquireAll)
+}
+
+// AcquireAllInLine answers as AcquireAll does; when it answers from the
+// store, the store's lines are joined or left as a Notifier's are. A
+// scripted reply leaves the lines alone.
+func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	return s.acquireAll(ctx, keys, token, ttl, s.store.AcquireAllInLine)
+}
+
+// LeaveLines is the store's.
+func (s *Server) LeaveLines(ctx context.Context, keys []string, token string) error {
+	return s.store.LeaveLines(ctx, keys, token)
+}
+
+// acquireAll is AcquireAll or AcquireAllInLine, answered by store unless
+// scripted.
+func (s *Server) acquireAll(ctx context.Context, keys []string, token string, ttl time.Duration,
+	store func(context.Context, []string, string, time.Duration) (bool, keyserver.Holder, error)) (bool, keyserver.Holder, error) {
 	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
 	var h keyserver.Holder
 	r, ok, err := s.call(ctx, Call{Op: OpAcquire, Key: strings.Join(keys, ","), Token: token, TTL: ttl},
 		func(ctx context.Context, _, token string, ttl time.Duration) (bool, error) {
-			ok, held, err := s.store.AcquireAll(ctx, keys, token, ttl)
+			ok, held, err := store(ctx, keys, token, ttl)
 			h = held
 			return ok, err
 		})
