@@ -50,11 +50,12 @@ type SetLocker interface {
 	//     for LineTTL, renewed by each refused call, so that a set collects
 	//     its keys one release at a time. h.Promised tells which.
 	//   - Unless the refusal is by a key promised to an earlier rank than
-	//     the caller's: the caller then gives up every key promised to it
-	//     (each passes to the next waiter of its line, as LeaveLine passes
-	//     it) and waits in those lines again. A later rank so never keeps
-	//     what an earlier one needs, and no cycle of promises can form
-	//     ("Several names without deadlock" in docs/design.md).
+	//     the caller's: the caller then gives up each key promised to it
+	//     whose line's first waiter ranks before it (the key passes to that
+	//     waiter, as LeaveLine passes it) and waits in that line again. A
+	//     later rank so never keeps what an earlier one needs, and no cycle
+	//     of promises can form ("Several names without deadlock" in
+	//     docs/design.md).
 	//
 	// h describes the holder of the first key that refused, its Ahead
 	// counted in that key's line.

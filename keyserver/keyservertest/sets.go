@@ -21,6 +21,8 @@ func (s *suite) setChecks() []check {
 		{"SetReleaseTakesOnlyTheTokens", s.setReleaseTakesOnlyTheTokens},
 		{"SetHonoursPromises", s.setHonoursPromises},
 		{"SetKeepsTheLine", s.setKeepsTheLine},
+		{"SetWaitsInLine", s.setWaitsInLine},
+		{"SetYieldsToAnEarlierPromise", s.setYieldsToAnEarlierPromise},
 		{"SetArguments", s.setArguments},
 	}
 }
@@ -250,6 +252,104 @@ func (s *suite) setKeepsTheLine(t *testing.T, ks keyserver.KeyServer, key string
 	l.inLine("AcquireInLine(waiter), claiming its turn", ranked(2, 2), true)
 	expect(t, "Release(waiter)", true)(ks.Release(ctx, keys[2], ranked(2, 2)))
 	requireFree(t, ks, "after the line emptied", keys...)
+}
+
+// inLineAll returns a checker of one AcquireAllInLine.
+func inLineAll(t *testing.T, sl keyserver.SetLocker, what string, keys []string, token string, want bool) keyserver.Holder {
+	t.Helper()
+	ok, h, err := sl.AcquireAllInLine(context.Background(), keys, token, ttl)
+	if err != nil || ok != want {
+		t.Fatalf("%s = %v, %+v, %v; want %v, nil", what, ok, h, err, want)
+	}
+	return h
+}
+
+// setWaitsInLine checks that sets wait in their keys' lines in rank order
+// (a server that is not a Notifier passes): a release promises every key
+// to the earliest set, which a later one cannot take, and the earliest
+// claims them all.
+func (s *suite) setWaitsInLine(t *testing.T, ks keyserver.KeyServer, key string) {
+	sl, keys, ok := setLocker(ks, key, 2)
+	ns, isNotifier := notifier(ks)
+	if !ok || !isNotifier {
+		return
+	}
+	ctx := context.Background()
+	holder, early, late := ranked(1, 1), ranked(2, 1), ranked(3, 1)
+	acquireAll(t, sl, "AcquireAll(holder)", keys, holder, ttl, true)
+	if h := inLineAll(t, sl, "AcquireAllInLine(early)", keys, early, false); h.Rank != keyserver.HolderFirst || h.Ahead != 0 {
+		t.Errorf("AcquireAllInLine(early) refused with %+v; want HolderFirst, none ahead", h)
+	}
+	if h := inLineAll(t, sl, "AcquireAllInLine(late)", keys, late, false); h.Ahead != 1 {
+		t.Errorf("AcquireAllInLine(late) refused with %d ahead; want 1", h.Ahead)
+	}
+	turn := line{t, ns, keys[1]}.watch(early)
+	expect(t, "ReleaseAll(holder)", true)(sl.ReleaseAll(ctx, keys, holder))
+	awaitClosed(t, "early's turn after ReleaseAll", turn)
+	inLineAll(t, sl, "AcquireAllInLine by late's call, the keys promised to early's", keys, ranked(3, 2), false)
+	inLineAll(t, sl, "AcquireAllInLine by early's call, claiming", keys, ranked(2, 2), true)
+	requireHeld(t, ks, "after early's call claimed the set", ranked(2, 2), keys...)
+	expect(t, "ReleaseAll(early)", true)(sl.ReleaseAll(ctx, keys, ranked(2, 2)))
+	inLineAll(t, sl, "AcquireAllInLine by late's call, claiming", keys, ranked(3, 3), true)
+	expect(t, "ReleaseAll(late)", true)(sl.ReleaseAll(ctx, keys, ranked(3, 3)))
+	requireFree(t, ks, "after the lines emptied", keys...)
+}
+
+// setYieldsToAnEarlierPromise checks the rules that keep promises from
+// forming a cycle (a server that is not a Notifier passes): a refused set
+// keeps the keys promised to it, but, refused by a key promised to an
+// earlier rank, gives up those whose line's first waiter ranks earlier;
+// an earlier set takes over a key promised to a later one; LeaveLines
+// passes promises on.
+func (s *suite) setYieldsToAnEarlierPromise(t *testing.T, ks keyserver.KeyServer, key string) {
+	sl, keys, ok := setLocker(ks, key, 2)
+	ns, isNotifier := notifier(ks)
+	if !ok || !isNotifier {
+		return
+	}
+	ctx := context.Background()
+	h0, h1 := ranked(1, 1), ranked(1, 2)
+	early, late := ranked(2, 1), ranked(3, 1)
+	l0, l1 := line{t, ns, keys[0]}, line{t, ns, keys[1]}
+	expect(t, "Acquire of key 0", true)(ks.Acquire(ctx, keys[0], h0, ttl))
+	expect(t, "Acquire of key 1", true)(ks.Acquire(ctx, keys[1], h1, ttl))
+	inLineAll(t, sl, "AcquireAllInLine(late)", keys, late, false)
+	l1.inLine("AcquireInLine(early) of key 1, ahead of late", early, false)
+	expect(t, "Release of key 0", true)(ks.Release(ctx, keys[0], h0)) // promised to late
+	if h := inLineAll(t, sl, "AcquireAllInLine(late) again, refused by a held key", keys, ranked(3, 2), false); h.Promised != 1 {
+		t.Errorf("late refused by h1: Promised %b; want 1 (key 0 kept)", h.Promised)
+	}
+	l0.inLine("AcquireInLine(early) of key 0, promised to late", ranked(2, 2), false)
+	expect(t, "Release of key 1", true)(ks.Release(ctx, keys[1], h1)) // promised to early
+	if h := inLineAll(t, sl, "AcquireAllInLine(late), refused by early's promise", keys, ranked(3, 3), false); h.Promised != 0 {
+		t.Errorf("late refused by early's promise: Promised %b; want 0 (key 0 given to early)", h.Promised)
+	}
+	l0.inLine("AcquireInLine(early) of key 0, claiming what late gave up", ranked(2, 3), true)
+	expect(t, "Release(early) of key 0", true)(ks.Release(ctx, keys[0], ranked(2, 3))) // back to late, in line again
+	if err := ns.LeaveLine(ctx, keys[1], early); err != nil {
+		t.Fatalf("LeaveLine(early) of key 1: %v", err)
+	}
+	inLineAll(t, sl, "AcquireAllInLine(late), every key promised to it", keys, ranked(3, 4), true)
+	expect(t, "ReleaseAll(late)", true)(sl.ReleaseAll(ctx, keys, ranked(3, 4)))
+
+	// Taken over: key 0 promised to late, which waits for key 1; early's set takes it.
+	expect(t, "Acquire of key 0", true)(ks.Acquire(ctx, keys[0], h0, ttl))
+	expect(t, "Acquire of key 1", true)(ks.Acquire(ctx, keys[1], h1, ttl))
+	late = ranked(5, 1)
+	inLineAll(t, sl, "AcquireAllInLine(late)", keys, late, false)
+	expect(t, "Release of key 0", true)(ks.Release(ctx, keys[0], h0))
+	early = ranked(4, 1)
+	if h := inLineAll(t, sl, "AcquireAllInLine(early), key 0 promised to late", keys, early, false); h.Promised != 1 {
+		t.Errorf("early: Promised %b; want 1 (late's promise taken over)", h.Promised)
+	}
+	expect(t, "Release of key 1", true)(ks.Release(ctx, keys[1], h1)) // promised to early, first in line
+	inLineAll(t, sl, "AcquireAllInLine(late), the keys early's", keys, ranked(5, 2), false)
+	inLineAll(t, sl, "AcquireAllInLine(early), claiming", keys, ranked(4, 2), true)
+	expect(t, "ReleaseAll(early)", true)(sl.ReleaseAll(ctx, keys, ranked(4, 2)))
+	if err := sl.LeaveLines(ctx, keys, late); err != nil {
+		t.Fatalf("LeaveLines(late): %v", err)
+	}
+	requireFree(t, ks, "after everyone left", keys...)
 }
 
 // setArguments checks that the set's calls refuse what CheckKeys refuses.

@@ -66,9 +66,10 @@ func takesOver(value, p string) bool {
 
 // waitAllLocked is a refused AcquireAllInLine of the call whose promise is
 // p: it joins the lines of the keys others hold, and renews the keys
-// promised to it, or, refused by a key promised to an earlier rank, hands
-// them over to the next of their lines and joins those lines again. It
-// describes the first key that refused. s.mu must be held.
+// promised to it (or to a later rank), or, refused by a key promised to an
+// earlier rank, hands each over to the first of its line when that one
+// ranks earlier, and joins that line again. It describes the first key
+// that refused. s.mu must be held.
 func (s *Server) waitAllLocked(keys []string, token, p string) (h keyserver.Holder) {
 	now := s.now()
 	first, yield := true, false
@@ -92,18 +93,15 @@ func (s *Server) waitAllLocked(keys []string, token, p string) (h keyserver.Hold
 		if kept&(1<<min(i, 63)) == 0 {
 			continue
 		}
-		if !yield {
-			s.keys[k] = entry{token: p, expires: now.Add(keyserver.LineTTL)}
+		if q := s.lineLocked(k); yield && q != nil && q.waiters[0] < p {
+			s.handOverLocked(k) // to the first of the line, an earlier rank
+			s.joinLocked(k, p)
+			kept &^= 1 << min(i, 63)
 			continue
 		}
-		s.handOverLocked(k)
-		if _, promised := s.keys[k]; promised { // to the next waiter
-			s.joinLocked(k, p)
-		}
+		s.keys[k] = entry{token: p, expires: now.Add(keyserver.LineTTL)}
 	}
-	if !yield {
-		h.Promised = kept
-	}
+	h.Promised = kept
 	return h
 }
 

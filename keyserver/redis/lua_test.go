@@ -363,18 +363,20 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", line, 0, -1)))
 			}},
 		{file: "acquire_all_in_line.lua", name: "refused by an earlier rank's promise: its own given up",
-			setup: [][]any{{"SET", k, callerP, "PX", 400}, {"ZADD", line, 0, waiterM}, {"SET", k2, holderP, "PX", 400},
-				{"SET", "{k}3", callerP, "PX", 400}},
+			setup: [][]any{{"SET", k, callerP, "PX", 400}, {"ZADD", line, 0, earlyM, 0, waiterM}, {"SET", k2, holderP, "PX", 400},
+				{"SET", "{k}3", callerP, "PX", 400}, {"ZADD", "{k}3:line", 0, waiterM}},
 			keys: []string{k, line, k2, line2, "{k}3", "{k}3:line"}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen},
-			want: []any{about(400), int64(keyserver.HolderFirst), int64(0), "000"},
+			want: []any{about(400), int64(keyserver.HolderFirst), int64(0), "001"},
 			check: func(n luaNode, t *testing.T) {
-				assert.Equal(t, waiterP, n.str("GET", k), "handed over to the next of its line")
+				earlyP := layout.PromiseOf(luaEarly)
+				assert.Equal(t, earlyP, n.str("GET", k), "handed over to the earlier first of its line")
 				n.pttlNear(t, k, keyserver.ClaimTTL.Milliseconds())
-				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", line, 0, -1)), "the caller waits there again")
+				assert.Equal(t, []any{callerM, waiterM}, plain(n.MustDo("ZRANGE", line, 0, -1)), "the caller waits there again")
 				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", line2, 0, -1)))
-				assert.Equal(t, int64(0), n.MustDo("EXISTS", "{k}3", "{k}3:line"), "nobody waiting: freed")
+				assert.Equal(t, callerP, n.str("GET", "{k}3"), "only a later rank waits for it: kept")
+				n.pttlNear(t, "{k}3", keyserver.LineTTL.Milliseconds())
 			},
-			told: []string{waiterP + k}},
+			told: []string{layout.PromiseOf(luaEarly) + k}},
 		{file: "leave_lines.lua", name: "out of a line, a promise handed over",
 			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, callerM}, {"SET", k2, callerP, "PX", 400}, {"ZADD", line2, 0, waiterM}},
 			keys:  []string{k, line, k2, line2}, args: []string{callerM, callerP, claim, pLen}, want: int64(1),

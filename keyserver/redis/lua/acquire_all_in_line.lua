@@ -3,7 +3,7 @@
 -- line; refused, it joins the line of each key another value holds, and
 -- keeps the keys promised to it (and takes over those promised to a later
 -- rank), unless a key promised to an earlier rank refused it: it then
--- gives them up, each to the next of its line.
+-- gives each up to the first of its line, if that one ranks earlier.
 -- KEYS: the set's lock keys, each followed by its line (one Cluster
 -- slot). ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's
 -- promise; ARGV[4]: its line member; ARGV[5]: the line's TTL in ms
@@ -84,28 +84,28 @@ for i = 1, n do
 	end
 end
 
--- The keys promised to the caller: renewed, or handed over as
--- leave_line.lua does, the caller joining the line again.
+-- The keys promised to the caller: renewed, or, when it yields, handed
+-- over to the first of the line as leave_line.lua does, the caller
+-- joining the line again; but never to a later rank, whose promise the
+-- caller would take back at once (and a later waiter that a lock's
+-- waiter overtook would overtake the caller).
 local promised = {}
 for i = 1, n do
 	promised[i] = '0'
 end
 for _, i in ipairs(kept) do
 	local k, line = KEYS[2 * i - 1], KEYS[2 * i]
-	if not yield then
+	local first = yield and redis.call('ZRANGE', line, 0, 0)[1]
+	if first and string.sub(first, 1, ARGV[7]) < promise then
+		redis.call('ZPOPMIN', line)
+		local p = string.sub(first, 1, ARGV[7])
+		redis.call('SET', k, p, 'PX', ARGV[6])
+		pcall(redis.call, 'PUBLISH', string.sub(first, ARGV[7] + 1), p .. k)
+		redis.call('ZADD', line, 0, member)
+		redis.call('PEXPIRE', line, ARGV[5])
+	else
 		redis.call('PEXPIRE', k, ARGV[5])
 		promised[i] = '1'
-	else
-		local next = redis.call('ZPOPMIN', line)
-		if next[1] then
-			local p = string.sub(next[1], 1, ARGV[7])
-			redis.call('SET', k, p, 'PX', ARGV[6])
-			pcall(redis.call, 'PUBLISH', string.sub(next[1], ARGV[7] + 1), p .. k)
-			redis.call('ZADD', line, 0, member)
-			redis.call('PEXPIRE', line, ARGV[5])
-		else
-			redis.call('DEL', k)
-		end
 	end
 end
 
