@@ -80,7 +80,7 @@ func (st *started) firstOfSet() (cmd, keys, args []string, ok bool) {
 	}
 	d := s.digests[sc.id].Load()
 	if d == nil || *d == "" || keyserver.CheckKeys(c.Keys, c.Token, ttl) != nil ||
-		c.Op == startcall.CallAcquireInLine && layout.PromiseOf(c.Token) != "" && s.contendedSet(c.Keys) {
+		c.Op == startcall.CallAcquireInLine && layout.RankOf(c.Token) != "" && s.sub.contended(c.Keys...) {
 		return nil, nil, nil, false // a contended set waiting in line: its script, blocking
 	}
 	st.step = stepSet
@@ -108,7 +108,7 @@ func (st *started) firstOfSet() (cmd, keys, args []string, ok bool) {
 // in line, so setInLineScript goes on from there (see AcquireAllInLine).
 func (st *started) inLineRefused(reply any) bool {
 	c := st.c
-	return c.Op == startcall.CallAcquireInLine && reply != int64(1) && layout.PromiseOf(c.Token) != ""
+	return c.Op == startcall.CallAcquireInLine && reply != int64(1) && layout.RankOf(c.Token) != ""
 }
 
 // setInLineTaken is the rest of a set's started call that inLineRefused.

@@ -26,26 +26,15 @@ func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token stri
 	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
-	if layout.PromiseOf(token) == "" { // nobody to put in line
+	if layout.RankOf(token) == "" { // nobody to put in line
 		return s.AcquireAll(ctx, keys, token, ttl)
 	}
-	if !s.contendedSet(keys) {
+	if !s.sub.contended(keys...) {
 		if ok, h, err := s.AcquireAll(ctx, keys, token, ttl); err != nil || ok {
 			return ok, h, err
 		}
 	}
 	return s.acquireAllInLineTaken(ctx, keys, token, ttl)
-}
-
-// contendedSet reports whether a waiter of this process watches a key of
-// the set, or did a moment ago (see subscriber.contended).
-func (s *Server) contendedSet(keys []string) bool {
-	for _, k := range keys {
-		if s.sub.contended(k) {
-			return true
-		}
-	}
-	return false
 }
 
 // acquireAllInLineTaken is AcquireAllInLine past AcquireAll's script (or

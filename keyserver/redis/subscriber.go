@@ -191,17 +191,21 @@ func (s *subscriber) seenLocked(w *turnWatch) bool {
 	return true
 }
 
-// contended reports whether a waiter of this process watches key, or did
-// a moment ago: the key is then most likely held (or promised), and a
-// plain SET NX would only be refused.
-func (s *subscriber) contended(key string) bool {
+// contended reports whether a waiter of this process watches one of keys
+// (a lock's key, or a set's), or did a moment ago: the key is then most
+// likely held (or promised), and a plain SET NX would only be refused.
+func (s *subscriber) contended(keys ...string) bool {
 	if s == nil { // a zero Server, whose calls fail
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	at, ok := s.watched[key]
-	return ok && (at.IsZero() || time.Since(at) < contendedFor)
+	for _, key := range keys {
+		if at, ok := s.watched[key]; ok && (at.IsZero() || time.Since(at) < contendedFor) {
+			return true
+		}
+	}
+	return false
 }
 
 // watch starts watching key for a turn promised as promise. It returns
