@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/redlock"
 )
 
 // BenchmarkRedisParallelSet is BenchmarkRedisParallel for sets: 64
@@ -16,23 +17,9 @@ import (
 func BenchmarkRedisParallelSet(b *testing.B) {
 	c := clientOn(b, redistest.Start(b, 5))
 	var next atomic.Int64
-	b.SetParallelism(32) // × GOMAXPROCS 2 = 64 goroutines
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
+	holdParallel(b, func() func(context.Context) (*redlock.Lock, error) {
 		g := next.Add(1)
 		names := []string{fmt.Sprint("set-", g, "-a"), fmt.Sprint("set-", g, "-b"), fmt.Sprint("set-", g, "-c"), fmt.Sprint("set-", g, "-d")}
-		ctx := context.Background()
-		for pb.Next() {
-			l, err := c.AcquireAll(ctx, names, 10*time.Second)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if err := l.Release(ctx); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+		return func(ctx context.Context) (*redlock.Lock, error) { return c.AcquireAll(ctx, names, 10*time.Second) }
 	})
 }

@@ -149,14 +149,23 @@ func benchmarkRedis(b *testing.B, name func() string, opts ...redlock.Option) {
 // lockUnlockParallel runs lock+unlock on c from 64 goroutines, each on the
 // lock named by name().
 func lockUnlockParallel(b *testing.B, c *redlock.Client, name func() string, opts ...redlock.Option) {
+	holdParallel(b, func() func(context.Context) (*redlock.Lock, error) {
+		name := name()
+		return func(ctx context.Context) (*redlock.Lock, error) { return c.Acquire(ctx, name, 10*time.Second, opts...) }
+	})
+}
+
+// holdParallel takes and releases a hold from 64 goroutines, each with
+// the take that newTake returns it.
+func holdParallel(b *testing.B, newTake func() func(context.Context) (*redlock.Lock, error)) {
 	b.SetParallelism(32) // × GOMAXPROCS 2 = 64 goroutines
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		name := name()
+		take := newTake()
 		ctx := context.Background()
 		for pb.Next() {
-			l, err := c.Acquire(ctx, name, 10*time.Second, opts...)
+			l, err := take(ctx)
 			if err != nil {
 				b.Error(err)
 				return

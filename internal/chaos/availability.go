@@ -25,14 +25,14 @@ const baselineName = "baseline"
 
 // perSecond counts the grants returned to their holders within [from,
 // to), on the history's clock, per second of that window; 0 for a window
-// that is empty.
+// that is empty. A set counts once, not once per name (Grant.leads).
 func perSecond(grants []Grant, from, to time.Duration) float64 {
 	if to <= from {
 		return 0
 	}
 	n := 0
 	for _, g := range grants {
-		if g.Granted >= from && g.Granted < to {
+		if g.Granted >= from && g.Granted < to && g.leads() {
 			n++
 		}
 	}

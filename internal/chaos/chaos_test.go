@@ -51,7 +51,7 @@ func TestChaos(t *testing.T) {
 	if settings.Steady > 0 {
 		steady = settings.Steady
 	}
-	t.Logf("chaos: %s run, %d nodes, %d clients of the lock and %d of the primitives (%d client processes where they run as such), %v per scenario (%v for the brief ones, %v for those of one state), seed %d (replay: -chaos.seed=%d)",
+	t.Logf("chaos: %s run, %d nodes, %d clients of the lock and %d of the primitives and sets (%d client processes where they run as such), %v per scenario (%v for the brief ones, %v for those of one state), seed %d (replay: -chaos.seed=%d)",
 		mode, settings.Nodes, settings.Clients, len(primWorks(settings.Prims)), settings.Procs, settings.Duration, brief, steady, s, s)
 
 	var (
@@ -94,6 +94,9 @@ func TestChaos(t *testing.T) {
 				if p.Primitive == ElectionPrim {
 					t.Logf("election: Leader named a leader %d times and none %d times; Observe sent %d values", p.Reads, p.NoLeader, p.Observed)
 				}
+				if p.Primitive == SetPrim {
+					t.Logf("sets: %d granted (pairs and triples), checked as %d holds of their names", p.Sets, p.Grants)
+				}
 				logViolations(t, p.Violations)
 			}
 			if failed := r.Failed(); len(failed) > 0 {
@@ -124,6 +127,11 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("chaos: the primitives on the same quorum, %s run, seed %d\n%s", mode, s, b.String())
+	b.Reset()
+	if err := WriteSetTable(&b, results); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("chaos: sets of names (AcquireAll), %s run, seed %d\n%s", mode, s, b.String())
 	safe := 0
 	for _, r := range results {
 		if r.Scenario.Safe {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -83,12 +84,18 @@ type Report struct {
 //     they were returned, a token not greater than every earlier one.
 //
 // Times that are not known (Never) are not checked. The primitives have
-// checkers of their own (CheckSemaphore, CheckRWMutex, CheckElection).
+// checkers of their own (CheckSemaphore, CheckRWMutex, CheckElection);
+// sets of names are checked by these rules, name by name (CheckSets).
 func Check(grants []Grant) Report {
-	return check(grants, "", func(r *Report, gs []Grant) {
-		r.checkExclusion(gs, Overlap, always)
-		r.Violations = append(r.Violations, checkFences(gs, exclusive)...)
-	})
+	return check(grants, "", lockRules)
+}
+
+// lockRules are the per-name checks of a lock's grants: Overlap and
+// FenceOrder, every hold excluding every other. Check applies them to
+// locks of one name, CheckSets to the records of sets, name by name.
+func lockRules(r *Report, gs []Grant) {
+	r.checkExclusion(gs, Overlap, always)
+	r.Violations = append(r.Violations, checkFences(gs, exclusive)...)
 }
 
 // check runs the checks that every hold shares, a lock's or a
@@ -231,9 +238,14 @@ func checkFences(gs []Grant, exclusive func(Grant) bool) []Violation {
 	return vs
 }
 
-// describe names a grant without its token.
+// describe names a grant without its token, and a set's record with
+// every name of its set.
 func describe(g Grant) string {
-	return fmt.Sprintf("grant #%d (client %d, %s, at %v)", g.ID, g.Client, g.Workload, g.Granted.Round(time.Millisecond))
+	work := string(g.Workload)
+	if len(g.Set) > 0 {
+		work += " " + strings.Join(g.Set, "+")
+	}
+	return fmt.Sprintf("grant #%d (client %d, %s, at %v)", g.ID, g.Client, work, g.Granted.Round(time.Millisecond))
 }
 
 func abs(d time.Duration) time.Duration {

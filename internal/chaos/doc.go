@@ -51,15 +51,26 @@
 // they were asked for). An Observe stream that repeats a value fails any
 // scenario.
 //
+// Sets of names have clients of their own beside them, on six names of
+// their own: each takes a random pair or triple of them with AcquireAll,
+// in a random order and always fenced, holds it briefly and releases it.
+// A set's grant is recorded once per name, with that name's fencing token
+// (Lock.FenceOf) and the set's names, and CheckSets reads the records by
+// the lock's own rules, name by name: no two holds of one name at once,
+// whether by two sets or by one set twice, and each name's tokens rising
+// in grant order. Their table (WriteSetTable) comes apart from the
+// lock's, whose numbers stay comparable with earlier runs; their
+// violations fail a safe scenario as the lock's do.
+//
 // Once every client has closed, the run reports
 // goroutines left running, connections left open on a proxy or a node,
 // and keys left on a node after the largest TTL.
 //
 // Every scenario also reports its availability: the grants per second
-// of the lock's clients, and of each primitive's, while its faults were
-// in force, and their share of the baseline's (the scenario without
-// faults) of the same run; a run that leaves the baseline out (-run)
-// reports the rates alone. A scenario with a floor (MinAvailability)
+// of the lock's clients, and of each primitive's (a set counts once, not
+// once per name), while its faults were in force, and their share of the
+// baseline's (the scenario without faults) of the same run; a run that
+// leaves the baseline out (-run) reports the rates alone. A scenario with a floor (MinAvailability)
 // fails the full and long runs below that share of the baseline's lock
 // grants per second; the short run only reports it.
 //

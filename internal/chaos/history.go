@@ -21,6 +21,8 @@ const (
 	DoOrSkip  Workload = "doorskip"  // DoOrSkip with a short job
 	Holdout   Workload = "holdout"   // Acquire, hold to the end of the validity, Release
 
+	AcquireAll Workload = "acquireall" // AcquireAll of two or three names, a short random hold, Release
+
 	Permit   Workload = "permit"   // a semaphore's permit: Acquire, a hold (KeepAlive now and then), Release; or Do
 	Reader   Workload = "reader"   // a read-write lock's read hold: RLock, a hold, Release; or RDo with a long job
 	Writer   Workload = "writer"   // a read-write lock's write hold: Lock, a short hold, Release; or Do
@@ -38,6 +40,10 @@ const (
 	SemaphorePrim Primitive = "semaphore"
 	RWMutexPrim   Primitive = "read-write lock"
 	ElectionPrim  Primitive = "election"
+	// SetPrim is the locks taken as sets (AcquireAll): one record per
+	// name, checked by the lock's rules (CheckSets), on names of their
+	// own, so that the lock's own numbers stay comparable between runs.
+	SetPrim Primitive = "lock in a set"
 )
 
 // Primitive returns what the grants of workload w are of.
@@ -49,6 +55,8 @@ func (w Workload) Primitive() Primitive {
 		return RWMutexPrim
 	case Leader, Observer:
 		return ElectionPrim
+	case AcquireAll:
+		return SetPrim
 	}
 	return LockPrim
 }
@@ -63,6 +71,11 @@ type Grant struct {
 	Token    string // tells grants apart; never printed
 	Fence    uint64 // fencing token (a leader's term); 0 when the lock carries none
 	Permits  int    // the semaphore's permit count, for a permit
+	// Set is, on each record of a set grant (AcquireAll), every name of
+	// the set in the order asked for; nil for any other grant. A set is
+	// recorded once per name (perName), each with that name's fence, so
+	// that the per-name checks see it as a hold of each of its names.
+	Set []string
 
 	Asked      time.Duration // when the call that returned it began; 0 when not recorded
 	Granted    time.Duration // when the grant was returned to the caller (fn began, for Do)
@@ -82,6 +95,11 @@ func (g Grant) End() time.Duration {
 	}
 	return min(g.Released, g.Lost)
 }
+
+// leads reports whether g stands for its whole grant when grants are
+// counted: every grant does, except the records of a set's names after
+// its first.
+func (g Grant) leads() bool { return len(g.Set) == 0 || g.Set[0] == g.Name }
 
 // History collects the grants of one run on one monotonic clock. It is
 // safe for concurrent use.

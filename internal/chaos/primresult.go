@@ -15,6 +15,7 @@ type PrimResult struct {
 	ByKind      []string // Failures broken down
 	Clients     int      // its clients (an election's observers among them)
 	Writes      int      // write holds among a read-write lock's grants
+	Sets        int      // set grants among the records of sets, which are one per name
 	// An election's observers: Leader reads that named a leader, that
 	// found none, and values sent by Observe.
 	Reads, NoLeader, Observed int
@@ -27,7 +28,7 @@ type PrimResult struct {
 // workload w, in a fixed order.
 func primWorks(n map[Workload]int) []Workload {
 	var works []Workload
-	for _, w := range []Workload{Permit, Reader, Writer, Leader, Observer} {
+	for _, w := range []Workload{Permit, Reader, Writer, Leader, Observer, AcquireAll} {
 		for range n[w] {
 			works = append(works, w)
 		}
@@ -43,6 +44,7 @@ var primCheckers = []struct {
 	{SemaphorePrim, CheckSemaphore},
 	{RWMutexPrim, CheckRWMutex},
 	{ElectionPrim, CheckElection},
+	{SetPrim, CheckSets},
 }
 
 // checkPrims checks the grants of each primitive whose clients ran, and
@@ -57,6 +59,9 @@ func checkPrims(byPrim map[Primitive][]Grant, clients []*client, countersLost bo
 		for _, g := range byPrim[pc.prim] {
 			if g.Workload == Writer {
 				r.Writes++
+			}
+			if len(g.Set) > 0 && g.leads() {
+				r.Sets++
 			}
 		}
 		byKind := make(map[string]int)

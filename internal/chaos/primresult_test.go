@@ -99,3 +99,52 @@ func TestWritePrimTable(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckPrimsCountsSets(t *testing.T) {
+	clients := []*client{
+		{id: 0, work: Acquire, failures: map[string]int{"acquire: not acquired": 5}},
+		{id: 1, work: AcquireAll, failures: map[string]int{"acquireall: not acquired": 2}},
+		{id: 2, work: AcquireAll, failures: map[string]int{"acquireall: timed out": 1}},
+	}
+	byPrim := map[Primitive][]Grant{SetPrim: sets(
+		setOf(1, []string{"a", "b", "c"}, 0, 1000*ms, 100*ms, 1, 1, 1),
+		setOf(2, []string{"c", "d"}, 50*ms, 1050*ms, 200*ms, 1, 1), // c held twice, its fence repeated
+	)}
+	for _, lost := range []bool{false, true} {
+		rs := checkPrims(byPrim, clients, lost)
+		if len(rs) != 1 || rs[0].Primitive != SetPrim {
+			t.Fatalf("results for %v, want the sets' alone", rs)
+		}
+		r := rs[0]
+		if r.Sets != 2 || r.Grants != 5 || r.Clients != 2 || r.Failures != 3 {
+			t.Errorf("%d sets, %d records, %d clients, %d failures; want 2 sets of 5 names, 2 clients, 3 failures", r.Sets, r.Grants, r.Clients, r.Failures)
+		}
+		want := []Kind{Overlap, FenceOrder}
+		if lost {
+			want = []Kind{Overlap} // the fence set apart, as the lock's
+		}
+		if got := kinds(r.Report); !slices.Equal(got, want) || (r.FenceResets == 1) != lost {
+			t.Errorf("counters lost %v: violations %v and %d fence resets, want %v", lost, got, r.FenceResets, want)
+		}
+	}
+}
+
+func TestWritePrimTableLeavesTheSetsOut(t *testing.T) {
+	set := PrimResult{Primitive: SetPrim, Report: Report{Grants: 30}, Sets: 12}
+	sem := PrimResult{Primitive: SemaphorePrim, Report: Report{Grants: 7}}
+	var b strings.Builder
+	err := WritePrimTable(&b, []Result{
+		{Scenario: Scenario{Name: "sets only", Safe: true}, Prims: []PrimResult{set}},
+		{Scenario: Scenario{Name: "both", Safe: true}, Prims: []PrimResult{sem, set}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "both ") {
+		t.Fatalf("want a header, the scenario with a semaphore and the total:\n%s", b.String())
+	}
+	if got := strings.Fields(lines[2]); !slices.Equal(got[:3], []string{"safe", "scenarios", "7"}) {
+		t.Errorf("total %q, want the semaphore's 7 permits, no set in it", got)
+	}
+}

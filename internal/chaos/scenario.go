@@ -59,7 +59,8 @@ type Settings struct {
 	Steady   time.Duration // of the Steady scenarios, when set
 	Load     Load
 	// Prims are the primitives' clients, by workload, beside the lock's
-	// Clients in every scenario that runs clients in the test's process.
+	// Clients in every scenario that runs clients in the test's process;
+	// the clients of sets of names (AcquireAll) among them.
 	Prims map[Workload]int
 }
 
@@ -81,12 +82,13 @@ var Long = Settings{Nodes: 5, Clients: 16, Procs: 6, Duration: 150 * time.Second
 
 // The primitives' clients of the full and long runs, and of the short
 // run: more permit clients than a semaphore's permits, readers beside
-// writers, campaigners beside an observer. They are fewer than the lock's
-// clients: on a loaded machine every client takes its share of the
-// process's time from the lock's.
+// writers, campaigners beside an observer, and clients taking sets of
+// names, enough of them for their pairs and triples of six names to
+// collide. They are fewer than the lock's clients: on a loaded machine
+// every client takes its share of the process's time from the lock's.
 var (
-	fullPrims  = map[Workload]int{Permit: 4, Reader: 2, Writer: 2, Leader: 2, Observer: 1}
-	shortPrims = map[Workload]int{Permit: 4, Reader: 2, Writer: 1, Leader: 2}
+	fullPrims  = map[Workload]int{Permit: 4, Reader: 2, Writer: 2, Leader: 2, Observer: 1, AcquireAll: 4}
+	shortPrims = map[Workload]int{Permit: 4, Reader: 2, Writer: 1, Leader: 2, AcquireAll: 3}
 )
 
 // procLoad is what the client processes do with locks of ttl: hold each
@@ -112,6 +114,7 @@ var defaultLoad = Load{
 	Semaphores:  []Semaphore{{Name: "P0", Permits: 3}, {Name: "P1", Permits: 2}},
 	RWNames:     []string{"R0"},
 	Elections:   []string{"E0"},
+	SetNames:    []string{"M0", "M1", "M2", "M3", "M4", "M5"},
 	PrimHold:    200 * time.Millisecond,
 }
 

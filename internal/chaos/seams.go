@@ -26,6 +26,24 @@ func clientOptions(id int) []redlock.ClientOption {
 	return nil
 }
 
+// setClientOptions are given to a client of the AcquireAll workload
+// after clientOptions: every set client fences, even ones, so that each
+// name's tokens (Lock.FenceOf) are checked in grant order.
+func setClientOptions(id int) []redlock.ClientOption {
+	if len(clientOptions(id)) > 0 {
+		return nil // fenced already
+	}
+	return []redlock.ClientOption{redlock.WithFencing()}
+}
+
+// lockNames returns every name a lock holds: the names of a set
+// (AcquireAll), or the one name of any other lock or hold.
+func lockNames(l *redlock.Lock) []string { return l.Names() }
+
+// fenceOfName returns the fencing token of one of the lock's names (0
+// without fencing).
+func fenceOfName(l *redlock.Lock, name string) uint64 { return l.FenceOf(name) }
+
 // lossMargin is the loss margin in force for a lock of ttl taken by the
 // suite's clients: its holder must hear of a loss by Until − margin. The
 // checker reads it from each grant. The suite leaves the server timeout at

@@ -66,11 +66,11 @@ func (c *Clocks) fromNode(i int, left time.Duration) time.Duration {
 // Skewed wraps the KeyServer of node i so that it keeps time on node i's
 // clock in c: every TTL sent to it is scaled, and every time left it
 // reports is scaled back. The result implements keyserver.Notifier and
-// keyserver.Fencer exactly when ks does, and the primitives' interfaces
-// (Semaphorer, RWLocker, Elector) when ks implements all of these, so
-// that the redlock client sees the same abilities with and without the
-// skew. It never implements keyserver.InProcess: it forwards to a server
-// that may block.
+// keyserver.Fencer exactly when ks does, the primitives' interfaces
+// (Semaphorer, RWLocker, Elector) when ks implements all of these, and
+// with them SetLocker when ks implements it too, so that the redlock
+// client sees the same abilities with and without the skew. It never
+// implements keyserver.InProcess: it forwards to a server that may block.
 func Skewed(ks keyserver.KeyServer, c *Clocks, i int) keyserver.KeyServer {
 	s := skewed{ks: ks, c: c, i: i}
 	n, notifier := ks.(keyserver.Notifier)
@@ -78,8 +78,11 @@ func Skewed(ks keyserver.KeyServer, c *Clocks, i int) keyserver.KeyServer {
 	switch {
 	case notifier && fencer:
 		both := skewedBoth{skewedNotifier{s, n}, skewedFencer{s, f}}
-		if all, ok := skewedWithPrims(both, ks); ok {
-			return all
+		if prims, ok := skewedWithPrims(both, ks); ok {
+			if sets, ok := skewedWithSets(prims, ks); ok {
+				return sets
+			}
+			return prims
 		}
 		return both
 	case notifier:

@@ -22,12 +22,12 @@ type skewedPrims struct {
 
 // skewedWithPrims returns s with the primitives' methods of ks, if ks
 // has them all.
-func skewedWithPrims(s skewedBoth, ks keyserver.KeyServer) (keyserver.KeyServer, bool) {
+func skewedWithPrims(s skewedBoth, ks keyserver.KeyServer) (skewedPrims, bool) {
 	sem, isSem := ks.(keyserver.Semaphorer)
 	rw, isRW := ks.(keyserver.RWLocker)
 	el, isEl := ks.(keyserver.Elector)
 	if !isSem || !isRW || !isEl {
-		return nil, false
+		return skewedPrims{}, false
 	}
 	return skewedPrims{skewedBoth: s, sem: sem, rw: rw, el: el}, true
 }

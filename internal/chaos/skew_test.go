@@ -13,6 +13,7 @@ import (
 type recorder struct {
 	ttls  []time.Duration
 	calls []string
+	keys  [][]string // of the calls about sets
 	left  time.Duration
 }
 

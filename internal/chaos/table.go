@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 )
@@ -45,10 +46,10 @@ func WriteTable(w io.Writer, results []Result) error {
 func WritePrimTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tsafe\tpermits\tmost\tviolations\treads\twrites\tmost\tviolations\tleaderships\tviolations\tlost\tfailures\tleader reads\tpermits/s\tholds/s\tleaderships/s")
-	var grants, violations [3]int // of the safe scenarios, by primitive
+	var grants, violations [len(primTablePrims)]int // of the safe scenarios, by primitive
 	writes := 0
 	for _, r := range results {
-		if len(r.Prims) == 0 {
+		if !slices.ContainsFunc(r.Prims, inPrimTable) {
 			continue
 		}
 		safe := "yes"
@@ -57,8 +58,8 @@ func WritePrimTable(w io.Writer, results []Result) error {
 		}
 		var cells, rates []any
 		lost, failures, reads := 0, 0, ""
-		for i, pc := range primCheckers {
-			p, ok := r.prim(pc.prim)
+		for i, prim := range primTablePrims {
+			p, ok := r.prim(prim)
 			rate := "-"
 			if ok {
 				rate = p.Availability.rateCell()
@@ -66,13 +67,13 @@ func WritePrimTable(w io.Writer, results []Result) error {
 			rates = append(rates, rate)
 			switch {
 			case !ok: // as many cells as its columns
-				for range map[Primitive]int{SemaphorePrim: 3, RWMutexPrim: 4, ElectionPrim: 2}[pc.prim] {
+				for range map[Primitive]int{SemaphorePrim: 3, RWMutexPrim: 4, ElectionPrim: 2}[prim] {
 					cells = append(cells, "-")
 				}
-			case pc.prim == ElectionPrim:
+			case prim == ElectionPrim:
 				cells = append(cells, p.Grants, len(p.Violations))
 				reads = fmt.Sprintf("%d (%d none)", p.Reads+p.NoLeader, p.NoLeader)
-			case pc.prim == RWMutexPrim:
+			case prim == RWMutexPrim:
 				cells = append(cells, p.Grants-p.Writes, p.Writes, p.MostAtOnce, len(p.Violations))
 			default:
 				cells = append(cells, p.Grants, p.MostAtOnce, len(p.Violations))
@@ -92,3 +93,10 @@ func WritePrimTable(w io.Writer, results []Result) error {
 		grants[0], violations[0], grants[1]-writes, writes, violations[1], grants[2], violations[2])
 	return tw.Flush()
 }
+
+// primTablePrims are the primitives of WritePrimTable, in its columns'
+// order; the sets have a table of their own (WriteSetTable).
+var primTablePrims = [...]Primitive{SemaphorePrim, RWMutexPrim, ElectionPrim}
+
+// inPrimTable reports whether p has columns in WritePrimTable.
+func inPrimTable(p PrimResult) bool { return slices.Contains(primTablePrims[:], p.Primitive) }

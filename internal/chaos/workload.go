@@ -29,6 +29,8 @@ type Load struct {
 	RetryJitter time.Duration
 	Patience    time.Duration // how long an Acquire client waits for a lock
 
+	SetNames []string // taken two or three at a time by AcquireAll clients
+
 	Quarantine time.Duration // redlock.WithQuarantine's: 0 the default, NoQuarantine off
 	LockDelay  time.Duration // redlock.WithLockDelay's: 0 none
 
@@ -96,6 +98,9 @@ func newClient(id int, work Workload, addrs []string, load *Load, h *History, se
 		redlock.WithQuarantine(load.Quarantine),
 		redlock.WithLockDelay(load.LockDelay),
 	}, clientOptions(id)...)
+	if work == AcquireAll {
+		opts = append(opts, setClientOptions(id)...)
+	}
 	rc, err := redlock.New(ks, opts...)
 	if err != nil {
 		c.close() //nolint:errcheck // reporting the first error
@@ -131,6 +136,8 @@ func (c *client) run(ctx context.Context) {
 			c.doOrSkip(ctx)
 		case Holdout:
 			c.holdout(ctx)
+		case AcquireAll:
+			c.acquireAll(ctx)
 		case Permit:
 			c.permit(ctx)
 		case Reader:
@@ -336,14 +343,17 @@ func (c *client) granted(l *redlock.Lock, work Workload) Grant {
 		Margin: lossMargin(c.load.TTL)}
 }
 
-// release releases l and records its grant.
+// release releases l and records its grant: once per name for a set
+// (perName).
 func (c *client) release(l *redlock.Lock, g *Grant) {
 	g.Until = c.h.At(l.Until())
 	g.Released = c.h.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := l.Release(ctx)
-	c.h.Add(*g)
+	for _, r := range perName(*g, lockNames(l), func(n string) uint64 { return fenceOfName(l, n) }) {
+		c.h.Add(r)
+	}
 	// A lock that ran out is not held any more: that is in the grant.
 	if err != nil && !errors.Is(err, redlock.ErrNotHeld) {
 		c.failures["release"]++

@@ -92,6 +92,7 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 		{"Conformance", s.conformance},
 		{"FastPath", s.fastPath},
 		{"CommandCounts", s.commandCounts},
+		{"SetCommandCounts", s.setCommandCounts},
 		{"LockDelay", s.lockDelay},
 		{"Contention", s.contention},
 		{"PrimitiveCommandCounts", s.primitiveCommandCounts},
