@@ -175,6 +175,9 @@ func scanKeys(addr string, wait time.Duration) ([]string, error) {
 			if pttl > 0 && pttl <= keyserver.LineTTL.Milliseconds() && (strings.HasSuffix(k, ":line") || strings.HasSuffix(k, ":watchers") || strings.HasSuffix(k, ":told")) {
 				continue
 			}
+			if pttl > 0 && pttl <= keyserver.LineTTL.Milliseconds() && isPromise(conn, k) {
+				continue // a waiting set's kept promise, which lapses by itself (see keyserver.SetLocker)
+			}
 			keys = append(keys, fmt.Sprintf("%q (pttl %d)", k, pttl))
 		}
 		if cursor, err = redigo.String(reply[0], nil); err != nil || cursor == "0" {
@@ -193,4 +196,11 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// isPromise reports whether lock key k holds a promise to a waiter (its
+// rank padded with '~'), not a token.
+func isPromise(conn redigo.Conn, k string) bool {
+	v, err := redigo.String(conn.Do("GET", k))
+	return err == nil && strings.HasSuffix(v, "~")
 }

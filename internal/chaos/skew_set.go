@@ -33,6 +33,16 @@ func (s skewedSets) AcquireAll(ctx context.Context, keys []string, token string,
 	return ok, h, err
 }
 
+func (s skewedSets) AcquireAllInLine(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	ok, h, err := s.set.AcquireAllInLine(ctx, keys, token, s.skewedNotifier.ttl(ttl))
+	h.Left = s.skewedNotifier.left(h.Left)
+	return ok, h, err
+}
+
+func (s skewedSets) LeaveLines(ctx context.Context, keys []string, token string) error {
+	return s.set.LeaveLines(ctx, keys, token)
+}
+
 func (s skewedSets) ExtendAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error) {
 	return s.set.ExtendAll(ctx, keys, token, s.skewedNotifier.ttl(ttl))
 }

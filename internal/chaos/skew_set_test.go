@@ -31,6 +31,18 @@ func (r setRecorder) ReleaseAll(_ context.Context, keys []string, _ string) (boo
 	return true, nil
 }
 
+func (r setRecorder) AcquireAllInLine(_ context.Context, keys []string, _ string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	r.note("AcquireAllInLine", ttl)
+	r.keys = append(r.keys, keys)
+	return false, keyserver.Holder{Left: r.left, Rank: keyserver.HolderFirst}, nil
+}
+
+func (r setRecorder) LeaveLines(_ context.Context, keys []string, _ string) error {
+	r.note("LeaveLines", 0)
+	r.keys = append(r.keys, keys)
+	return nil
+}
+
 func TestSkewedKeepsTheSetsOfTheServer(t *testing.T) {
 	clocks := NewClocks(1)
 	r := &recorder{}
