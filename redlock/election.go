@@ -225,11 +225,11 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 		wake := []<-chan struct{}{ctx.Done(), c.closing.Done()}
 		all := true
 		for _, w := range watch.watches {
-			if w.changed == nil {
+			if !w.armed() {
 				all = false
 				continue
 			}
-			wake = append(wake, w.changed)
+			wake = append(wake, w.changed...)
 		}
 		d := left
 		if err != nil || !all {

@@ -98,11 +98,11 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 		turns := 0
 		for _, w := range a.watches {
 			switch {
-			case w.changed == nil:
-			case closed(w.changed):
+			case !w.armed():
+			case w.fired():
 				turns++
 			default:
-				wake = append(wake, w.changed)
+				wake = append(wake, w.changed...)
 			}
 		}
 		if turns >= need {
@@ -134,7 +134,7 @@ func (a *acquisition) arm(ctx context.Context) {
 	c := a.c
 	for _, i := range c.notifiers {
 		w := &a.watches[i]
-		if w.changed != nil && !closed(w.changed) {
+		if w.armed() && !w.fired() {
 			continue
 		}
 		if w.stop != nil {
@@ -145,10 +145,10 @@ func (a *acquisition) arm(ctx context.Context) {
 			continue
 		}
 		wctx, cancel := c.clock.WithTimeout(ctx, a.b.timeout)
-		turn, stop, err := a.watchTurn(wctx, i)
+		turns, stop, err := a.watchTurn(wctx, i)
 		cancel()
 		if err == nil {
-			*w = watch{changed: turn, stop: stop}
+			*w = watch{changed: turns, stop: stop}
 		}
 	}
 }
@@ -156,12 +156,13 @@ func (a *acquisition) arm(ctx context.Context) {
 // watchTurn watches for the call's turn on Notifier i: in the line of
 // the lock's key, or in the lines of a set's keys that server does not
 // keep promised to the call already.
-func (a *acquisition) watchTurn(ctx context.Context, i int) (<-chan struct{}, func(), error) {
+func (a *acquisition) watchTurn(ctx context.Context, i int) ([]<-chan struct{}, func(), error) {
 	ns := a.c.servers[i].(keyserver.Notifier)
 	if so, ok := a.p.(*setOps); ok {
 		return so.watchTurns(ctx, ns, a.token, a.last.promisedOn(i))
 	}
-	return ns.WatchTurn(ctx, a.key, a.token)
+	turn, stop, err := ns.WatchTurn(ctx, a.key, a.token)
+	return []<-chan struct{}{turn}, stop, err
 }
 
 // closed reports whether ch is closed, without waiting.

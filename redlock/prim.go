@@ -44,12 +44,27 @@ type primitive interface {
 const maxAtOnce = 3
 
 // watch is what a waiting call watches on one server: its turn in the
-// server's line (a lock), or a change of the key (a primitive).
+// server's line (a lock; a set, in the line of each key not yet promised
+// to it), or a change of the key (a primitive).
 type watch struct {
-	changed <-chan struct{}
+	changed []<-chan struct{} // nil when none is armed
 	stop    func()
 	at      time.Time // when it was set
 	anew    bool      // to be set anew at the next watch (see ignoreOwnUndo)
+}
+
+// armed reports whether w watches anything.
+func (w *watch) armed() bool { return w.changed != nil }
+
+// fired reports whether one of w's channels is closed: a turn came, or the
+// watch broke.
+func (w *watch) fired() bool {
+	for _, ch := range w.changed {
+		if closed(ch) {
+			return true
+		}
+	}
+	return false
 }
 
 // renewWatches is how often a waiter sets its watches anew: a server may
@@ -92,7 +107,7 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 	p, key, token, timeout := a.p, a.key, a.token, a.b.timeout
 	for i, ks := range c.servers {
 		w := &a.watches[i]
-		if w.changed != nil && !w.anew && (!renew || !closed(w.changed) && now.Sub(w.at) < renewWatches) {
+		if w.armed() && !w.anew && (!renew || !w.fired() && now.Sub(w.at) < renewWatches) {
 			continue
 		}
 		if w.stop != nil {
@@ -112,7 +127,7 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 			changed, stop, err := p.watch(wctx, ks, key, token)
 			cancel()
 			if err == nil {
-				*w = watch{changed: changed, stop: stop, at: now}
+				*w = watch{changed: []<-chan struct{}{changed}, stop: stop, at: now}
 			}
 		}()
 	}
@@ -177,7 +192,7 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	}
 	fired := false
 	for _, w := range a.watches {
-		fired = fired || w.changed != nil && closed(w.changed)
+		fired = fired || w.fired()
 	}
 	a.armWatches(ctx)
 	if fired {
@@ -197,9 +212,7 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	}
 	wake := []<-chan struct{}{c.closing.Done()}
 	for _, w := range a.watches {
-		if w.changed != nil {
-			wake = append(wake, w.changed)
-		}
+		wake = append(wake, w.changed...)
 	}
 	return c.clock.SleepOrWake(ctx, d, wake)
 }
