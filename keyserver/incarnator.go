@@ -5,30 +5,42 @@ import (
 	"time"
 )
 
-// Incarnator is a KeyServer that can tell how long its store has been up
-// and whether it persists every write, so that a client can quarantine a
-// store that restarted and lost its keys: a lock it held for someone
-// before the restart is gone, and granting the key to another caller
-// before that lock's TTL has passed could give two holders a quorum each
-// (Redlock's rule "stay down longer than the largest TTL, or fsync every
-// write", which otherwise only the operator enforces).
+// Incarnator is a KeyServer that can tell which store it reaches, how
+// long that store has been up and whether it persists every write. A
+// client uses it twice:
+//
+//   - to count each store once: two KeyServer values can reach one store
+//     (two URLs that name one Redis differently), which would then grant
+//     a quorum alone, so a client refuses servers whose incarnations share
+//     an ID;
+//   - to quarantine a store that restarted and lost its keys: a lock it
+//     held for someone before the restart is gone, and granting the key
+//     to another caller before that lock's TTL has passed could give two
+//     holders a quorum each (Redlock's rule "stay down longer than the
+//     largest TTL, or fsync every write", which otherwise only the
+//     operator enforces).
 //
 // The answer must be cheap to ask for after every grant: a server reads
 // it when its connection to the store is new or failed, not on every
-// call, and ages it on its own clock in between.
+// call, and ages it on its own clock in between. A server that answers in
+// process, without I/O (InProcess), is asked neither: nothing else reaches
+// its store, and it cannot restart under the client.
 type Incarnator interface {
 	KeyServer
 	// Incarnation describes the store as it is now. An error means the
 	// server cannot tell; the client then does not count the grant it
-	// asks about.
+	// asks about, nor, before the server's first answer, any vote of it.
 	Incarnation(ctx context.Context) (Incarnation, error)
 }
 
 // Incarnation is one life of a store, between two restarts.
 type Incarnation struct {
-	// ID changes whenever the store restarts (for Redis, its run id); a
-	// client that sees it change knows the store restarted since it last
-	// looked, whatever Up says.
+	// ID names the store in this life (for Redis, its run id): two
+	// servers share it only when they reach the same store, and it changes
+	// whenever the store restarts, so that a client that sees it change
+	// knows the store restarted since it last looked, whatever Up says.
+	// "" means the server cannot tell: it is compared with no other, and
+	// only Up shows its restarts.
 	ID string
 	// Up is how long the store has been up: no longer than it really has
 	// (Redis reports whole seconds, rounded down).

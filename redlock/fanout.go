@@ -21,7 +21,7 @@ const (
 	opRaiseFence
 	opReadFence // RaiseFence to 0, which reads the counter (see CheckFence)
 	opLeaveLine // Notifiers only; other servers vote for without a call
-	opIdentify  // keyserver.Identifier's ServerID (see identities)
+	opIdentify  // keyserver.Incarnator's Incarnation, for its ID (see identities)
 	opRead      // a primitive's read of its state (see primOps)
 )
 
@@ -117,7 +117,7 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 // (see identities): the call's own wait, bounded like the call.
 func (c *Client) call(ctx context.Context, f *fan, i int) (ok bool, n uint64, h keyserver.Holder, err error) {
 	if (f.only == 0 || f.only&bit(i) != 0) && !f.cleansUp() {
-		if err := c.identify(ctx, i, f.name); err != nil {
+		if err := c.identify(ctx, i, f); err != nil {
 			return false, 0, h, err
 		}
 	}

@@ -47,8 +47,9 @@ type Hooks struct {
 	Released func(ctx context.Context, name string, held time.Duration, err error)
 	// ServerFailed reports every failed call to a server; server is its
 	// index in the slice given to New, op the KeyServer method: "acquire",
-	// "extend", "release", "raise_fence", "read_fence", "leave_line" or "identify"
-	// (clean-ups are releases).
+	// "extend", "release", "raise_fence", "read_fence", "leave_line" or
+	// "identify" (the Incarnation read before a server's first vote, which
+	// tells its store; see keyserver.Incarnator). Clean-ups are releases.
 	ServerFailed func(ctx context.Context, op, name string, server int, err error)
 }
 

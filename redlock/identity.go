@@ -11,7 +11,9 @@ import (
 
 // identities makes sure that no two of a client's servers reach the same
 // store, which would count its votes twice; a vote waits for its own
-// server's identity only ("One store counts once" in docs/design.md).
+// server's identity only ("One store counts once" in docs/design.md). The
+// identity is the ID of the server's incarnation, read once, before the
+// server's first vote, from the answer the quarantine reads too.
 type identities struct {
 	known []atomic.Bool // by server: identified, or it cannot tell
 	err   atomic.Pointer[error]
@@ -21,14 +23,15 @@ type identities struct {
 	asks []chan struct{} // by server: closed when the ask in flight ends; nil when none is
 }
 
-// init sets id up for servers. With a single server there is nothing to
-// count twice.
+// init sets id up for servers: those the quarantine judges are asked
+// (see judgedIncarnator); the others cannot tell. With a single server
+// there is nothing to count twice.
 func (id *identities) init(servers []keyserver.KeyServer) {
 	id.known = make([]atomic.Bool, len(servers))
 	id.ids = make([]string, len(servers))
 	id.asks = make([]chan struct{}, len(servers))
 	for i, s := range servers {
-		if _, ok := s.(keyserver.Identifier); !ok || len(servers) == 1 {
+		if judgedIncarnator(s) == nil || len(servers) == 1 {
 			id.known[i].Store(true)
 		}
 	}
@@ -43,11 +46,13 @@ func (id *identities) failed() error {
 	return nil
 }
 
-// identify makes sure server i's identity is known before its vote
+// identify makes sure server i's identity is known before its vote of f
 // counts: it asks the server, or waits for the ask of another call, within
-// ctx (the call's own bound). It fails when the server could not be asked,
-// or when it reaches a store another server reaches.
-func (c *Client) identify(ctx context.Context, i int, name string) error {
+// ctx (the call's own bound). It fails when the server could not be asked
+// (for a call whose grants the quarantine judges, as ErrQuarantined: the
+// quarantine could not have told either), or when it reaches a store
+// another server reaches.
+func (c *Client) identify(ctx context.Context, i int, f *fan) error {
 	id := &c.identities
 	for !id.known[i].Load() {
 		id.mu.Lock()
@@ -71,16 +76,21 @@ func (c *Client) identify(ctx context.Context, i int, name string) error {
 		ask := make(chan struct{})
 		id.asks[i] = ask
 		id.mu.Unlock()
-		v, err := c.servers[i].(keyserver.Identifier).ServerID(ctx)
-		c.observe(ctx, opIdentify, name, i, err)
-		if in, ok := c.servers[i].(keyserver.Incarnator); ok && err == nil {
-			in.Incarnation(ctx) //nolint:errcheck // primes what the quarantine asks after each grant
+		// One ask: the quarantine sees the same answer, and a server that
+		// keeps its incarnation (keyserver/redis) answers the quarantine's
+		// asks after grants from it.
+		in, err := c.servers[i].(keyserver.Incarnator).Incarnation(ctx)
+		c.observe(ctx, opIdentify, f.name, i, err)
+		if err == nil && c.quarantine != nil {
+			c.quarantine.sight(i, in, c.quarantine.clock.Now())
 		}
 		id.mu.Lock()
 		id.asks[i] = nil
 		close(ask)
 		if err == nil {
-			err = id.recordLocked(c.servers, i, v)
+			err = id.recordLocked(c.servers, i, in.ID)
+		} else if f.quarantine.q != nil {
+			err = cannotTell(err)
 		}
 		id.mu.Unlock()
 		if err != nil {

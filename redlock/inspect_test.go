@@ -168,14 +168,16 @@ func TestInspectServerWithoutInspector(t *testing.T) {
 	assert.Len(t, qe.Failed, 2)
 }
 
-// inspectIdentified is a static server that says which store it reaches,
-// and inspects.
+// inspectIdentified is a static server that says which store it reaches
+// (its incarnation's ID, durable), and inspects.
 type inspectIdentified struct {
 	*static.Server
 	id string
 }
 
-func (s inspectIdentified) ServerID(context.Context) (string, error) { return s.id, nil }
+func (s inspectIdentified) Incarnation(context.Context) (keyserver.Incarnation, error) {
+	return keyserver.Incarnation{ID: s.id, Up: time.Hour, Durable: true}, nil
+}
 
 // TestInspectOneStoreTwice: a read counts each store once: two servers
 // that reach one store fail Inspect, as every call.

@@ -700,13 +700,16 @@ func TestLongNamesAreRefusedWithoutQuotingThem(t *testing.T) {
 	require.NoError(t, err, "a name of MaxNameLen bytes")
 }
 
-// identified is a key server that says which store it reaches.
+// identified is a key server that says which store it reaches: its
+// incarnation's ID (durable, so that no quarantine is in the way).
 type identified struct {
 	keyserver.KeyServer
 	id string
 }
 
-func (s identified) ServerID(context.Context) (string, error) { return s.id, nil }
+func (s identified) Incarnation(context.Context) (keyserver.Incarnation, error) {
+	return keyserver.Incarnation{ID: s.id, Up: time.Hour, Durable: true}, nil
+}
 
 func TestOneStoreReachedTwiceIsRefused(t *testing.T) {
 	fc := clock.NewFake(t0)

@@ -43,14 +43,12 @@ type sighting struct {
 }
 
 // newQuarantine returns the quarantine of servers, or nil when none of
-// them is judged: a server is if it can tell its incarnation and is not
-// in-process (a store in this process cannot restart under the client).
+// them is judged (see judgedIncarnator).
 func newQuarantine(servers []keyserver.KeyServer, clk clock.Clock) *quarantine {
 	q := &quarantine{clock: clk, born: clk.Now(), judged: make([]keyserver.Incarnator, len(servers)), seen: make([]sighting, len(servers))}
 	some := false
 	for i, s := range servers {
-		_, inProcess := s.(keyserver.InProcess)
-		if is, ok := s.(keyserver.Incarnator); ok && !inProcess {
+		if is := judgedIncarnator(s); is != nil {
 			q.judged[i], some = is, true
 		}
 	}
@@ -58,6 +56,17 @@ func newQuarantine(servers []keyserver.KeyServer, clk clock.Clock) *quarantine {
 		return nil
 	}
 	return q
+}
+
+// judgedIncarnator returns s as an Incarnator the quarantine judges, or
+// nil: it must tell its incarnation and not be in-process (a store in this
+// process cannot restart under the client).
+func judgedIncarnator(s keyserver.KeyServer) keyserver.Incarnator {
+	_, inProcess := s.(keyserver.InProcess)
+	if is, ok := s.(keyserver.Incarnator); ok && !inProcess {
+		return is
+	}
+	return nil
 }
 
 // quarantineRule is what a fan-out of grants needs to judge them: the
@@ -91,7 +100,7 @@ func (r quarantineRule) admit(ctx context.Context, i int, ttl time.Duration) (bo
 // error.
 func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation, err error) (bool, error) {
 	if err != nil {
-		return false, fmt.Errorf("%w: could not tell whether it restarted: %w", ErrQuarantined, err)
+		return false, cannotTell(err)
 	}
 	now := r.q.clock.Now()
 	back := r.q.sight(i, in, now)
@@ -113,6 +122,12 @@ func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation
 			now.Sub(back).Round(time.Millisecond), left.Round(time.Millisecond))
 	}
 	return true, nil
+}
+
+// cannotTell is the error of a grant not counted because its server's
+// incarnation could not be read: err.
+func cannotTell(err error) error {
+	return fmt.Errorf("%w: could not tell whether it restarted: %w", ErrQuarantined, err)
 }
 
 // see records server i's incarnation, as it refused a call, so that a

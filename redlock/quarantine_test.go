@@ -266,3 +266,42 @@ func TestPrimitivesAreQuarantined(t *testing.T) {
 	require.NoError(t, err, "a permit a TTL after the restarts")
 	require.NoError(t, p.Release(bg))
 }
+
+// silentIncarnation is a static server whose Incarnation answers only
+// when its context ends: a server that cannot be identified.
+type silentIncarnation struct{ *static.Server }
+
+func (silentIncarnation) Incarnation(ctx context.Context) (keyserver.Incarnation, error) {
+	<-ctx.Done()
+	return keyserver.Incarnation{}, ctx.Err()
+}
+
+// TestUnidentifiedServerCostsNothing: the incarnation read that identifies
+// a server holds up no vote but that server's own, which fails, never
+// asked to acquire; as ErrQuarantined where the call's grants are judged
+// (the quarantine could not have counted its grant either), else as the
+// read's own error.
+func TestUnidentifiedServerCostsNothing(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	c := testClient(t, fc, []keyserver.KeyServer{servers[0], servers[1], silentIncarnation{servers[2]}},
+		WithServerTimeout(time.Second))
+	res := async(t, func() lockResult { l, err := c.TryAcquire(bg, "job", 10*time.Second); return lockResult{l, err} })()
+	require.NoError(t, res.err, "granted by the two identified servers")
+	assert.Equal(t, t0, fc.Now(), "no time passed: nobody waited for the silent read")
+	fc.Advance(time.Second) // the silent read ends with its call's bound
+	c.bg.Wait()
+	assert.Zero(t, servers[2].Count(static.OpAcquire), "not asked to vote before it was identified")
+	require.NoError(t, res.lock.Release(bg))
+
+	l, cl := livesCluster(fc, 3)
+	l.err[0], l.err[1] = errors.New("INFO refused"), errors.New("INFO refused")
+	c2 := testClient(t, fc, cl.KeyServers())
+	_, err := c2.TryAcquire(bg, "k", 10*time.Second, WithQuarantine(NoQuarantine))
+	require.ErrorIs(t, err, ErrNotAcquired)
+	assert.NotErrorIs(t, err, ErrQuarantined, "no grant of the call is judged")
+	assert.ErrorContains(t, err, "INFO refused")
+	assert.Zero(t, cl[0].Count(static.OpAcquire)+cl[1].Count(static.OpAcquire), "neither was asked to vote")
+	_, err = c2.TryAcquire(bg, "k", 10*time.Second)
+	assert.Equal(t, []int{0, 1}, quarantined(t, err), "asked again by the next call, which judges grants")
+}

@@ -51,6 +51,23 @@ func (n *Node) MustDo(cmd string, args ...any) any {
 	return reply
 }
 
+// RunID returns the node's run id as INFO server reports it: what a key
+// server's incarnation must carry, read apart from the server under test.
+func (n *Node) RunID() string {
+	n.t.Helper()
+	info, err := redigo.String(n.MustDo("INFO", "server"), nil)
+	if err != nil {
+		n.t.Fatalf("redistest: INFO server on %s: %v", n.Addr(), err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return id
+		}
+	}
+	n.t.Fatalf("redistest: INFO server on %s has no run_id", n.Addr())
+	return ""
+}
+
 // serveAllSlots gives a Cluster-mode node every slot and waits until the
 // cluster says it is ok.
 func (n *Node) serveAllSlots() {

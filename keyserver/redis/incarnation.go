@@ -99,7 +99,7 @@ func (in *incarnation) knownLocked(dials int64) (keyserver.Incarnation, bool) {
 func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.Incarnation, error) {
 	in := &s.inc
 	readAt := time.Now()
-	id, up, err := s.info(ctx, "incarnation")
+	id, up, err := s.info(ctx)
 	if err != nil {
 		return keyserver.Incarnation{}, err
 	}
@@ -117,6 +117,12 @@ func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.In
 	// second off, so that the uptime reported is never more than the
 	// truth, and a restart never looks older than it is.
 	up = max(up-time.Second, 0)
+	if now, counted := s.dials(); counted && dials == 0 && now == 1 {
+		// The read opened the transport's first connection and no other,
+		// so it went over that one, which a restart since would have
+		// broken: the read is up to date with it (one read, not two).
+		dials = now
+	}
 	in.mu.Lock()
 	in.read, in.id, in.up, in.readAt, in.durable, in.dials = true, id, up, readAt, durable, dials
 	in.mu.Unlock()

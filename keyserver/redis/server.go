@@ -230,29 +230,16 @@ func (s *Server) get(ctx context.Context, op, key string) (string, bool, error) 
 	return v, ok, nil
 }
 
-var _ keyserver.Identifier = (*Server)(nil)
-
-// ServerID returns the run id of the Redis this Server reaches (INFO
-// server), so that a client can tell two Servers of one Redis apart from
-// two Redis. In a Cluster it is the run id of the node that answered.
-func (s *Server) ServerID(ctx context.Context) (string, error) {
-	if err := s.enter(ctx, "identify", ""); err != nil {
-		return "", err
-	}
-	defer s.inflight.Done()
-	id, _, err := s.info(ctx, "identify")
-	return id, err
-}
-
-// info reads INFO server: the run id and the uptime of the Redis.
-func (s *Server) info(ctx context.Context, op string) (id string, up time.Duration, err error) {
+// info reads INFO server: the run id and the uptime of the Redis, for
+// Incarnation.
+func (s *Server) info(ctx context.Context) (id string, up time.Duration, err error) {
 	reply, err := s.t.Do(ctx, []string{"INFO"}, nil, "server")
 	if err != nil {
-		return "", 0, s.fail(op, "", err)
+		return "", 0, s.fail("incarnation", "", err)
 	}
 	text, ok := reply.(string)
 	if !ok {
-		return "", 0, s.fail(op, "", fmt.Errorf("unexpected reply %T to INFO", reply))
+		return "", 0, s.fail("incarnation", "", fmt.Errorf("unexpected reply %T to INFO", reply))
 	}
 	haveUp := false
 	for _, line := range strings.Split(text, "\n") {
@@ -266,9 +253,9 @@ func (s *Server) info(ctx context.Context, op string) (id string, up time.Durati
 	}
 	switch {
 	case id == "":
-		return "", 0, s.fail(op, "", errors.New("INFO server has no run_id"))
-	case op != "identify" && !haveUp:
-		return "", 0, s.fail(op, "", errors.New("INFO server has no uptime_in_seconds"))
+		return "", 0, s.fail("incarnation", "", errors.New("INFO server has no run_id"))
+	case !haveUp:
+		return "", 0, s.fail("incarnation", "", errors.New("INFO server has no uptime_in_seconds"))
 	}
 	return id, up, nil
 }

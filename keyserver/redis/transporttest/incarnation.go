@@ -7,15 +7,15 @@ import (
 	"github.com/goredlock/goredlock/internal/redistest"
 )
 
-// incarnation checks what a client quarantines restarted servers by
-// (keyserver.Incarnator) through the transport: INFO's run id and uptime,
-// a new run id after a restart (asked after a call, as a client asks after
-// a grant), and CONFIG's appendonly and appendfsync.
+// incarnation checks what a client quarantines restarted servers and
+// tells stores apart by (keyserver.Incarnator) through the transport:
+// INFO's run id and uptime, a new run id after a restart (asked after a
+// call, as a client asks after a grant), and CONFIG's appendonly and
+// appendfsync.
 func (s *suite) incarnation(t *testing.T) {
 	began := time.Now()
 	n, srv := s.single(t)
-	id, err := srv.ServerID(bg)
-	must(t, "ServerID", err)
+	id := n.RunID()
 	in, err := srv.Incarnation(bg)
 	must(t, "Incarnation", err)
 	if in.ID != id || in.Durable || in.Up > time.Since(began) {
