@@ -162,14 +162,89 @@ func (a *acquisition) backOff(ctx context.Context) error {
 	return c.clock.SleepOrWake(ctx, d, []<-chan struct{}{c.closing.Done()})
 }
 
-// stopWatches ends every watch.
+// stopWatches ends every watch. A primitive's call whose last attempt
+// won the servers records it in its queue first (see heldSince).
 func (a *acquisition) stopWatches() {
+	if a.p != nil && a.queue != nil && a.last.won() {
+		a.queue.won(a.qw)
+	}
 	for i := range a.watches {
 		if stop := a.watches[i].stop; stop != nil {
 			stop()
 		}
 		a.watches[i] = watch{}
 	}
+}
+
+// prewatches reports whether the call watches the servers while it is
+// next behind the front of its queue, before its first attempt: a
+// waiting primitive's call of which its client lets one at a time try (a
+// writer, a permit of a semaphore of one). Its place among the watchers
+// then dates from then. A release that finds it the earliest watcher
+// tells it, and it tries, at the front or not (as a lock's call put in
+// the servers' lines by the call ahead does). Reaching the front untold,
+// it looks first, unless the call ahead won the servers with an attempt
+// begun after it watched (queue.heldSince): that hold stood on a quorum
+// after its watches did, so its end there tells the earliest watcher,
+// this call or one ahead of it, whose own hold's end tells the next in
+// turn; a look would only be refused. (A semaphore of more permits may
+// have a free slot that no release will announce; it looks.)
+func (a *acquisition) prewatches() bool {
+	if a.p == nil || a.mode != waits || a.retries == 0 || a.p.together() != 1 {
+		return false
+	}
+	_, set := a.p.(*setOps)
+	return !set
+}
+
+// prewatch arms the watches of a call next behind the front of queue q
+// (w), or renews those due, with a token of its rank until it draws its
+// own. It reports whether one fired (told), and else how soon the next is
+// due to be set anew.
+func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told bool, renewIn time.Duration) {
+	if a.watches == nil {
+		if a.token == "" {
+			a.token = a.rank.token()
+		}
+		a.watch(ctx, false)
+		q.watching(w)
+	}
+	for {
+		now := a.c.clock.Now()
+		renewIn = renewWatches
+		for _, pw := range a.watches {
+			if pw.fired() {
+				return true, 0
+			}
+			if pw.armed() {
+				renewIn = min(renewIn, renewWatches-now.Sub(pw.at))
+			}
+		}
+		if renewIn > 0 {
+			return false, renewIn
+		}
+		a.watch(ctx, true) // none fired: only those due
+	}
+}
+
+// heldSinceWatched reports whether the call, at the front of its queue
+// before its first attempt, may wait for its watches rather than look
+// first (see prewatches): none fired, a quorum stands, and the call ahead
+// won the servers since they did.
+func (a *acquisition) heldSinceWatched() bool {
+	if !a.prewatches() || a.watches == nil || !a.queue.heldSince(a.qw) {
+		return false
+	}
+	armed := 0
+	for _, pw := range a.watches {
+		if pw.fired() {
+			return false
+		}
+		if pw.armed() {
+			armed++
+		}
+	}
+	return armed >= a.c.quorum
 }
 
 // waitForChange waits after a primitive's refused attempt until a server
@@ -210,11 +285,52 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	if a.retries > 0 {
 		d = max(min(d, a.patience.Sub(c.clock.Now())), 0)
 	}
-	wake := []<-chan struct{}{c.closing.Done()}
+	// A release reaches the servers one by one, and tells this call on
+	// each as it lands: told by some, it gathers the others' word for a
+	// moment (gatherTurns, as a lock's waiter does), so that its attempt
+	// does not reach the servers the release has not yet, be refused
+	// there and split the votes, with the promises of the others keeping
+	// the key from everyone meanwhile.
+	need := 0
 	for _, w := range a.watches {
-		wake = append(wake, w.changed...)
+		if w.armed() {
+			need++
+		}
 	}
-	return c.clock.SleepOrWake(ctx, d, wake)
+	need = max(min(need, c.quorum), 1)
+	until := c.clock.Now().Add(d)
+	gathering := false
+	var wake []<-chan struct{}
+	for {
+		if c.closing.Err() != nil {
+			return nil // the attempt fails with ErrClosed
+		}
+		wake = append(wake[:0], c.closing.Done())
+		told := 0
+		for _, w := range a.watches {
+			switch {
+			case !w.armed():
+			case w.fired():
+				told++
+			default:
+				wake = append(wake, w.changed...)
+			}
+		}
+		if told >= need {
+			return nil
+		}
+		now := c.clock.Now()
+		if told > 0 && !gathering {
+			gathering = true
+			until = earlier(until, now.Add(gatherTurns))
+		}
+		if !now.Before(until) {
+			return nil
+		}
+		if err := c.clock.SleepOrWake(ctx, until.Sub(now), wake); err != nil {
+			return err
+		}
+	}
 }
 
 // checkServers refuses a primitive over servers that do not implement

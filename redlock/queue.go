@@ -23,6 +23,11 @@ type queue struct {
 	// progress is when a call of the queue last saw the hold move: it
 	// renews the patience of the calls waiting behind.
 	progress time.Time
+	// tick orders, within the queue, the attempts of its calls and the
+	// moments a primitive's call behind the front finished arming its
+	// watches; held is the tick of the latest attempt that won the
+	// servers (see heldSince).
+	tick, held uint64
 }
 
 // queued is one call in a queue.
@@ -34,6 +39,10 @@ type queued struct {
 	// inLine is set once an attempt put the call in the servers' lines,
 	// its own or the one ahead's. Guarded by the queue's mu.
 	inLine bool
+	// tried is the queue's tick at the start of the call's last attempt;
+	// watched, when it finished arming its watches before its first
+	// attempt (0: it did not). Guarded by the queue's mu.
+	tried, watched uint64
 }
 
 // signal wakes w without blocking.
@@ -99,6 +108,9 @@ func (c *Client) leaveQueue(q *queue, w *queued) {
 		if i < q.capacity && len(q.calls) >= q.capacity {
 			q.calls[q.capacity-1].signal()
 		}
+		if i <= q.capacity && len(q.calls) > q.capacity {
+			q.calls[q.capacity].signal() // now next behind the front: it may prewatch
+		}
 		break
 	}
 	if len(q.calls) == 0 {
@@ -114,6 +126,39 @@ func (q *queue) moved(now time.Time) {
 		q.progress = now
 	}
 	q.mu.Unlock()
+}
+
+// trying records that w is about to make an attempt.
+func (q *queue) trying(w *queued) {
+	q.mu.Lock()
+	q.tick++
+	w.tried = q.tick
+	q.mu.Unlock()
+}
+
+// watching records that w, not yet tried, has just armed its watches.
+func (q *queue) watching(w *queued) {
+	q.mu.Lock()
+	q.tick++
+	w.watched = q.tick
+	q.mu.Unlock()
+}
+
+// won records that w's last attempt won the servers.
+func (q *queue) won(w *queued) {
+	q.mu.Lock()
+	q.held = max(q.held, w.tried)
+	q.mu.Unlock()
+}
+
+// heldSince reports whether an attempt of a call of q that began after w
+// armed its watches won the servers: the hold then stood on a quorum
+// after w became a watcher there, and its end there (a release, an undo)
+// tells the earliest watcher, w or one ahead of it (see prewatches).
+func (q *queue) heldSince(w *queued) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return w.watched > 0 && q.held > w.watched
 }
 
 // next returns the rank of the first call behind w that no attempt has
@@ -170,7 +215,9 @@ func (q *queue) ahead(w *queued) int {
 // servers' lines, or the call's patience or ctx ends. The patience of a
 // call behind others of its client is its retries × the retry delay for
 // each of them and for its own turn, counted again whenever the queue
-// moves or a call of it sees the hold move.
+// moves or a call of it sees the hold move. A primitive's call that
+// prewatches watches the servers once it is next behind the front, and
+// goes to try when one tells it its turn, at the front or not.
 func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error {
 	c := a.c
 	since, seen := c.clock.Now(), -1
@@ -180,8 +227,19 @@ func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error
 			return nil
 		}
 		wake := []<-chan struct{}{w.wake, c.closing.Done()}
+		sleep := time.Duration(math.MaxInt64)
+		if ahead == 1 && a.prewatches() {
+			told, renewIn := a.prewatch(ctx, q, w)
+			if told {
+				return nil
+			}
+			for _, pw := range a.watches {
+				wake = append(wake, pw.changed...)
+			}
+			sleep = renewIn
+		}
 		if a.retries < 0 {
-			if err := c.clock.SleepOrWake(ctx, time.Duration(math.MaxInt64), wake); err != nil {
+			if err := c.clock.SleepOrWake(ctx, sleep, wake); err != nil {
 				return err
 			}
 			if c.closing.Err() != nil {
@@ -205,7 +263,7 @@ func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error
 			q.mu.Unlock()
 			return errOutOfPatience
 		}
-		if err := c.clock.SleepOrWake(ctx, deadline.Sub(c.clock.Now()), wake); err != nil {
+		if err := c.clock.SleepOrWake(ctx, min(sleep, deadline.Sub(c.clock.Now())), wake); err != nil {
 			return err
 		}
 		if c.closing.Err() != nil {
@@ -222,13 +280,36 @@ var errOutOfPatience = errors.New("out of patience")
 // awaitPlace waits, before its first attempt, while a call is behind
 // others of its client: until it is at the front, which tries itself,
 // or the attempt of a call ahead put it in the servers' lines, where it
-// then waits for its turn.
+// then waits for its turn. A primitive's call records each attempt it is
+// about to make in its queue (see heldSince).
 func (a *acquisition) awaitPlace(ctx context.Context) error {
+	if err := a.awaitPlaceFirst(ctx); err != nil {
+		return err
+	}
+	if a.queue != nil && a.p != nil {
+		a.queue.trying(a.qw)
+	}
+	return nil
+}
+
+func (a *acquisition) awaitPlaceFirst(ctx context.Context) error {
 	if a.queue == nil || a.attempts > 0 {
 		return nil
 	}
 	if err := a.awaitFront(ctx, a.queue, a.qw); err != nil {
 		return a.gaveUp(err)
+	}
+	if a.p != nil {
+		if a.heldSinceWatched() {
+			// Its watches stood before the hold of the call ahead: that
+			// hold's end tells it, or a watcher ahead of it, so it waits
+			// rather than look first (see prewatches).
+			a.outOfPatience()
+			if err := a.wait(ctx); err != nil {
+				return a.notAcquired(err)
+			}
+		}
+		return nil
 	}
 	if !a.queue.inLine(a.qw) || a.watches != nil {
 		return nil
