@@ -292,6 +292,7 @@ func (a *acquisition) awaitPlace(ctx context.Context) error {
 	return nil
 }
 
+// awaitPlaceFirst is awaitPlace's wait, before the attempt is recorded.
 func (a *acquisition) awaitPlaceFirst(ctx context.Context) error {
 	if a.queue == nil || a.attempts > 0 {
 		return nil
