@@ -7,12 +7,8 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 )
 
-// A Server over a caller's pool (New) cannot see the pool's dials, so it
-// reads its Redis's INFO after every grant to learn whether the Redis
-// restarted (see ConnectionCounter): a fifth command per lock and unlock,
-// and for a caller alone a third round trip, which made a lock over New
-// take twice as long as one over FromURL. A pool the caller counts before
-// using it spares both.
+// A pool whose dials are counted spares a Server over it (New) an INFO
+// after every grant ("The Redis key server" in docs/design.md).
 
 // DialCount counts the connections a transport opens, for the Server's
 // ConnectionCounter: a transport (or whatever makes its connections) calls

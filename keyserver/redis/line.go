@@ -9,14 +9,9 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// The waiting line of keyserver.Notifier. A key's line is a sorted set at
-// layout.LineKey(key) whose scores are all 0, so that its members sort
-// by their text: each is a waiter's promise (layout.PromiseOf), which
-// sorts by rank, then the Pub/Sub channel of the waiter's Server. It lives
-// keyserver.LineTTL after the last AcquireInLine. A release that finds
-// waiters promises the key to the first (the key holds that promise for
-// keyserver.ClaimTTL) and publishes the turn on that waiter's channel; one
-// with nobody waiting deletes the key and publishes nothing.
+// The waiting line of keyserver.Notifier: a sorted set of waiters'
+// promises at layout.LineKey(key) ("The Redis key server" in
+// docs/design.md).
 
 // AcquireOrHolder is Acquire that, when another token holds key, also
 // describes the holder: its PTTL (0 for a key without one) and how it

@@ -10,17 +10,8 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// A Server made by FromURL is a startcall.Starter: a lock call whose first
-// command is likely its last (a SET NX, or a script the Server knows the
-// digest of) is started on the transport (commandStarter) without a
-// goroutine of the caller's waiting for it, and its reply is decoded on
-// the goroutine that reads it and handed to the caller's Completion. What
-// takes more commands (a SET NX refused, then the script; NOSCRIPT, then
-// the source) goes on from there as the blocking method would, on a
-// goroutine of its own. Calls the Server cannot start this way (a
-// transport that starts no commands: pooled connections or another
-// client; a key its waiters watch; a script whose digest it does not know
-// yet) are declined, and the caller makes them blocking.
+// A Server made by FromURL starts a lock's calls on the transport without
+// a goroutine of the caller's ("The Redis key server" in docs/design.md).
 
 var _ startcall.Starter = (*Server)(nil)
 

@@ -13,26 +13,7 @@ import (
 )
 
 // The subscriber is what WatchTurn runs on: one Pub/Sub connection per
-// Server, subscribed to one channel of the Server's own (turnChannel),
-// whatever the keys and the number of waiters. A waiter's place in a
-// line names that channel, so a release that promises a key to the waiter
-// publishes the turn to the waiter's Server alone: a release costs the
-// same however many processes wait, and the subscription is made once per
-// connection, not once per wait. Waiters cost a channel and a map entry
-// each, and no goroutine: the transport's reader hands each message to the
-// handler, which closes the turn of the waiter named in it.
-//
-// Nothing survives a broken connection: every waiter is woken, and tries
-// again; the next WatchTurn opens a new connection and subscribes anew. A
-// Redis that restarted may have lost the line, and a turn published while
-// no connection was open reached nobody, so a waiter must look at the key
-// again anyway.
-//
-// A waiter whose place in line was taken while the connection was already
-// subscribed needs no such look: a turn published after its refusal comes
-// on that connection, and one that comes before its WatchTurn is kept for
-// it (heard) for keyserver.ClaimTTL, as long as the promise lives. So
-// under contention a wait costs Redis no command of its own.
+// Server ("The Redis key server" in docs/design.md).
 
 const (
 	// subscribeOverdue is how long the SUBSCRIBE of a connection may go
