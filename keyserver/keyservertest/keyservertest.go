@@ -16,9 +16,9 @@
 // implements: [keyserver.Fencer]'s counters, [keyserver.Notifier]'s remaining
 // TTL, and its line of waiters: served in rank order, one wake per
 // release, no turn missed, promises that pass on and lapse; and the
-// primitives' interfaces (primitives.go): [keyserver.Semaphorer]'s slots,
-// stored count and wakes, [keyserver.RWLocker]'s modes and waiting writers,
-// [keyserver.Elector]'s leader, term and wakes; [keyserver.Delayer]'s
+// primitives' holds (primitives.go, [keyserver.HoldKeeper]): a
+// semaphore's slots, stored count and wakes, a read-write lock's modes and
+// waiting writers, an election's leader, term and wakes; [keyserver.Delayer]'s
 // lock-delay (delayer.go); [keyserver.SetLocker]'s all-or-nothing sets
 // (sets.go), with a Notifier's promises and lines; and the started calls
 // of a server that can start them (starter.go: this module's own
