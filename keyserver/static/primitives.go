@@ -69,8 +69,9 @@ func (s *Server) holdCall(ctx context.Context, h keyserver.HoldSpec, op int, ttl
 	return s.callChecked(ctx, c, keyserver.CheckHold(h, ttl), func(ctx context.Context, _, _ string, _ time.Duration) (bool, error) { return store(ctx) })
 }
 
-// AcquireHold answers from the script of h's kind's acquire (OpAcquireLeader's
-// reply's Fence is the counter read), or else from the store.
+// AcquireHold answers from the script of h's kind's acquire
+// (OpAcquireLeader's reply's Fence is the counter read), or else from the
+// store.
 func (s *Server) AcquireHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
 	var hd keyserver.HoldReply
 	r, ok, err := s.holdCall(ctx, h, 0, ttl, func(ctx context.Context) (bool, error) {
