@@ -121,9 +121,9 @@ const (
 // calls get it: which kind, of which key, by which token, and what the
 // kind needs beside. (Hold is a hold as Inspect reads it.)
 type HoldSpec struct {
-	Kind  HoldKind
-	Key   string // the primitive's key (see HoldKeeper)
-	Token string // the holder's token; none for a LeaderHold's watch
+	Kind  HoldKind // which primitive, and which of its holds
+	Key   string   // the primitive's key (see HoldKeeper)
+	Token string   // the holder's token; none for a LeaderHold's watch
 	// Permits and Slot, for a PermitHold: the semaphore's permit count
 	// and the slot held, 0 ≤ Slot < Permits.
 	Permits, Slot int
