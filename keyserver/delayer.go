@@ -29,7 +29,7 @@ import "time"
 // token (the redlock client cuts a lock held with WithMinHold through it).
 // The server's own methods may leave such a record alone, which lets a
 // server keep its common path as cheap as it was. The view's other methods
-// (WatchTurn, LeaveLine, RaiseFence) are the server's.
+// (WatchTurn, LeaveLine, WatchContention, RaiseFence) are the server's.
 //
 // The record is the delay's only trace beside the key itself: a server
 // that restarts empty loses both, and with them the delay (as it loses its

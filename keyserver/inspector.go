@@ -34,11 +34,11 @@ type NameKeys struct {
 	// fence counter (Fencer: "{key}:fence") and its lock-delay are kept
 	// by the server beside it, as it keeps them for those calls.
 	Lock string
-	// Semaphore is the key AcquirePermit gets ("{key}:semaphore").
+	// Semaphore is a PermitHold's key ("{key}:semaphore").
 	Semaphore string
-	// RW is the key AcquireRead and AcquireWrite get ("{key}:rw").
+	// RW is a read or write hold's key ("{key}:rw").
 	RW string
-	// Election is the key AcquireLeader gets ("{key}:election"); the
+	// Election is a LeaderHold's key ("{key}:election"); the
 	// election's term is that key's fence counter.
 	Election string
 }
@@ -61,14 +61,14 @@ type NameStatus struct {
 	// is in force, also while the lock is held.
 	Delay time.Duration
 
-	// Permits is the semaphore's stored permit count (see Semaphorer),
+	// Permits is the semaphore's stored permit count (see HoldKeeper),
 	// which binds while a slot is held; 0 when no slot is held.
 	Permits int
 	// Slots are the semaphore's held slots, lowest slot first, at most
 	// MaxInspected of them.
 	Slots []Hold
 	// PermitWaiters counts the calls that watch the semaphore
-	// (WatchPermits): those waiting for a permit.
+	// (WatchHolds): those waiting for a permit.
 	PermitWaiters int
 
 	// Writer is the read-write lock's writer; Token "" when none.
@@ -76,7 +76,7 @@ type NameStatus struct {
 	// Readers are its readers, at most MaxInspected of them.
 	Readers []Hold
 	// WriterWaiting reports a waiting writer's mark, which keeps new
-	// readers out (see RWLocker).
+	// readers out (see HoldKeeper).
 	WriterWaiting bool
 	// RWWaiters counts the calls that watch the read-write lock
 	// (WatchHolds): readers and writers waiting.

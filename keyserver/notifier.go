@@ -84,6 +84,20 @@ type Notifier interface {
 	// was promised to it, the promise passes to the next waiter, or key is
 	// freed when there is none.
 	LeaveLine(ctx context.Context, key, token string) error
+	// WatchContention watches key's line for the holder whose token is
+	// token: the redlock client's Lock.Contended, set up only when the
+	// holder asks, so that a lock nobody asks about costs nothing more.
+	// contended is closed once a waiter joins the line after the watch
+	// was set up, or at once when the line already holds one (its places
+	// outlive a waiter by LineTTL at most, so a waiter that just left may
+	// still count). broken is closed instead when the watch broke (a lost
+	// connection): a waiter may have joined unseen, and the caller may
+	// watch again. stop ends the watch and must be called exactly once.
+	// ctx bounds only the setting up of the watch.
+	//
+	// It is advice: a waiter may have left already, and no waiter is ever
+	// granted the key while the holder holds it.
+	WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error)
 }
 
 // ClaimTTL is how long a key that a release promised to the next waiter

@@ -10,10 +10,9 @@ import (
 
 // Contended returns a channel that is closed when a waiter of another
 // call (of this process or any other) joins the line of a quorum of the
-// lock's servers: someone waits for the lock. Servers that keep no line,
-// or cannot tell (no keyserver.ContentionWatcher), count as telling: a
-// quorum less those servers, and at least one, must tell. Hooks.Contended
-// reports it too.
+// lock's servers: someone waits for the lock. Servers that keep no line
+// (no keyserver.Notifier) count as telling: a quorum less those servers,
+// and at least one, must tell. Hooks.Contended reports it too.
 //
 // It is advice, not revocation: the lock stays this holder's until it
 // releases it or loses it, and the waiter may have given up meanwhile. A
@@ -54,7 +53,7 @@ func (l *Lock) watchContention(ch chan struct{}) {
 	c := l.c
 	var watchers []int
 	for i, s := range c.servers {
-		if _, ok := s.(keyserver.ContentionWatcher); ok {
+		if _, ok := s.(keyserver.Notifier); ok {
 			watchers = append(watchers, i)
 		}
 	}
@@ -93,7 +92,7 @@ func (l *Lock) watchContention(ch chan struct{}) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if l.watchServer(ctx, c.servers[i].(keyserver.ContentionWatcher)) {
+				if l.watchServer(ctx, c.servers[i].(keyserver.Notifier)) {
 					tell()
 				}
 			}()
@@ -112,7 +111,7 @@ func (l *Lock) watchContention(ch chan struct{}) {
 
 // watchServer watches one server's line for the lock, again after a
 // broken watch, until a waiter joins (true) or ctx ends.
-func (l *Lock) watchServer(ctx context.Context, ws keyserver.ContentionWatcher) bool {
+func (l *Lock) watchServer(ctx context.Context, ws keyserver.Notifier) bool {
 	c := l.c
 	b := l.budgetNow()
 	for ctx.Err() == nil {

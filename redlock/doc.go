@@ -99,10 +99,11 @@
 //	leadership, err := e.Campaign(ctx, 10*time.Second, "host-a:8080")
 //	leader, err := e.Leader(ctx)                  // "host-a:8080", or ErrNoLeader
 //
-// Each needs servers that implement keyserver.Semaphorer, RWLocker or
-// Elector, and keeps its own keys: a lock, a semaphore, a read-write lock
-// and an election of one name do not exclude each other. See "The
-// semaphore bound", "Read-write locks" and "Elections" in docs/design.md.
+// Each needs servers that implement keyserver.HoldKeeper (and an
+// election keyserver.Fencer, as its term is a fence), and keeps its own
+// keys: a lock, a semaphore, a read-write lock and an election of one
+// name do not exclude each other. See "The semaphore bound", "Read-write
+// locks" and "Elections" in docs/design.md.
 //
 // # Restarted servers
 //

@@ -28,7 +28,8 @@ type Election struct {
 }
 
 // Election returns the election called name. Every server must implement
-// keyserver.Elector; an empty name, or a server that does not, makes
+// keyserver.HoldKeeper and keyserver.Fencer (a leader's term is a fencing
+// token); an empty name, or a server that does not, makes
 // every method fail with ErrInvalidArgument before any server is asked
 // (Observe's channel is then closed at once).
 func (c *Client) Election(name string) *Election {
@@ -36,9 +37,9 @@ func (c *Client) Election(name string) *Election {
 	if name == "" {
 		e.err = invalidArgument("empty election name")
 	} else {
-		e.err = c.checkServers("an election", "Elector", func(ks keyserver.KeyServer) bool {
-			_, ok := ks.(keyserver.Elector)
-			return ok
+		e.err = c.checkServers("an election", "HoldKeeper and keyserver.Fencer", func(ks keyserver.KeyServer) bool {
+			_, fencer := ks.(keyserver.Fencer)
+			return fencer && isKeeper(ks)
 		})
 	}
 	return e
@@ -270,25 +271,26 @@ func (p *leaderOps) again(primOps, tally) bool { return false }
 func (p *leaderOps) together() int             { return 0 }
 
 func (p *leaderOps) watch(ctx context.Context, ks keyserver.KeyServer, key, _ string) (<-chan struct{}, func(), error) {
-	return ks.(keyserver.Elector).WatchLeader(ctx, key)
+	return ks.(keyserver.HoldKeeper).WatchHolds(ctx, keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: key})
 }
 
 func (p *leaderOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	es := ks.(keyserver.Elector)
+	hk := ks.(keyserver.HoldKeeper)
+	h := keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: f.key, Token: f.token, Value: p.value}
 	var (
-		ok    bool
-		fence uint64
-		err   error
+		ok  bool
+		r   keyserver.HoldReply
+		err error
 	)
 	switch f.op {
 	case opAcquire:
-		ok, fence, err = es.AcquireLeader(ctx, f.key, f.token, p.value, f.ttl)
+		ok, r, err = hk.AcquireHold(ctx, h, f.ttl)
 	case opExtend:
-		ok, err = es.ExtendLeader(ctx, f.key, f.token, p.value, f.ttl)
+		ok, err = hk.ExtendHold(ctx, h, f.ttl)
 	default:
-		ok, err = es.ReleaseLeader(ctx, f.key, f.token)
+		ok, err = hk.ReleaseHold(ctx, h)
 	}
-	return ok, fence, keyserver.Holder{}, err
+	return ok, r.Fence, keyserver.Holder{}, err
 }
 
 // leaderRead is the read of the leader from every server, by server.
@@ -298,7 +300,7 @@ type leaderRead struct {
 }
 
 func (r *leaderRead) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	ld, err := ks.(keyserver.Elector).ReadLeader(ctx, f.key)
+	ld, err := ks.(keyserver.HoldKeeper).ReadLeader(ctx, f.key)
 	if err != nil {
 		return false, 0, keyserver.Holder{}, err
 	}

@@ -244,7 +244,8 @@ func TestLeaderNeedsAQuorum(t *testing.T) {
 
 	// A leader on one server only, as a campaigner cut off from the
 	// others would leave behind.
-	ok, _, err := servers[0].AcquireLeader(bg, layout.ElectionKey("primary"), "t", "minority", time.Minute)
+	lead := keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: layout.ElectionKey("primary"), Token: "t", Value: "minority"}
+	ok, _, err := servers[0].AcquireHold(bg, lead, time.Minute)
 	require.True(t, ok)
 	require.NoError(t, err)
 	_, err = e.Leader(bg)
@@ -289,15 +290,26 @@ func TestPrimitivesRefuseBadArguments(t *testing.T) {
 	require.NoError(t, err)
 	defer plain.Close()
 	_, err = plain.Semaphore("s", 2).Acquire(bg, time.Minute)
-	assert.ErrorIs(t, err, ErrInvalidArgument, "a semaphore over a server that is not a Semaphorer")
+	assert.ErrorIs(t, err, ErrInvalidArgument, "a semaphore over a server that is not a HoldKeeper")
 	_, err = plain.RWMutex("m").Lock(bg, time.Minute)
-	assert.ErrorIs(t, err, ErrInvalidArgument, "a read-write lock over a server that is not an RWLocker")
+	assert.ErrorIs(t, err, ErrInvalidArgument, "a read-write lock over a server that is not a HoldKeeper")
 	_, err = plain.Election("e").Campaign(bg, time.Minute, "v")
-	assert.ErrorIs(t, err, ErrInvalidArgument, "an election over a server that is not an Elector")
+	assert.ErrorIs(t, err, ErrInvalidArgument, "an election over a server that is not a HoldKeeper")
+
+	unfenced, err := New([]keyserver.KeyServer{keeperOnly{servers[0]}}, withClock(fc))
+	require.NoError(t, err)
+	defer unfenced.Close()
+	_, err = unfenced.Election("e").Campaign(bg, time.Minute, "v")
+	assert.ErrorIs(t, err, ErrInvalidArgument, "an election over a HoldKeeper that is not a Fencer: its term is a fence")
+	_, err = unfenced.Semaphore("s", 2).TryAcquire(bg, time.Minute)
+	assert.NoError(t, err, "a semaphore over a HoldKeeper that is not a Fencer")
 }
 
 // lockOnly is a key server with none of the optional interfaces.
 type lockOnly struct{ keyserver.KeyServer }
+
+// keeperOnly is a HoldKeeper that is no Fencer.
+type keeperOnly struct{ keyserver.HoldKeeper }
 
 // TestPrimitivesKeepTheirOwnKeys: a lock, a semaphore, a read-write lock
 // and an election of one name do not exclude each other.

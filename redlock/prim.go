@@ -344,6 +344,12 @@ func (c *Client) checkServers(what, iface string, is func(keyserver.KeyServer) b
 	return nil
 }
 
+// isKeeper reports whether ks keeps the primitives' holds.
+func isKeeper(ks keyserver.KeyServer) bool {
+	_, ok := ks.(keyserver.HoldKeeper)
+	return ok
+}
+
 // primOptions resolves the options of a call that takes a hold of kind k
 // and checks its name and TTL, before any server is asked.
 func (c *Client) primOptions(k kind, name string, ttl time.Duration, opts []Option) (*options, error) {

@@ -22,7 +22,7 @@ type RWMutex struct {
 }
 
 // RWMutex returns the read-write lock called name. Every server must
-// implement keyserver.RWLocker; an empty name, or a server that does not,
+// implement keyserver.HoldKeeper; an empty name, or a server that does not,
 // makes every method fail with ErrInvalidArgument before any server is
 // asked.
 func (c *Client) RWMutex(name string) *RWMutex {
@@ -30,10 +30,7 @@ func (c *Client) RWMutex(name string) *RWMutex {
 	if name == "" {
 		m.err = invalidArgument("empty read-write lock name")
 	} else {
-		m.err = c.checkServers("a read-write lock", "RWLocker", func(ks keyserver.KeyServer) bool {
-			_, ok := ks.(keyserver.RWLocker)
-			return ok
-		})
+		m.err = c.checkServers("a read-write lock", "HoldKeeper", isKeeper)
 	}
 	return m
 }
@@ -141,7 +138,20 @@ func (r *rwOps) together() int {
 }
 
 func (r *rwOps) watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error) {
-	return ks.(keyserver.RWLocker).WatchHolds(ctx, key, token, r.write)
+	return ks.(keyserver.HoldKeeper).WatchHolds(ctx, r.hold(key, token, false))
+}
+
+// hold is the hold of token on key: a reader's, a writer's, or a waiting
+// writer's when waiting.
+func (r *rwOps) hold(key, token string, waiting bool) keyserver.HoldSpec {
+	k := keyserver.ReadHold
+	switch {
+	case r.write && waiting:
+		k = keyserver.WaitingWriteHold
+	case r.write:
+		k = keyserver.WriteHold
+	}
+	return keyserver.HoldSpec{Kind: k, Key: key, Token: token}
 }
 
 // maxWait keeps a waiting writer's attempts, which renew its mark, well
@@ -154,21 +164,19 @@ func (r *rwOps) maxWait() time.Duration {
 }
 
 func (r *rwOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	rs := ks.(keyserver.RWLocker)
+	hk := ks.(keyserver.HoldKeeper)
 	var (
 		ok  bool
-		h   keyserver.Holder
+		h   keyserver.HoldReply
 		err error
 	)
-	switch {
-	case f.op == opAcquire && r.write:
-		ok, h, err = rs.AcquireWrite(ctx, f.key, f.token, f.ttl, r.wait && r.refused.Load())
-	case f.op == opAcquire:
-		ok, h, err = rs.AcquireRead(ctx, f.key, f.token, f.ttl)
-	case f.op == opExtend:
-		ok, err = rs.ExtendHold(ctx, f.key, f.token, f.ttl, r.write)
+	switch f.op {
+	case opAcquire:
+		ok, h, err = hk.AcquireHold(ctx, r.hold(f.key, f.token, r.wait && r.refused.Load()), f.ttl)
+	case opExtend:
+		ok, err = hk.ExtendHold(ctx, r.hold(f.key, f.token, false), f.ttl)
 	default:
-		ok, err = rs.ReleaseHold(ctx, f.key, f.token, r.write)
+		ok, err = hk.ReleaseHold(ctx, r.hold(f.key, f.token, false))
 	}
-	return ok, 0, h, err
+	return ok, 0, keyserver.Holder{Left: h.Left}, err
 }

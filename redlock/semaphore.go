@@ -23,7 +23,7 @@ type Semaphore struct {
 }
 
 // Semaphore returns the semaphore called name with permits permits. Every
-// server must implement keyserver.Semaphorer. A name or count that is not
+// server must implement keyserver.HoldKeeper. A name or count that is not
 // valid (permits < 1, an empty name) makes every method fail with
 // ErrInvalidArgument before any server is asked. The count is stored on
 // the servers with the semaphore while it is held: a call with another
@@ -44,10 +44,7 @@ func (c *Client) Semaphore(name string, permits int) *Semaphore {
 	case name == "":
 		s.err = invalidArgument("empty semaphore name")
 	default:
-		s.err = c.checkServers("a semaphore", "Semaphorer", func(ks keyserver.KeyServer) bool {
-			_, ok := ks.(keyserver.Semaphorer)
-			return ok
-		})
+		s.err = c.checkServers("a semaphore", "HoldKeeper", isKeeper)
 	}
 	return s
 }
@@ -160,7 +157,8 @@ func (p *slotPick) again(ops primOps, t tally) bool {
 func (p *slotPick) together() int { return p.permits }
 
 func (p *slotPick) watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error) {
-	return ks.(keyserver.Semaphorer).WatchPermits(ctx, key, token)
+	h := keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: key, Token: token, Permits: p.permits, Slot: p.next}
+	return ks.(keyserver.HoldKeeper).WatchHolds(ctx, h)
 }
 
 // permitOps are the calls of one permit: its slot, and the free slots the
@@ -172,10 +170,11 @@ type permitOps struct {
 }
 
 func (po *permitOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	ss := ks.(keyserver.Semaphorer)
+	hk := ks.(keyserver.HoldKeeper)
+	h := keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: f.key, Token: f.token, Permits: po.permits, Slot: po.slot}
 	switch f.op {
 	case opAcquire:
-		ok, p, err := ss.AcquirePermit(ctx, f.key, po.permits, po.slot, f.token, f.ttl)
+		ok, p, err := hk.AcquireHold(ctx, h, f.ttl)
 		if err == nil {
 			po.mu.Lock()
 			po.free[i] = p.Free
@@ -183,9 +182,9 @@ func (po *permitOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeySe
 		}
 		return ok, 0, keyserver.Holder{Left: p.Left}, err
 	case opExtend:
-		ok, err := ss.ExtendPermit(ctx, f.key, po.slot, f.token, f.ttl)
+		ok, err := hk.ExtendHold(ctx, h, f.ttl)
 		return ok, 0, keyserver.Holder{}, err
 	}
-	ok, err := ss.ReleasePermit(ctx, f.key, po.slot, f.token)
+	ok, err := hk.ReleaseHold(ctx, h)
 	return ok, 0, keyserver.Holder{}, err
 }

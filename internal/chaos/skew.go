@@ -66,9 +66,9 @@ func (c *Clocks) fromNode(i int, left time.Duration) time.Duration {
 // Skewed wraps the KeyServer of node i so that it keeps time on node i's
 // clock in c: every TTL sent to it is scaled, and every time left it
 // reports is scaled back. The result implements keyserver.Notifier and
-// keyserver.Fencer exactly when ks does, the primitives' interfaces
-// (Semaphorer, RWLocker, Elector) when ks implements all of these, and
-// with them SetLocker when ks implements it too, so that the redlock
+// keyserver.Fencer exactly when ks does, the primitives' HoldKeeper when
+// ks implements it and both of those, and with it SetLocker when ks
+// implements it too, so that the redlock
 // client sees the same abilities with and without the skew. It never
 // implements keyserver.InProcess: it forwards to a server that may block.
 func Skewed(ks keyserver.KeyServer, c *Clocks, i int) keyserver.KeyServer {
@@ -156,6 +156,10 @@ func (s skewedNotifier) WatchTurn(ctx context.Context, key, token string) (<-cha
 
 func (s skewedNotifier) LeaveLine(ctx context.Context, key, token string) error {
 	return s.n.LeaveLine(ctx, key, token)
+}
+
+func (s skewedNotifier) WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error) {
+	return s.n.WatchContention(ctx, key, token)
 }
 
 // skewedFencer adds the Fencer methods; fence counters have no TTL.

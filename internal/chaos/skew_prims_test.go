@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -9,68 +10,34 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// primRecorder is a recorder that also keeps semaphores, read-write locks
-// and elections, as the Redis key server does.
+// primRecorder is a recorder that also keeps the primitives' holds
+// (keyserver.HoldKeeper), as the Redis key server does.
 type primRecorder struct{ *recorder }
 
-func (r primRecorder) AcquirePermit(_ context.Context, _ string, _, _ int, _ string, ttl time.Duration) (bool, keyserver.Permits, error) {
-	r.note("AcquirePermit", ttl)
-	return false, keyserver.Permits{Free: []int{2}, Left: r.left}, nil
+func (r primRecorder) AcquireHold(_ context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
+	r.note(fmt.Sprint("AcquireHold ", h.Kind), ttl)
+	switch h.Kind {
+	case keyserver.PermitHold:
+		return false, keyserver.HoldReply{Free: []int{2}, Left: r.left}, nil
+	case keyserver.LeaderHold:
+		return true, keyserver.HoldReply{Fence: 11}, nil
+	}
+	return false, keyserver.HoldReply{Left: r.left}, nil
 }
 
-func (r primRecorder) ExtendPermit(_ context.Context, _ string, _ int, _ string, ttl time.Duration) (bool, error) {
-	r.note("ExtendPermit", ttl)
+func (r primRecorder) ExtendHold(_ context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, error) {
+	r.note(fmt.Sprint("ExtendHold ", h.Kind), ttl)
 	return true, nil
 }
 
-func (r primRecorder) ReleasePermit(context.Context, string, int, string) (bool, error) {
-	r.note("ReleasePermit", 0)
+func (r primRecorder) ReleaseHold(_ context.Context, h keyserver.HoldSpec) (bool, error) {
+	r.note(fmt.Sprint("ReleaseHold ", h.Kind), 0)
 	return true, nil
 }
 
-func (r primRecorder) WatchPermits(context.Context, string, string) (<-chan struct{}, func(), error) {
-	r.note("WatchPermits", 0)
+func (r primRecorder) WatchHolds(_ context.Context, h keyserver.HoldSpec) (<-chan struct{}, func(), error) {
+	r.note(fmt.Sprint("WatchHolds ", h.Kind), 0)
 	return nil, func() {}, nil
-}
-
-func (r primRecorder) AcquireRead(_ context.Context, _, _ string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	r.note("AcquireRead", ttl)
-	return false, keyserver.Holder{Left: r.left}, nil
-}
-
-func (r primRecorder) AcquireWrite(_ context.Context, _, _ string, ttl time.Duration, _ bool) (bool, keyserver.Holder, error) {
-	r.note("AcquireWrite", ttl)
-	return false, keyserver.Holder{Left: r.left}, nil
-}
-
-func (r primRecorder) ExtendHold(_ context.Context, _, _ string, ttl time.Duration, _ bool) (bool, error) {
-	r.note("ExtendHold", ttl)
-	return true, nil
-}
-
-func (r primRecorder) ReleaseHold(context.Context, string, string, bool) (bool, error) {
-	r.note("ReleaseHold", 0)
-	return true, nil
-}
-
-func (r primRecorder) WatchHolds(context.Context, string, string, bool) (<-chan struct{}, func(), error) {
-	r.note("WatchHolds", 0)
-	return nil, func() {}, nil
-}
-
-func (r primRecorder) AcquireLeader(_ context.Context, _, _, _ string, ttl time.Duration) (bool, uint64, error) {
-	r.note("AcquireLeader", ttl)
-	return true, 11, nil
-}
-
-func (r primRecorder) ExtendLeader(_ context.Context, _, _, _ string, ttl time.Duration) (bool, error) {
-	r.note("ExtendLeader", ttl)
-	return true, nil
-}
-
-func (r primRecorder) ReleaseLeader(context.Context, string, string) (bool, error) {
-	r.note("ReleaseLeader", 0)
-	return true, nil
 }
 
 func (r primRecorder) ReadLeader(context.Context, string) (keyserver.Leadership, error) {
@@ -78,29 +45,21 @@ func (r primRecorder) ReadLeader(context.Context, string) (keyserver.Leadership,
 	return keyserver.Leadership{Token: "t", Value: "v", Left: r.left}, nil
 }
 
-func (r primRecorder) WatchLeader(context.Context, string) (<-chan struct{}, func(), error) {
-	r.note("WatchLeader", 0)
-	return nil, func() {}, nil
-}
-
 func TestSkewedKeepsThePrimitivesOfTheServer(t *testing.T) {
 	clocks := NewClocks(1)
-	isPrims := func(ks keyserver.KeyServer) (sem, rw, el bool) {
-		_, sem = ks.(keyserver.Semaphorer)
-		_, rw = ks.(keyserver.RWLocker)
-		_, el = ks.(keyserver.Elector)
-		return sem, rw, el
-	}
 	r := &recorder{}
-	if sem, rw, el := isPrims(Skewed(bothServer{r}, clocks, 0)); sem || rw || el {
-		t.Errorf("Skewed of a server without primitives has them: semaphore %v, rw %v, election %v", sem, rw, el)
+	if _, ok := Skewed(bothServer{r}, clocks, 0).(keyserver.HoldKeeper); ok {
+		t.Error("Skewed of a server without primitives is a HoldKeeper")
 	}
 	s := Skewed(primRecorder{r}, clocks, 0)
-	if sem, rw, el := isPrims(s); !sem || !rw || !el {
-		t.Errorf("Skewed of a server with every primitive lacks some: semaphore %v, rw %v, election %v", sem, rw, el)
+	if _, ok := s.(keyserver.HoldKeeper); !ok {
+		t.Error("Skewed of a HoldKeeper is none")
 	}
 	if _, ok := s.(keyserver.Notifier); !ok {
 		t.Error("Skewed with primitives is no Notifier")
+	}
+	if _, ok := s.(keyserver.Fencer); !ok {
+		t.Error("Skewed with primitives is no Fencer, which elections need")
 	}
 	if _, ok := s.(keyserver.InProcess); ok {
 		t.Error("Skewed with primitives is InProcess, which a forwarding wrapper must not be")
@@ -112,31 +71,34 @@ func TestSkewedScalesThePrimitivesTTLs(t *testing.T) {
 	r := &recorder{left: 400 * time.Millisecond}
 	clocks := NewClocks(1)
 	clocks.Set(0, 1.25) // runs 25% fast: a 1 s TTL lives 800 ms
-	s := Skewed(primRecorder{r}, clocks, 0)
-	sem, rw, el := s.(keyserver.Semaphorer), s.(keyserver.RWLocker), s.(keyserver.Elector)
+	hk := Skewed(primRecorder{r}, clocks, 0).(keyserver.HoldKeeper)
 
 	const ttl = time.Second
-	_, p, _ := sem.AcquirePermit(ctx, "k", 3, 0, "t", ttl)
-	sem.ExtendPermit(ctx, "k", 0, "t", ttl) //nolint:errcheck // recorded
-	sem.ReleasePermit(ctx, "k", 0, "t")     //nolint:errcheck
-	_, stop, _ := sem.WatchPermits(ctx, "k", "t")
+	permit := keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: "k", Token: "t", Permits: 3}
+	_, p, _ := hk.AcquireHold(ctx, permit, ttl)
+	hk.ExtendHold(ctx, permit, ttl) //nolint:errcheck // recorded
+	hk.ReleaseHold(ctx, permit)     //nolint:errcheck
+	_, stop, _ := hk.WatchHolds(ctx, permit)
 	stop()
-	_, hr, _ := rw.AcquireRead(ctx, "k", "t", ttl)
-	_, hw, _ := rw.AcquireWrite(ctx, "k", "t", ttl, true)
-	rw.ExtendHold(ctx, "k", "t", ttl, false) //nolint:errcheck
-	rw.ReleaseHold(ctx, "k", "t", true)      //nolint:errcheck
-	_, stop, _ = rw.WatchHolds(ctx, "k", "t", true)
+	read := keyserver.HoldSpec{Kind: keyserver.ReadHold, Key: "k", Token: "t"}
+	write := keyserver.HoldSpec{Kind: keyserver.WaitingWriteHold, Key: "k", Token: "t"}
+	_, hr, _ := hk.AcquireHold(ctx, read, ttl)
+	_, hw, _ := hk.AcquireHold(ctx, write, ttl)
+	hk.ExtendHold(ctx, read, ttl) //nolint:errcheck
+	hk.ReleaseHold(ctx, write)    //nolint:errcheck
+	_, stop, _ = hk.WatchHolds(ctx, write)
 	stop()
-	_, term, _ := el.AcquireLeader(ctx, "k", "t", "v", ttl)
-	el.ExtendLeader(ctx, "k", "t", "v", ttl) //nolint:errcheck
-	el.ReleaseLeader(ctx, "k", "t")          //nolint:errcheck
-	ld, _ := el.ReadLeader(ctx, "k")
-	_, stop, _ = el.WatchLeader(ctx, "k")
+	leader := keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: "k", Token: "t", Value: "v"}
+	_, hl, _ := hk.AcquireHold(ctx, leader, ttl)
+	hk.ExtendHold(ctx, leader, ttl) //nolint:errcheck
+	hk.ReleaseHold(ctx, leader)     //nolint:errcheck
+	ld, _ := hk.ReadLeader(ctx, "k")
+	_, stop, _ = hk.WatchHolds(ctx, keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: "k"})
 	stop()
 
-	want := []string{"AcquirePermit", "ExtendPermit", "ReleasePermit", "WatchPermits",
-		"AcquireRead", "AcquireWrite", "ExtendHold", "ReleaseHold", "WatchHolds",
-		"AcquireLeader", "ExtendLeader", "ReleaseLeader", "ReadLeader", "WatchLeader"}
+	want := []string{"AcquireHold 1", "ExtendHold 1", "ReleaseHold 1", "WatchHolds 1",
+		"AcquireHold 2", "AcquireHold 4", "ExtendHold 2", "ReleaseHold 4", "WatchHolds 4",
+		"AcquireHold 5", "ExtendHold 5", "ReleaseHold 5", "ReadLeader", "WatchHolds 5"}
 	if !slices.Equal(r.calls, want) {
 		t.Fatalf("calls %v, want %v", r.calls, want)
 	}
@@ -155,7 +117,7 @@ func TestSkewedScalesThePrimitivesTTLs(t *testing.T) {
 			t.Errorf("%s time left %v, want 500ms", what, left)
 		}
 	}
-	if !slices.Equal(p.Free, []int{2}) || term != 11 || ld.Value != "v" || ld.Token != "t" {
-		t.Errorf("replies changed on the way: free %v, term %d, leader %+v", p.Free, term, ld)
+	if !slices.Equal(p.Free, []int{2}) || hl.Fence != 11 || ld.Value != "v" || ld.Token != "t" {
+		t.Errorf("replies changed on the way: free %v, term %d, leader %+v", p.Free, hl.Fence, ld)
 	}
 }

@@ -55,8 +55,6 @@ func (s skewedSets) ReleaseAll(ctx context.Context, keys []string, token string)
 var (
 	_ keyserver.Notifier   = skewedSets{}
 	_ keyserver.Fencer     = skewedSets{}
-	_ keyserver.Semaphorer = skewedSets{}
-	_ keyserver.RWLocker   = skewedSets{}
-	_ keyserver.Elector    = skewedSets{}
+	_ keyserver.HoldKeeper = skewedSets{}
 	_ keyserver.SetLocker  = skewedSets{}
 )

@@ -53,7 +53,7 @@ func TestSkewedKeepsTheSetsOfTheServer(t *testing.T) {
 	if _, ok := s.(keyserver.SetLocker); !ok {
 		t.Fatal("Skewed of a server with sets lacks them: every AcquireAll of the skew scenarios would be refused")
 	}
-	if _, ok := s.(keyserver.Elector); !ok {
+	if _, ok := s.(keyserver.HoldKeeper); !ok {
 		t.Error("Skewed with sets lost the primitives")
 	}
 	if _, ok := s.(keyserver.InProcess); ok {

@@ -59,6 +59,11 @@ func (r *recorder) LeaveLine(context.Context, string, string) error {
 	return nil
 }
 
+func (r *recorder) WatchContention(context.Context, string, string) (contended, broken <-chan struct{}, stop func(), err error) {
+	r.note("WatchContention", 0)
+	return nil, nil, func() {}, nil
+}
+
 func (r *recorder) AcquireFenced(_ context.Context, _, _ string, ttl time.Duration) (bool, uint64, error) {
 	r.note("AcquireFenced", ttl)
 	return true, 7, nil
@@ -122,10 +127,12 @@ func TestSkewedScalesEveryTTLAndForwardsEveryMethod(t *testing.T) {
 	_, stop, _ := n.WatchTurn(ctx, "k", "t")
 	stop()
 	n.LeaveLine(ctx, "k", "t") //nolint:errcheck
+	_, _, stop, _ = n.WatchContention(ctx, "k", "t")
+	stop()
 	_, fence, _ := f.AcquireFenced(ctx, "k", "t", ttl)
 	prev, _ := f.RaiseFence(ctx, "k", 9)
 
-	want := []string{"Acquire", "Extend", "Release", "AcquireOrHolder", "AcquireInLine", "WatchTurn", "LeaveLine", "AcquireFenced", "RaiseFence"}
+	want := []string{"Acquire", "Extend", "Release", "AcquireOrHolder", "AcquireInLine", "WatchTurn", "LeaveLine", "WatchContention", "AcquireFenced", "RaiseFence"}
 	if len(r.calls) != len(want) {
 		t.Fatalf("calls %v, want %v", r.calls, want)
 	}

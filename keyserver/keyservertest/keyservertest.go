@@ -15,10 +15,11 @@
 // concurrent takers and invalid input, and the optional interfaces a server
 // implements: [keyserver.Fencer]'s counters, [keyserver.Notifier]'s remaining
 // TTL, and its line of waiters: served in rank order, one wake per
-// release, no turn missed, promises that pass on and lapse; and the
-// primitives' interfaces (primitives.go): [keyserver.Semaphorer]'s slots,
-// stored count and wakes, [keyserver.RWLocker]'s modes and waiting writers,
-// [keyserver.Elector]'s leader, term and wakes; [keyserver.Delayer]'s
+// release, no turn missed, promises that pass on and lapse, a holder told
+// of a waiter (WatchContention); and the
+// primitives' holds (primitives.go, [keyserver.HoldKeeper]): a
+// semaphore's slots, stored count and wakes, a read-write lock's modes and
+// waiting writers, an election's leader, term and wakes; [keyserver.Delayer]'s
 // lock-delay (delayer.go); [keyserver.SetLocker]'s all-or-nothing sets
 // (sets.go), with a Notifier's promises and lines; and the started calls
 // of a server that can start them (starter.go: this module's own
@@ -94,6 +95,7 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"OnlyAcquireInLineJoins", s.onlyAcquireInLineJoins},
 		{"NextJoinsTheLine", s.nextJoinsTheLine},
 		{"LineArguments", s.lineArguments},
+		{"ContentionIsTold", s.contentionIsTold},
 	}
 	tests = append(tests, s.primitiveChecks()...)
 	tests = append(tests, s.starterChecks()...)
@@ -756,4 +758,43 @@ func randomKey(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return "keyservertest:" + t.Name() + ":" + hex.EncodeToString(b[:])
+}
+
+// contentionIsTold checks a Notifier's WatchContention: a waiter that
+// joins the holder's line is told, a caller that does not wait
+// (AcquireOrHolder) is not, and a watch set up while a waiter is in line
+// is told at once.
+func (s *suite) contentionIsTold(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	holder, waiter := ranked(1, 1), ranked(2, 1)
+	watch := func(what string) <-chan struct{} {
+		t.Helper()
+		contended, _, stop, err := ns.WatchContention(ctx, key, holder)
+		if err != nil {
+			t.Fatalf("WatchContention %s: %v", what, err)
+		}
+		t.Cleanup(stop)
+		return contended
+	}
+	l := line{t: t, ns: ns, key: key}
+	expect(t, "Acquire(holder)", true)(ns.Acquire(ctx, key, holder, ttl))
+	contended := watch("of a line nobody waits in")
+	if ok, _, err := ns.AcquireOrHolder(ctx, key, ranked(3, 1), ttl); ok || err != nil {
+		t.Fatalf("AcquireOrHolder of a held key = %v, %v; want false, nil", ok, err)
+	}
+	quiet(t, "a refused AcquireOrHolder, which does not wait", contended)
+	l.inLine("AcquireInLine(waiter)", waiter, false)
+	awaitClosed(t, "WatchContention when a waiter joined the line", contended)
+	awaitClosed(t, "WatchContention of a line a waiter is in", watch("of a line a waiter is in"))
+	if err := ns.LeaveLine(ctx, key, waiter); err != nil {
+		t.Fatalf("LeaveLine(waiter): %v", err)
+	}
+	expect(t, "Release(holder)", true)(ns.Release(ctx, key, holder))
+	if _, _, _, err := ns.WatchContention(ctx, key, ""); !errors.Is(err, keyserver.ErrInvalidArgument) {
+		t.Errorf("WatchContention with an empty token = %v; want ErrInvalidArgument", err)
+	}
 }

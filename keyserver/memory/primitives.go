@@ -8,11 +8,7 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-var (
-	_ keyserver.Semaphorer = (*Server)(nil)
-	_ keyserver.RWLocker   = (*Server)(nil)
-	_ keyserver.Elector    = (*Server)(nil)
-)
+var _ keyserver.HoldKeeper = (*Server)(nil)
 
 // prims is the state of the primitives beside locks: semaphores,
 // read-write locks and elections, and their watches. Guarded by the
@@ -57,6 +53,70 @@ const (
 	leaderKind = "election\x00"
 )
 
+// AcquireHold takes h if it is free or its token's: a slot after checking
+// its count against the stored one, a read or write hold, a leadership
+// with the election's fence counter.
+func (s *Server) AcquireHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
+	var hd keyserver.HoldReply
+	ok, err := s.locked(ctx, keyserver.CheckHold(h, ttl), func() (bool, error) {
+		switch h.Kind {
+		case keyserver.PermitHold:
+			return s.acquirePermitLocked(h, ttl, &hd)
+		case keyserver.ReadHold:
+			return s.acquireReadLocked(h.Key, h.Token, ttl, &hd), nil
+		case keyserver.LeaderHold:
+			hd.Fence = s.fences[h.Key]
+			return s.setLeaderLocked(h.Key, h.Token, h.Value, ttl), nil
+		}
+		return s.acquireWriteLocked(h.Key, h.Token, ttl, h.Kind == keyserver.WaitingWriteHold, &hd), nil
+	})
+	return ok, hd, err
+}
+
+// ExtendHold renews h if it holds its token, or stores it again where it
+// would be granted.
+func (s *Server) ExtendHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, error) {
+	return s.locked(ctx, keyserver.CheckHold(h, ttl), func() (bool, error) {
+		switch h.Kind {
+		case keyserver.PermitHold:
+			return s.extendPermitLocked(h.Key, h.Slot, h.Token, ttl), nil
+		case keyserver.LeaderHold:
+			return s.setLeaderLocked(h.Key, h.Token, h.Value, ttl), nil
+		}
+		return s.extendRWLocked(h.Key, h.Token, ttl, h.Kind != keyserver.ReadHold), nil
+	})
+}
+
+// ReleaseHold ends h if it holds its token, and wakes the watches of its
+// key.
+func (s *Server) ReleaseHold(ctx context.Context, h keyserver.HoldSpec) (bool, error) {
+	return s.locked(ctx, keyserver.CheckHold(h, 0), func() (bool, error) {
+		switch h.Kind {
+		case keyserver.PermitHold:
+			return s.releasePermitLocked(h.Key, h.Slot, h.Token), nil
+		case keyserver.LeaderHold:
+			return s.resignLocked(h.Key, h.Token), nil
+		}
+		return s.releaseRWLocked(h.Key, h.Token, h.Kind != keyserver.ReadHold), nil
+	})
+}
+
+// WatchHolds watches h's key for the release of a slot or hold, or a
+// change of its leader. Every watcher is woken: in one process the herd
+// is cheap.
+func (s *Server) WatchHolds(ctx context.Context, h keyserver.HoldSpec) (<-chan struct{}, func(), error) {
+	if h.Kind == keyserver.LeaderHold {
+		return s.watch(ctx, leaderKind, h.Key)
+	}
+	if err := keyserver.CheckHold(h, 0); err != nil {
+		return nil, nil, err
+	}
+	if h.Kind == keyserver.PermitHold {
+		return s.watch(ctx, semKind, h.Key)
+	}
+	return s.watch(ctx, rwKind, h.Key)
+}
+
 // semLocked returns key's semaphore with its expired slots dropped, nil
 // when it has none. s.mu must be held.
 func (s *Server) semLocked(key string) *semaphore {
@@ -77,33 +137,29 @@ func (s *Server) semLocked(key string) *semaphore {
 	return m
 }
 
-// AcquirePermit takes slot of the semaphore key for token if it is free
-// or token's, after checking permits against the stored count.
-func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot int, token string, ttl time.Duration) (bool, keyserver.Permits, error) {
-	var p keyserver.Permits
-	ok, err := s.locked(ctx, keyserver.CheckPermit(key, permits, slot, token, ttl), func() (bool, error) {
-		m := s.semLocked(key)
-		if m == nil {
-			m = &semaphore{permits: permits, slots: make(map[int]entry)}
-		} else if m.permits != permits {
-			return false, keyserver.PermitsDiffer(key, permits, m.permits)
-		}
-		ok := true
-		if e, held := m.slots[slot]; held && e.token != token {
-			ok = false
-		} else {
-			s.setSlotLocked(key, m, slot, token, ttl)
-		}
-		p = m.describe(s.now())
-		return ok, nil
-	})
-	return ok, p, err
+// acquirePermitLocked takes h's slot if it is free or its token's, after
+// checking its count against the stored one, and describes the semaphore
+// in p. s.mu must be held.
+func (s *Server) acquirePermitLocked(h keyserver.HoldSpec, ttl time.Duration, p *keyserver.HoldReply) (bool, error) {
+	m := s.semLocked(h.Key)
+	if m == nil {
+		m = &semaphore{permits: h.Permits, slots: make(map[int]entry)}
+	} else if m.permits != h.Permits {
+		return false, keyserver.PermitsDiffer(h.Key, h.Permits, m.permits)
+	}
+	ok := true
+	if e, held := m.slots[h.Slot]; held && e.token != h.Token {
+		ok = false
+	} else {
+		s.setSlotLocked(h.Key, m, h.Slot, h.Token, ttl)
+	}
+	m.describe(s.now(), p)
+	return ok, nil
 }
 
 // describe lists m's free slots (at most keyserver.MaxFreeHint) and the
-// shortest TTL left of its held ones.
-func (m *semaphore) describe(now time.Time) keyserver.Permits {
-	var p keyserver.Permits
+// shortest TTL left of its held ones in p.
+func (m *semaphore) describe(now time.Time, p *keyserver.HoldReply) {
 	for i := 0; i < m.permits && len(p.Free) < keyserver.MaxFreeHint; i++ {
 		if _, held := m.slots[i]; !held {
 			p.Free = append(p.Free, i)
@@ -114,7 +170,6 @@ func (m *semaphore) describe(now time.Time) keyserver.Permits {
 			p.Left = l
 		}
 	}
-	return p
 }
 
 // setSlotLocked stores slot of m, the semaphore key, for token. s.mu must
@@ -127,54 +182,36 @@ func (s *Server) setSlotLocked(key string, m *semaphore, slot int, token string,
 	m.slots[slot] = entry{token: token, expires: s.now().Add(ttl.Truncate(time.Millisecond))}
 }
 
-// ExtendPermit renews slot if it holds token, or stores it again if it is
-// free.
-func (s *Server) ExtendPermit(ctx context.Context, key string, slot int, token string, ttl time.Duration) (bool, error) {
-	bad := keyserver.CheckTTL(key, token, ttl)
-	if bad == nil {
-		bad = keyserver.CheckSlot(key, slot)
+// extendPermitLocked renews slot if it holds token, or stores it again if
+// it is free. s.mu must be held.
+func (s *Server) extendPermitLocked(key string, slot int, token string, ttl time.Duration) bool {
+	m := s.semLocked(key)
+	if m == nil {
+		m = &semaphore{permits: slot + 1, slots: make(map[int]entry)}
 	}
-	return s.locked(ctx, bad, func() (bool, error) {
-		m := s.semLocked(key)
-		if m == nil {
-			m = &semaphore{permits: slot + 1, slots: make(map[int]entry)}
-		}
-		if e, held := m.slots[slot]; held && e.token != token {
-			return false, nil
-		}
-		s.setSlotLocked(key, m, slot, token, ttl)
-		return true, nil
-	})
+	if e, held := m.slots[slot]; held && e.token != token {
+		return false
+	}
+	s.setSlotLocked(key, m, slot, token, ttl)
+	return true
 }
 
-// ReleasePermit frees slot if it holds token, and wakes the semaphore's
-// watches.
-func (s *Server) ReleasePermit(ctx context.Context, key string, slot int, token string) (bool, error) {
-	bad := keyserver.CheckToken(key, token)
-	if bad == nil {
-		bad = keyserver.CheckSlot(key, slot)
+// releasePermitLocked frees slot if it holds token, and wakes the
+// semaphore's watches. s.mu must be held.
+func (s *Server) releasePermitLocked(key string, slot int, token string) bool {
+	m := s.semLocked(key)
+	if m == nil {
+		return false
 	}
-	return s.locked(ctx, bad, func() (bool, error) {
-		m := s.semLocked(key)
-		if m == nil {
-			return false, nil
-		}
-		if e, held := m.slots[slot]; !held || e.token != token {
-			return false, nil
-		}
-		delete(m.slots, slot)
-		if len(m.slots) == 0 {
-			delete(s.prims.sems, key)
-		}
-		s.wakeLocked(semKind + key)
-		return true, nil
-	})
-}
-
-// WatchPermits watches the semaphore key for the release of a slot. Every
-// watcher is woken: in one process the herd is cheap.
-func (s *Server) WatchPermits(ctx context.Context, key, _ string) (<-chan struct{}, func(), error) {
-	return s.watch(ctx, semKind, key)
+	if e, held := m.slots[slot]; !held || e.token != token {
+		return false
+	}
+	delete(m.slots, slot)
+	if len(m.slots) == 0 {
+		delete(s.prims.sems, key)
+	}
+	s.wakeLocked(semKind + key)
+	return true
 }
 
 // rwLocked returns key's holds with the expired ones dropped, nil when
@@ -218,23 +255,19 @@ func (s *Server) rwMake(key string) *rwHolds {
 	return h
 }
 
-// AcquireRead adds token to key's readers unless a writer holds the key
-// or waits for it.
-func (s *Server) AcquireRead(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	var hd keyserver.Holder
-	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
-		h := s.rwMake(key)
-		now := s.now()
-		if _, reading := h.readers[token]; !reading {
-			if left, blocked := h.blocksReaders(now); blocked {
-				hd.Left = left
-				return false, nil
-			}
+// acquireReadLocked adds token to key's readers unless a writer holds the
+// key or waits for it; refused, hd tells for how long. s.mu must be held.
+func (s *Server) acquireReadLocked(key, token string, ttl time.Duration, hd *keyserver.HoldReply) bool {
+	h := s.rwMake(key)
+	now := s.now()
+	if _, reading := h.readers[token]; !reading {
+		if left, blocked := h.blocksReaders(now); blocked {
+			hd.Left = left
+			return false
 		}
-		h.readers[token] = now.Add(ttl.Truncate(time.Millisecond))
-		return true, nil
-	})
-	return ok, hd, err
+	}
+	h.readers[token] = now.Add(ttl.Truncate(time.Millisecond))
+	return true
 }
 
 // blocksReaders reports whether a writer holds h or waits for it, and for
@@ -250,26 +283,23 @@ func (h *rwHolds) blocksReaders(now time.Time) (time.Duration, bool) {
 	return left, left > 0
 }
 
-// AcquireWrite stores token as key's writer if nobody holds the key; a
-// refused caller that will wait marks a writer waiting.
-func (s *Server) AcquireWrite(ctx context.Context, key, token string, ttl time.Duration, wait bool) (bool, keyserver.Holder, error) {
-	var hd keyserver.Holder
-	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
-		h := s.rwMake(key)
-		now := s.now()
-		w := layout.WaiterOf(token)
-		if (h.writer.token != "" && h.writer.token != token) || len(h.readers) > 0 {
-			hd.Left = h.soonest(now)
-			if wait {
-				h.waiting[w] = now.Add(keyserver.WriterWaitTTL)
-			}
-			return false, nil
+// acquireWriteLocked stores token as key's writer if nobody holds the
+// key; a refused caller that will wait marks a writer waiting, and hd
+// tells how long the soonest hold has left. s.mu must be held.
+func (s *Server) acquireWriteLocked(key, token string, ttl time.Duration, wait bool, hd *keyserver.HoldReply) bool {
+	h := s.rwMake(key)
+	now := s.now()
+	w := layout.WaiterOf(token)
+	if (h.writer.token != "" && h.writer.token != token) || len(h.readers) > 0 {
+		hd.Left = h.soonest(now)
+		if wait {
+			h.waiting[w] = now.Add(keyserver.WriterWaitTTL)
 		}
-		delete(h.waiting, w)
-		h.writer = entry{token: token, expires: now.Add(ttl.Truncate(time.Millisecond))}
-		return true, nil
-	})
-	return ok, hd, err
+		return false
+	}
+	delete(h.waiting, w)
+	h.writer = entry{token: token, expires: now.Add(ttl.Truncate(time.Millisecond))}
+	return true
 }
 
 // soonest is the shortest TTL left of h's holds.
@@ -286,53 +316,43 @@ func (h *rwHolds) soonest(now time.Time) time.Duration {
 	return left
 }
 
-// ExtendHold renews token's hold of key, or stores it again where it
-// would be granted.
-func (s *Server) ExtendHold(ctx context.Context, key, token string, ttl time.Duration, write bool) (bool, error) {
-	return s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
-		h := s.rwMake(key)
-		now := s.now()
-		expires := now.Add(ttl.Truncate(time.Millisecond))
-		if write {
-			if (h.writer.token != "" && h.writer.token != token) || len(h.readers) > 0 {
-				return false, nil
-			}
-			h.writer = entry{token: token, expires: expires}
-			return true, nil
+// extendRWLocked renews token's hold of key, a write hold if write, or
+// stores it again where it would be granted. s.mu must be held.
+func (s *Server) extendRWLocked(key, token string, ttl time.Duration, write bool) bool {
+	h := s.rwMake(key)
+	expires := s.now().Add(ttl.Truncate(time.Millisecond))
+	if write {
+		if (h.writer.token != "" && h.writer.token != token) || len(h.readers) > 0 {
+			return false
 		}
-		if _, reading := h.readers[token]; !reading && h.writer.token != "" {
-			return false, nil
-		}
-		h.readers[token] = expires
-		return true, nil
-	})
+		h.writer = entry{token: token, expires: expires}
+		return true
+	}
+	if _, reading := h.readers[token]; !reading && h.writer.token != "" {
+		return false
+	}
+	h.readers[token] = expires
+	return true
 }
 
-// ReleaseHold ends token's hold of key and wakes key's watches.
-func (s *Server) ReleaseHold(ctx context.Context, key, token string, write bool) (bool, error) {
-	return s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
-		h := s.rwLocked(key)
-		if h == nil {
-			return false, nil
-		}
-		switch _, reading := h.readers[token]; {
-		case write && h.writer.token == token:
-			h.writer = entry{}
-		case !write && reading:
-			delete(h.readers, token)
-		default:
-			return false, nil
-		}
-		s.rwLocked(key) // drops it when empty
-		s.wakeLocked(rwKind + key)
-		return true, nil
-	})
-}
-
-// WatchHolds watches key for the release of a hold; every watcher is
-// woken.
-func (s *Server) WatchHolds(ctx context.Context, key, _ string, _ bool) (<-chan struct{}, func(), error) {
-	return s.watch(ctx, rwKind, key)
+// releaseRWLocked ends token's hold of key, a write hold if write, and
+// wakes key's watches. s.mu must be held.
+func (s *Server) releaseRWLocked(key, token string, write bool) bool {
+	h := s.rwLocked(key)
+	if h == nil {
+		return false
+	}
+	switch _, reading := h.readers[token]; {
+	case write && h.writer.token == token:
+		h.writer = entry{}
+	case !write && reading:
+		delete(h.readers, token)
+	default:
+		return false
+	}
+	s.rwLocked(key) // drops it when empty
+	s.wakeLocked(rwKind + key)
+	return true
 }
 
 // leaderLocked returns key's leader, the zero leader when none leads.
@@ -344,32 +364,6 @@ func (s *Server) leaderLocked(key string) leader {
 		return leader{}
 	}
 	return l
-}
-
-// AcquireLeader stores token and value as key's leader if none leads or
-// token does, and reads key's fence counter.
-func (s *Server) AcquireLeader(ctx context.Context, key, token, value string, ttl time.Duration) (bool, uint64, error) {
-	var fence uint64
-	ok, err := s.locked(ctx, checkLeader(key, token, value, ttl), func() (bool, error) {
-		fence = s.fences[key]
-		return s.setLeaderLocked(key, token, value, ttl), nil
-	})
-	return ok, fence, err
-}
-
-// ExtendLeader renews key if token leads, or stores token and value again
-// if none does.
-func (s *Server) ExtendLeader(ctx context.Context, key, token, value string, ttl time.Duration) (bool, error) {
-	return s.locked(ctx, checkLeader(key, token, value, ttl), func() (bool, error) {
-		return s.setLeaderLocked(key, token, value, ttl), nil
-	})
-}
-
-func checkLeader(key, token, value string, ttl time.Duration) error {
-	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
-		return err
-	}
-	return keyserver.CheckToken(key, value) // an empty value is refused as an empty token is
 }
 
 // setLeaderLocked stores token and value as key's leader unless another
@@ -390,16 +384,15 @@ func (s *Server) setLeaderLocked(key, token, value string, ttl time.Duration) bo
 	return true
 }
 
-// ReleaseLeader frees key if token leads, and wakes key's watches.
-func (s *Server) ReleaseLeader(ctx context.Context, key, token string) (bool, error) {
-	return s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
-		if s.leaderLocked(key).token != token {
-			return false, nil
-		}
-		delete(s.prims.leaders, key)
-		s.wakeLocked(leaderKind + key)
-		return true, nil
-	})
+// resignLocked frees key if token leads, and wakes key's watches. s.mu
+// must be held.
+func (s *Server) resignLocked(key, token string) bool {
+	if s.leaderLocked(key).token != token {
+		return false
+	}
+	delete(s.prims.leaders, key)
+	s.wakeLocked(leaderKind + key)
+	return true
 }
 
 // ReadLeader returns key's leader, with the TTL its key has left.
@@ -412,11 +405,6 @@ func (s *Server) ReadLeader(ctx context.Context, key string) (keyserver.Leadersh
 		return true, nil
 	})
 	return ld, err
-}
-
-// WatchLeader watches key for a change of its leader.
-func (s *Server) WatchLeader(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watch(ctx, leaderKind, key)
 }
 
 // watch starts a watch of key of kind, woken by wakeLocked and by Close.

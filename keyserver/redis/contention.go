@@ -9,7 +9,7 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// Contention (keyserver.ContentionWatcher). A waiter that joins a key's
+// Contention (keyserver.Notifier's WatchContention). A waiter that joins a key's
 // line first (acquire_in_line.lua: a new member ranked first, as when the
 // line was empty) publishes on the key's contention channel. A holder that
 // asks (redlock's Lock.Contended) has its Server subscribe that channel on
@@ -20,8 +20,6 @@ import (
 // a line that forms: the channel is per key, so a process hears only of
 // the keys it watches, and a lock nobody waits for runs the commands it
 // ran before.
-
-var _ keyserver.ContentionWatcher = (*Server)(nil)
 
 // contentionPrefix begins every key's contention channel; the key follows.
 const contentionPrefix = "goredlock:contended:"

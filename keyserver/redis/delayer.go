@@ -140,3 +140,8 @@ func (v *delayed) WatchTurn(ctx context.Context, key, token string) (<-chan stru
 func (v *delayed) LeaveLine(ctx context.Context, key, token string) error {
 	return v.s.LeaveLine(ctx, key, token)
 }
+
+// WatchContention is the Server's.
+func (v *delayed) WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error) {
+	return v.s.WatchContention(ctx, key, token)
+}

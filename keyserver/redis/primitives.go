@@ -13,7 +13,7 @@ import (
 )
 
 // The Server's semaphores, read-write locks and elections
-// (keyserver.Semaphorer, RWLocker and Elector). Each primitive lives under
+// (keyserver.HoldKeeper). Each primitive lives under
 // the key the client passes (layout.SemaphoreKey and its kin, which
 // carry a Cluster hash tag) and keys made by appending to it, in its slot:
 //
@@ -36,9 +36,9 @@ import (
 //     earliest watcher that holds no promise (if it is a reader, every
 //     watcher, and takes them out, as readers share) and promises it what
 //     was freed, for keyserver.ClaimTTL, in key:told ("<member>
-//     <deadline ms>," for each promise): AcquirePermit keeps a free slot
-//     for each promise to another call, AcquireRead and AcquireWrite keep
-//     the lock for a writer promised it. A told watcher stays a watcher:
+//     <deadline ms>," for each promise): a permit's AcquireHold keeps a
+//     free slot for each promise to another call, a read or write hold's
+//     keeps the lock for a writer promised it. A told watcher stays a watcher:
 //     a grant where it watched takes it out, and claims its promise; a
 //     watcher whose promise lapsed unclaimed is taken out (it is gone, or
 //     too slow to keep its place); the last stop of a call's watches on a
@@ -56,11 +56,7 @@ import (
 // Anything more (expired readers, free slots, differing counts) is looked
 // at only on the way to a refusal.
 
-var (
-	_ keyserver.Semaphorer = (*Server)(nil)
-	_ keyserver.RWLocker   = (*Server)(nil)
-	_ keyserver.Elector    = (*Server)(nil)
-)
+var _ keyserver.HoldKeeper = (*Server)(nil)
 
 // primWatch stands where a turn has a promise, for the watches that have
 // no rank (an election's, a call whose tokens carry none): as long as a
@@ -97,15 +93,15 @@ var watchersTTL = strconv.FormatInt(keyserver.LineTTL.Milliseconds(), 10)
 
 // The primitives' scripts (see lua.go).
 var (
-	permitScript        = newScript("acquire_permit.lua") // AcquirePermit
-	extendPermitScript  = newScript("extend_permit.lua")  // ExtendPermit
-	releasePermitScript = newScript("release_permit.lua") // ReleasePermit
-	readScript          = newScript("acquire_read.lua")   // AcquireRead
-	writeScript         = newScript("acquire_write.lua")  // AcquireWrite
-	extendHoldScript    = newScript("extend_hold.lua")    // ExtendHold
-	releaseHoldScript   = newScript("release_hold.lua")   // ReleaseHold
-	leaderScript        = newScript("acquire_leader.lua") // AcquireLeader and ExtendLeader
-	resignScript        = newScript("release_leader.lua") // ReleaseLeader
+	permitScript        = newScript("acquire_permit.lua") // AcquireHold of a permit
+	extendPermitScript  = newScript("extend_permit.lua")  // ExtendHold of a permit
+	releasePermitScript = newScript("release_permit.lua") // ReleaseHold of a permit
+	readScript          = newScript("acquire_read.lua")   // AcquireHold of a read hold
+	writeScript         = newScript("acquire_write.lua")  // AcquireHold of a write hold
+	extendHoldScript    = newScript("extend_hold.lua")    // ExtendHold of a read or write hold
+	releaseHoldScript   = newScript("release_hold.lua")   // ReleaseHold of a read or write hold
+	leaderScript        = newScript("acquire_leader.lua") // AcquireHold and ExtendHold of a leadership
+	resignScript        = newScript("release_leader.lua") // ReleaseHold of a leadership
 	readLeaderScript    = newScript("read_leader.lua")    // ReadLeader
 	registerScript      = newScript("watch.lua")          // watchPrim
 	leaveWatchScript    = newScript("leave_watch.lua")    // watchPrim's stop
@@ -126,17 +122,52 @@ func ints(reply any, want int) ([]int64, error) {
 	return n, nil
 }
 
-// AcquirePermit takes slot of the semaphore key for token, after checking
-// permits against the stored count; refused, it lists the free slots.
-func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot int, token string, ttl time.Duration) (bool, keyserver.Permits, error) {
-	var p keyserver.Permits
-	if err := keyserver.CheckPermit(key, permits, slot, token, ttl); err != nil {
-		return false, p, err
+// AcquireHold takes h: a permit after checking its count against the
+// stored one, a read or write hold, or a leadership with the election's
+// term counter.
+func (s *Server) AcquireHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
+	if err := keyserver.CheckHold(h, ttl); err != nil {
+		return false, keyserver.HoldReply{}, err
 	}
-	member := s.watcher(key, token, false)
-	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, slot), key + ":watchers", key + ":told"},
-		strconv.Itoa(permits), strconv.Itoa(slot), token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), member,
-		layout.PromiseOf(token))
+	switch h.Kind {
+	case keyserver.PermitHold:
+		return s.acquirePermit(ctx, h, ttl)
+	case keyserver.LeaderHold:
+		reply, err := s.evalAny(ctx, "acquire leader", leaderScript, leaderKeys(h.Key), h.Token, h.Value, ms(ttl), h.Key)
+		if err != nil {
+			return false, keyserver.HoldReply{}, err
+		}
+		n, err := ints(reply, 2)
+		if err != nil {
+			return false, keyserver.HoldReply{}, s.fail("acquire leader", h.Key, err)
+		}
+		return n[0] == 1, keyserver.HoldReply{Fence: uint64(n[1])}, nil
+	}
+	reader := h.Kind == keyserver.ReadHold
+	member := s.watcher(h.Key, h.Token, reader)
+	var (
+		ok  bool
+		hd  keyserver.HoldReply
+		err error
+	)
+	if reader {
+		ok, hd, err = s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(h.Key), h.Token, ms(ttl), member))
+	} else {
+		ok, hd, err = s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(h.Key),
+			h.Token, ms(ttl), flag(h.Kind == keyserver.WaitingWriteHold), layout.WaiterOf(h.Token), ms(keyserver.WriterWaitTTL), member, layout.PromiseOf(h.Token)))
+	}
+	s.unwatched(h.Key, member, ok)
+	return ok, hd, err
+}
+
+// acquirePermit takes h's slot; refused, it lists the free slots.
+func (s *Server) acquirePermit(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
+	var p keyserver.HoldReply
+	key := h.Key
+	member := s.watcher(key, h.Token, false)
+	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, h.Slot), key + ":watchers", key + ":told"},
+		strconv.Itoa(h.Permits), strconv.Itoa(h.Slot), h.Token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), member,
+		layout.PromiseOf(h.Token))
 	if err != nil {
 		return false, p, err
 	}
@@ -146,7 +177,7 @@ func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot in
 	}
 	s.unwatched(key, member, n[0] == 1)
 	if n[0] < 0 {
-		return false, p, keyserver.PermitsDiffer(key, permits, int(n[1]))
+		return false, p, keyserver.PermitsDiffer(key, h.Permits, int(n[1]))
 	}
 	p.Left = time.Duration(n[1]) * time.Millisecond
 	for _, f := range n[2:] {
@@ -155,89 +186,91 @@ func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot in
 	return n[0] == 1, p, nil
 }
 
-// ExtendPermit renews slot if it holds token, or stores it again if free.
-func (s *Server) ExtendPermit(ctx context.Context, key string, slot int, token string, ttl time.Duration) (bool, error) {
-	if err := checkSlot(key, slot, token, ttl, true); err != nil {
+// ExtendHold renews h if it holds its token, or stores it again where it
+// would be granted.
+func (s *Server) ExtendHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, error) {
+	if err := keyserver.CheckHold(h, ttl); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "extend permit", extendPermitScript, []string{key, slotKey(key, slot)}, strconv.Itoa(slot), token, ms(ttl))
+	var (
+		n   int64
+		err error
+	)
+	switch h.Kind {
+	case keyserver.PermitHold:
+		n, err = s.eval(ctx, "extend permit", extendPermitScript, []string{h.Key, slotKey(h.Key, h.Slot)}, strconv.Itoa(h.Slot), h.Token, ms(ttl))
+	case keyserver.LeaderHold:
+		var reply any
+		if reply, err = s.evalAny(ctx, "extend leader", leaderScript, leaderKeys(h.Key), h.Token, h.Value, ms(ttl), h.Key); err == nil {
+			var v []int64
+			if v, err = ints(reply, 2); err != nil {
+				return false, s.fail("extend leader", h.Key, err)
+			}
+			n = v[0]
+		}
+	default:
+		n, err = s.eval(ctx, "extend hold", extendHoldScript, rwKeys(h.Key), h.Token, ms(ttl), flag(h.Kind != keyserver.ReadHold))
+	}
 	return n == 1, err
 }
 
-// ReleasePermit frees slot if it holds token, and tells the watchers.
-func (s *Server) ReleasePermit(ctx context.Context, key string, slot int, token string) (bool, error) {
-	if err := checkSlot(key, slot, token, 0, false); err != nil {
+// ReleaseHold ends h if it holds its token, and tells the watchers.
+func (s *Server) ReleaseHold(ctx context.Context, h keyserver.HoldSpec) (bool, error) {
+	if err := keyserver.CheckHold(h, 0); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, "release permit", releasePermitScript, []string{slotKey(key, slot), key + ":watchers", key + ":told"},
-		token, lineTTL, claimTTL, key)
+	var (
+		n   int64
+		err error
+	)
+	switch key := h.Key; h.Kind {
+	case keyserver.PermitHold:
+		n, err = s.eval(ctx, "release permit", releasePermitScript, []string{slotKey(key, h.Slot), key + ":watchers", key + ":told"},
+			h.Token, lineTTL, claimTTL, key)
+	case keyserver.LeaderHold:
+		n, err = s.eval(ctx, "resign", resignScript, []string{key, key + ":watchers"}, h.Token, key)
+	default:
+		n, err = s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers", key + ":told"},
+			h.Token, flag(h.Kind != keyserver.ReadHold), lineTTL, claimTTL, key)
+	}
 	return n == 1, err
+}
+
+// WatchHolds watches h's key for the release of a slot or hold, or for a
+// change of leader.
+func (s *Server) WatchHolds(ctx context.Context, h keyserver.HoldSpec) (<-chan struct{}, func(), error) {
+	if h.Kind == keyserver.LeaderHold {
+		return s.watchPrim(ctx, h.Key, primWatch, false)
+	}
+	if err := keyserver.CheckHold(h, 0); err != nil {
+		return nil, nil, err
+	}
+	return s.watchPrim(ctx, h.Key, watchPromise(h.Token, h.Kind == keyserver.ReadHold), true)
 }
 
 // slotKey is the key of slot of the semaphore key.
 func slotKey(key string, slot int) string { return key + ":" + strconv.Itoa(slot) }
-
-func checkSlot(key string, slot int, token string, ttl time.Duration, needTTL bool) error {
-	var err error
-	if needTTL {
-		err = keyserver.CheckTTL(key, token, ttl)
-	} else {
-		err = keyserver.CheckToken(key, token)
-	}
-	if err != nil {
-		return err
-	}
-	return keyserver.CheckSlot(key, slot)
-}
-
-// WatchPermits watches the semaphore key for the release of a slot.
-func (s *Server) WatchPermits(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
-	if err := keyserver.CheckToken(key, token); err != nil {
-		return nil, nil, err
-	}
-	return s.watchPrim(ctx, key, watchPromise(token, false), true)
-}
 
 // rwKeys are the keys of the read-write lock key.
 func rwKeys(key string) []string {
 	return []string{key + ":w", key + ":r", key + ":wait", key + ":watchers", key + ":told"}
 }
 
-// AcquireRead adds token to key's readers unless a writer holds the key or
-// waits for it.
-func (s *Server) AcquireRead(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
-		return false, keyserver.Holder{}, err
-	}
-	member := s.watcher(key, token, true)
-	ok, h, err := s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(key), token, ms(ttl), member))
-	s.unwatched(key, member, ok)
-	return ok, h, err
-}
-
-// AcquireWrite stores token as key's writer if nobody holds the key; a
-// refused caller that will wait marks a writer waiting.
-func (s *Server) AcquireWrite(ctx context.Context, key, token string, ttl time.Duration, wait bool) (bool, keyserver.Holder, error) {
-	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
-		return false, keyserver.Holder{}, err
-	}
-	member := s.watcher(key, token, false)
-	ok, h, err := s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(key),
-		token, ms(ttl), flag(wait), layout.WaiterOf(token), ms(keyserver.WriterWaitTTL), member, layout.PromiseOf(token)))
-	s.unwatched(key, member, ok)
-	return ok, h, err
+// leaderKeys are the keys of the election key that leaderScript gets.
+func leaderKeys(key string) []string {
+	return []string{key, layout.FenceKey(key), key + ":watchers"}
 }
 
 // hold reads the reply of readScript or writeScript.
-func (s *Server) hold(reply any, err error) (bool, keyserver.Holder, error) {
+func (s *Server) hold(reply any, err error) (bool, keyserver.HoldReply, error) {
 	if err != nil {
-		return false, keyserver.Holder{}, err
+		return false, keyserver.HoldReply{}, err
 	}
 	n, err := ints(reply, 2)
 	if err != nil {
-		return false, keyserver.Holder{}, err
+		return false, keyserver.HoldReply{}, err
 	}
-	return n[0] == 1, keyserver.Holder{Left: time.Duration(n[1]) * time.Millisecond}, nil
+	return n[0] == 1, keyserver.HoldReply{Left: time.Duration(n[1]) * time.Millisecond}, nil
 }
 
 func flag(b bool) string {
@@ -245,89 +278,6 @@ func flag(b bool) string {
 		return "1"
 	}
 	return "0"
-}
-
-// ExtendHold renews token's hold of key, or stores it again where it
-// would be granted.
-func (s *Server) ExtendHold(ctx context.Context, key, token string, ttl time.Duration, write bool) (bool, error) {
-	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
-		return false, err
-	}
-	n, err := s.eval(ctx, "extend hold", extendHoldScript, rwKeys(key), token, ms(ttl), flag(write))
-	return n == 1, err
-}
-
-// ReleaseHold ends token's hold of key and tells the watchers.
-func (s *Server) ReleaseHold(ctx context.Context, key, token string, write bool) (bool, error) {
-	if err := keyserver.CheckToken(key, token); err != nil {
-		return false, err
-	}
-	n, err := s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers", key + ":told"},
-		token, flag(write), lineTTL, claimTTL, key)
-	return n == 1, err
-}
-
-// WatchHolds watches key for the release of a hold.
-func (s *Server) WatchHolds(ctx context.Context, key, token string, write bool) (<-chan struct{}, func(), error) {
-	if err := keyserver.CheckToken(key, token); err != nil {
-		return nil, nil, err
-	}
-	return s.watchPrim(ctx, key, watchPromise(token, !write), true)
-}
-
-// AcquireLeader stores token and value as key's leader if none leads or
-// token does, and reads key's term counter.
-func (s *Server) AcquireLeader(ctx context.Context, key, token, value string, ttl time.Duration) (bool, uint64, error) {
-	if err := checkLeader(key, token, value, ttl); err != nil {
-		return false, 0, err
-	}
-	reply, err := s.evalAny(ctx, "acquire leader", leaderScript, []string{key, layout.FenceKey(key), key + ":watchers"},
-		token, value, ms(ttl), key)
-	if err != nil {
-		return false, 0, err
-	}
-	n, err := ints(reply, 2)
-	if err != nil {
-		return false, 0, s.fail("acquire leader", key, err)
-	}
-	return n[0] == 1, uint64(n[1]), nil
-}
-
-// ExtendLeader renews key if token leads, or stores token and value again
-// if none does.
-func (s *Server) ExtendLeader(ctx context.Context, key, token, value string, ttl time.Duration) (bool, error) {
-	if err := checkLeader(key, token, value, ttl); err != nil {
-		return false, err
-	}
-	reply, err := s.evalAny(ctx, "extend leader", leaderScript, []string{key, layout.FenceKey(key), key + ":watchers"},
-		token, value, ms(ttl), key)
-	if err != nil {
-		return false, err
-	}
-	n, err := ints(reply, 2)
-	if err != nil {
-		return false, s.fail("extend leader", key, err)
-	}
-	return n[0] == 1, nil
-}
-
-func checkLeader(key, token, value string, ttl time.Duration) error {
-	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
-		return err
-	}
-	if value == "" {
-		return fmt.Errorf("%w: empty value for election %q", keyserver.ErrInvalidArgument, key)
-	}
-	return nil
-}
-
-// ReleaseLeader frees key if token leads, and tells the watchers.
-func (s *Server) ReleaseLeader(ctx context.Context, key, token string) (bool, error) {
-	if err := keyserver.CheckToken(key, token); err != nil {
-		return false, err
-	}
-	n, err := s.eval(ctx, "resign", resignScript, []string{key, key + ":watchers"}, token, key)
-	return n == 1, err
 }
 
 // ReadLeader returns key's leader, with the TTL its key has left.
@@ -365,11 +315,6 @@ func text(v any) (string, bool) {
 		return string(t), true
 	}
 	return "", false
-}
-
-// WatchLeader watches key for a change of its leader.
-func (s *Server) WatchLeader(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watchPrim(ctx, key, primWatch, false)
 }
 
 // watchPrim watches the primitive key for the call that promise stands

@@ -117,6 +117,19 @@ func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 	return err
 }
 
+// WatchContention answers from OpWatchContention's script: a reply's Err
+// fails the call, and its Delay and Block hold it up; otherwise it is the
+// store's watch of key's line, told of the waiters the store put in line.
+func (s *Server) WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error) {
+	_, _, err = s.call(ctx, Call{Op: OpWatchContention, Key: key, Token: token}, func(ctx context.Context, _, _ string, _ time.Duration) (bool, error) {
+		return true, ctx.Err()
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return s.store.WatchContention(ctx, key, token)
+}
+
 // Wake closes the channels of key's watches, as a turn that a release
 // published would, and returns how many it woke.
 func (s *Server) Wake(key string) int {

@@ -7,31 +7,38 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-var (
-	_ keyserver.Semaphorer = (*Server)(nil)
-	_ keyserver.RWLocker   = (*Server)(nil)
-	_ keyserver.Elector    = (*Server)(nil)
-)
+var _ keyserver.HoldKeeper = (*Server)(nil)
 
-// The operations of the primitives beside locks. Each is scripted like
-// the lock's: a reply's OK and Err answer, its Delay and Block hold the
-// call up, and FromStore (or no script) answers from the store. A
-// scripted refusal reports an empty keyserver.Permits or Holder;
-// OpAcquireLeader's reply's Fence is the counter it reads.
+// The operations of the primitives beside locks, a keyserver.HoldKeeper's
+// calls by the kind of hold. Each is scripted like the lock's: a reply's
+// OK and Err answer, its Delay and Block hold the call up, and FromStore
+// (or no script) answers from the store. A scripted refusal reports an
+// empty keyserver.HoldReply; OpAcquireLeader's reply's Fence is the counter
+// it reads.
 const (
-	OpAcquirePermit Op = "acquire-permit"
+	OpAcquirePermit Op = "acquire-permit" // AcquireHold of a PermitHold
 	OpExtendPermit  Op = "extend-permit"
 	OpReleasePermit Op = "release-permit"
-	OpAcquireRead   Op = "acquire-read"
-	OpAcquireWrite  Op = "acquire-write"
-	OpExtendHold    Op = "extend-hold"
-	OpReleaseHold   Op = "release-hold"
+	OpAcquireRead   Op = "acquire-read"  // AcquireHold of a ReadHold
+	OpAcquireWrite  Op = "acquire-write" // AcquireHold of a WriteHold or WaitingWriteHold
+	OpExtendHold    Op = "extend-hold"   // ExtendHold of a read or write hold
+	OpReleaseHold   Op = "release-hold"  // ReleaseHold of a read or write hold
 	OpAcquireLeader Op = "acquire-leader"
 	OpExtendLeader  Op = "extend-leader"
 	OpReleaseLeader Op = "release-leader"
 	OpReadLeader    Op = "read-leader" // only Err, Delay and Block of its replies count
-	OpWatchKey      Op = "watch-key"   // WatchPermits, WatchHolds, WatchLeader: only Err, Delay and Block count
+	OpWatchKey      Op = "watch-key"   // WatchHolds, of every kind: only Err, Delay and Block count
 )
+
+// holdOps are the operations of AcquireHold, ExtendHold and ReleaseHold
+// of each kind of hold.
+var holdOps = map[keyserver.HoldKind][3]Op{
+	keyserver.PermitHold:       {OpAcquirePermit, OpExtendPermit, OpReleasePermit},
+	keyserver.ReadHold:         {OpAcquireRead, OpExtendHold, OpReleaseHold},
+	keyserver.WriteHold:        {OpAcquireWrite, OpExtendHold, OpReleaseHold},
+	keyserver.WaitingWriteHold: {OpAcquireWrite, OpExtendHold, OpReleaseHold},
+	keyserver.LeaderHold:       {OpAcquireLeader, OpExtendLeader, OpReleaseLeader},
+}
 
 // checkPrimitive validates the calls of the primitives that Call.check
 // does not know; ok is false for the others.
@@ -51,104 +58,47 @@ func (s *Server) vote(ctx context.Context, c Call, store func(context.Context) (
 	return s.call(ctx, c, func(ctx context.Context, _, _ string, _ time.Duration) (bool, error) { return store(ctx) })
 }
 
-// AcquirePermit answers from OpAcquirePermit's script, or else from the
-// store.
-func (s *Server) AcquirePermit(ctx context.Context, key string, permits, slot int, token string, ttl time.Duration) (bool, keyserver.Permits, error) {
-	var p keyserver.Permits
-	_, ok, err := s.vote(ctx, Call{Op: OpAcquirePermit, Key: key, Token: token, TTL: ttl}, func(ctx context.Context) (bool, error) {
-		ok, sp, err := s.store.AcquirePermit(ctx, key, permits, slot, token, ttl)
-		p = sp
-		return ok, err
-	})
-	return ok, p, err
-}
-
-// ExtendPermit answers from OpExtendPermit's script, or else from the
-// store.
-func (s *Server) ExtendPermit(ctx context.Context, key string, slot int, token string, ttl time.Duration) (bool, error) {
-	_, ok, err := s.vote(ctx, Call{Op: OpExtendPermit, Key: key, Token: token, TTL: ttl}, func(ctx context.Context) (bool, error) {
-		return s.store.ExtendPermit(ctx, key, slot, token, ttl)
-	})
-	return ok, err
-}
-
-// ReleasePermit answers from OpReleasePermit's script, or else from the
-// store.
-func (s *Server) ReleasePermit(ctx context.Context, key string, slot int, token string) (bool, error) {
-	_, ok, err := s.vote(ctx, Call{Op: OpReleasePermit, Key: key, Token: token}, func(ctx context.Context) (bool, error) {
-		return s.store.ReleasePermit(ctx, key, slot, token)
-	})
-	return ok, err
-}
-
-// AcquireRead answers from OpAcquireRead's script, or else from the store.
-func (s *Server) AcquireRead(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	var h keyserver.Holder
-	_, ok, err := s.vote(ctx, Call{Op: OpAcquireRead, Key: key, Token: token, TTL: ttl}, func(ctx context.Context) (bool, error) {
-		ok, sh, err := s.store.AcquireRead(ctx, key, token, ttl)
-		h = sh
-		return ok, err
-	})
-	return ok, h, err
-}
-
-// AcquireWrite answers from OpAcquireWrite's script, or else from the
-// store (which marks a waiting writer).
-func (s *Server) AcquireWrite(ctx context.Context, key, token string, ttl time.Duration, wait bool) (bool, keyserver.Holder, error) {
-	var h keyserver.Holder
-	_, ok, err := s.vote(ctx, Call{Op: OpAcquireWrite, Key: key, Token: token, TTL: ttl}, func(ctx context.Context) (bool, error) {
-		ok, sh, err := s.store.AcquireWrite(ctx, key, token, ttl, wait)
-		h = sh
-		return ok, err
-	})
-	return ok, h, err
-}
-
-// ExtendHold answers from OpExtendHold's script, or else from the store.
-func (s *Server) ExtendHold(ctx context.Context, key, token string, ttl time.Duration, write bool) (bool, error) {
-	_, ok, err := s.vote(ctx, Call{Op: OpExtendHold, Key: key, Token: token, TTL: ttl}, func(ctx context.Context) (bool, error) {
-		return s.store.ExtendHold(ctx, key, token, ttl, write)
-	})
-	return ok, err
-}
-
-// ReleaseHold answers from OpReleaseHold's script, or else from the store.
-func (s *Server) ReleaseHold(ctx context.Context, key, token string, write bool) (bool, error) {
-	_, ok, err := s.vote(ctx, Call{Op: OpReleaseHold, Key: key, Token: token}, func(ctx context.Context) (bool, error) {
-		return s.store.ReleaseHold(ctx, key, token, write)
-	})
-	return ok, err
-}
-
-// AcquireLeader answers from OpAcquireLeader's script (the reply's Fence
-// is the counter read), or else from the store.
-func (s *Server) AcquireLeader(ctx context.Context, key, token, value string, ttl time.Duration) (bool, uint64, error) {
-	var fence uint64
-	r, ok, err := s.vote(ctx, Call{Op: OpAcquireLeader, Key: key, Token: token, TTL: ttl}, func(ctx context.Context) (bool, error) {
-		ok, f, err := s.store.AcquireLeader(ctx, key, token, value, ttl)
-		fence = f
-		return ok, err
-	})
-	if !r.Store {
-		fence = r.Fence
+// holdCall is the logged call of h's operation (0: acquire, 1: extend, 2:
+// release), refused as a real server would when h is not valid.
+func (s *Server) holdCall(ctx context.Context, h keyserver.HoldSpec, op int, ttl time.Duration, store func(context.Context) (bool, error)) (Reply, bool, error) {
+	ops, ok := holdOps[h.Kind]
+	if !ok {
+		return Reply{}, false, keyserver.CheckHold(h, ttl)
 	}
-	return ok, fence, err
+	c := Call{Op: ops[op], Key: h.Key, Token: h.Token, TTL: ttl}
+	return s.callChecked(ctx, c, keyserver.CheckHold(h, ttl), func(ctx context.Context, _, _ string, _ time.Duration) (bool, error) { return store(ctx) })
 }
 
-// ExtendLeader answers from OpExtendLeader's script, or else from the
+// AcquireHold answers from the script of h's kind's acquire
+// (OpAcquireLeader's reply's Fence is the counter read), or else from the
 // store.
-func (s *Server) ExtendLeader(ctx context.Context, key, token, value string, ttl time.Duration) (bool, error) {
-	_, ok, err := s.vote(ctx, Call{Op: OpExtendLeader, Key: key, Token: token, TTL: ttl}, func(ctx context.Context) (bool, error) {
-		return s.store.ExtendLeader(ctx, key, token, value, ttl)
+func (s *Server) AcquireHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
+	var hd keyserver.HoldReply
+	r, ok, err := s.holdCall(ctx, h, 0, ttl, func(ctx context.Context) (bool, error) {
+		ok, sh, err := s.store.AcquireHold(ctx, h, ttl)
+		hd = sh
+		return ok, err
+	})
+	if !r.Store && h.Kind == keyserver.LeaderHold && err == nil {
+		hd.Fence = r.Fence
+	}
+	return ok, hd, err
+}
+
+// ExtendHold answers from the script of h's kind's extend, or else from
+// the store.
+func (s *Server) ExtendHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, error) {
+	_, ok, err := s.holdCall(ctx, h, 1, ttl, func(ctx context.Context) (bool, error) {
+		return s.store.ExtendHold(ctx, h, ttl)
 	})
 	return ok, err
 }
 
-// ReleaseLeader answers from OpReleaseLeader's script, or else from the
-// store.
-func (s *Server) ReleaseLeader(ctx context.Context, key, token string) (bool, error) {
-	_, ok, err := s.vote(ctx, Call{Op: OpReleaseLeader, Key: key, Token: token}, func(ctx context.Context) (bool, error) {
-		return s.store.ReleaseLeader(ctx, key, token)
+// ReleaseHold answers from the script of h's kind's release, or else from
+// the store.
+func (s *Server) ReleaseHold(ctx context.Context, h keyserver.HoldSpec) (bool, error) {
+	_, ok, err := s.holdCall(ctx, h, 2, 0, func(ctx context.Context) (bool, error) {
+		return s.store.ReleaseHold(ctx, h)
 	})
 	return ok, err
 }
@@ -168,26 +118,18 @@ func (s *Server) ReadLeader(ctx context.Context, key string) (keyserver.Leadersh
 	return ld, nil
 }
 
-// WatchPermits watches the store, unless OpWatchKey's script fails or
-// holds up the call.
-func (s *Server) WatchPermits(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
-	return s.watchKey(ctx, key, func(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-		return s.store.WatchPermits(ctx, key, token)
-	})
-}
-
 // WatchHolds watches the store, unless OpWatchKey's script fails or holds
 // up the call.
-func (s *Server) WatchHolds(ctx context.Context, key, token string, write bool) (<-chan struct{}, func(), error) {
-	return s.watchKey(ctx, key, func(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-		return s.store.WatchHolds(ctx, key, token, write)
+func (s *Server) WatchHolds(ctx context.Context, h keyserver.HoldSpec) (<-chan struct{}, func(), error) {
+	if _, ok := holdOps[h.Kind]; !ok || h.Kind != keyserver.LeaderHold {
+		if err := keyserver.CheckHold(h, 0); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s.watchKey(ctx, h.Key, func(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+		h.Key = key
+		return s.store.WatchHolds(ctx, h)
 	})
-}
-
-// WatchLeader watches the store, unless OpWatchKey's script fails or
-// holds up the call.
-func (s *Server) WatchLeader(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	return s.watchKey(ctx, key, s.store.WatchLeader)
 }
 
 func (s *Server) watchKey(ctx context.Context, key string,

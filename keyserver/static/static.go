@@ -22,7 +22,9 @@
 // answered from the store, they wait in the store's line. A watch is woken
 // by its turn in the store's line, by a scripted Release that answers true,
 // by [Server.Wake], or by [Server.Break], which ends every watch as a lost
-// connection would.
+// connection would. WatchContention follows OpWatchContention's script
+// and watches the store's line: a waiter that the store put in line tells
+// it, a scripted refusal does not.
 package static
 
 import (
@@ -45,6 +47,9 @@ const (
 	OpRaiseFence Op = "raise-fence"
 	OpWatch      Op = "watch"      // WatchTurn: only Err, Delay and Block of its replies count
 	OpLeaveLine  Op = "leave-line" // only Err, Delay and Block of its replies count
+	// OpWatchContention is WatchContention: only Err, Delay and Block of
+	// its replies count.
+	OpWatchContention Op = "watch-contention"
 )
 
 // Reply is one scripted answer.
@@ -275,6 +280,13 @@ func (s *Server) release(ctx context.Context, c Call, store keyserver.KeyServer)
 // call logs c and answers it from the script or the store, and returns the
 // reply it followed (FromStore when it answered from the store).
 func (s *Server) call(ctx context.Context, c Call, store func(context.Context, string, string, time.Duration) (bool, error)) (Reply, bool, error) {
+	return s.callChecked(ctx, c, c.check(), store)
+}
+
+// callChecked is call of c, refused with bad if that is not nil: the
+// error of arguments that c does not carry (a hold's slot, a leader's
+// value).
+func (s *Server) callChecked(ctx context.Context, c Call, bad error, store func(context.Context, string, string, time.Duration) (bool, error)) (Reply, bool, error) {
 	s.mu.Lock()
 	before := s.before
 	s.mu.Unlock()
@@ -284,9 +296,9 @@ func (s *Server) call(ctx context.Context, c Call, store func(context.Context, s
 
 	s.mu.Lock()
 	r := FromStore
-	if err := c.check(); err != nil {
+	if bad != nil {
 		// Bad input is refused as a real server would, whatever the script.
-		r = Fail(err)
+		r = Fail(bad)
 	} else if script := s.scripts[c.Op]; len(script) > 0 {
 		i := s.next[c.Op]
 		if i < len(script)-1 {

@@ -1,6 +1,6 @@
--- AcquireLeader and ExtendLeader: stores the token and value as an
--- election's leader if none leads or the token does, renewing its TTL,
--- and reads the term counter; a new leader or value is told to every
+-- AcquireHold and ExtendHold of a LeaderHold: stores the token and value
+-- as an election's leader if none leads or the token does, renewing its
+-- TTL, and reads the term counter; a new leader or value is told to every
 -- watcher.
 -- KEYS[1]: the election's key, a hash of t (token) and v (value);
 -- KEYS[2]: its term counter (keyserver.FenceKey); KEYS[3]: key:watchers.

@@ -1,6 +1,6 @@
--- AcquirePermit: takes a slot of a semaphore for the token, after
--- checking the permits against the stored count, unless the free slots
--- are kept for the calls that releases promised one (see
+-- AcquireHold of a PermitHold: takes a slot of a semaphore for the token,
+-- after checking the permits against the stored count, unless the free
+-- slots are kept for the calls that releases promised one (see
 -- release_permit.lua).
 -- KEYS[1]: the semaphore key, its stored count; KEYS[2]: the slot's key
 -- (key:N); KEYS[3]: key:watchers; KEYS[4]: key:told, the promises, each

@@ -1,6 +1,6 @@
--- AcquireRead: adds the token to a read-write lock's readers unless a
--- writer holds the lock, waits for it, or was promised it. A reader that
--- holds is renewed even while a writer waits.
+-- AcquireHold of a ReadHold: adds the token to a read-write lock's readers
+-- unless a writer holds the lock, waits for it, or was promised it. A
+-- reader that holds is renewed even while a writer waits.
 -- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, a ZSET of reader
 -- tokens scored by expiry (server time, ms); KEYS[3]: key:wait, the mark
 -- of the writer that waited last; KEYS[4]: key:watchers; KEYS[5]:

@@ -1,9 +1,9 @@
--- AcquireWrite: stores the token as a read-write lock's writer if nobody
--- holds the lock and it is promised to no other writer (see
--- release_hold.lua); a refused caller that will wait marks a writer
--- waiting, which keeps new readers out. The writer's key is set first and
--- taken back if readers hold or the promise is another's: one command
--- less when nobody does.
+-- AcquireHold of a WriteHold or WaitingWriteHold: stores the token as a
+-- read-write lock's writer if nobody holds the lock and it is promised to
+-- no other writer (see release_hold.lua); a refused caller that will wait
+-- marks a writer waiting, which keeps new readers out. The writer's key is
+-- set first and taken back if readers hold or the promise is another's:
+-- one command less when nobody does.
 -- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, a ZSET of reader
 -- tokens scored by expiry (server time, ms); KEYS[3]: key:wait, the mark
 -- of the writer that waited last; KEYS[4]: key:watchers; KEYS[5]:

@@ -1,5 +1,6 @@
--- ExtendHold: renews the token's hold of a read-write lock, as its writer
--- or as a reader, or stores it again where it would be granted.
+-- ExtendHold of a read or write hold: renews the token's hold of a
+-- read-write lock, as its writer or as a reader, or stores it again where
+-- it would be granted.
 -- KEYS[1]: key:w; KEYS[2]: key:r; KEYS[3]: key:wait.
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: '1' for the writer, '0'
 -- for a reader.

@@ -1,6 +1,7 @@
--- ExtendPermit: renews a semaphore's slot if it holds the token, or
--- stores it again if it is free and below the stored count. A slot stored
--- again after a restart takes slot+1 as the count, the least it can be.
+-- ExtendHold of a PermitHold: renews a semaphore's slot if it holds the
+-- token, or stores it again if it is free and below the stored count. A
+-- slot stored again after a restart takes slot+1 as the count, the least
+-- it can be.
 -- KEYS[1]: the semaphore key, its stored count; KEYS[2]: the slot's key.
 -- ARGV[1]: the slot; ARGV[2]: token; ARGV[3]: TTL in ms.
 -- Reply: 1 or 0.

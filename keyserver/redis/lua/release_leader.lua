@@ -1,5 +1,5 @@
--- ReleaseLeader: ends the token's leadership of an election, and tells
--- every watcher.
+-- ReleaseHold of a LeaderHold: ends the token's leadership of an election,
+-- and tells every watcher.
 -- KEYS[1]: the election's key; KEYS[2]: key:watchers.
 -- ARGV[1]: token; ARGV[2]: the election's key, which names the turn.
 -- Reply: 1, or 0 when the token does not lead.

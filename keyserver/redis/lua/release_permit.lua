@@ -1,6 +1,6 @@
--- ReleasePermit: frees a semaphore's slot if it holds the token, and
--- promises a free slot, for ARGV[3] ms, to the earliest watcher that
--- holds no promise, and tells it. The count stays until it lapses: a
+-- ReleaseHold of a PermitHold: frees a semaphore's slot if it holds the
+-- token, and promises a free slot, for ARGV[3] ms, to the earliest watcher
+-- that holds no promise, and tells it. The count stays until it lapses: a
 -- call with another count looks at the slots.
 -- KEYS[1]: the slot's key; KEYS[2]: key:watchers; KEYS[3]: key:told.
 -- ARGV[1]: token; ARGV[2]: the promises' key's TTL in ms
@@ -11,9 +11,9 @@
 -- key:watchers holds each watching call (its promise, 49 bytes, then its
 -- Server's channel), scored by the server's time of its first watch: the
 -- earliest is the first. key:told is the promises made, each '<watcher>
--- <deadline, server ms>,': AcquirePermit keeps a free slot for each live
--- promise to another call, until that call claims it (a grant takes it
--- out of both) or the promise lapses. A watcher whose promise lapsed did
+-- <deadline, server ms>,': a permit's AcquireHold keeps a free slot for
+-- each live promise to another call, until that call claims it (a grant
+-- takes it out of both) or the promise lapses. A watcher whose promise lapsed did
 -- not come back in time: gone, or too slow to keep its place, it is
 -- taken out of the watchers. A watch without a rank ('!' * 49) is told
 -- and taken out, never promised.

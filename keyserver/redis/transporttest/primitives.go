@@ -22,26 +22,10 @@ func (s *suite) primitiveCommandCounts(t *testing.T) {
 		name string
 		run  func()
 	}{
-		{"permit of 1", func() {
-			ok, _, err := srv.AcquirePermit(bg, sem, 1, 0, tok, ttl)
-			want(t, "AcquirePermit", true)(ok, err)
-			want(t, "ReleasePermit", true)(srv.ReleasePermit(bg, sem, 0, tok))
-		}},
-		{"permit of 3", func() {
-			ok, _, err := srv.AcquirePermit(bg, sem, 3, 2, tok, ttl)
-			want(t, "AcquirePermit", true)(ok, err)
-			want(t, "ReleasePermit", true)(srv.ReleasePermit(bg, sem, 2, tok))
-		}},
-		{"read hold", func() {
-			ok, _, err := srv.AcquireRead(bg, rw, tok, ttl)
-			want(t, "AcquireRead", true)(ok, err)
-			want(t, "ReleaseHold(read)", true)(srv.ReleaseHold(bg, rw, tok, false))
-		}},
-		{"write hold", func() {
-			ok, _, err := srv.AcquireWrite(bg, rw, tok, ttl, true)
-			want(t, "AcquireWrite", true)(ok, err)
-			want(t, "ReleaseHold(write)", true)(srv.ReleaseHold(bg, rw, tok, true))
-		}},
+		{"permit of 1", func() { takeAndRelease(t, srv, permitOf(sem, 1, 0, tok)) }},
+		{"permit of 3", func() { takeAndRelease(t, srv, permitOf(sem, 3, 2, tok)) }},
+		{"read hold", func() { takeAndRelease(t, srv, holdOf(keyserver.ReadHold, rw, tok)) }},
+		{"write hold", func() { takeAndRelease(t, srv, holdOf(keyserver.WaitingWriteHold, rw, tok)) }},
 	}
 	for _, st := range steps {
 		st.run() // the first runs load the scripts and open connections
@@ -55,6 +39,24 @@ func (s *suite) primitiveCommandCounts(t *testing.T) {
 	}
 }
 
+// permitOf is token's hold of slot of the semaphore key of permits.
+func permitOf(key string, permits, slot int, token string) keyserver.HoldSpec {
+	return keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: key, Token: token, Permits: permits, Slot: slot}
+}
+
+// holdOf is token's hold of kind of key.
+func holdOf(kind keyserver.HoldKind, key, token string) keyserver.HoldSpec {
+	return keyserver.HoldSpec{Kind: kind, Key: key, Token: token}
+}
+
+// takeAndRelease takes h on srv and releases it, both granted.
+func takeAndRelease(t *testing.T, srv *redis.Server, h keyserver.HoldSpec) {
+	t.Helper()
+	ok, _, err := srv.AcquireHold(bg, h, ttl)
+	want(t, "AcquireHold", true)(ok, err)
+	want(t, "ReleaseHold", true)(srv.ReleaseHold(bg, h))
+}
+
 // releaseWakesOneWatcher checks whom a primitive's release wakes, across
 // two Servers as across two processes: the earliest watcher alone, in the
 // order the watchers came (one freed slot serves one waiter, and the herd would cost every waiter
@@ -66,15 +68,15 @@ func (s *suite) releaseWakesOneWatcher(t *testing.T) {
 	sem := layout.SemaphoreKey("woken")
 	take := func(srv *redis.Server, token string, d time.Duration, want bool) {
 		t.Helper()
-		ok, _, err := srv.AcquirePermit(bg, sem, 1, 0, token, d)
+		ok, _, err := srv.AcquireHold(bg, permitOf(sem, 1, 0, token), d)
 		if err != nil || ok != want {
-			t.Fatalf("AcquirePermit(%s) = %v, %v; want %v", token, ok, err, want)
+			t.Fatalf("AcquireHold(permit %s) = %v, %v; want %v", token, ok, err, want)
 		}
 	}
 	watch := func(srv *redis.Server, token string) <-chan struct{} {
 		t.Helper()
-		ch, stop, err := srv.WatchPermits(bg, sem, token)
-		must(t, "WatchPermits", err)
+		ch, stop, err := srv.WatchHolds(bg, permitOf(sem, 1, 0, token))
+		must(t, "WatchHolds(permit)", err)
 		t.Cleanup(stop)
 		return ch
 	}
@@ -95,7 +97,7 @@ func (s *suite) releaseWakesOneWatcher(t *testing.T) {
 	// while it watches, which takes it out of the watchers.
 	time.Sleep(short + 50*time.Millisecond)
 	take(a, first, ttl, true)
-	want(t, "ReleasePermit(first)", true)(a.ReleasePermit(bg, sem, 0, first))
+	want(t, "ReleaseHold(permit first)", true)(a.ReleaseHold(bg, permitOf(sem, 1, 0, first)))
 	awaitClosed(t, w2, 5*time.Second, "the second waiter's watch, at the release of the first, who was granted as a watcher")
 	if isClosed(w1) {
 		t.Errorf("the first waiter's watch was woken by its own release")
@@ -104,7 +106,7 @@ func (s *suite) releaseWakesOneWatcher(t *testing.T) {
 	third, fourth := ranked(4, 1), ranked(5, 1)
 	take(b, second, ttl, true)
 	w3, w4 := watch(a, third), watch(b, fourth)
-	want(t, "ReleasePermit(second)", true)(b.ReleasePermit(bg, sem, 0, second))
+	want(t, "ReleaseHold(permit second)", true)(b.ReleaseHold(bg, permitOf(sem, 1, 0, second)))
 	awaitClosed(t, w3, 5*time.Second, "the earliest watcher's watch")
 	time.Sleep(200 * time.Millisecond)
 	if isClosed(w4) {
@@ -113,16 +115,23 @@ func (s *suite) releaseWakesOneWatcher(t *testing.T) {
 
 	rw := layout.RWKey("woken")
 	writer, r1, r2, w := ranked(6, 1), ranked(7, 1), ranked(8, 1), ranked(9, 1)
-	want(t, "AcquireWrite(writer)", true)(func() (bool, error) { ok, _, err := a.AcquireWrite(bg, rw, writer, ttl, false); return ok, err }())
+	want(t, "AcquireHold(writer)", true)(func() (bool, error) {
+		ok, _, err := a.AcquireHold(bg, holdOf(keyserver.WriteHold, rw, writer), ttl)
+		return ok, err
+	}())
 	watchHolds := func(srv *redis.Server, token string, write bool) <-chan struct{} {
 		t.Helper()
-		ch, stop, err := srv.WatchHolds(bg, rw, token, write)
+		kind := keyserver.ReadHold
+		if write {
+			kind = keyserver.WaitingWriteHold
+		}
+		ch, stop, err := srv.WatchHolds(bg, holdOf(kind, rw, token))
 		must(t, "WatchHolds", err)
 		t.Cleanup(stop)
 		return ch
 	}
 	wr1, wr2, ww := watchHolds(a, r1, false), watchHolds(b, r2, false), watchHolds(b, w, true)
-	want(t, "ReleaseHold(writer)", true)(a.ReleaseHold(bg, rw, writer, true))
+	want(t, "ReleaseHold(writer)", true)(a.ReleaseHold(bg, holdOf(keyserver.WriteHold, rw, writer)))
 	for _, c := range []struct {
 		what string
 		ch   <-chan struct{}
