@@ -86,8 +86,19 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 		// an attempt that failed gave its keys on when it was undone.
 		d = min(d, a.o.retryWait())
 	}
-	until := c.clock.Now().Add(d)
-	need := c.turnsNeeded()
+	return a.awaitTurns(ctx, c.turnsNeeded(), c.clock.Now().Add(a.untilPatience(d)))
+}
+
+// awaitTurns waits until need of the call's watches have fired, or until.
+// Once one has fired, it waits for the others no longer than gatherTurns:
+// a release reaches the servers one by one and tells the call on each as
+// it lands, so the others' word comes within moments, unless a server
+// promised the key to another waiter whose refusal reached it first (then
+// both try, and rank decides who keeps what: see tally.keep). Trying on
+// the first word would reach servers the release has not reached yet and
+// split the votes.
+func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time) error {
+	c := a.c
 	gathering := false
 	var wake []<-chan struct{}
 	for {
@@ -110,17 +121,13 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 		}
 		now := c.clock.Now()
 		if turns > 0 && !gathering {
-			// The others' turns come within moments of the first, unless
-			// a server promised the key to another waiter, whose refusal
-			// reached it first: then both try, and rank decides who keeps
-			// what it was promised (see tally.keep).
 			gathering = true
 			until = earlier(until, now.Add(gatherTurns))
 		}
-		if !now.Before(until) || (a.retries >= 0 && !now.Before(a.patience)) {
+		if !now.Before(until) {
 			return nil
 		}
-		if err := c.clock.SleepOrWake(ctx, a.untilPatience(until.Sub(now)), wake); err != nil {
+		if err := c.clock.SleepOrWake(ctx, until.Sub(now), wake); err != nil {
 			return err
 		}
 	}

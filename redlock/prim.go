@@ -285,52 +285,14 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	if a.retries > 0 {
 		d = max(min(d, a.patience.Sub(c.clock.Now())), 0)
 	}
-	// A release reaches the servers one by one, and tells this call on
-	// each as it lands: told by some, it gathers the others' word for a
-	// moment (gatherTurns, as a lock's waiter does), so that its attempt
-	// does not reach the servers the release has not yet, be refused
-	// there and split the votes, with the promises of the others keeping
-	// the key from everyone meanwhile.
+	// Told by some servers, it gathers the others' word (see awaitTurns).
 	need := 0
 	for _, w := range a.watches {
 		if w.armed() {
 			need++
 		}
 	}
-	need = max(min(need, c.quorum), 1)
-	until := c.clock.Now().Add(d)
-	gathering := false
-	var wake []<-chan struct{}
-	for {
-		if c.closing.Err() != nil {
-			return nil // the attempt fails with ErrClosed
-		}
-		wake = append(wake[:0], c.closing.Done())
-		told := 0
-		for _, w := range a.watches {
-			switch {
-			case !w.armed():
-			case w.fired():
-				told++
-			default:
-				wake = append(wake, w.changed...)
-			}
-		}
-		if told >= need {
-			return nil
-		}
-		now := c.clock.Now()
-		if told > 0 && !gathering {
-			gathering = true
-			until = earlier(until, now.Add(gatherTurns))
-		}
-		if !now.Before(until) {
-			return nil
-		}
-		if err := c.clock.SleepOrWake(ctx, until.Sub(now), wake); err != nil {
-			return err
-		}
-	}
+	return a.awaitTurns(ctx, max(min(need, c.quorum), 1), c.clock.Now().Add(d))
 }
 
 // checkServers refuses a primitive over servers that do not implement
