@@ -9,17 +9,9 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// Contention (keyserver.Notifier's WatchContention). A waiter that joins a key's
-// line first (acquire_in_line.lua: a new member ranked first, as when the
-// line was empty) publishes on the key's contention channel. A holder that
-// asks (redlock's Lock.Contended) has its Server subscribe that channel on
-// the subscriber connection WatchTurn uses, and look at the line once the
-// subscription is confirmed (one EXISTS), so that a waiter who joined
-// before is not missed; the last watch of the key unsubscribes. Nothing
-// is sent for a lock whose holder does not ask, and only that PUBLISH for
-// a line that forms: the channel is per key, so a process hears only of
-// the keys it watches, and a lock nobody waits for runs the commands it
-// ran before.
+// Contention (keyserver.Notifier's WatchContention): a waiter that forms a
+// line publishes once on the key's channel ("The Redis key server" in
+// docs/design.md).
 
 // contentionPrefix begins every key's contention channel; the key follows.
 const contentionPrefix = "goredlock:contended:"

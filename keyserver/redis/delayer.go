@@ -8,14 +8,8 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// The lock-delay of keyserver.Delayer. A lock taken with a delay d keeps
-// its key d past the TTL of each grant and extension (PX ttl+d), so that
-// every acquire of the key, the plain SET NX of any client included, is
-// refused through the delay; beside it, layout.DelayKey holds d with the
-// same TTL, for a reader to tell the lease from the delay. A release
-// deletes both. Only the view's calls carry the record's key, so a lock
-// without a delay runs the same commands as before: SET NX, then GET and
-// DEL in release.lua.
+// The lock-delay of keyserver.Delayer: the lock key lives d past each
+// grant ("The Redis key server" in docs/design.md).
 
 var _ keyserver.Delayer = (*Server)(nil)
 

@@ -13,48 +13,8 @@ import (
 )
 
 // The Server's semaphores, read-write locks and elections
-// (keyserver.HoldKeeper). Each primitive lives under
-// the key the client passes (layout.SemaphoreKey and its kin, which
-// carry a Cluster hash tag) and keys made by appending to it, in its slot:
-//
-//   - a semaphore: key, the stored permit count, which lives at least as
-//     long as every slot taken under it; key:N, slot N, a lock key
-//     holding its holder's token with its TTL.
-//   - a read-write lock: key:w, the writer's token with its TTL; key:r, a
-//     sorted set of reader token → expiry (server time, ms), which lives
-//     as long as its last reader; key:wait, the mark of the writer that
-//     waited last, for keyserver.WriterWaitTTL.
-//   - an election: key, a hash of t (token) and v (value) with the
-//     leader's TTL; its term counter is layout.FenceKey(key), which
-//     RaiseFence raises.
-//   - key:watchers, a sorted set of the watching calls: each member is
-//     the call's promise (layout.PromiseOf its token; a reader's ends
-//     in readerMark; primWatch for an election's watchers, which have no
-//     rank) and then the channel of its Server, scored by when the call
-//     first watched (firstWatches), so that the watchers are in the order
-//     they came. A release that frees a slot or the write hold tells the
-//     earliest watcher that holds no promise (if it is a reader, every
-//     watcher, and takes them out, as readers share) and promises it what
-//     was freed, for keyserver.ClaimTTL, in key:told ("<member>
-//     <deadline ms>," for each promise): a permit's AcquireHold keeps a
-//     free slot for each promise to another call, a read or write hold's
-//     keeps the lock for a writer promised it. A told watcher stays a watcher:
-//     a grant where it watched takes it out, and claims its promise; a
-//     watcher whose promise lapsed unclaimed is taken out (it is gone, or
-//     too slow to keep its place); the last stop of a call's watches on a
-//     Server that no grant ended takes it out and passes on its promise
-//     (leave_watch.lua). A new leader or a resignation tells every
-//     watcher. The message is the member's promise and the key, which the
-//     subscriber reads as a turn of the watch (key, promise), so that
-//     watches share the Server's one Pub/Sub connection with the lines'
-//     turns and reach their own call only.
-//
-// The scripts spend commands as the lock's do, since a grant's cost is
-// counted in them: an uncontended permit or write hold is a SET NX and a
-// look at one more key, its release a GET and a DEL (plus one command to
-// find a watcher); a read hold adds the server's clock for its expiry.
-// Anything more (expired readers, free slots, differing counts) is looked
-// at only on the way to a refusal.
+// (keyserver.HoldKeeper): their keys and watchers are in "The Redis key
+// server" in docs/design.md.
 
 var _ keyserver.HoldKeeper = (*Server)(nil)
 
