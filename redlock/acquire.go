@@ -57,7 +57,7 @@ type acquisition struct {
 	left      time.Duration
 	refusedAt time.Time
 	// inLine has bit i set while the call may have a place in server i's
-	// line: it waits there, and leaves when it ends (see line.go).
+	// line: it waits there, and leaves when it ends (see wait.go).
 	inLine uint64
 	// watches are, per server, what the waiting call watches: its turn in
 	// the line (a lock), or a change of the key (a primitive); nil until

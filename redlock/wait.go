@@ -1,0 +1,452 @@
+package redlock
+
+import (
+	"context"
+	"math/bits"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// linePoll is the longest a waiter waits in line without trying again:
+// each try renews its place in the lines ("Lines and promises" in
+// docs/design.md).
+const linePoll = keyserver.LineTTL / 3
+
+// gatherTurns is how long a waiter that was given its turn by some servers
+// waits for the turns of the others before it tries anyway.
+const gatherTurns = 5 * time.Millisecond
+
+// earlier returns the earlier of two times.
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// wait waits after a refused attempt until the next one is worth making.
+func (a *acquisition) wait(ctx context.Context) error {
+	if a.p != nil && !a.waitsInLine() {
+		return a.waitForChange(ctx)
+	}
+	if a.inLine != 0 && a.waitsInALine() {
+		return a.waitInLine(ctx)
+	}
+	d := a.o.retryWait()
+	if l := a.last.left; l > 0 && l < d {
+		d = l
+	}
+	return a.c.clock.SleepOrWake(ctx, a.untilPatience(d), []<-chan struct{}{a.c.closing.Done()})
+}
+
+// waitsInALine reports whether the call really waits in the servers'
+// lines: it was put there by the call ahead of it (see queue), or the
+// Notifiers that did not fail its last attempt can give it the turns it
+// needs; otherwise it polls ("A quorum of turns" in docs/design.md).
+func (a *acquisition) waitsInALine() bool {
+	if a.attempts == 0 {
+		return true
+	}
+	return bits.OnesCount64(a.inLine&^a.last.failers) >= a.c.turnsNeeded()
+}
+
+// turnsNeeded is how many Notifiers must give a waiter its turn before it
+// tries again: a quorum, less the servers that keep no line.
+func (c *Client) turnsNeeded() int {
+	return max(c.quorum-(len(c.servers)-len(c.notifiers)), 1)
+}
+
+// untilPatience shortens a wait of d so that it ends when the call's
+// patience does.
+func (a *acquisition) untilPatience(d time.Duration) time.Duration {
+	if a.retries >= 0 {
+		d = max(min(d, a.patience.Sub(a.c.clock.Now())), 0)
+	}
+	return d
+}
+
+// waitInLine waits for the call's turn on a quorum of the servers, or for
+// one of the other moments of trying again ("A quorum of turns" in
+// docs/design.md), the end of its patience among them.
+func (a *acquisition) waitInLine(ctx context.Context) error {
+	c := a.c
+	if a.watches == nil {
+		a.watches = make([]watch, len(c.servers))
+	}
+	a.arm(ctx)
+	d := linePoll
+	if l := a.last.left; l > 0 && l < d {
+		d = l
+	}
+	if _, set := a.p.(*setOps); set || len(c.notifiers) < len(c.servers) {
+		// Servers that keep no line give no turn. A set's turns may come
+		// from servers whose promises went to others: the ones that granted
+		// an attempt that failed gave its keys on when it was undone.
+		d = min(d, a.o.retryWait())
+	}
+	return a.awaitTurns(ctx, c.turnsNeeded(), c.clock.Now().Add(a.untilPatience(d)))
+}
+
+// awaitTurns waits until need of the call's watches have fired, or until.
+// Once one has fired, it waits for the others no longer than gatherTurns:
+// a release reaches the servers one by one and tells the call on each as
+// it lands, so the others' word comes within moments, unless a server
+// promised the key to another waiter whose refusal reached it first (then
+// both try, and rank decides who keeps what: see tally.keep). Trying on
+// the first word would reach servers the release has not reached yet and
+// split the votes.
+func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time) error {
+	c := a.c
+	gathering := false
+	var wake []<-chan struct{}
+	for {
+		if c.closing.Err() != nil {
+			return nil // the attempt fails with ErrClosed
+		}
+		wake = append(wake[:0], c.closing.Done())
+		turns := 0
+		for _, w := range a.watches {
+			switch {
+			case !w.armed():
+			case w.fired():
+				turns++
+			default:
+				wake = append(wake, w.changed...)
+			}
+		}
+		if turns >= need {
+			return nil
+		}
+		now := c.clock.Now()
+		if turns > 0 && !gathering {
+			gathering = true
+			until = earlier(until, now.Add(gatherTurns))
+		}
+		if !now.Before(until) {
+			return nil
+		}
+		if err := c.clock.SleepOrWake(ctx, until.Sub(now), wake); err != nil {
+			return err
+		}
+	}
+}
+
+// arm watches for the call's turn on every Notifier that answered the
+// last attempt and has no watch armed, or one that fired or broke: a turn
+// is told once. A server that is down would hold up every wait; one whose
+// watch fails is waited for by the poll.
+func (a *acquisition) arm(ctx context.Context) {
+	c := a.c
+	for _, i := range c.notifiers {
+		w := &a.watches[i]
+		if w.armed() && !w.fired() {
+			continue
+		}
+		if w.stop != nil {
+			w.stop()
+			*w = watch{}
+		}
+		if failed(a.last, i) {
+			continue
+		}
+		wctx, cancel := c.clock.WithTimeout(ctx, a.b.timeout)
+		turns, stop, err := a.watchTurn(wctx, i)
+		cancel()
+		if err == nil {
+			*w = watch{changed: turns, stop: stop}
+		}
+	}
+}
+
+// watchTurn watches for the call's turn on Notifier i: in the line of
+// the lock's key, or in the lines of a set's keys that server does not
+// keep promised to the call already.
+func (a *acquisition) watchTurn(ctx context.Context, i int) ([]<-chan struct{}, func(), error) {
+	ns := a.c.servers[i].(keyserver.Notifier)
+	if so, ok := a.p.(*setOps); ok {
+		return so.watchTurns(ctx, ns, a.token, a.last.promisedOn(i))
+	}
+	turn, stop, err := ns.WatchTurn(ctx, a.key, a.token)
+	return []<-chan struct{}{turn}, stop, err
+}
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// failed reports whether server i failed in the votes t.
+func failed(t tally, i int) bool {
+	for _, e := range t.errs {
+		if e.Server == i {
+			return true
+		}
+	}
+	return false
+}
+
+// retryWait draws the wait before the next attempt from delay±jitter.
+func (o *options) retryWait() time.Duration {
+	j := o.jitter()
+	if j == 0 {
+		return o.retryDelay
+	}
+	r := rand.Int64N
+	if o.randInt64N != nil {
+		r = o.randInt64N
+	}
+	return o.retryDelay - j + time.Duration(r(int64(2*j)+1))
+}
+
+// watch is what a waiting call watches on one server: its turn in the
+// server's line (a lock; a set, in the line of each key not yet promised
+// to it), or a change of the key (a primitive).
+type watch struct {
+	changed []<-chan struct{} // nil when none is armed
+	stop    func()
+	at      time.Time // when it was set
+	anew    bool      // to be set anew at the next watch (see ignoreOwnUndo)
+}
+
+// armed reports whether w watches anything.
+func (w *watch) armed() bool { return w.changed != nil }
+
+// fired reports whether one of w's channels is closed: a turn came, or the
+// watch broke.
+func (w *watch) fired() bool {
+	for _, ch := range w.changed {
+		if closed(ch) {
+			return true
+		}
+	}
+	return false
+}
+
+// renewWatches is how often a waiter sets its watches anew: a server may
+// forget a watch not set again within keyserver.LineTTL.
+const renewWatches = keyserver.LineTTL / 3
+
+// armWatches starts a watch of the key on every server that has none,
+// whose watch fired, or whose watch is due to be set anew (renewWatches);
+// a server whose watch fails is waited for by the retry delay.
+func (a *acquisition) armWatches(ctx context.Context) {
+	a.watch(ctx, true)
+}
+
+// watch starts a watch of the key on every server that has none or
+// whose watch is to be set anew (anew), and, when renew is set, on those
+// whose watch fired or is due to be set anew. A fired watch is renewed
+// only after the wait it ended, never before it: that would swallow the
+// change it announced. A watch is set anew before the one it replaces is
+// stopped, so that the call stays among the server's watchers (the last
+// stop of a call's watches takes it out).
+func (a *acquisition) watch(ctx context.Context, renew bool) {
+	c := a.c
+	if a.watches == nil {
+		a.watches = make([]watch, len(c.servers))
+	}
+	now := c.clock.Now()
+	var (
+		wg  sync.WaitGroup
+		old []func()
+	)
+	// The goroutines take copies, not a: a captured a would move every
+	// acquisition, a lock's too, to the heap.
+	p, key, token, timeout := a.p, a.key, a.token, a.b.timeout
+	for i, ks := range c.servers {
+		w := &a.watches[i]
+		if w.armed() && !w.anew && (!renew || !w.fired() && now.Sub(w.at) < renewWatches) {
+			continue
+		}
+		if w.stop != nil {
+			old = append(old, w.stop)
+		}
+		*w = watch{}
+		if failed(a.last, i) {
+			continue
+		}
+		// Every server at once: a release that finds the call watching on
+		// some servers and not yet on others would tell another waiter
+		// there, and split the servers' promises.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wctx, cancel := c.clock.WithTimeout(ctx, timeout)
+			changed, stop, err := p.watch(wctx, ks, key, token)
+			cancel()
+			if err == nil {
+				*w = watch{changed: []<-chan struct{}{changed}, stop: stop, at: now}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, stop := range old {
+		stop()
+	}
+}
+
+// ignoreOwnUndo watches anew on the servers that granted an attempt since
+// the call last did, which was then undone, so that its own clean-up does
+// not wake it ("How primitives wait" in docs/design.md).
+func (a *acquisition) ignoreOwnUndo(ctx context.Context) {
+	for i := range a.watches {
+		if a.undone&bit(i) != 0 && a.watches[i].stop != nil {
+			a.watches[i].anew = true
+		}
+	}
+	a.undone = 0
+	a.watch(ctx, false)
+}
+
+// backOff waits a moment drawn from (0, retry delay / 4] after an attempt
+// that split the servers, so that contenders woken by each other's
+// clean-up come back apart ("How primitives wait" in docs/design.md).
+func (a *acquisition) backOff(ctx context.Context) error {
+	if a.last.granted == 0 || a.last.won() {
+		return nil
+	}
+	c := a.c
+	d := time.Duration(rand.Int64N(int64(a.o.retryDelay/4)+1)) + 1
+	return c.clock.SleepOrWake(ctx, d, []<-chan struct{}{c.closing.Done()})
+}
+
+// stopWatches ends every watch. A primitive's call whose last attempt
+// won the servers records it in its queue first (see heldSince).
+func (a *acquisition) stopWatches() {
+	if a.p != nil && a.queue != nil && a.last.won() {
+		a.queue.won(a.qw)
+	}
+	for i := range a.watches {
+		if stop := a.watches[i].stop; stop != nil {
+			stop()
+		}
+		a.watches[i] = watch{}
+	}
+}
+
+// prewatches reports whether the call watches the servers while it is
+// next behind the front of its queue, before its first attempt: a
+// waiting primitive's call of which its client lets one at a time try (a
+// writer, a permit of a semaphore of one). Its place among the watchers
+// then dates from then. A release that finds it the earliest watcher
+// tells it, and it tries, at the front or not (as a lock's call put in
+// the servers' lines by the call ahead does). Reaching the front untold,
+// it looks first, unless the call ahead won the servers with an attempt
+// begun after it watched (queue.heldSince): that hold stood on a quorum
+// after its watches did, so its end there tells the earliest watcher,
+// this call or one ahead of it, whose own hold's end tells the next in
+// turn; a look would only be refused. (A semaphore of more permits may
+// have a free slot that no release will announce; it looks.)
+func (a *acquisition) prewatches() bool {
+	if a.p == nil || a.mode != waits || a.retries == 0 || a.p.together() != 1 {
+		return false
+	}
+	_, set := a.p.(*setOps)
+	return !set
+}
+
+// prewatch arms the watches of a call next behind the front of queue q
+// (w), or renews those due, with a token of its rank until it draws its
+// own. It reports whether one fired (told), and else how soon the next is
+// due to be set anew.
+func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told bool, renewIn time.Duration) {
+	if a.watches == nil {
+		if a.token == "" {
+			a.token = a.rank.token()
+		}
+		a.watch(ctx, false)
+		q.watching(w)
+	}
+	for {
+		now := a.c.clock.Now()
+		renewIn = renewWatches
+		for _, pw := range a.watches {
+			if pw.fired() {
+				return true, 0
+			}
+			if pw.armed() {
+				renewIn = min(renewIn, renewWatches-now.Sub(pw.at))
+			}
+		}
+		if renewIn > 0 {
+			return false, renewIn
+		}
+		a.watch(ctx, true) // none fired: only those due
+	}
+}
+
+// heldSinceWatched reports whether the call, at the front of its queue
+// before its first attempt, may wait for its watches rather than look
+// first (see prewatches): none fired, a quorum stands, and the call ahead
+// won the servers since they did.
+func (a *acquisition) heldSinceWatched() bool {
+	if !a.prewatches() || a.watches == nil || !a.queue.heldSince(a.qw) {
+		return false
+	}
+	armed := 0
+	for _, pw := range a.watches {
+		if pw.fired() {
+			return false
+		}
+		if pw.armed() {
+			armed++
+		}
+	}
+	return armed >= a.c.quorum
+}
+
+// waitForChange waits after a primitive's refused attempt until a server
+// announces a change, the soonest holder's TTL runs out, the retry delay
+// (with jitter) or renewWatches passes, or the call's patience ends. A
+// watch that fired is set anew here, after the attempt its change led to
+// (a waiter told of its turn tries at once, as a lock's does), and the
+// call then looks again rather than wait: the server may have told
+// another waiter in between, when this one was no watcher there.
+func (a *acquisition) waitForChange(ctx context.Context) error {
+	if a.watches == nil {
+		// Watch, then look again: a release between the refusal and the
+		// watch is not missed.
+		a.armWatches(ctx)
+		return nil
+	}
+	a.ignoreOwnUndo(ctx)
+	if err := a.backOff(ctx); err != nil {
+		return err
+	}
+	fired := false
+	for _, w := range a.watches {
+		fired = fired || w.fired()
+	}
+	a.armWatches(ctx)
+	if fired {
+		return nil
+	}
+	c := a.c
+	d := a.o.retryWait()
+	if l := a.last.left; l > 0 && l < d {
+		d = l
+	}
+	if mw, ok := a.p.(interface{ maxWait() time.Duration }); ok {
+		d = min(d, mw.maxWait())
+	}
+	d = min(d, renewWatches)
+	if a.retries > 0 {
+		d = max(min(d, a.patience.Sub(c.clock.Now())), 0)
+	}
+	// Told by some servers, it gathers the others' word (see awaitTurns).
+	need := 0
+	for _, w := range a.watches {
+		if w.armed() {
+			need++
+		}
+	}
+	return a.awaitTurns(ctx, max(min(need, c.quorum), 1), c.clock.Now().Add(d))
+}
