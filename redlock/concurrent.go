@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/keyserver"
@@ -15,12 +16,9 @@ import (
 // one allocation for the fan-out and its per-server state, its channel and
 // timer in a few more, as allocations under load are the client's cost.
 type background struct {
-	c       *Client
-	f       fan
-	ctx     context.Context // the caller's
-	callCtx context.Context // bounded by f.timeout from the fan-out's start; nil if no goroutine calls
-	cancel  context.CancelFunc
-	pending atomic.Int32 // goroutines' calls still running; the last one cancels callCtx
+	c   *Client
+	f   fan
+	ctx context.Context // the caller's
 
 	mu sync.Mutex
 	// votes counts the answers until they decide the outcome under
@@ -31,45 +29,70 @@ type background struct {
 	voted   chan struct{}
 	// waiting counts the started calls that have neither answered nor
 	// expired; timer expires them at the deadline, and is stopped when
-	// none is left (see started.go).
+	// none is left.
 	waiting int
 	timer   clock.Timer
-	// verdict is broadcast once settle has set settled and failed, for
-	// the calls that undo.
+	// settled and failed are the verdict (see settle), which decides
+	// what becomes of a call that answers after it.
 	settled, failed bool
-	verdict         sync.Cond
+
+	// callCtx bounds the adapter's blocking calls (see serverCall.block)
+	// by f.timeout from the fan-out's start; nil if there are none.
+	// blocking counts them while they run, and the last cancels callCtx.
+	callCtx  context.Context
+	cancel   context.CancelFunc
+	blocking atomic.Int32
 
 	servers []serverCall
 }
 
-// serverCall is one server's call of a fan-out.
+// serverCall is one server's call of a concurrent fan-out. Every call has
+// one lifecycle: started on a Starter (started.go), or made with the
+// server's blocking methods by the adapter (block), which hands its answer
+// to take as a Starter's reader hands it to Complete.
+//
+// Its phase, under bg.mu: a blocking call is going from the start; a
+// started one is sending, then going once its server goes on with it
+// (Continue), or stopped once a later call overtakes it (overtake). An
+// answer (take), or the deadline while sending or stopped (expire, which
+// marks it late), moves it to parked (a fan-out that undoes, before its
+// verdict; settle moves it on), undoing (after a failed verdict) or ended
+// (nothing to undo, or a refusal that stored nothing); finish then tells
+// the lock's next call and Close. A skipped call is not made at all.
+// fanOutInline and fanOutOne, not concurrent, make their calls apart.
 type serverCall struct {
-	// ok is the server's answer, written before answered is set (under
-	// the mutex) and before done is closed.
-	ok bool
-	// answered: the call has finished (bg.mu guards it); granted: it
-	// granted before the outcome was decided, so that the undo of a
-	// failed verdict waits for it.
-	answered, granted bool
-	// skipped: the fan-out made no call to the server (see fan.only).
-	skipped bool
-	// started: the call was started on a Starter (see
-	// started.go); expired: it was counted as late; going: its server goes
-	// on with it (see serverCall.Continue); overtaken: a later call of the
-	// lock was sent before it finished (see serverCall.overtake); parked:
-	// it answered or expired, and waits for the verdict of a fan-out that
-	// undoes (all but started under bg.mu).
-	// undoing: it is being undone (see afterVerdict); refused: it answered
-	// that it stored nothing (see fan.storedNothing), so is not undone.
-	started, expired, going, overtaken, parked, undoing, refused bool
-	bg                                                           *background
-	i                                                            int
+	// ok is the server's answer, written with the phase that ends the
+	// wait for it.
+	ok    bool
+	phase callPhase
+	// started: made on a Starter, whose calls keep their order, so that a
+	// later one may overtake it; it is counted in bg.waiting. late: it
+	// expired, and a later answer is dropped. granted: counted as a grant
+	// before the outcome was decided, so that the undo of a failed
+	// verdict waits for it. All under bg.mu, started written only by the
+	// fan-out's goroutine.
+	started, late, granted bool
+	bg                     *background
+	i                      int
 	// state and done tell when the call, and its undo if any, have
 	// finished: done is made only for a call still running at the
 	// verdict, which most are not (see watch).
 	state atomic.Int32
 	done  chan struct{}
 }
+
+// callPhase is where a serverCall is in its lifecycle.
+type callPhase uint8
+
+const (
+	callGoing   callPhase = iota // answers by itself, bounded by its deadline (also before the call is made)
+	callSending                  // started, unanswered: counted late at the deadline
+	callStopped                  // sending, and to send nothing after its first command
+	callParked                   // answered or late, waiting for the verdict
+	callUndoing                  // answered or late, being undone
+	callEnded                    // answered or late, done with: finish follows
+	callSkipped                  // not made (see skip)
+)
 
 // The states of a serverCall.
 const (
@@ -78,44 +101,49 @@ const (
 	callFinished       // done, if made, is closed
 )
 
-// fanOutConcurrent starts every server's call on a Starter
-// where it can (see started.go) and calls the others on a goroutine each,
-// except those that f calls not at all (see fan.only) and has nothing to
-// undo on, which vote for at once. Each call counts its own answer, and
-// the caller wakes once, when the votes decide.
+// fanOutConcurrent makes every server's call at once, except those that
+// f calls not at all (see fan.only) and has nothing to undo on, which
+// vote for at once. Each call counts its own answer, and the caller wakes
+// once, when the votes decide.
 func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	n := len(c.servers)
 	bg := &background{c: c, f: f, ctx: ctx, servers: make([]serverCall, n), voted: make(chan struct{})}
 	bg.votes.n = n
-	bg.verdict.L = &bg.mu
 	calls, made := c.skip(ctx, bg)
 	c.bg.Add(calls)
-	started := 0
-	if c.starters != nil && calls > 0 && f.startable() {
+	startable := c.starters != nil && calls > 0 && f.startable()
+	var deadline time.Time
+	if startable {
 		// The timer is armed first, and counts every call as waiting:
 		// the calls started first may answer before the last one starts.
-		deadline := c.clock.Now().Add(f.timeout)
+		deadline = c.clock.Now().Add(f.timeout)
 		bg.waiting = calls
 		bg.timer = c.clock.AfterFunc(f.timeout, bg.timedOut)
-		for i := range c.servers {
-			if !bg.servers[i].skipped && c.startCall(bg, i, deadline) {
-				started++
+	}
+	started := 0
+	for i := range bg.servers {
+		switch s := &bg.servers[i]; {
+		case s.phase == callSkipped:
+		case startable && c.startCall(bg, i, deadline):
+			started++
+		default:
+			if bg.callCtx == nil {
+				bg.callCtx, bg.cancel = c.clock.WithTimeout(ctx, f.timeout)
+				bg.blocking.Store(1) // until all are made
 			}
+			bg.blocking.Add(1)
+			go s.block()
 		}
+	}
+	if bg.callCtx != nil && bg.blocking.Add(-1) == 0 {
+		bg.cancel()
+	}
+	if startable {
 		bg.mu.Lock()
 		if bg.waiting -= calls - started; bg.waiting == 0 {
 			bg.timer.Stop()
 		}
 		bg.mu.Unlock()
-	}
-	if calls > started {
-		bg.callCtx, bg.cancel = c.clock.WithTimeout(ctx, f.timeout)
-		bg.pending.Store(int32(calls - started))
-		for i, ks := range c.servers {
-			if s := &bg.servers[i]; !s.skipped && !s.started {
-				go c.serve(bg, i, ks)
-			}
-		}
 	}
 	if started > 0 && ctx.Done() != nil {
 		bg.await(ctx)
@@ -139,19 +167,19 @@ func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint
 		switch {
 		case !f.undo && f.only != 0 && f.only&bit(i) == 0: // as fan.call would answer
 			calls--
-			s.ok, s.skipped = true, true
+			s.ok, s.phase = true, callSkipped
 			s.state.Store(callFinished)
-			bg.count(i, vote{server: i, ok: true})
+			bg.count(vote{server: i, ok: true})
 		case f.mustCall(i):
 			made |= bit(i)
 		default:
 			if err := c.health.breakers[i].allow(c.clock); err != nil {
 				// Not called: it stored nothing, and there is nothing to undo.
 				calls--
-				s.skipped, s.refused = true, true
+				s.phase = callSkipped
 				s.state.Store(callFinished)
 				c.observe(ctx, f.op, f.name, i, err)
-				bg.count(i, vote{server: i, err: err})
+				bg.count(vote{server: i, err: err})
 				continue
 			}
 			made |= bit(i)
@@ -160,131 +188,54 @@ func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint
 	return calls, made
 }
 
-// serve makes server i's call of the fan-out bg, counts its answer, and
-// undoes the call if the fan-out undoes and its verdict is a failure.
-func (c *Client) serve(bg *background, i int, ks keyserver.KeyServer) {
-	defer c.bg.Done()
-	s := &bg.servers[i]
-	defer func() {
-		if s.state.Swap(callFinished) == callWatched {
-			close(s.done)
-		}
-	}()
-	ok, v, h, err := c.callAfter(bg, i, ks)
-	s.ok = ok
-	if bg.pending.Add(-1) == 0 {
-		bg.cancel()
-	}
-	c.heard(bg.ctx, &bg.f, i, err)
-	bg.count(i, vote{server: i, ok: ok, n: v, holder: h, err: err})
-	if errors.Is(err, errNotSent) {
-		// Not sent, it still ends only after the call it would have
-		// followed: the lock's next call to the server follows that one
-		// through it.
-		<-bg.f.after.done[i]
-		return
-	}
-	if bg.f.undo && bg.awaitVerdict() && !bg.f.storedNothing(ok, err) {
-		c.undo(bg.ctx, &bg.f, i, ks)
-	}
-}
-
-// count records server i's answer v and counts it, unless the outcome was
-// decided already, waking the caller when v decides it.
-func (bg *background) count(i int, v vote) {
+// count counts v, unless the outcome was decided already.
+func (bg *background) count(v vote) {
 	bg.mu.Lock()
 	defer bg.mu.Unlock()
-	bg.servers[i].answered = true
-	if bg.decided || bg.servers[i].expired {
-		return
+	if !bg.decided {
+		bg.countLocked(v)
 	}
-	bg.countLocked(i, v)
 }
 
-// countLocked counts server i's answer v, the outcome not decided yet.
-// bg.mu must be held.
-func (bg *background) countLocked(i int, v vote) {
+// countLocked counts v, the outcome not decided yet, waking the caller
+// when v decides it. bg.mu must be held.
+func (bg *background) countLocked(v vote) {
 	bg.votes.add(v)
-	bg.servers[i].granted = v.ok
+	bg.servers[v.server].granted = v.ok
 	if bg.votes.decided(bg.f.rule) {
 		bg.decided = true
 		close(bg.voted)
 	}
 }
 
-// settle records the fan-out's verdict, wakes the calls waiting for it,
-// and returns the fan-out's done (see fanned): a call that answered is
-// done unless an undo follows, and one the fan-out did not make is done
-// once the call it would have followed is.
-func (bg *background) settle(failed bool) (done []<-chan struct{}) {
-	bg.mu.Lock()
-	bg.settled, bg.failed = true, failed
-	undoes := failed && bg.f.undo
-	var buf [8]int
-	parked := buf[:0]
-	for i := range bg.servers {
-		s := &bg.servers[i]
-		if s.parked {
-			parked = append(parked, i)
-			s.parked, s.undoing = false, undoes && !s.refused
-		}
-		var ch <-chan struct{}
-		switch {
-		case s.skipped:
-			if after := bg.f.after.done; after != nil && !closed(after[i]) {
-				ch = after[i]
-			}
-		case !s.answered || undoes:
-			ch = s.watch()
-		}
-		if ch == nil {
-			continue
-		}
-		if done == nil {
-			done = make([]<-chan struct{}, len(bg.servers))
-			for j := range done {
-				done[j] = closedChan
-			}
-		}
-		done[i] = ch
+// block adapts a blocking call to the lifecycle of a started one: on a
+// goroutine of its own, it makes the call with the server's blocking
+// methods (see callAfter), bounded by bg.callCtx, and hands the answer to
+// take as a Starter hands it to Complete. It is never counted late: it
+// ends by its own deadline, as a started call its server goes on with.
+func (s *serverCall) block() {
+	bg := s.bg
+	ok, n, h, err := bg.c.callAfter(bg, s.i, bg.c.servers[s.i])
+	if bg.blocking.Add(-1) == 0 {
+		bg.cancel()
 	}
-	bg.mu.Unlock()
-	bg.verdict.Broadcast()
-	for _, i := range parked {
-		s := &bg.servers[i]
-		s.afterVerdict(s.undoing)
+	next := s.take(vote{server: s.i, ok: ok, n: n, holder: h, err: err})
+	if errors.Is(err, errNotSent) {
+		// Not sent, it still ends only after the call it would have
+		// followed: the lock's next call to the server follows that one
+		// through it.
+		<-bg.f.after.done[s.i]
 	}
-	return done
-}
-
-// watch returns a channel closed once the call has finished, or nil if it
-// has already.
-func (s *serverCall) watch() <-chan struct{} {
-	if s.state.Load() == callFinished {
-		return nil
-	}
-	s.done = make(chan struct{})
-	if !s.state.CompareAndSwap(callRunning, callWatched) {
-		return nil // it finished meanwhile
-	}
-	return s.done
-}
-
-// awaitVerdict waits for settle and reports whether the fan-out failed.
-func (bg *background) awaitVerdict() bool {
-	bg.mu.Lock()
-	defer bg.mu.Unlock()
-	for !bg.settled {
-		bg.verdict.Wait()
-	}
-	return bg.failed
+	s.then(next)
 }
 
 // callAfter makes server i's call once the calls it must follow have
 // finished, unless the call it follows granted what this one would undo
 // (see fan.unlessGranted). A clean-up waits as long as that takes; any
 // other call no longer than its deadline ("The calls of one lock go in
-// order" in docs/design.md).
+// order" in docs/design.md). The call itself asks an unknown server who
+// it is first, and has its grant judged by the quarantine (see
+// Client.call).
 func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	f, callCtx := &bg.f, bg.callCtx
 	waited := false
@@ -318,4 +269,211 @@ func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool,
 		callCtx = own
 	}
 	return c.call(callCtx, f, i)
+}
+
+// hand is take, then what take says to do.
+func (s *serverCall) hand(v vote) { s.then(s.take(v)) }
+
+// take reports and counts the server's answer v, unless the call was
+// counted as late (then it is dropped), and says what to do next (see
+// then). A failure is reported before it counts: the caller's hooks have
+// heard of it when the caller returns.
+func (s *serverCall) take(v vote) int {
+	bg := s.bg
+	if v.err != nil { // a late failure is not reported
+		bg.mu.Lock()
+		late := s.late
+		bg.mu.Unlock()
+		if late {
+			return dropped
+		}
+	}
+	bg.c.heard(bg.ctx, &bg.f, s.i, v.err)
+	bg.mu.Lock()
+	defer bg.mu.Unlock()
+	if s.late {
+		return dropped
+	}
+	s.ok = v.ok
+	if !bg.decided {
+		bg.countLocked(v)
+	}
+	return s.endLocked(bg.f.storedNothing(v.ok, v.err))
+}
+
+// What then does with a call whose wait has ended.
+const (
+	finish   = iota // finish it
+	doUndo          // undo it, then finish it
+	parkUndo        // nothing: settle decides (see callParked)
+	dropped         // nothing: it was counted late, and expire does it
+)
+
+// endLocked ends the wait for the call, which answered or expired, and
+// moves it to its next phase, which it returns as what to do next. One
+// that stored nothing is not undone. bg.mu must be held.
+func (s *serverCall) endLocked(storedNothing bool) int {
+	bg := s.bg
+	if s.started {
+		if bg.waiting--; bg.waiting == 0 {
+			bg.timer.Stop()
+		}
+	}
+	switch {
+	case !bg.f.undo || storedNothing || (bg.settled && !bg.failed):
+		s.phase = callEnded
+		return finish
+	case !bg.settled:
+		s.phase = callParked
+		return parkUndo
+	}
+	s.phase = callUndoing
+	return doUndo
+}
+
+// then does next (see endLocked), bg.mu not held: the undo on a goroutine
+// of its own, as the caller may be a server's reader.
+func (s *serverCall) then(next int) {
+	switch next {
+	case finish:
+		s.finish()
+	case doUndo:
+		go s.undo()
+	}
+}
+
+// undo undoes the call after a failed verdict, then finishes it.
+func (s *serverCall) undo() {
+	bg := s.bg
+	bg.c.undo(bg.ctx, &bg.f, s.i, bg.c.servers[s.i])
+	s.finish()
+}
+
+// finish marks the call finished (see serverCall.done) for the lock's
+// next calls and for Close.
+func (s *serverCall) finish() {
+	if s.state.Swap(callFinished) == callWatched {
+		close(s.done)
+	}
+	s.bg.c.bg.Done()
+}
+
+// await waits until the votes decide, or until the caller's context
+// ends: the started calls that have not answered are then counted as
+// failed (see expire). The deadline is bg.timer's.
+func (bg *background) await(ctx context.Context) {
+	select {
+	case <-bg.voted:
+	case <-ctx.Done():
+		bg.expire(ctx.Err())
+	}
+}
+
+// timedOut is expire at the deadline.
+func (bg *background) timedOut() { bg.expire(context.DeadlineExceeded) }
+
+// expire ends the wait for the started calls that are still sending or
+// stopped, as a blocking call returns at its deadline: each is counted as
+// failed with err if the outcome is not decided yet, reported, and ended
+// as an answer would be; an answer that comes later is dropped. A going
+// call is left to end by itself, bounded by the same deadline.
+func (bg *background) expire(err error) {
+	var buf [8]int
+	late := buf[:0]
+	bg.mu.Lock()
+	for i := range bg.servers {
+		s := &bg.servers[i]
+		if s.phase == callSending || s.phase == callStopped {
+			// From now on nobody else counts or finishes it; and until
+			// it is ended below, it may yet be undone (see overtake).
+			s.late, s.phase = true, callEnded
+			if bg.f.undo {
+				s.phase = callUndoing
+			}
+			late = append(late, i)
+		}
+	}
+	bg.mu.Unlock()
+	if len(late) == 0 {
+		return
+	}
+	err = fmt.Errorf("%s %q: no answer: %w", bg.f.op, bg.f.key, err)
+	for _, i := range late { // reported before they count, as in take
+		bg.c.observe(bg.ctx, bg.f.op, bg.f.name, i, err)
+	}
+	next := make([]int, len(late))
+	bg.mu.Lock()
+	for k, i := range late {
+		if !bg.decided {
+			bg.countLocked(vote{server: i, err: err})
+		}
+		next[k] = bg.servers[i].endLocked(false)
+	}
+	bg.mu.Unlock()
+	for k, i := range late {
+		bg.servers[i].then(next[k])
+	}
+}
+
+// settle records the fan-out's verdict, moves the parked calls on, and
+// returns the fan-out's done (see fanned): a call that answered is done
+// unless an undo follows, and one the fan-out did not make is done once
+// the call it would have followed is.
+func (bg *background) settle(failed bool) (done []<-chan struct{}) {
+	bg.mu.Lock()
+	bg.settled, bg.failed = true, failed
+	undoes := failed && bg.f.undo
+	var buf [8]int
+	parked := buf[:0]
+	for i := range bg.servers {
+		s := &bg.servers[i]
+		if s.phase == callParked {
+			parked = append(parked, i)
+			s.phase = callEnded
+			if undoes {
+				s.phase = callUndoing
+			}
+		}
+		var ch <-chan struct{}
+		switch {
+		case s.phase == callSkipped:
+			if after := bg.f.after.done; after != nil && !closed(after[i]) {
+				ch = after[i]
+			}
+		case s.phase <= callStopped || undoes:
+			ch = s.watch()
+		}
+		if ch == nil {
+			continue
+		}
+		if done == nil {
+			done = make([]<-chan struct{}, len(bg.servers))
+			for j := range done {
+				done[j] = closedChan
+			}
+		}
+		done[i] = ch
+	}
+	bg.mu.Unlock()
+	next := finish
+	if undoes {
+		next = doUndo
+	}
+	for _, i := range parked {
+		bg.servers[i].then(next)
+	}
+	return done
+}
+
+// watch returns a channel closed once the call has finished, or nil if it
+// has already.
+func (s *serverCall) watch() <-chan struct{} {
+	if s.state.Load() == callFinished {
+		return nil
+	}
+	s.done = make(chan struct{})
+	if !s.state.CompareAndSwap(callRunning, callWatched) {
+		return nil // it finished meanwhile
+	}
+	return s.done
 }
