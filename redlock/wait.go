@@ -173,16 +173,6 @@ func (a *acquisition) watchTurn(ctx context.Context, i int) ([]<-chan struct{}, 
 	return []<-chan struct{}{turn}, stop, err
 }
 
-// closed reports whether ch is closed, without waiting.
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // failed reports whether server i failed in the votes t.
 func failed(t tally, i int) bool {
 	for _, e := range t.errs {
