@@ -35,11 +35,16 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	var (
 		parts, errs []string
 		acquire     bool
+		identify    bool
+		server      = -1
 	)
 	add := func(a slog.Attr) bool {
 		v := a.Value.Resolve()
-		if a.Key == "op" && v.String() == "acquire" {
-			acquire = true
+		switch {
+		case a.Key == "op":
+			acquire, identify = v.String() == "acquire", v.String() == "identify"
+		case a.Key == "server" && v.Kind() == slog.KindInt64:
+			server = int(v.Int64())
 		}
 		if a.Key == "error" {
 			errs = append(errs, v.String())
@@ -52,9 +57,10 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 		add(a)
 	}
 	r.Attrs(add)
-	if acquire {
-		// A server failing to grant the lock: the run reports the first
-		// attempt's failures itself (firstAttempt), or in its error.
+	if acquire || identify && h.t.first != nil && h.t.first.named(server) {
+		// A server failing to grant the lock, or to say who it is before
+		// its first vote: the run reports the first attempt's failures
+		// itself (firstAttempt), or in its error.
 		return nil
 	}
 	msg := r.Message

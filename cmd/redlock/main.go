@@ -26,6 +26,9 @@ type tool struct {
 	mu    sync.Mutex  // serialises lines on stderr: the client logs from its goroutines
 	quiet atomic.Bool // the client's warnings would repeat what the tool says
 	addrs []string    // host:port of each server, set before the client is made
+	// first reports the servers that failed a run's first attempt; nil
+	// for the other subcommands.
+	first *firstAttempt
 	// secrets are the passwords of the URLs given, which no message shows.
 	secrets secrets
 }

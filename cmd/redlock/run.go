@@ -41,6 +41,7 @@ func (t *tool) run(args []string) error {
 		return err
 	}
 	first := &firstAttempt{t: t, seen: map[int]bool{}}
+	t.first = first
 	opts := []redlock.ClientOption{redlock.WithLogger(t.logger()), redlock.WithHooks(redlock.Hooks{ServerFailed: first.failed})}
 	if cfg.fence {
 		opts = append(opts, redlock.WithFencing())
@@ -58,6 +59,10 @@ func (t *tool) run(args []string) error {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
+	// The calls' context ends with the run, after Close: a straggler of
+	// the first attempt still reports the server it failed on.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	client, err := redlock.New(srv.keyServers(), opts...)
 	if err != nil {
 		return badf("%v", err)
@@ -66,7 +71,7 @@ func (t *tool) run(args []string) error {
 	// timed out, so that no key outlives the tool but by its TTL.
 	defer client.Close()
 
-	lock, err := t.acquire(cfg, client, sigs, first)
+	lock, err := t.acquire(ctx, cfg, client, sigs, first)
 	if err != nil {
 		return err
 	}
@@ -91,24 +96,26 @@ func lookCommand(name string) (string, error) {
 // acquire takes the lock, trying again while it is held elsewhere until
 // --wait has passed. A forwarded signal ends the wait: redlock exits with
 // 128+N and COMMAND never runs.
-func (t *tool) acquire(cfg *runConfig, client *redlock.Client, sigs <-chan os.Signal, first *firstAttempt) (*redlock.Lock, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+func (t *tool) acquire(ctx context.Context, cfg *runConfig, client *redlock.Client, sigs <-chan os.Signal, first *firstAttempt) (*redlock.Lock, error) {
+	// Only a signal ends the attempts: ending them once the lock is
+	// granted would cancel a straggler of the first attempt, and hide the
+	// server it fails on (firstAttempt).
+	ctx, cancel := context.WithCancel(ctx)
 	var caught os.Signal
-	watched := make(chan struct{})
+	stop, watched := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watched)
 		select {
 		case caught = <-sigs:
 			cancel()
-		case <-ctx.Done():
+		case <-stop:
 		}
 	}()
 	// Quiet until the lock is held: the attempts' stragglers, which report
 	// in the background, would repeat what the error says.
 	t.quiet.Store(true)
 	lock, err := tryFor(ctx, client, cfg, first)
-	cancel()
+	close(stop)
 	if err != nil && !errors.Is(err, redlock.ErrHeldElsewhere) {
 		// The error names every server's failure.
 		first.drop()
@@ -277,6 +284,14 @@ func (f *firstAttempt) failed(ctx context.Context, op, _ string, server int, err
 		return
 	}
 	f.pending = append(f.pending, msg)
+}
+
+// named reports whether server failed the first attempt, reported or
+// pending: the client's warning of its failure would say it again.
+func (f *firstAttempt) named(server int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seen[server]
 }
 
 // flush prints the failures so far, and any later one at once.
