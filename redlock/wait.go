@@ -427,10 +427,7 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	if mw, ok := a.p.(interface{ maxWait() time.Duration }); ok {
 		d = min(d, mw.maxWait())
 	}
-	d = min(d, renewWatches)
-	if a.retries > 0 {
-		d = max(min(d, a.patience.Sub(c.clock.Now())), 0)
-	}
+	d = a.untilPatience(min(d, renewWatches))
 	// Told by some servers, it gathers the others' word (see awaitTurns).
 	need := 0
 	for _, w := range a.watches {
