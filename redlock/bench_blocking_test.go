@@ -1,4 +1,4 @@
-package redlock
+package redlock_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/memory"
+	"github.com/goredlock/goredlock/redlock"
 )
 
 // blockingServer hides a memory server's InProcess (and its optional
@@ -17,9 +18,8 @@ import (
 type blockingServer struct{ keyserver.KeyServer }
 
 // BenchmarkBlockingParallel is lock+unlock from 64 goroutines, each on its
-// own lock, on five
-// servers that are neither in-process nor Starters: the cost of the
-// blocking adapter of the fan-out, apart from any network.
+// own lock, on five servers that are neither in-process nor Starters: the
+// cost of the fan-out's blocking adapter, apart from any network.
 func BenchmarkBlockingParallel(b *testing.B) {
 	var ks []keyserver.KeyServer
 	for range 5 {
@@ -27,27 +27,16 @@ func BenchmarkBlockingParallel(b *testing.B) {
 		defer s.Close()
 		ks = append(ks, blockingServer{s})
 	}
-	c, err := New(ks)
+	c, err := redlock.New(ks)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	b.SetParallelism(32)
-	b.ReportAllocs()
-	b.ResetTimer()
 	var next atomic.Int64
-	b.RunParallel(func(pb *testing.PB) {
-		ctx, name := context.Background(), fmt.Sprint("bench-", next.Add(1))
-		for pb.Next() {
-			l, err := c.Acquire(ctx, name, 10*time.Second)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if err := l.Release(ctx); err != nil {
-				b.Error(err)
-				return
-			}
+	holdParallel(b, func() func(context.Context) (*redlock.Lock, error) {
+		name := fmt.Sprint("bench-", next.Add(1))
+		return func(ctx context.Context) (*redlock.Lock, error) {
+			return c.Acquire(ctx, name, 10*time.Second)
 		}
 	})
 }
