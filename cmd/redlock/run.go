@@ -97,9 +97,9 @@ func lookCommand(name string) (string, error) {
 // --wait has passed. A forwarded signal ends the wait: redlock exits with
 // 128+N and COMMAND never runs.
 func (t *tool) acquire(ctx context.Context, cfg *runConfig, client *redlock.Client, sigs <-chan os.Signal, first *firstAttempt) (*redlock.Lock, error) {
-	// Only a signal ends the attempts: ending them once the lock is
-	// granted would cancel a straggler of the first attempt, and hide the
-	// server it fails on (firstAttempt).
+	// A signal or a failure ends the attempts, not a grant: that would
+	// cancel a straggler of the first attempt, and hide the server it
+	// fails on (firstAttempt).
 	ctx, cancel := context.WithCancel(ctx)
 	var caught os.Signal
 	stop, watched := make(chan struct{}), make(chan struct{})
@@ -116,6 +116,9 @@ func (t *tool) acquire(ctx context.Context, cfg *runConfig, client *redlock.Clie
 	t.quiet.Store(true)
 	lock, err := tryFor(ctx, client, cfg, first)
 	close(stop)
+	if err != nil {
+		cancel() // its error names every failure: no straggler is waited for
+	}
 	if err != nil && !errors.Is(err, redlock.ErrHeldElsewhere) {
 		// The error names every server's failure.
 		first.drop()
