@@ -70,7 +70,9 @@ type HoldKeeper interface {
 	// lists the slots free on this server; a grant need not report them
 	// (a server spends nothing on a hint nobody reads). For a LeaderHold,
 	// r.Fence is the election's fence counter, read in the same step
-	// whatever the vote.
+	// whatever the vote. A refusal stores nothing of h.Token (a
+	// WaitingWriteHold's waiting mark aside, which ReleaseHold leaves), so
+	// that a failed attempt need not release it where it was refused.
 	AcquireHold(ctx context.Context, h HoldSpec, ttl time.Duration) (ok bool, r HoldReply, err error)
 	// ExtendHold resets the TTL of h if it holds h.Token, or stores it
 	// again where it is gone (a restarted server) if AcquireHold would

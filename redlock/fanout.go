@@ -319,14 +319,16 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 
 // storedNothing reports whether a server's answer to f (ok, err) shows that
 // f's call stored nothing there, so that a failed attempt need not undo it:
-// a lock's or a set's refusal (a set is taken all or nothing), or a call
-// not made. Grants, failures and a primitive's answers are undone.
+// a refusal, or a call not made. Grants and failures are undone. A
+// refusal stores no token: a lock's, a set's (taken all or nothing) and a
+// primitive's hold's alike (keyserver.HoldKeeper); a WaitingWriteHold's
+// refusal stores its waiting mark, which ReleaseHold leaves, so an undo
+// would only be one more call.
 func (f *fan) storedNothing(ok bool, err error) bool {
 	if err != nil { // unless the call was not made
 		return errors.Is(err, errServerDown) || errors.Is(err, errNotSent)
 	}
-	_, set := f.prim.(*setOps)
-	return (f.prim == nil || set) && !ok
+	return !ok
 }
 
 // undo cleans up after a failed attempt on server i. It runs even when the

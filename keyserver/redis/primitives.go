@@ -129,13 +129,14 @@ func (s *Server) acquirePermit(ctx context.Context, h keyserver.HoldSpec, ttl ti
 		strconv.Itoa(h.Permits), strconv.Itoa(h.Slot), h.Token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), member,
 		layout.PromiseOf(h.Token))
 	if err != nil {
+		s.unwatched(key, member, false)
 		return false, p, err
 	}
 	n, err := ints(reply, 2)
+	s.unwatched(key, member, err == nil && n[0] == 1)
 	if err != nil {
 		return false, p, s.fail("acquire permit", key, err)
 	}
-	s.unwatched(key, member, n[0] == 1)
 	if n[0] < 0 {
 		return false, p, keyserver.PermitsDiffer(key, h.Permits, int(n[1]))
 	}
@@ -374,19 +375,24 @@ func (s *Server) leaveWatch(key, member string) {
 
 // watcher is the member a grant of token on key takes out of key's
 // watchers: the call's, when it watches key through this Server, else ""
-// (a call that never waited costs no command for it).
+// (a call that never waited costs no command for it). Its acquire is
+// recorded until unwatched, which must follow: a stop of the call's last
+// watch meanwhile leaves the leaving to the answer.
 func (s *Server) watcher(key, token string, reader bool) string {
 	p := watchPromise(token, reader)
 	if p == primWatch || !s.sub.watching(key, p) {
 		return ""
 	}
+	s.sub.acquire(key, p)
 	return s.sub.turnMember(p)
 }
 
-// unwatched records a grant that took member (unless "") out of key's
-// watchers: the call's watches here then end without leaving them.
+// unwatched records the answer of an acquire that took member (unless
+// "") out of key's watchers if granted: the call's watches here then end
+// without leaving them. Refused or failed after the call's last watch
+// here stopped, the call leaves now (see subscriber.acquired).
 func (s *Server) unwatched(key, member string, granted bool) {
-	if granted && member != "" {
-		s.sub.granted(key, member[:promiseLen])
+	if member != "" && s.sub.acquired(key, member[:promiseLen], granted) {
+		s.leaveWatch(key, member)
 	}
 }

@@ -43,12 +43,24 @@ type subscriber struct {
 	// heard the turns that came since for nobody's watch (see heard).
 	joined map[watchKey]*subConn
 	heard  map[watchKey]heardTurn
+	// acquiring holds, per primitive key and promise, the acquires in
+	// flight whose grant takes the call out of the key's watchers (see
+	// Server.watcher), and whether the call's last watch stopped while
+	// they ran: its leaving then waits for their answers (see acquired).
+	acquiring map[watchKey]*acquires
 	// contention holds the holders' watches of their keys' lines, by key,
 	// and subscribing their contention channels' subscriptions awaiting
 	// Redis's confirmation, by channel, in the order they were sent
 	// (contention.go).
 	contention  map[string]*contentionSub
 	subscribing map[string][]*contentionSub
+}
+
+// acquires counts a call's acquires in flight on a primitive key (see
+// subscriber.acquiring).
+type acquires struct {
+	n     int
+	leave bool // the last watch stopped, and no grant took the call out
 }
 
 // heardTurn is a turn that came while no watch was on its key and promise.
@@ -221,6 +233,9 @@ func (s *subscriber) watch(ctx context.Context, key, promise string) (w *turnWat
 		}
 		ws[w] = struct{}{}
 		s.watched[key] = time.Time{} // watched now
+		if a := s.acquiring[w.at]; a != nil {
+			a.leave = false // watching again: this watch's stop decides
+		}
 		seen = cn.live && s.seenLocked(w)
 		s.mu.Unlock()
 
@@ -264,19 +279,59 @@ func (s *subscriber) watching(key, promise string) bool {
 	return len(s.watches[watchKey{key, promise}]) > 0
 }
 
-// granted records that a grant took the call that promise stands for
-// out of key's watchers: its watches on now end without leaving them.
-func (s *subscriber) granted(key, promise string) {
+// acquire records an acquire of the call that promise stands for, on
+// key, whose grant takes the call out of key's watchers; acquired must
+// follow with its answer.
+func (s *subscriber) acquire(key, promise string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for w := range s.watches[watchKey{key, promise}] {
-		w.left = true
+	at := watchKey{key, promise}
+	a := s.acquiring[at]
+	if a == nil {
+		if s.acquiring == nil {
+			s.acquiring = make(map[watchKey]*acquires)
+		}
+		a = &acquires{}
+		s.acquiring[at] = a
 	}
+	a.n++
+}
+
+// acquired records the answer of an acquire that acquire recorded: a
+// grant took the call out of key's watchers, and its watches on now end
+// without leaving them. It reports whether the call must leave them now:
+// refused (or failed), the last of its acquires in flight, after its last
+// watch stopped while they ran. A grant that answers after the watches
+// stopped (the votes were decided without it) so costs no leaving.
+func (s *subscriber) acquired(key, promise string, granted bool) (leave bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := watchKey{key, promise}
+	if granted {
+		for w := range s.watches[at] {
+			w.left = true
+		}
+	}
+	a := s.acquiring[at]
+	if a == nil {
+		return false
+	}
+	if granted {
+		a.leave = false
+	}
+	if a.n--; a.n > 0 {
+		return false
+	}
+	delete(s.acquiring, at)
+	return a.leave && len(s.watches[at]) == 0
 }
 
 // stop ends w. It reports whether w was the last watch of its key and
 // promise, and no grant took its call out of a primitive's watchers
-// since w began: then the call is still among them on the server.
+// since w began: then the call is still among them on the server. While
+// an acquire of the call that a grant ends its place with is in flight,
+// it reports false and leaves the leaving to that acquire's answer (see
+// acquired).
 func (s *subscriber) stop(w *turnWatch) (last bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -299,7 +354,14 @@ func (s *subscriber) stop(w *turnWatch) (last bool) {
 			}
 		}
 	}
-	return !w.left
+	if w.left {
+		return false
+	}
+	if a := s.acquiring[w.at]; a != nil {
+		a.leave = true
+		return false
+	}
+	return true
 }
 
 // conn returns the open connection, or opens one and sends its SUBSCRIBE.

@@ -31,16 +31,23 @@ local function unwatch(wkey, i)
 	end
 end
 
--- readers drops the expired readers and returns how many are left, with
--- the shortest TTL left among them.
-local function readers()
-	local now = clock()
-	redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+-- readers reports whether a live reader is left (1 or 0), with the
+-- shortest TTL left among them, dropping the expired ones; now is the
+-- server's time if read already. With no reader it costs one command.
+local function readers(now)
 	local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-	if first[2] then
-		return 1, tonumber(first[2]) - now
+	if not first[2] then
+		return 0, 0
 	end
-	return 0, 0
+	now = now or clock()
+	if tonumber(first[2]) <= now then
+		redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+		first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+		if not first[2] then
+			return 0, 0
+		end
+	end
+	return 1, tonumber(first[2]) - now
 end
 
 -- refuse is a write's refusal with left, marking the writer waiting in
@@ -63,9 +70,10 @@ end
 if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[5]) > 0 then
 	-- A live promise to another writer keeps the lock for it; a watcher
 	-- whose promise lapsed leaves the watchers (see release_hold.lua).
-	local promised = redis.call('GET', KEYS[5])
+	local got = redis.call('MGET', KEYS[3], KEYS[5])
+	local mark, promised, now = got[1], got[2], nil
 	if promised then
-		local now = clock()
+		now = clock()
 		for m, d in string.gmatch(promised, '(%S+) (%d+),') do
 			if tonumber(d) <= now then
 				redis.call('ZREM', KEYS[4], m)
@@ -75,12 +83,12 @@ if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[5]) > 0 then
 			end
 		end
 	end
-	local n, left = readers()
+	local n, left = readers(now)
 	if n > 0 then
 		redis.call('DEL', KEYS[1])
 		return refuse(left)
 	end
-	if redis.call('GET', KEYS[3]) == ARGV[4] then
+	if mark == ARGV[4] then
 		redis.call('DEL', KEYS[3])
 	end
 	if promised then

@@ -31,7 +31,7 @@ elseif redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
 	return 0
 end
 local ws = redis.call('ZRANGE', KEYS[3], 0, -1)
-if #ws == 0 or redis.call('EXISTS', KEYS[1]) == 1 then
+if #ws == 0 or ARGV[2] == '0' and redis.call('EXISTS', KEYS[1]) == 1 then
 	return 1
 end
 local t = redis.call('TIME')
