@@ -10,24 +10,10 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// linePoll is the longest a waiter waits in line without trying again:
-// each try renews its place in the lines ("Lines and promises" in
-// docs/design.md).
-const linePoll = keyserver.LineTTL / 3
-
-// gatherTurns is how long a waiter that was given its turn by some servers
-// waits for the turns of the others before it tries anyway.
-const gatherTurns = 5 * time.Millisecond
-
-// earlier returns the earlier of two times.
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-// wait waits after a refused attempt until the next one is worth making.
+// wait is the one wait on the servers after a refused attempt, until the
+// next attempt is worth making: for the call's turn in the servers' lines
+// (waitInLine), for a change a primitive's watches announce
+// (waitForChange), or else by the retry delay.
 func (a *acquisition) wait(ctx context.Context) error {
 	if a.p != nil && !a.waitsInLine() {
 		return a.waitForChange(ctx)
@@ -41,6 +27,15 @@ func (a *acquisition) wait(ctx context.Context) error {
 	}
 	return a.c.clock.SleepOrWake(ctx, a.untilPatience(d), []<-chan struct{}{a.c.closing.Done()})
 }
+
+// linePoll is the longest a waiter waits in line without trying again:
+// each try renews its place in the lines ("Lines and promises" in
+// docs/design.md).
+const linePoll = keyserver.LineTTL / 3
+
+// gatherTurns is how long a waiter that was given its turn by some servers
+// waits for the turns of the others before it tries anyway.
+const gatherTurns = 5 * time.Millisecond
 
 // waitsInALine reports whether the call really waits in the servers'
 // lines: it was put there by the call ahead of it (see queue), or the
@@ -436,4 +431,12 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 		}
 	}
 	return a.awaitTurns(ctx, max(min(need, c.quorum), 1), c.clock.Now().Add(d))
+}
+
+// earlier returns the earlier of two times.
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
