@@ -49,8 +49,14 @@ func TestRedisContended(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, warm.Release(ctx))
 	}
-
-	for _, n := range cluster.Nodes {
+	for i, n := range cluster.Nodes {
+		// Both warm-ups' releases have landed: a straggler of theirs
+		// (a SET NX and a release on a node slower than the quorum)
+		// would otherwise be counted below.
+		require.Eventually(t, func() bool {
+			_, calls := commandsRun(n)
+			return calls["del"] >= 2
+		}, 10*time.Second, time.Millisecond, "node %d: the warm-ups' releases", i)
 		n.MustDo("CONFIG", "RESETSTAT")
 	}
 	l, err := holder.Acquire(ctx, "job", 10*time.Second)
