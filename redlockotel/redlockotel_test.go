@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,11 +104,18 @@ func TestAcquireOutcomes(t *testing.T) {
 		wantErrType:  "redlock.ErrNotAcquired",
 	}, {
 		// The caller gave up while the lock was held elsewhere: cancelled
-		// comes first.
+		// comes first. It gives up once every server was asked: a server
+		// is asked who it is before its first vote, and an ask the
+		// cancellation cuts short is a failure, not a refusal.
 		name: "cancelled while waiting",
 		servers: func(cancel context.CancelFunc) static.Cluster {
+			var asked atomic.Int32
 			return static.NewCluster(3, static.WithAcquire(static.Deny),
-				static.WithBefore(func(context.Context, static.Call) { cancel() }))
+				static.WithBefore(func(context.Context, static.Call) {
+					if asked.Add(1) == 3 {
+						cancel()
+					}
+				}))
 		},
 		opts:         []redlock.ClientOption{redlock.WithRetryCount(-1)},
 		wantOutcome:  "cancelled",
