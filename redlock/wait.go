@@ -144,8 +144,8 @@ func (a *acquisition) arm(ctx context.Context) {
 			w.stop()
 			*w = watch{}
 		}
-		if failed(a.last, i) {
-			continue
+		if failed(a.last, i) || c.health.breakers[i].open.Load() {
+			continue // a server down would hold up every wait
 		}
 		wctx, cancel := c.clock.WithTimeout(ctx, a.b.timeout)
 		turns, stop, err := a.watchTurn(wctx, i)
@@ -255,8 +255,8 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 			old = append(old, w.stop)
 		}
 		*w = watch{}
-		if failed(a.last, i) {
-			continue
+		if failed(a.last, i) || c.health.breakers[i].open.Load() {
+			continue // a server down would hold up every wait
 		}
 		// Every server at once: a release that finds the call watching on
 		// some servers and not yet on others would tell another waiter
