@@ -323,7 +323,8 @@ func (a *acquisition) stopWatches() {
 // writer, a permit of a semaphore of one). Its place among the watchers
 // then dates from then. A release that finds it the earliest watcher
 // tells it, and it tries, at the front or not (as a lock's call put in
-// the servers' lines by the call ahead does). Reaching the front untold,
+// the servers' lines by the call ahead does), once it gathered the other
+// servers' word (gatherTold). Reaching the front untold,
 // it looks first, unless the call ahead won the servers with an attempt
 // begun after it watched (queue.heldSince): that hold stood on a quorum
 // after its watches did, so its end there tells the earliest watcher,
@@ -366,6 +367,35 @@ func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told b
 		}
 		a.watch(ctx, true) // none fired: only those due
 	}
+}
+
+// gatherTold, before the first attempt of a call that prewatches, waits
+// for the other servers' word when some of its watches fired but fewer
+// than the turns it needs (a quorum of those armed), no longer than
+// gatherTurns, as a waiter does after a refusal (see waitForChange).
+// Told while it waited behind the front, or on reaching it (the release
+// of the hold of the call ahead, its own client's, that reached one
+// server first), an attempt at once reaches servers the release has not
+// reached yet: refused there, it splits the votes, and while it backs off
+// (see backOff) the servers keep the hold promised to it from everyone.
+func (a *acquisition) gatherTold(ctx context.Context) error {
+	if !a.prewatches() || a.watches == nil {
+		return nil
+	}
+	armed, turns := 0, 0
+	for _, w := range a.watches {
+		if w.armed() {
+			armed++
+			if w.fired() {
+				turns++
+			}
+		}
+	}
+	need := max(min(armed, a.c.quorum), 1)
+	if turns == 0 || turns >= need {
+		return nil
+	}
+	return a.awaitTurns(ctx, need, a.c.clock.Now().Add(gatherTurns))
 }
 
 // heldSinceWatched reports whether the call, at the front of its queue
