@@ -382,16 +382,7 @@ func (a *acquisition) gatherTold(ctx context.Context) error {
 	if !a.prewatches() || a.watches == nil {
 		return nil
 	}
-	armed, turns := 0, 0
-	for _, w := range a.watches {
-		if w.armed() {
-			armed++
-			if w.fired() {
-				turns++
-			}
-		}
-	}
-	need := max(min(armed, a.c.quorum), 1)
+	turns, need := a.told()
 	if turns == 0 || turns >= need {
 		return nil
 	}
@@ -406,16 +397,24 @@ func (a *acquisition) heldSinceWatched() bool {
 	if !a.prewatches() || a.watches == nil || !a.queue.heldSince(a.qw) {
 		return false
 	}
+	turns, need := a.told()
+	return turns == 0 && need >= a.c.quorum
+}
+
+// told counts the call's watches that fired, and the turns it needs before
+// it tries: one from each of a quorum of its armed watches, or from every
+// armed watch when fewer stand (at least one).
+func (a *acquisition) told() (turns, need int) {
 	armed := 0
-	for _, pw := range a.watches {
-		if pw.fired() {
-			return false
-		}
-		if pw.armed() {
+	for i := range a.watches {
+		if w := &a.watches[i]; w.armed() {
 			armed++
+			if w.fired() {
+				turns++
+			}
 		}
 	}
-	return armed >= a.c.quorum
+	return turns, max(min(armed, a.c.quorum), 1)
 }
 
 // waitForChange waits after a primitive's refused attempt until a server
@@ -454,13 +453,8 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	}
 	d = a.untilPatience(min(d, renewWatches))
 	// Told by some servers, it gathers the others' word (see awaitTurns).
-	need := 0
-	for _, w := range a.watches {
-		if w.armed() {
-			need++
-		}
-	}
-	return a.awaitTurns(ctx, max(min(need, c.quorum), 1), c.clock.Now().Add(d))
+	_, need := a.told()
+	return a.awaitTurns(ctx, need, c.clock.Now().Add(d))
 }
 
 // earlier returns the earlier of two times.
