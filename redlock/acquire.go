@@ -211,7 +211,11 @@ func later(a, b time.Time) time.Time {
 
 // notAcquired is the call's error, with the votes of its last attempt.
 func (a *acquisition) notAcquired(ctxErr error) *QuorumError {
-	return holdNotAcquired(a.kind(), a.name, a.attempts, a.last, ctxErr)
+	sentinel := ErrNotAcquired
+	if a.last.heldElsewhere() {
+		sentinel = ErrHeldElsewhere
+	}
+	return newQuorumError("acquire", a.kind(), a.name, a.attempts, a.last, ctxErr, sentinel)
 }
 
 // attempt is one round of the algorithm ("Quorum and validity" in
@@ -368,32 +372,13 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		a.inLine = a.calls.mayJoinLine(a.inLine)
 	}
 	if l == nil && a.kept {
-		a.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails, delay: a.delay()})
+		a.c.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails, delay: a.delay()})
 	}
 	if a.inLine != 0 {
 		// After the last attempt's calls, which may still be on their
 		// way to a server and would put the call back in line there; not
 		// where such a straggler granted.
-		a.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout,
+		a.c.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout,
 			after: a.tails, only: a.inLine, unlessGranted: a.calls, prim: a.ops})
 	}
-}
-
-// background sends f to every server without cancellation, each call
-// bounded by the server timeout, and waits for a quorum of answers at
-// most: the rest finish in the background, and Close waits for them. (Its
-// context is not cancelled when it returns: that would end the calls still
-// waiting for the ones they follow.) A closed client sends nothing: its
-// keys run out with their TTL, and its places in line with the lines.
-func (a *acquisition) background(ctx context.Context, f fan) {
-	c := a.c
-	if c.enter() != nil {
-		return
-	}
-	defer c.exit()
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	res := c.fanOut(ctx, f)
-	c.settle(ctx, &f, &res, false)
 }

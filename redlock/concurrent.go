@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/keyserver"
@@ -100,93 +99,6 @@ const (
 	callWatched        // running, and done is to be closed when it finishes
 	callFinished       // done, if made, is closed
 )
-
-// fanOutConcurrent makes every server's call at once, except those that
-// f calls not at all (see fan.only) and has nothing to undo on, which
-// vote for at once. Each call counts its own answer, and the caller wakes
-// once, when the votes decide.
-func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
-	n := len(c.servers)
-	bg := &background{c: c, f: f, ctx: ctx, servers: make([]serverCall, n), voted: make(chan struct{})}
-	bg.votes.n = n
-	calls, made := c.skip(ctx, bg)
-	c.bg.Add(calls)
-	startable := c.starters != nil && calls > 0 && f.startable()
-	var deadline time.Time
-	if startable {
-		// The timer is armed first, and counts every call as waiting:
-		// the calls started first may answer before the last one starts.
-		deadline = c.clock.Now().Add(f.timeout)
-		bg.waiting = calls
-		bg.timer = c.clock.AfterFunc(f.timeout, bg.timedOut)
-	}
-	started := 0
-	for i := range bg.servers {
-		switch s := &bg.servers[i]; {
-		case s.phase == callSkipped:
-		case startable && c.startCall(bg, i, deadline):
-			started++
-		default:
-			if bg.callCtx == nil {
-				bg.callCtx, bg.cancel = c.clock.WithTimeout(ctx, f.timeout)
-				bg.blocking.Store(1) // until all are made
-			}
-			bg.blocking.Add(1)
-			go s.block()
-		}
-	}
-	if bg.callCtx != nil && bg.blocking.Add(-1) == 0 {
-		bg.cancel()
-	}
-	if startable {
-		bg.mu.Lock()
-		if bg.waiting -= calls - started; bg.waiting == 0 {
-			bg.timer.Stop()
-		}
-		bg.mu.Unlock()
-	}
-	if started > 0 && ctx.Done() != nil {
-		bg.await(ctx)
-	}
-	<-bg.voted
-	bg.mu.Lock()
-	r := fanned{tally: bg.votes, bg: bg, made: made}
-	bg.mu.Unlock()
-	return r
-}
-
-// skip counts at once the votes of the servers bg does not call: those
-// f calls not at all, and those whose breaker is open. It returns how many
-// calls are to be made, and the servers the lock's calls were made to.
-func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint64) {
-	f := &bg.f
-	calls, made = len(c.servers), f.after.made
-	for i := range c.servers {
-		s := &bg.servers[i]
-		s.bg, s.i = bg, i
-		switch {
-		case !f.undo && f.only != 0 && f.only&bit(i) == 0: // as fan.call would answer
-			calls--
-			s.ok, s.phase = true, callSkipped
-			s.state.Store(callFinished)
-			bg.count(vote{server: i, ok: true})
-		case f.mustCall(i):
-			made |= bit(i)
-		default:
-			if err := c.health.breakers[i].allow(c.clock); err != nil {
-				// Not called: it stored nothing, and there is nothing to undo.
-				calls--
-				s.phase = callSkipped
-				s.state.Store(callFinished)
-				c.observe(ctx, f.op, f.name, i, err)
-				bg.count(vote{server: i, err: err})
-				continue
-			}
-			made |= bit(i)
-		}
-	}
-	return calls, made
-}
 
 // count counts v, unless the outcome was decided already.
 func (bg *background) count(v vote) {
@@ -356,17 +268,6 @@ func (s *serverCall) finish() {
 		close(s.done)
 	}
 	s.bg.c.bg.Done()
-}
-
-// await waits until the votes decide, or until the caller's context
-// ends: the started calls that have not answered are then counted as
-// failed (see expire). The deadline is bg.timer's.
-func (bg *background) await(ctx context.Context) {
-	select {
-	case <-bg.voted:
-	case <-ctx.Done():
-		bg.expire(ctx.Err())
-	}
 }
 
 // timedOut is expire at the deadline.

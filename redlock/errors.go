@@ -187,16 +187,6 @@ func (e *QuorumError) serverErrors() *multierror.Error {
 	return m
 }
 
-// holdNotAcquired is the error of a call that did not take a hold of kind
-// k after attempts, the last of which ended with the votes t.
-func holdNotAcquired(k kind, name string, attempts int, t tally, ctxErr error) *QuorumError {
-	sentinel := ErrNotAcquired
-	if t.heldElsewhere() {
-		sentinel = ErrHeldElsewhere
-	}
-	return newQuorumError("acquire", k, name, attempts, t, ctxErr, sentinel)
-}
-
 // kind is what a Lock holds: a lock, or a primitive's hold. Errors name
 // the hold in its own words, so that a semaphore's say permit and an
 // election's leadership.

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -88,51 +89,6 @@ type fan struct {
 	delay time.Duration
 }
 
-// call makes f's call to ks: its vote, with the number it read (a fence
-// counter) or 0, and the holder a refusal described, if any.
-func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
-	if f.only != 0 && f.only&bit(i) == 0 {
-		return true, 0, h, nil
-	}
-	switch {
-	case f.prim != nil:
-		// A copy for the primitive, whose method keeps what it is given:
-		// f itself then stays where its caller made it, on the stack for
-		// a lock's fan-outs, which are most.
-		g := *f
-		ok, n, h, err = g.prim.call(ctx, &g, i, ks)
-	default:
-		ok, n, h, err = f.lockCall(ctx, ks)
-	}
-	switch {
-	case f.quarantine.q == nil:
-	case ok:
-		ok, err = f.quarantine.admit(ctx, i, f.ttl)
-	case err == nil:
-		f.quarantine.see(ctx, i) // a refusal: the server's incarnation now, to know a later one for a restart
-	}
-	return ok, n, h, err
-}
-
-// call makes f's call to server i once the server's identity is known
-// (see identities): the call's own wait, bounded like the call.
-func (c *Client) call(ctx context.Context, f *fan, i int) (ok bool, n uint64, h keyserver.Holder, err error) {
-	if (f.only == 0 || f.only&bit(i) != 0) && !f.cleansUp() {
-		if err := c.identify(ctx, i, f); err != nil {
-			return false, 0, h, err
-		}
-	}
-	return f.call(ctx, i, c.servers[i])
-}
-
-// heard observes server i's answer to f, unless f voted for it without
-// a call (see fan.only): that says nothing of the server.
-func (c *Client) heard(ctx context.Context, f *fan, i int, err error) {
-	if err != nil || f.only == 0 || f.only&bit(i) != 0 {
-		c.observe(ctx, f.op, f.name, i, err)
-	}
-}
-
 // cleansUp reports whether f cleans up after the lock's earlier calls
 // rather than asking for a vote that grants anything.
 func (f *fan) cleansUp() bool {
@@ -146,43 +102,6 @@ func (f *fan) mustCall(i int) bool {
 	return f.cleansUp() && f.after.made&bit(i) != 0
 }
 
-// lockCall makes f's call to ks for a lock key.
-func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
-	if f.delay != 0 && f.op != opLeaveLine && f.op != opRaiseFence && f.op != opReadFence {
-		ks = delayed(ks, f.delay)
-	}
-	switch f.op {
-	case opAcquire, opAcquireInLine:
-		ns, is := ks.(keyserver.Notifier)
-		switch {
-		case !is:
-			ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
-		case f.op == opAcquireInLine:
-			ok, h, err = ns.AcquireInLine(ctx, f.key, f.token, f.ttl, f.next)
-		default:
-			ok, h, err = ns.AcquireOrHolder(ctx, f.key, f.token, f.ttl)
-		}
-	case opAcquireFenced:
-		ok, n, err = ks.(keyserver.Fencer).AcquireFenced(ctx, f.key, f.token, f.ttl)
-	case opExtend:
-		ok, err = ks.Extend(ctx, f.key, f.token, f.ttl)
-	case opRelease:
-		ok, err = ks.Release(ctx, f.key, f.token)
-	case opRaiseFence:
-		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, f.fence)
-		ok = err == nil && n < f.fence
-	case opReadFence:
-		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, 0)
-		ok = err == nil
-	case opLeaveLine:
-		if ns, is := ks.(keyserver.Notifier); is {
-			err = ns.LeaveLine(ctx, f.key, f.token)
-		}
-		ok = err == nil
-	}
-	return ok, n, h, err
-}
-
 // vote is one server's answer.
 type vote struct {
 	server int
@@ -190,6 +109,20 @@ type vote struct {
 	n      uint64
 	holder keyserver.Holder
 	err    error
+}
+
+// fanned is the result of a fan-out: the votes when the outcome was
+// decided, and what the caller still has to do with the calls.
+type fanned struct {
+	tally
+	// done holds per server a channel closed once that server's call,
+	// and its undo if any, have finished: the "after" of the lock's next
+	// call. nil when every call has finished already. Set by settle.
+	done []<-chan struct{}
+	bg   *background // the calls still running; nil when there are none
+	// made has the bits of the servers the lock's calls were made to, this
+	// fan-out's and those before it (see tails.made).
+	made uint64
 }
 
 // tails are the calls of one fan-out that a lock's next call to each
@@ -211,20 +144,6 @@ func (r *fanned) tails() tails {
 		t.of = r.bg
 	}
 	return t
-}
-
-// fanned is the result of a fan-out: the votes when the outcome was
-// decided, and what the caller still has to do with the calls.
-type fanned struct {
-	tally
-	// done holds per server a channel closed once that server's call,
-	// and its undo if any, have finished: the "after" of the lock's next
-	// call. nil when every call has finished already. Set by settle.
-	done []<-chan struct{}
-	bg   *background // the calls still running; nil when there are none
-	// made has the bits of the servers the lock's calls were made to, this
-	// fan-out's and those before it (see tails.made).
-	made uint64
 }
 
 // fanOut sends f's call to every server and returns as soon as the votes
@@ -291,6 +210,104 @@ func (c *Client) fanOutOne(ctx context.Context, f *fan) (r fanned) {
 	return r
 }
 
+// fanOutConcurrent makes every server's call at once, except those that
+// f calls not at all (see fan.only) and has nothing to undo on, which
+// vote for at once. Each call counts its own answer, and the caller wakes
+// once, when the votes decide.
+func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
+	n := len(c.servers)
+	bg := &background{c: c, f: f, ctx: ctx, servers: make([]serverCall, n), voted: make(chan struct{})}
+	bg.votes.n = n
+	calls, made := c.skip(ctx, bg)
+	c.bg.Add(calls)
+	startable := c.starters != nil && calls > 0 && f.startable()
+	var deadline time.Time
+	if startable {
+		// The timer is armed first, and counts every call as waiting:
+		// the calls started first may answer before the last one starts.
+		deadline = c.clock.Now().Add(f.timeout)
+		bg.waiting = calls
+		bg.timer = c.clock.AfterFunc(f.timeout, bg.timedOut)
+	}
+	started := 0
+	for i := range bg.servers {
+		switch s := &bg.servers[i]; {
+		case s.phase == callSkipped:
+		case startable && c.startCall(bg, i, deadline):
+			started++
+		default:
+			if bg.callCtx == nil {
+				bg.callCtx, bg.cancel = c.clock.WithTimeout(ctx, f.timeout)
+				bg.blocking.Store(1) // until all are made
+			}
+			bg.blocking.Add(1)
+			go s.block()
+		}
+	}
+	if bg.callCtx != nil && bg.blocking.Add(-1) == 0 {
+		bg.cancel()
+	}
+	if startable {
+		bg.mu.Lock()
+		if bg.waiting -= calls - started; bg.waiting == 0 {
+			bg.timer.Stop()
+		}
+		bg.mu.Unlock()
+	}
+	if started > 0 && ctx.Done() != nil {
+		bg.await(ctx)
+	}
+	<-bg.voted
+	bg.mu.Lock()
+	r := fanned{tally: bg.votes, bg: bg, made: made}
+	bg.mu.Unlock()
+	return r
+}
+
+// skip counts at once the votes of the servers bg does not call: those
+// f calls not at all, and those whose breaker is open. It returns how many
+// calls are to be made, and the servers the lock's calls were made to.
+func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint64) {
+	f := &bg.f
+	calls, made = len(c.servers), f.after.made
+	for i := range c.servers {
+		s := &bg.servers[i]
+		s.bg, s.i = bg, i
+		switch {
+		case !f.undo && f.only != 0 && f.only&bit(i) == 0: // as fan.call would answer
+			calls--
+			s.ok, s.phase = true, callSkipped
+			s.state.Store(callFinished)
+			bg.count(vote{server: i, ok: true})
+		case f.mustCall(i):
+			made |= bit(i)
+		default:
+			if err := c.health.breakers[i].allow(c.clock); err != nil {
+				// Not called: it stored nothing, and there is nothing to undo.
+				calls--
+				s.phase = callSkipped
+				s.state.Store(callFinished)
+				c.observe(ctx, f.op, f.name, i, err)
+				bg.count(vote{server: i, err: err})
+				continue
+			}
+			made |= bit(i)
+		}
+	}
+	return calls, made
+}
+
+// await waits until the votes decide, or until the caller's context
+// ends: the started calls that have not answered are then counted as
+// failed (see expire). The deadline is bg.timer's.
+func (bg *background) await(ctx context.Context) {
+	select {
+	case <-bg.voted:
+	case <-ctx.Done():
+		bg.expire(ctx.Err())
+	}
+}
+
 // settle gives a fan-out its final verdict. When failed and the fan-out
 // undoes, the servers' calls are undone: those that granted before the
 // verdict, which answer fast, before settle returns; the others in the
@@ -355,6 +372,186 @@ func (c *Client) detach(ctx context.Context, timeout time.Duration) (context.Con
 	return c.clock.WithTimeout(ctx, timeout)
 }
 
+// background sends f to every server without cancellation, each call
+// bounded by the server timeout, and waits for a quorum of answers at
+// most: the rest finish in the background, and Close waits for them. (Its
+// context is not cancelled when it returns: that would end the calls still
+// waiting for the ones they follow.) A closed client sends nothing: its
+// keys run out with their TTL, and its places in line with the lines.
+func (c *Client) background(ctx context.Context, f fan) {
+	if c.enter() != nil {
+		return
+	}
+	defer c.exit()
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	res := c.fanOut(ctx, f)
+	c.settle(ctx, &f, &res, false)
+}
+
+// call makes f's call to server i once the server's identity is known
+// (see identities): the call's own wait, bounded like the call.
+func (c *Client) call(ctx context.Context, f *fan, i int) (ok bool, n uint64, h keyserver.Holder, err error) {
+	if (f.only == 0 || f.only&bit(i) != 0) && !f.cleansUp() {
+		if err := c.identify(ctx, i, f); err != nil {
+			return false, 0, h, err
+		}
+	}
+	return f.call(ctx, i, c.servers[i])
+}
+
+// identify makes sure server i's identity is known before its vote of f
+// counts: it asks the server, or waits for the ask of another call, within
+// ctx (the call's own bound). It fails when the server could not be asked
+// (for a call whose grants the quarantine judges, as ErrQuarantined: the
+// quarantine could not have told either), or when it reaches a store
+// another server reaches.
+func (c *Client) identify(ctx context.Context, i int, f *fan) error {
+	id := &c.identities
+	for !id.known[i].Load() {
+		id.mu.Lock()
+		if err := id.failed(); err != nil {
+			id.mu.Unlock()
+			return err
+		}
+		if id.known[i].Load() {
+			id.mu.Unlock()
+			return nil
+		}
+		if ask := id.asks[i]; ask != nil {
+			id.mu.Unlock()
+			select {
+			case <-ask:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("identify: %w", ctx.Err())
+			}
+		}
+		ask := make(chan struct{})
+		id.asks[i] = ask
+		id.mu.Unlock()
+		// One ask: the quarantine sees the same answer, and a server that
+		// keeps its incarnation (keyserver/redis) answers the quarantine's
+		// asks after grants from it.
+		in, err := c.servers[i].(keyserver.Incarnator).Incarnation(ctx)
+		c.observe(ctx, opIdentify, f.name, i, err)
+		if err == nil && c.quarantine != nil {
+			c.quarantine.sight(i, in, c.quarantine.clock.Now())
+		}
+		id.mu.Lock()
+		id.asks[i] = nil
+		close(ask)
+		if err == nil {
+			err = id.recordLocked(c.servers, i, in.ID)
+		} else if f.quarantine.q != nil {
+			err = cannotTell(err)
+		}
+		id.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// call makes f's call to ks: its vote, with the number it read (a fence
+// counter) or 0, and the holder a refusal described, if any.
+func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
+	if f.only != 0 && f.only&bit(i) == 0 {
+		return true, 0, h, nil
+	}
+	switch {
+	case f.prim != nil:
+		// A copy for the primitive, whose method keeps what it is given:
+		// f itself then stays where its caller made it, on the stack for
+		// a lock's fan-outs, which are most.
+		g := *f
+		ok, n, h, err = g.prim.call(ctx, &g, i, ks)
+	default:
+		ok, n, h, err = f.lockCall(ctx, ks)
+	}
+	switch {
+	case f.quarantine.q == nil:
+	case ok:
+		ok, err = f.quarantine.admit(ctx, i, f.ttl)
+	case err == nil:
+		f.quarantine.see(ctx, i) // a refusal: the server's incarnation now, to know a later one for a restart
+	}
+	return ok, n, h, err
+}
+
+// admit judges server i's grant of a call with ttl: it counts (true), or
+// it does not, with the error that says why: the server is quarantined,
+// or could not tell whether it restarted.
+func (r quarantineRule) admit(ctx context.Context, i int, ttl time.Duration) (bool, error) {
+	is := r.q.judged[i]
+	if is == nil {
+		return true, nil
+	}
+	in, err := is.Incarnation(ctx)
+	return r.judge(i, ttl, in, err)
+}
+
+// see records server i's incarnation, as it refused a call, so that a
+// restart after a refusal is not taken for one before the client was made
+// ("Which restarts" in docs/design.md). A failed read is ignored: the grant
+// that counts reads again.
+func (r quarantineRule) see(ctx context.Context, i int) {
+	is := r.q.judged[i]
+	if is == nil {
+		return
+	}
+	if in, err := is.Incarnation(ctx); err == nil {
+		r.q.sight(i, in, r.q.clock.Now())
+	}
+}
+
+// lockCall makes f's call to ks for a lock key.
+func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
+	if f.delay != 0 && f.op != opLeaveLine && f.op != opRaiseFence && f.op != opReadFence {
+		ks = delayed(ks, f.delay)
+	}
+	switch f.op {
+	case opAcquire, opAcquireInLine:
+		ns, is := ks.(keyserver.Notifier)
+		switch {
+		case !is:
+			ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
+		case f.op == opAcquireInLine:
+			ok, h, err = ns.AcquireInLine(ctx, f.key, f.token, f.ttl, f.next)
+		default:
+			ok, h, err = ns.AcquireOrHolder(ctx, f.key, f.token, f.ttl)
+		}
+	case opAcquireFenced:
+		ok, n, err = ks.(keyserver.Fencer).AcquireFenced(ctx, f.key, f.token, f.ttl)
+	case opExtend:
+		ok, err = ks.Extend(ctx, f.key, f.token, f.ttl)
+	case opRelease:
+		ok, err = ks.Release(ctx, f.key, f.token)
+	case opRaiseFence:
+		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, f.fence)
+		ok = err == nil && n < f.fence
+	case opReadFence:
+		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, 0)
+		ok = err == nil
+	case opLeaveLine:
+		if ns, is := ks.(keyserver.Notifier); is {
+			err = ns.LeaveLine(ctx, f.key, f.token)
+		}
+		ok = err == nil
+	}
+	return ok, n, h, err
+}
+
+// heard observes server i's answer to f, unless f voted for it without
+// a call (see fan.only): that says nothing of the server.
+func (c *Client) heard(ctx context.Context, f *fan, i int, err error) {
+	if err != nil || f.only == 0 || f.only&bit(i) != 0 {
+		c.observe(ctx, f.op, f.name, i, err)
+	}
+}
+
 // health counts each server's consecutive failures, so that the log says
 // when a server starts failing and when it recovers, once each, instead of
 // once per call: with one server of three down, a thousand locks write one
@@ -414,15 +611,5 @@ func (c *Client) logVotes(op opKind, name string, t tally) {
 	if !t.won() {
 		c.logger.Debug("redlock: quorum not reached", "op", op, "lock", name,
 			"granted", t.granted, "refused", t.refused, "servers", t.n)
-	}
-}
-
-// closed reports whether ch is closed, without waiting.
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }

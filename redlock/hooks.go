@@ -86,18 +86,3 @@ type Acquisition struct {
 func WithHooks(h Hooks) ClientOption {
 	return clientOnly(func(o *options) { o.hooks = h })
 }
-
-// start reports the beginning of a call and returns its context.
-func (c *Client) start(ctx context.Context, op, name string) context.Context {
-	if c.hooks.Start != nil {
-		return c.hooks.Start(ctx, op, name)
-	}
-	return ctx
-}
-
-// end reports the end of a call.
-func (c *Client) end(ctx context.Context, op, name string, err error) {
-	if c.hooks.End != nil {
-		c.hooks.End(ctx, op, name, err)
-	}
-}

@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -85,18 +84,6 @@ func (c *Client) quarantineRule(o *options) quarantineRule {
 	return quarantineRule{q: c.quarantine, d: o.quarantine}
 }
 
-// admit judges server i's grant of a call with ttl: it counts (true), or
-// it does not, with the error that says why: the server is quarantined,
-// or could not tell whether it restarted.
-func (r quarantineRule) admit(ctx context.Context, i int, ttl time.Duration) (bool, error) {
-	is := r.q.judged[i]
-	if is == nil {
-		return true, nil
-	}
-	in, err := is.Incarnation(ctx)
-	return r.judge(i, ttl, in, err)
-}
-
 // judge is admit once server i's incarnation was read: in, or the read's
 // error.
 func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation, err error) (bool, error) {
@@ -129,20 +116,6 @@ func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation
 // incarnation could not be read: err.
 func cannotTell(err error) error {
 	return fmt.Errorf("%w: could not tell whether it restarted: %w", ErrQuarantined, err)
-}
-
-// see records server i's incarnation, as it refused a call, so that a
-// restart after a refusal is not taken for one before the client was made
-// ("Which restarts" in docs/design.md). A failed read is ignored: the grant
-// that counts reads again.
-func (r quarantineRule) see(ctx context.Context, i int) {
-	is := r.q.judged[i]
-	if is == nil {
-		return
-	}
-	if in, err := is.Incarnation(ctx); err == nil {
-		r.q.sight(i, in, r.q.clock.Now())
-	}
 }
 
 // sight records server i's incarnation in, seen at now, and returns when
@@ -200,60 +173,6 @@ func (id *identities) init(servers []keyserver.KeyServer) {
 func (id *identities) failed() error {
 	if p := id.err.Load(); p != nil {
 		return *p
-	}
-	return nil
-}
-
-// identify makes sure server i's identity is known before its vote of f
-// counts: it asks the server, or waits for the ask of another call, within
-// ctx (the call's own bound). It fails when the server could not be asked
-// (for a call whose grants the quarantine judges, as ErrQuarantined: the
-// quarantine could not have told either), or when it reaches a store
-// another server reaches.
-func (c *Client) identify(ctx context.Context, i int, f *fan) error {
-	id := &c.identities
-	for !id.known[i].Load() {
-		id.mu.Lock()
-		if err := id.failed(); err != nil {
-			id.mu.Unlock()
-			return err
-		}
-		if id.known[i].Load() {
-			id.mu.Unlock()
-			return nil
-		}
-		if ask := id.asks[i]; ask != nil {
-			id.mu.Unlock()
-			select {
-			case <-ask:
-				continue
-			case <-ctx.Done():
-				return fmt.Errorf("identify: %w", ctx.Err())
-			}
-		}
-		ask := make(chan struct{})
-		id.asks[i] = ask
-		id.mu.Unlock()
-		// One ask: the quarantine sees the same answer, and a server that
-		// keeps its incarnation (keyserver/redis) answers the quarantine's
-		// asks after grants from it.
-		in, err := c.servers[i].(keyserver.Incarnator).Incarnation(ctx)
-		c.observe(ctx, opIdentify, f.name, i, err)
-		if err == nil && c.quarantine != nil {
-			c.quarantine.sight(i, in, c.quarantine.clock.Now())
-		}
-		id.mu.Lock()
-		id.asks[i] = nil
-		close(ask)
-		if err == nil {
-			err = id.recordLocked(c.servers, i, in.ID)
-		} else if f.quarantine.q != nil {
-			err = cannotTell(err)
-		}
-		id.mu.Unlock()
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }

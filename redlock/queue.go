@@ -1,9 +1,7 @@
 package redlock
 
 import (
-	"context"
 	"errors"
-	"math"
 	"sync"
 	"time"
 )
@@ -144,8 +142,8 @@ func (q *queue) watching(w *queued) {
 	q.mu.Unlock()
 }
 
-// won records that w's last attempt won the servers.
-func (q *queue) won(w *queued) {
+// heldBy records that w's last attempt won the servers.
+func (q *queue) heldBy(w *queued) {
 	q.mu.Lock()
 	q.held = max(q.held, w.tried)
 	q.mu.Unlock()
@@ -211,145 +209,7 @@ func (q *queue) ahead(w *queued) int {
 	return 0
 }
 
-// awaitFront waits until w is at the front of q or was put in the
-// servers' lines, or the call's patience or ctx ends. The patience of a
-// call behind others of its client is its retries × the retry delay for
-// each of them and for its own turn, counted again whenever the queue
-// moves or a call of it sees the hold move. A primitive's call that
-// prewatches watches the servers once it is next behind the front, and
-// goes to try when one tells it its turn, at the front or not.
-func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error {
-	c := a.c
-	since, seen := c.clock.Now(), -1
-	for {
-		ahead := q.ahead(w)
-		if ahead == 0 || q.inLine(w) {
-			return nil
-		}
-		wake := []<-chan struct{}{w.wake, c.closing.Done()}
-		sleep := time.Duration(math.MaxInt64)
-		if ahead == 1 && a.prewatches() {
-			told, renewIn := a.prewatch(ctx, q, w)
-			if told {
-				return nil
-			}
-			for _, pw := range a.watches {
-				wake = append(wake, pw.changed...)
-			}
-			sleep = renewIn
-		}
-		if a.retries < 0 {
-			if err := c.clock.SleepOrWake(ctx, sleep, wake); err != nil {
-				return err
-			}
-			if c.closing.Err() != nil {
-				return ErrClosed
-			}
-			continue
-		}
-		q.mu.Lock()
-		if q.progress.After(since) {
-			since = q.progress
-		}
-		q.mu.Unlock()
-		if seen >= 0 && ahead < seen {
-			since = c.clock.Now()
-		}
-		seen = ahead
-		deadline := since.Add(time.Duration(a.retries) * a.o.retryDelay * time.Duration(ahead+1))
-		if !c.clock.Now().Before(deadline) {
-			q.mu.Lock()
-			a.last = q.last
-			q.mu.Unlock()
-			return errOutOfPatience
-		}
-		if err := c.clock.SleepOrWake(ctx, min(sleep, deadline.Sub(c.clock.Now())), wake); err != nil {
-			return err
-		}
-		if c.closing.Err() != nil {
-			return ErrClosed
-		}
-	}
-}
-
 // errOutOfPatience ends a call whose patience ran out while it waited
 // behind others of its client; acquire reports it as the votes of the
 // front's last refusal.
 var errOutOfPatience = errors.New("out of patience")
-
-// awaitPlace waits, before its first attempt, while a call is behind
-// others of its client: until it is at the front, which tries itself,
-// or the attempt of a call ahead put it in the servers' lines, where it
-// then waits for its turn. A primitive's call records each attempt it is
-// about to make in its queue (see heldSince).
-func (a *acquisition) awaitPlace(ctx context.Context) error {
-	if err := a.awaitPlaceFirst(ctx); err != nil {
-		return err
-	}
-	if a.queue != nil && a.p != nil {
-		a.queue.trying(a.qw)
-	}
-	return nil
-}
-
-// awaitPlaceFirst is awaitPlace's wait, before the attempt is recorded.
-func (a *acquisition) awaitPlaceFirst(ctx context.Context) error {
-	if a.queue == nil || a.attempts > 0 {
-		return nil
-	}
-	if err := a.awaitFront(ctx, a.queue, a.qw); err != nil {
-		return a.gaveUp(err)
-	}
-	if a.p != nil {
-		if a.heldSinceWatched() {
-			// Its watches stood before the hold of the call ahead: that
-			// hold's end tells it, or a watcher ahead of it, so it waits
-			// rather than look first (see prewatches).
-			a.outOfPatience()
-			if err := a.wait(ctx); err != nil {
-				return a.notAcquired(err)
-			}
-		} else if err := a.gatherTold(ctx); err != nil { // told by some: it gathers the others' word first
-			return a.notAcquired(err)
-		}
-		return nil
-	}
-	if !a.queue.inLine(a.qw) || a.watches != nil {
-		return nil
-	}
-	// Its patience starts, counting the calls of its client ahead of it,
-	// and it watches with a token of its rank until it draws its own.
-	a.inLine = a.c.notifierMask
-	if a.token == "" {
-		a.token = a.rank.token()
-	}
-	a.outOfPatience()
-	if err := a.wait(ctx); err != nil {
-		return a.notAcquired(err)
-	}
-	return nil
-}
-
-// queueUp records a refused attempt in the call's queue: a lock's call
-// that waits in line makes one if there is none, and is then in the
-// servers' lines.
-func (a *acquisition) queueUp() {
-	if a.queue == nil && a.waitsInLine() {
-		a.queue, a.qw = a.c.joinQueue(a.key, 1, &a.rank, false, true)
-	}
-	if a.queue != nil {
-		a.queue.refused(a.qw, a.last, a.p == nil)
-	}
-}
-
-// gaveUp is the error of a call that stopped waiting behind others of its
-// client: out of patience, ctx ended, or the client closed.
-func (a *acquisition) gaveUp(err error) error {
-	switch {
-	case errors.Is(err, ErrClosed):
-		return err
-	case errors.Is(err, errOutOfPatience):
-		return a.notAcquired(nil)
-	}
-	return a.notAcquired(err)
-}

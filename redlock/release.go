@@ -100,10 +100,10 @@ func (l *Lock) release(ctx context.Context, b budget, expires time.Time, lost bo
 	}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
-	l.tails = res.tails()
-	c.released.note(l.key, l.tails)
 	t := res.tally
 	c.logVotes(f.op, l.name, t)
+	l.tails = res.tails()
+	c.released.note(l.key, l.tails)
 	switch {
 	case lost:
 		return holdErr(l.kind(), l.name, []error{ErrNotHeld, ErrLockLost}, "not held: it had been lost before it was released")
@@ -183,4 +183,14 @@ func finished(tails []<-chan struct{}) bool {
 		}
 	}
 	return true
+}
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
