@@ -45,6 +45,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/keyserver/redis/adapt"
 )
 
 // New returns a key server over client, named after the address in the
@@ -64,7 +65,7 @@ func New(client goredis.UniversalClient, opts ...redis.Option) *redis.Server {
 		t.DialCount = new(redis.DialCount)
 		c.AddHook(dialCount{t.DialCount})
 	}
-	return redis.NewServer(redis.Detach(t), opts...)
+	return redis.NewServer(adapt.Detach(t), opts...)
 }
 
 // transport is a redis.Transport over a go-redis client. Its DialCount,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/keyserver/redis/adapt"
 	"github.com/goredlock/goredlock/redlock"
 )
 
@@ -86,7 +87,7 @@ func ExampleCountDials() {
 // methods (see Transport); NewServer puts the lock logic on top.
 func ExampleNewServer() {
 	var t redis.Transport = myTransport() // Do, ReplyText, PubSub, Close
-	srv := redis.NewServer(redis.Detach(t), redis.WithName("10.0.0.1:6379"))
+	srv := redis.NewServer(adapt.Detach(t), redis.WithName("10.0.0.1:6379"))
 	defer srv.Close() // closes t
 	_ = srv           // one of the servers given to redlock.New
 }

@@ -12,99 +12,29 @@
 //	}
 //	client, err := redlock.New(servers)
 //
-// The Server holds the lock logic once: the Lua scripts, the decoding of
-// their replies, the classification of errors, the waiting line of
-// [keyserver.Notifier] and its Pub/Sub subscriber, [keyserver.Fencer]. It
-// reaches Redis through a [Transport], a thin adapter over a Redis client:
-// [FromURL] and [New] here use redigo, and keyserver/goredis,
+// A Server reaches Redis through a [Transport], a thin adapter over a
+// Redis client: [FromURL] and [New] use redigo; keyserver/goredis,
 // keyserver/rueidis and keyserver/valkey (modules of their own) adapt the
-// other clients. [NewServer] takes any Transport.
+// other clients, and [NewServer] takes any Transport. Every transport runs
+// the same Lua scripts, one per operation, so that the owner check and the
+// write are atomic and the waiters of all of them share one line. Script
+// digests come from the server (SCRIPT LOAD): no SHA-1 is computed here,
+// and a program that allows only FIPS 140 algorithms works.
 //
-// Each operation is one Lua script, so that the owner check and the write
-// are atomic. Script digests come from the server (SCRIPT LOAD), so no
-// SHA-1 is computed here and a program that allows only FIPS 140
-// algorithms works: a Server runs each script by its source (EVAL) until it
-// knows the digest, then by the digest (EVALSHA), falling back to the
-// source when a server answers NOSCRIPT (a restart, SCRIPT FLUSH, another
-// node of a Cluster). Acquire, AcquireOrHolder and AcquireInLine first
-// send a plain SET NX, which costs Redis a fraction of a script, and run
-// their script only when the key exists. A Release runs GET and DEL alone
-// when no waiter joined the key's line while it was held (waiters mark the
-// value they queue behind), so that an uncontended lock costs Redis four
-// commands, as a bare SET NX and a compare-and-delete do. Every call
-// honours the context's deadline, which the redlock client sets to its
-// per-server timeout: a paused or unreachable server costs at most that
-// long. Failures that retrying cannot fix (a key holding another type of
-// value, a rejected password or permission, a script refused, a
+// Every call honours its context's deadline, which the redlock client sets
+// to its per-server timeout: a paused or unreachable server costs at most
+// that long. Failures that retrying cannot fix (a key holding another type
+// of value, a rejected password or permission, a script refused, a
 // certificate not trusted) are marked with [keyserver.ErrPermanent], the
 // same for every transport. After [Server.Close] every call fails with
 // [ErrClosed].
 //
-// # Pipelining
-//
-// A Server made by FromURL sends all its calls over one connection: calls
-// made at the same time are written together in one flush and their
-// replies read back in order, so under load many calls share one write and
-// one read, and no goroutine is started per call; a call alone on an idle
-// connection is written and read by its caller itself, which costs one
-// round trip as on a pooled connection (a plain connection only: over TLS,
-// or through the caller's dial options, calls always pass through the
-// connection's writer and reader goroutines). A caller whose deadline
-// passes returns at once; its call still runs, and its reply is read and
-// dropped. Calls reach Redis in the order they were made, so a Release
-// made after an Acquire runs after it even when the Acquire's caller gave
-// up on it, unless the connection broke in between. (Opening a connection
-// with a password, a database or TLS takes a round trip, so a paused
-// server gets a new connection only if it resumes within 5 s.)
-//
-// A connection that breaks is replaced by the next call; the calls it had
-// sent fail with [ErrConnectionLost], since each may or may not have run. A
-// connection whose oldest unanswered call is still unanswered 5 s past
-// that call's deadline (a black-holed link; a call without a deadline
-// counts as due 10 s after it was made) is closed and replaced the same
-// way. At most [WithMaxPending] calls (4096 by default) wait for one
-// server at once, including calls whose callers gave up; more fail at once
-// with [ErrOverloaded].
-//
-// A FromURL Server can also start calls (Server.Start, the redlock client's
-// own protocol, internal to this module): the redlock client starts
-// its acquires, extends and releases on the pipeline without a goroutine
-// per call waiting for each, and the connection's reader hands each reply
-// to the client's fan-out. With 64 callers on five local nodes, this cut
-// the client's CPU per lock and unlock by about two thirds.
-//
-// New's Server pipelines the same way the calls made while others are in
-// flight, over one connection it borrows from the caller's Pool, and runs
-// a call made alone on a connection of its own from the Pool (see New).
-//
-// # Waiting in line
-//
-// A Server is a keyserver.Notifier. A key's waiters stand in a sorted set
-// at {key}:line (beside the key, in its Cluster slot), all scores 0 so that members, the waiters'
-// promises (their rank padded with ~), sort by rank. A Release that finds
-// waiters promises the key to the first of them for keyserver.ClaimTTL and
-// publishes the promise on a channel named as the line key; a Release with
-// nobody waiting deletes the key and publishes nothing. Every transport
-// runs the same scripts, so the waiters of all of them share one line.
-//
-// [Server.WatchTurn] runs on one Pub/Sub connection per Server, shared by every
-// waiter of the process: a line's channel is subscribed by its first
-// waiter, at the cost of one round trip, and kept for two seconds after
-// its last waiter stopped, so that a contended key does not pay a
-// SUBSCRIBE and an UNSUBSCRIBE per wait. Once subscribed, WatchTurn looks
-// at the key once more (one GET), so that a turn that came before the
-// subscription is not missed. While a key's channel is subscribed,
-// AcquireInLine skips the plain SET NX, which would be refused. The
-// connection is opened by the first WatchTurn (New's Server takes it from
-// the caller's Pool, and holds it as it holds its shared connection); when
-// it breaks (a restart, a network failure) every waiter on it is woken to
-// try again, and the next WatchTurn opens a new one. A subscription
-// unconfirmed for 5 s makes the next WatchTurn replace the connection.
-// Close closes the connection and waits for its reader.
-//
-// A user whose ACL denies the channels still releases (its waiters find
-// their turn by trying again), and its WatchTurn fails with an error
-// marked keyserver.ErrPermanent.
+// A FromURL Server pipelines its calls over one connection: calls made
+// together share one write and one read, and reach Redis in the order they
+// were made. A connection that breaks fails the calls it had sent with
+// [ErrConnectionLost]; at most [WithMaxPending] calls wait for one server,
+// and more fail with [ErrOverloaded]. How the pipeline, the scripts, the
+// lines and the subscriber work: "The Redis key server" in docs/design.md.
 package redis
 
 import (

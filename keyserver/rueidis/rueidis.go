@@ -32,7 +32,7 @@
 // its cancellation, nor the reconnection that may come before it (on a
 // paused node, a call after a broken connection waited 5 seconds for
 // rueidis to reconnect, past its 200ms deadline), so every call runs
-// detached ([redis.Detach]): it returns when its context ends, and Close
+// detached ([adapt.Detach]): it returns when its context ends, and Close
 // waits for what is still running.
 package rueidis
 
@@ -48,6 +48,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/keyserver/redis/adapt"
 )
 
 // New returns a key server over client, named after the nodes the client
@@ -55,7 +56,7 @@ import (
 // client: close the server first, which waits for the calls still in
 // flight, then the client.
 func New(client rueidis.Client, opts ...redis.Option) *redis.Server {
-	return redis.NewServer(redis.Detach(transport{c: client}), opts...)
+	return redis.NewServer(adapt.Detach(transport{c: client}), opts...)
 }
 
 // FromOption makes a rueidis client with opt and returns a key server over
@@ -89,7 +90,7 @@ func FromOption(opt rueidis.ClientOption, opts ...redis.Option) (*redis.Server, 
 	if !clustered(client) {
 		t.DialCount = opened
 	}
-	return redis.NewServer(redis.Detach(t), opts...), nil
+	return redis.NewServer(adapt.Detach(t), opts...), nil
 }
 
 // clustered reports whether client is a Cluster client, by its type: this
@@ -136,9 +137,9 @@ func (t transport) PubSub(_ context.Context, h redis.PubSubHandler) (redis.PubSu
 	dc, give := t.c.Dedicate()
 	ends := dc.SetPubSubHooks(rueidis.PubSubHooks{
 		OnMessage:      func(m rueidis.PubSubMessage) { h.Message(m.Channel, m.Message) },
-		OnSubscription: func(s rueidis.PubSubSubscription) { redis.Confirm(h, s.Kind, s.Channel) },
+		OnSubscription: func(s rueidis.PubSubSubscription) { adapt.Confirm(h, s.Kind, s.Channel) },
 	})
-	send := redis.Send{
+	send := adapt.Send{
 		Subscribe: func(ctx context.Context, ch string) error {
 			return dc.Do(ctx, dc.B().Subscribe().Channel(ch).Build()).Error()
 		},
@@ -146,7 +147,7 @@ func (t transport) PubSub(_ context.Context, h redis.PubSubHandler) (redis.PubSu
 			return dc.Do(ctx, dc.B().Unsubscribe().Channel(ch).Build()).Error()
 		},
 	}
-	return redis.HookedPubSub(h, ends, send, func() { dc.Close(); give() }), nil
+	return adapt.HookedPubSub(h, ends, send, func() { dc.Close(); give() }), nil
 }
 
 // Close closes the client FromOption made, and leaves a caller's open.

@@ -21,7 +21,7 @@
 // costs: the scripts, the waiting line, the fencing counters and the
 // classification of errors are keyserver/redis's, and so are the keys, so
 // locks taken through valkey-go and through the other clients exclude each
-// other. Every call runs detached ([redis.Detach]), as valkey-go, like
+// other. Every call runs detached ([adapt.Detach]), as valkey-go, like
 // rueidis, bounds a command by its context's deadline but not always by
 // its cancellation, nor the reconnection that may come before it; Close
 // waits for what is still running.
@@ -39,13 +39,14 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/keyserver/redis/adapt"
 )
 
 // New returns a key server over client, named after the nodes the client
 // knows unless [redis.WithName] says otherwise. The caller keeps ownership of
 // client: close the server first, then the client.
 func New(client valkey.Client, opts ...redis.Option) *redis.Server {
-	return redis.NewServer(redis.Detach(&transport{client: client}), opts...)
+	return redis.NewServer(adapt.Detach(&transport{client: client}), opts...)
 }
 
 // FromOption makes a valkey-go client with opt and returns a key server
@@ -81,7 +82,7 @@ func FromOption(opt valkey.ClientOption, opts ...redis.Option) (*redis.Server, e
 	if client.Mode() != valkey.ClientModeCluster {
 		t.DialCount = opened
 	}
-	return redis.NewServer(redis.Detach(t), opts...), nil
+	return redis.NewServer(adapt.Detach(t), opts...), nil
 }
 
 // transport is a redis.Transport over a valkey-go client. Its DialCount,
@@ -118,10 +119,10 @@ func (t *transport) PubSub(_ context.Context, h redis.PubSubHandler) (redis.PubS
 	conn, release := t.client.Dedicate()
 	hooks := valkey.PubSubHooks{
 		OnMessage:      func(m valkey.PubSubMessage) { h.Message(m.Channel, m.Message) },
-		OnSubscription: func(s valkey.PubSubSubscription) { redis.Confirm(h, s.Kind, s.Channel) },
+		OnSubscription: func(s valkey.PubSubSubscription) { adapt.Confirm(h, s.Kind, s.Channel) },
 	}
 	do := func(ctx context.Context, cmd valkey.Completed) error { return conn.Do(ctx, cmd).Error() }
-	return redis.HookedPubSub(h, conn.SetPubSubHooks(hooks), redis.Send{
+	return adapt.HookedPubSub(h, conn.SetPubSubHooks(hooks), adapt.Send{
 		Subscribe:   func(ctx context.Context, ch string) error { return do(ctx, conn.B().Subscribe().Channel(ch).Build()) },
 		Unsubscribe: func(ctx context.Context, ch string) error { return do(ctx, conn.B().Unsubscribe().Channel(ch).Build()) },
 	}, func() {

@@ -1,9 +1,11 @@
-package redis
+package adapt
 
 import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/goredlock/goredlock/keyserver/redis"
 )
 
 // HookedPubSub is the PubSub of a client that delivers Pub/Sub events to
@@ -14,7 +16,7 @@ import (
 // the hooks, which a Server must also take for a break), how to send
 // (UN)SUBSCRIBE on the connection, and how to close it. Close calls
 // closeConn and returns once the goroutine that watches ends has.
-func HookedPubSub(h PubSubHandler, ends <-chan error, send Send, closeConn func()) PubSub {
+func HookedPubSub(h redis.PubSubHandler, ends <-chan error, send Send, closeConn func()) redis.PubSub {
 	p := &hooked{h: h, send: send, closeConn: closeConn, stop: make(chan struct{}), done: make(chan struct{})}
 	go p.watch(ends)
 	return p
@@ -30,7 +32,7 @@ type Send struct {
 
 // Confirm passes an (un)subscription a client reported by the kind Redis
 // names it ("subscribe", "unsubscribe") to h.
-func Confirm(h PubSubHandler, kind, channel string) {
+func Confirm(h redis.PubSubHandler, kind, channel string) {
 	switch kind {
 	case "subscribe":
 		h.Subscribed(channel)
@@ -44,7 +46,7 @@ func Confirm(h PubSubHandler, kind, channel string) {
 var errHooksEnded = errors.New("the client ended the subscriber connection's hooks")
 
 type hooked struct {
-	h         PubSubHandler
+	h         redis.PubSubHandler
 	send      Send
 	closeConn func()
 	once      sync.Once

@@ -1,20 +1,27 @@
-package redis
+// Package adapt helps write a [redis.Transport] over a Redis client that
+// keyserver/redis does not ship: [Detach] for a client whose commands do
+// not return when their context ends, [HookedPubSub] and [Confirm] for one
+// that delivers Pub/Sub events to hooks. keyserver/goredis,
+// keyserver/rueidis and keyserver/valkey are built with them.
+package adapt
 
 import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/goredlock/goredlock/keyserver/redis"
 )
 
 // Detach adapts a Transport whose Do may outlive its context, such as one
 // over a client that bounds a command by its own timeouts only: each Do
 // runs on a goroutine of its own, and returns when ctx ends while the
 // command goes on in the background. Close waits for those commands, then
-// closes t. The result has t's name (see NewServer).
-func Detach(t Transport) Transport { return &detached{Transport: t} }
+// closes t. The result has t's name (see redis.NewServer).
+func Detach(t redis.Transport) redis.Transport { return &detached{Transport: t} }
 
 type detached struct {
-	Transport
+	redis.Transport
 	running sync.WaitGroup
 }
 
@@ -48,9 +55,9 @@ func (d *detached) Do(ctx context.Context, cmd, keys []string, args ...string) (
 }
 
 // Connections is t's count of its connections, when it keeps one (see
-// ConnectionCounter).
+// [redis.ConnectionCounter]).
 func (d *detached) Connections() (int64, bool) {
-	if c, ok := d.Transport.(ConnectionCounter); ok {
+	if c, ok := d.Transport.(redis.ConnectionCounter); ok {
 		return c.Connections()
 	}
 	return 0, false
