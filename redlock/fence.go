@@ -8,11 +8,10 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// WithFencing makes every grant carry a fencing token (Lock.Fence): a
-// number that is strictly greater than the token of every earlier grant of
-// the same name, for the storage a lock protects to check. Every server
-// must implement keyserver.Fencer, or New fails with ErrInvalidArgument.
-// It is a ClientOption, for New only. It costs one more round trip per
+// WithFencing makes every grant carry a fencing token (Lock.Fence),
+// strictly greater than every earlier grant's of the name, for the storage
+// a lock protects to check. Every server must implement keyserver.Fencer,
+// or New fails with ErrInvalidArgument. It costs one more round trip per
 // grant ("Fencing across a quorum" in docs/design.md).
 func WithFencing() ClientOption {
 	return clientOnly(func(o *options) { o.fencing = true })
@@ -39,10 +38,9 @@ func checkFencers(servers []keyserver.KeyServer) error {
 	return nil
 }
 
-// maxFenceRounds bounds the write rounds of one grant. A round fails only
-// when a server already holds the proposed value or more, and the next
-// round proposes more than every value seen, so a second round is rare
-// and a third means servers keep failing.
+// maxFenceRounds bounds the write rounds of one grant: each round proposes
+// more than every value seen, so a third means servers keep failing
+// ("How a token is drawn" in docs/design.md).
 const maxFenceRounds = 3
 
 // fence draws the fencing token of a grant whose acquisition read at most
@@ -76,16 +74,12 @@ func holdFenceErr(k kind, name string) error {
 }
 
 // CheckFence reports whether fence is still the newest fencing token
-// issued for the lock called name: no grant since the one that drew it.
-// It is for a resource that can ask the lock service before it acts, or a
-// service that takes fenced requests from other processes; a quorum must
-// answer, else it returns a *QuorumError. Every server must implement
-// keyserver.Fencer.
-//
-// A grant may follow the check at once, so a true answer does not keep a
-// later holder out: a guard beside the resource that stores the highest
-// fence seen (packages fence/redisfence and fence/sqlfence) is the
-// airtight check ("Fences at the resource" in docs/design.md).
+// issued for the lock called name, for a resource that can ask the lock
+// service before it acts; a quorum must answer, else it returns a
+// *QuorumError. Every server must implement keyserver.Fencer. A grant may
+// follow the check at once: a guard beside the resource (fence/redisfence,
+// fence/sqlfence) is the airtight check ("Fences at the resource" in
+// docs/design.md).
 func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (current bool, err error) {
 	if err := checkName("lock name", name); err != nil {
 		return false, err
@@ -110,9 +104,8 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 	if !t.won() {
 		return false, newQuorumError("check fence", lockKind, name, 1, t, ctx.Err())
 	}
-	// A later grant wrote a higher counter to a quorum, which shares a
-	// server with the quorum that answered; and the grant that drew fence
-	// wrote it to one, so a lower maximum means fence was never issued.
+	// Any later grant wrote more to a quorum, which shares a server with
+	// this one ("Fences at the resource" in docs/design.md).
 	return t.maxN == fence, nil
 }
 
