@@ -44,9 +44,8 @@ func checkFencers(servers []keyserver.KeyServer) error {
 const maxFenceRounds = 3
 
 // fence draws the fencing token of a grant whose acquisition read at most
-// hint from the counters: hint+1 once a quorum held less, else higher
-// ("Fencing across a quorum" in docs/design.md). It returns the last
-// round's tally, and 0 when no round reached a quorum.
+// hint from the counters ("How a token is drawn" in docs/design.md); 0,
+// with the last round's tally, when no round reached a quorum.
 func (c *Client) fence(ctx context.Context, name, key string, timeout time.Duration, hint uint64) (uint64, tally) {
 	proposed := hint + 1
 	var t tally
@@ -109,10 +108,9 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 	return t.maxN == fence, nil
 }
 
-// drawFences draws the fencing token of each key the call holds: its own
-// key, whose acquisition read at most hint from the counters, or each key
-// of a set, whose acquisition read none. It returns nil, and the failed
-// round's votes, when one was not written to a quorum.
+// drawFences draws the fencing token of each key the call holds (a set's
+// acquisition read no hint); nil, with the failed round's votes, when one
+// was not written to a quorum.
 func (a *acquisition) drawFences(ctx context.Context, hint uint64) ([]uint64, tally) {
 	keys := []string{a.key}
 	if fk, ok := a.p.(interface{ fenceKeys() []string }); ok {
