@@ -9,23 +9,13 @@ import (
 )
 
 // Contended returns a channel that is closed when a waiter of another
-// call (of this process or any other) joins the line of a quorum of the
-// lock's servers: someone waits for the lock. Servers that keep no line
-// (no keyserver.Notifier) count as telling: a quorum less those servers,
-// and at least one, must tell. Hooks.Contended reports it too.
-//
-// It is advice, not revocation: the lock stays this holder's until it
-// releases it or loses it, and the waiter may have given up meanwhile. A
-// program can use it to finish early and release (a cooperative
-// hand-over), as Chubby's "conflicting lock request" event allows.
-//
-// The servers are asked only once Contended is called: on Redis, a
-// SUBSCRIBE of the key's channel on the connection waiters already use and
-// one look at the line (two commands per server), and an UNSUBSCRIBE when
-// the lock ends; a lock nobody asks about sends nothing more, and a waiter
-// joining an empty line sends one PUBLISH. The channel stays open for a
-// lock already released or lost, and for a primitive's hold: a semaphore,
-// read-write lock or election keeps no line its holders could hear of.
+// call (of any process) joins the line of a quorum of the lock's servers;
+// servers that keep no line (no keyserver.Notifier) count as telling, but
+// at least one must tell. It is advice, not revocation: a program may use
+// it to finish early and release. The servers are asked only once it is
+// called, so a lock nobody asks about costs nothing ("Someone is waiting"
+// in docs/design.md). The channel stays open for a lock already released
+// or lost, and for a primitive's hold, which keeps no line.
 func (l *Lock) Contended() <-chan struct{} {
 	if l.zero() {
 		return make(chan struct{})

@@ -8,16 +8,11 @@ import (
 )
 
 // Do runs fn while holding the lock called name: it acquires the lock as
-// Acquire does, keeps it alive in the background while fn runs (see
-// KeepAlive), and releases it when fn returns or panics. Options override
-// the client's for this call.
-//
-// fn's context ends with ctx, and is cancelled, with context.Cause equal to
-// ErrLockLost, the moment the lock is declared lost (a loss margin before
-// its Until); fn should then stop, as another process may soon take the
-// lock. When fn returns, its context is cancelled before the lock is
-// released, so that nothing holding it can see the lock as held once
-// another process could take it. LockFromContext gives fn the lock.
+// Acquire does, keeps it alive while fn runs (see KeepAlive), and releases
+// it when fn returns or panics. fn's context ends with ctx, is cancelled
+// with cause ErrLockLost when the lock is declared lost, and is cancelled
+// before the lock is released ("The holder hears first" in
+// docs/design.md); LockFromContext gives fn the lock.
 //
 // Do returns fn's error, joined with ErrLockLost if the lock was lost while
 // fn ran, or with ErrClosed if Client.Close ended fn's context, or the
@@ -33,21 +28,12 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 
 // DoOrSkip is Do for work that one process should do and the others may
 // skip, such as a scheduled job started on every host. It skips, returning
-// ran=false and err=nil without calling fn, as soon as an attempt finds a
-// quorum of servers answering that another token holds the lock (for an
-// even number of servers too), without retrying; it waits for every
-// server's answer (bounded by the server timeout) to know. An attempt that
-// was itself granted some servers may have been a split vote, so it is
-// retried once, if retries are left, unless a refusal ranks its holder
-// first ("Scheduled jobs" in docs/design.md). A split vote or servers
-// failing are retried as Acquire retries them, and when the retries run
-// out that is an error, never a skip; so is ctx ending, and anything fn
-// returns, ErrNotAcquired included.
-//
-// With WithMinHold, the lock is kept for at least that long after it was
-// granted even when fn returns sooner, so that hosts whose schedules fire
-// a little later skip instead of running the job again; never past the
-// lock's TTL, which should therefore be at least the minimum hold.
+// ran=false and err=nil without calling fn, when a quorum of servers
+// answers that another token holds the lock ("Scheduled jobs" in
+// docs/design.md). A split vote or failing servers are retried as Acquire
+// retries them; running out of retries is an error, never a skip, and so
+// is ctx ending. fn's error is returned as it is, ErrNotAcquired included.
+// WithMinHold keeps the lock after a quick fn, so that later hosts skip.
 func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (ran bool, err error) {
 	ctx = c.start(ctx, "do_or_skip", name)
 	defer func() { c.end(ctx, "do_or_skip", name, err) }()

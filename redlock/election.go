@@ -45,24 +45,14 @@ func (c *Client) Election(name string) *Election {
 	return e
 }
 
-// Campaign waits until this caller leads, with value (not empty) as the
-// value Leader and Observe report; by default it waits without a retry
-// limit (as with WithRetryCount(-1)), and a call option can set one. Once
-// it leads, the leadership is kept alive in the background, as KeepAlive
-// keeps a lock, until it is released (resigning: Release on the returned
-// *Lock), lost (its Done closes), or ctx ends, which resigns.
-// Client.Close resigns too.
-//
-// ctx is the leadership's lifetime, not only the wait: when it ends, also
-// long after Campaign returned, the leader resigns, so a timeout around
-// Campaign ends the leadership at that timeout. Give Campaign the context
-// of the work that leads (the process's, a server's), and bound the wait
-// alone with WithRetryCount(n), which gives up after n × the retry delay
-// ("Elections" in docs/design.md).
-//
-// The leadership's Fence is its term: greater than the term of every
-// earlier leader of the election, so that followers and the stores they
-// write to can refuse a deposed leader.
+// Campaign waits until this caller leads, with value (not empty) as what
+// Leader and Observe report; by default without a retry limit
+// (WithRetryCount(-1)). Once it leads, the leadership is kept alive in the
+// background until it is released (Release on the returned *Lock
+// resigns), lost (Done closes), or ctx ends or the client closes, which
+// resign. So ctx bounds the leadership, not only the wait: bound the wait
+// alone with WithRetryCount(n) ("Elections" in docs/design.md). The
+// leadership's Fence is its term, greater than every earlier leader's.
 func (e *Election) Campaign(ctx context.Context, ttl time.Duration, value string, opts ...Option) (l *Lock, err error) {
 	c := e.c
 	ctx = c.start(ctx, "campaign", e.name)
@@ -109,10 +99,9 @@ func (c *Client) lead(ctx context.Context, l *Lock) {
 }
 
 // Leader returns the value of the election's leader, when a quorum of
-// servers agrees on the same holder; ErrNoLeader when none does, and
-// another error (a *QuorumError) when too few servers answered to tell.
-// Each server's read is bounded by the server timeout (WithServerTimeout;
-// 500 ms by default, as a read has no TTL to take 5% of).
+// servers agrees on the same holder; ErrNoLeader when none does, and a
+// *QuorumError when too few servers answered to tell. Each server's read
+// is bounded by the server timeout (500 ms by default).
 func (e *Election) Leader(ctx context.Context) (string, error) {
 	if e.err != nil {
 		return "", e.err
@@ -174,14 +163,11 @@ func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
 }
 
 // Observe returns a channel that receives the leader's value: first the
-// current one ("" when none leads), then each change, never the same
-// value twice in a row. It is woken by the servers' announcements of
-// changes (and by the TTL of a leader that may expire unannounced), not
-// by polling. The channel is closed when ctx ends or the client closes,
-// and without a value when two of the client's servers turn out to reach
-// one store (Leader then returns ErrInvalidArgument). A
-// read that too few servers answered sends nothing; the next change or
-// the retry delay brings the next read.
+// current one ("" when none leads), then each change, never the same value
+// twice in a row; the servers' announcements wake it, not polling. The
+// channel is closed when ctx ends or the client closes, and without a
+// value when two of the client's servers reach one store ("Elections" in
+// docs/design.md).
 func (e *Election) Observe(ctx context.Context) <-chan string {
 	ch := make(chan string)
 	c := e.c

@@ -38,11 +38,9 @@ var (
 	// granted, after Client.Close.
 	ErrClosed = errors.New("redlock: client closed")
 
-	// ErrInvalidArgument reports bad input: an empty server list, a nil
-	// server, a bad option value, an empty lock name, a TTL too short to
-	// survive the clock drift, a nil function. It is the same value as
-	// keyserver.ErrInvalidArgument, so one errors.Is test covers the client
-	// and the key servers.
+	// ErrInvalidArgument reports bad input: no or nil servers, a bad option,
+	// an empty name, a TTL too short for the clock drift, a nil function. It
+	// is keyserver.ErrInvalidArgument, so one errors.Is test covers both.
 	ErrInvalidArgument = keyserver.ErrInvalidArgument
 )
 
@@ -187,9 +185,8 @@ func (e *QuorumError) serverErrors() *multierror.Error {
 	return m
 }
 
-// kind is what a Lock holds: a lock, or a primitive's hold. Errors name
-// the hold in its own words, so that a semaphore's say permit and an
-// election's leadership.
+// kind is what a Lock holds: a lock, or a primitive's hold, which errors
+// name in its own words (a semaphore's permit, an election's leadership).
 type kind uint8
 
 const (
@@ -254,10 +251,9 @@ func (k kind) of(name string) string {
 	return fmt.Sprintf("lock %q", name)
 }
 
-// holdError is an error of one hold that says what happened in its own
-// words, once prefixed, and matches the package's errors it stands for
-// (ErrNotHeld, ErrLockLost, ErrInvalidArgument) with errors.Is. Wrapping
-// with %w would repeat their texts, and "redlock: " with them.
+// holdError says what happened to one hold in its own words and matches
+// the package's errors it stands for; wrapping them with %w would repeat
+// their texts, and "redlock: " with them.
 type holdError struct {
 	msg  string
 	errs []error

@@ -8,11 +8,10 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// WithFencing makes every grant carry a fencing token (Lock.Fence): a
-// number that is strictly greater than the token of every earlier grant of
-// the same name, for the storage a lock protects to check. Every server
-// must implement keyserver.Fencer, or New fails with ErrInvalidArgument.
-// It is a ClientOption, for New only. It costs one more round trip per
+// WithFencing makes every grant carry a fencing token (Lock.Fence),
+// strictly greater than every earlier grant's of the name, for the storage
+// a lock protects to check. Every server must implement keyserver.Fencer,
+// or New fails with ErrInvalidArgument. It costs one more round trip per
 // grant ("Fencing across a quorum" in docs/design.md).
 func WithFencing() ClientOption {
 	return clientOnly(func(o *options) { o.fencing = true })
@@ -39,16 +38,14 @@ func checkFencers(servers []keyserver.KeyServer) error {
 	return nil
 }
 
-// maxFenceRounds bounds the write rounds of one grant. A round fails only
-// when a server already holds the proposed value or more, and the next
-// round proposes more than every value seen, so a second round is rare
-// and a third means servers keep failing.
+// maxFenceRounds bounds the write rounds of one grant: each round proposes
+// more than every value seen, so a third means servers keep failing
+// ("How a token is drawn" in docs/design.md).
 const maxFenceRounds = 3
 
 // fence draws the fencing token of a grant whose acquisition read at most
-// hint from the counters: hint+1 once a quorum held less, else higher
-// ("Fencing across a quorum" in docs/design.md). It returns the last
-// round's tally, and 0 when no round reached a quorum.
+// hint from the counters ("How a token is drawn" in docs/design.md); 0,
+// with the last round's tally, when no round reached a quorum.
 func (c *Client) fence(ctx context.Context, name, key string, timeout time.Duration, hint uint64) (uint64, tally) {
 	proposed := hint + 1
 	var t tally
@@ -76,16 +73,12 @@ func holdFenceErr(k kind, name string) error {
 }
 
 // CheckFence reports whether fence is still the newest fencing token
-// issued for the lock called name: no grant since the one that drew it.
-// It is for a resource that can ask the lock service before it acts, or a
-// service that takes fenced requests from other processes; a quorum must
-// answer, else it returns a *QuorumError. Every server must implement
-// keyserver.Fencer.
-//
-// A grant may follow the check at once, so a true answer does not keep a
-// later holder out: a guard beside the resource that stores the highest
-// fence seen (packages fence/redisfence and fence/sqlfence) is the
-// airtight check ("Fences at the resource" in docs/design.md).
+// issued for the lock called name, for a resource that can ask the lock
+// service before it acts; a quorum must answer, else it returns a
+// *QuorumError. Every server must implement keyserver.Fencer. A grant may
+// follow the check at once: a guard beside the resource (fence/redisfence,
+// fence/sqlfence) is the airtight check ("Fences at the resource" in
+// docs/design.md).
 func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (current bool, err error) {
 	if err := checkName("lock name", name); err != nil {
 		return false, err
@@ -110,16 +103,14 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 	if !t.won() {
 		return false, newQuorumError("check fence", lockKind, name, 1, t, ctx.Err())
 	}
-	// A later grant wrote a higher counter to a quorum, which shares a
-	// server with the quorum that answered; and the grant that drew fence
-	// wrote it to one, so a lower maximum means fence was never issued.
+	// Any later grant wrote more to a quorum, which shares a server with
+	// this one ("Fences at the resource" in docs/design.md).
 	return t.maxN == fence, nil
 }
 
-// drawFences draws the fencing token of each key the call holds: its own
-// key, whose acquisition read at most hint from the counters, or each key
-// of a set, whose acquisition read none. It returns nil, and the failed
-// round's votes, when one was not written to a quorum.
+// drawFences draws the fencing token of each key the call holds (a set's
+// acquisition read no hint); nil, with the failed round's votes, when one
+// was not written to a quorum.
 func (a *acquisition) drawFences(ctx context.Context, hint uint64) ([]uint64, tally) {
 	keys := []string{a.key}
 	if fk, ok := a.p.(interface{ fenceKeys() []string }); ok {

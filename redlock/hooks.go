@@ -5,18 +5,14 @@ import (
 	"time"
 )
 
-// Hooks let a program watch its locks, for metrics and traces, without the
-// library taking a dependency: package redlockotel (a nested module) turns
-// them into OpenTelemetry metrics and spans. Every field is optional. The
+// Hooks let a program watch its locks, for metrics and traces (package
+// redlockotel turns them into OpenTelemetry). Every field is optional. The
 // hooks run on the goroutine of the event they report, so they must be
-// safe for concurrent use and return quickly; they must not call the
-// client.
+// safe for concurrent use, return quickly, and not call the client.
 type Hooks struct {
-	// Start is called when Acquire, TryAcquire, Do or DoOrSkip begins (op
-	// is "acquire", "try_acquire", "do" or "do_or_skip"), and End when it
-	// returns. The context Start returns is the one the call carries on
-	// with, and the one the other hooks of the call receive: a tracer
-	// starts its span there.
+	// Start is called when a call begins (op is "acquire", "try_acquire",
+	// "do", "do_or_skip", ...), and End when it returns. The call, and its
+	// other hooks, carry on with the context Start returns.
 	Start func(ctx context.Context, op, name string) context.Context
 	End   func(ctx context.Context, op, name string, err error)
 
@@ -27,29 +23,25 @@ type Hooks struct {
 	// Extended reports each Extend, err nil when granted.
 	Extended func(ctx context.Context, name string, err error)
 	// Lost reports a lock declared lost before it was released, and how
-	// long it had been held. It may run on the client's timer; ctx is the
-	// context of the call that acquired the lock, without its
-	// cancellation.
+	// long it had been held. It may run on the client's timer, with the
+	// acquiring call's context, without its cancellation.
 	Lost func(ctx context.Context, name string, held time.Duration)
 	// AtRisk reports a held lock entering the at-risk state (see Health),
 	// with the validity it had left; like Lost, it may run on the
 	// client's timer, with the acquiring call's context.
 	AtRisk func(ctx context.Context, name string, left time.Duration)
-	// Contended reports that a waiter of another call joined the line of
-	// a quorum of a held lock's servers (see Lock.Contended), once per
-	// lock, for a lock whose Contended was asked for: watching costs
-	// commands, which a lock nobody asks about does not spend. It runs on
-	// a goroutine of the client, with the acquiring call's context.
+	// Contended reports, once per lock and only for a lock whose Contended
+	// was called, that a waiter joined the line of a quorum of its servers
+	// (see Lock.Contended); with the acquiring call's context.
 	Contended func(ctx context.Context, name string)
 	// Released reports each Release (and the end of Do), with how long the
 	// lock was held; err as Release returns it, which matches ErrLockLost
 	// when the lock had been lost before.
 	Released func(ctx context.Context, name string, held time.Duration, err error)
 	// ServerFailed reports every failed call to a server; server is its
-	// index in the slice given to New, op the KeyServer method: "acquire",
-	// "extend", "release", "raise_fence", "read_fence", "leave_line" or
-	// "identify" (the Incarnation read before a server's first vote, which
-	// tells its store; see keyserver.Incarnator). Clean-ups are releases.
+	// index in New's slice, op the call: "acquire", "extend", "release"
+	// (clean-ups too), "raise_fence", "read_fence", "leave_line" or
+	// "identify" (keyserver.Incarnator's read before a server's first vote).
 	ServerFailed func(ctx context.Context, op, name string, server int, err error)
 }
 
@@ -64,8 +56,7 @@ type Attempt struct {
 	Duration                          time.Duration // from the attempt's first server call to its verdict
 	OK                                bool          // the attempt was granted the lock
 	// Ahead is the most waiters a refusal said were ahead of the call in
-	// a server's line: a sample of the name's queue, taken when the
-	// client talks to the servers anyway.
+	// a server's line: a sample of the name's queue.
 	Ahead int
 }
 

@@ -13,11 +13,8 @@ import (
 )
 
 // Status is what the servers hold under one name, as Client.Inspect read
-// it: the quorum's verdict (the View fields of Status itself) and what each
-// server said (Servers). A name is one name for every primitive: the lock,
-// the semaphore, the read-write lock and the election called name keep
-// keys of their own, and Status reads them all, so that "who holds what"
-// has one answer whatever kind of hold a program took.
+// it: the quorum's verdict (View) and each server's answer (Servers), for
+// the lock, semaphore, read-write lock and election of that name alike.
 type Status struct {
 	// Name is the name inspected, without the client's key prefix.
 	Name string
@@ -38,13 +35,10 @@ type ServerStatus struct {
 	View
 }
 
-// View is a name's holds, on one server or as a quorum of servers holds
-// them. Holders are named by a tag, never by their token, which is the
-// holder's secret (it releases the lock): for this module's tokens the 8
-// hexadecimal digits after the dot (random digits drawn once per call,
-// shared by the call's attempts and printed by nothing else), for others
-// "#" and 8 hexadecimal digits of a hash. Two holders with different tags
-// are different calls; a tag cannot release anything.
+// View is a name's holds, on one server or as a quorum holds them.
+// Holders are named by a tag, never by their token, which releases the
+// lock: a call's 8 random hexadecimal digits (for other tokens "#" and a
+// hash). Different tags are different calls; a tag releases nothing.
 type View struct {
 	// Held reports that the lock is held: on a server, that its key holds
 	// a token (or is promised to a waiter, which holds it next); as the
@@ -97,32 +91,22 @@ type ElectionView struct {
 	Term   uint64        // the latest leader's term (its Lock's Fence)
 }
 
-// Inspect reads what the servers hold under name, for people and
-// scripts that ask who holds what and who waits (the redlock command's
-// status is built on it). It writes nothing, and reads each server once,
-// in one call that returns its whole view of the name (every server must
-// implement keyserver.Inspector; one that does not is reported in its
-// ServerStatus, not asked). Each call is bounded by the server timeout
-// (500 ms by default, as a read has no TTL to take 5% of), and each store
-// counts once: two servers that reach one store fail the call with
-// ErrInvalidArgument, as every call does.
+// Inspect reads what the servers hold under name, for people and scripts
+// that ask who holds what and who waits (the redlock command's status). It
+// writes nothing and reads each server once; a server that is no
+// keyserver.Inspector is reported in its ServerStatus, not asked. Each read
+// is bounded by the server timeout (500 ms by default); two servers that
+// reach one store fail it with ErrInvalidArgument.
 //
-// The verdict is a quorum's, as a lock's grant is. A lock, writer or
-// leader is held when a quorum of servers holds it with one token, and a
-// permit or read hold counts when a quorum holds its token; Left is then
-// how long that quorum holds it. Waiters and the semaphore's Permits are
-// the largest number that a quorum of servers reports at least (0 when
-// fewer than a quorum answered), and WriterWaiting needs a quorum too.
-// Fence and Term are the largest counters the servers report, which is
-// the latest when a quorum answered (see CheckFence). DelayLeft is how
-// long until fewer servers are in their lock-delay than would keep a
-// quorum from granting the name.
+// The verdict is a quorum's: a lock, writer or leader is held when a
+// quorum holds it with one token, a permit or read hold when a quorum holds
+// its token, and Left is how long that quorum holds it. Waiters and Permits
+// are the largest number a quorum reports at least, WriterWaiting needs a
+// quorum, Fence and Term are the largest counters reported, and DelayLeft
+// is how long until the lock-delay no longer keeps a quorum from granting.
 //
-// Inspect returns the Status together with a *QuorumError when the
-// servers that failed could change the verdict: a holder that some
-// answers show (or one that none shows) could hold a quorum with them.
-// The Status then says what the servers that answered hold: what is held
-// by a quorum is held whatever the others say.
+// When the servers that failed could change the verdict, Inspect returns
+// the Status of those that answered with a *QuorumError.
 func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 	if err := checkName("name", name); err != nil {
 		return Status{}, err

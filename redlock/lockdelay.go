@@ -10,38 +10,20 @@ import (
 // than this after a holder died is an outage, not a safety margin.
 const MaxLockDelay = time.Minute
 
-// WithLockDelay makes a lock whose holder lets it expire without a
-// release stay ungranted for d after its expiry: each server refuses its
-// name to every caller, of this process or any other, with this option or
-// without, until d has passed there since the TTL of the lock's last grant
-// or extension ran out, measured on the server's own clock. A release
-// (Release, or Do and DoOrSkip when fn returns) ends the delay at once, and
-// so does a lock kept alive to the end and then released: a holder that
-// finishes costs nothing. Chubby and Consul call this lock-delay.
+// WithLockDelay keeps a lock whose holder let it expire without a release
+// ungranted for d after its expiry: each server refuses its name to every
+// caller until d has passed there, on its own clock. A release ends the
+// delay at once, so a holder that finishes costs nothing. It gives a holder
+// that a pause or a partition kept from extending d to notice, while a
+// dead holder keeps the name for its TTL plus d: use it for side effects
+// outside stores that check fencing tokens ("Lock-delay" in
+// docs/design.md).
 //
-// It trades liveness for safety. A holder that a pause (GC, swapping, a
-// stopped VM) or a partition kept from extending may wake up after its
-// lock expired and, before it checks Err, still act as the holder for a
-// moment: the delay gives it d to notice, during which nobody else holds
-// the lock. The price is that a holder that really died keeps the name
-// from everyone for its TTL plus d. Use it for jobs with side effects
-// outside stores that check fencing tokens (an e-mail sent, a file
-// written, a call to another service), with d longer than the longest
-// pause you expect; where the store checks a fence (WithFencing), the
-// fence already refuses the late writer, and the delay buys nothing.
-//
-// It applies to locks (Acquire, TryAcquire, Do, DoOrSkip); the
-// primitives' holds ignore it. Refused callers see the delay as the
-// holder's TTL left, and wait for it as for a holder (their patience may
-// run out first: ErrHeldElsewhere). Every key server must implement
-// keyserver.Delayer (the Redis, memory and static servers do): given to
-// New, it fails with ErrInvalidArgument otherwise, and given to a call,
-// the call does. A server that restarts without its keys loses the delay
-// with them, as it loses the lock. d must be at most MaxLockDelay; 0, the
-// default, means no delay, and costs nothing: only a lock taken with a
-// delay runs the extra commands (on Redis its acquire is a script of three
-// commands instead of one SET NX, and its release deletes two keys).
-// See "Lock-delay" in docs/design.md.
+// It applies to locks, not to the primitives' holds; refused callers wait
+// through it as for a holder. Every key server must implement
+// keyserver.Delayer, or New (or the call) fails with ErrInvalidArgument.
+// d must be at most MaxLockDelay; 0, the default, means no delay and costs
+// nothing.
 func WithLockDelay(d time.Duration) Option {
 	return func(o *options) {
 		switch {

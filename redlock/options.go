@@ -11,24 +11,18 @@ import (
 )
 
 // ClientOption configures a Client when given to New. Every Option is a
-// ClientOption, the client's default for every call; WithLogger,
-// WithHooks and WithFencing are ClientOptions only: they set what a
-// Client has once, for all its calls, so that giving one to a call is a
-// compile error rather than an ErrInvalidArgument at run time. A program
-// that keeps one list for both gives New a []ClientOption built from its
-// []Option.
+// ClientOption, the client's default for every call; WithLogger, WithHooks
+// and WithFencing are ClientOptions only, so giving one to a call does not
+// compile.
 type ClientOption interface {
 	applyClient(*options)
 }
 
-// Option configures one call when given to Acquire, TryAcquire, Do,
-// DoOrSkip or the primitives' calls, where it overrides the client's
-// setting for that call only, or, as a ClientOption given to New, the
-// client's default for every call. For every duration option but
-// WithRetryJitter, 0 means the default: a zero TTL cut, timeout or margin
-// would make no lock usable, and WithMinHold(0) and WithMaxHold(0) are
-// "no minimum" and "no cap" either way. WithRetryJitter(0) means no
-// jitter.
+// Option configures one call of Acquire, TryAcquire, Do, DoOrSkip or a
+// primitive, overriding the client's setting for that call, or, given to
+// New, the client's default. For every duration option but
+// WithRetryJitter, 0 means the default ("Choices this package makes" in
+// docs/design.md).
 type Option func(*options)
 
 func (f Option) applyClient(o *options) {
@@ -74,11 +68,10 @@ const (
 )
 
 // WithRetryCount sets a refused call's patience, with WithRetryDelay: it
-// keeps trying for n × the retry delay after its first refusal, about n
-// more attempts for a call that polls; a call waiting in a server's line
-// tries when its turn comes, and is given that much for each waiter ahead
-// of it ("Patience" in docs/design.md). 0 makes Acquire behave like
-// TryAcquire, and -1 waits until the context ends. Default 10.
+// keeps trying for n × the retry delay after its first refusal, that much
+// for each waiter ahead of it in a server's line ("Patience" in
+// docs/design.md). 0 makes one attempt, and -1 waits until the context
+// ends. Default 10.
 func WithRetryCount(n int) Option {
 	return func(o *options) { o.retryCount = o.count("retry count", n, -1) }
 }
@@ -94,14 +87,9 @@ func WithRetryDelay(d time.Duration) Option {
 
 // WithRetryJitter spreads the waits between attempts uniformly over
 // delay±jitter, so that contenders that collided once do not collide again.
-// It must not exceed the retry delay; 0 means no jitter: every wait is the
-// retry delay, for a lock, a permit, a read or write hold and a
-// leadership alike. (A wait may still end sooner, when a server announces
-// a release or the holder's TTL runs out; and a primitive's call whose
-// attempt split the servers with another still backs off a random moment,
-// up to a quarter of the delay, before it waits, since contenders that
-// came back together would split the vote again.) Default: half the retry
-// delay.
+// It must not exceed the retry delay; 0 means no jitter (a wait may still
+// end sooner, or a split vote back off; see "How primitives wait" in
+// docs/design.md). Default: half the retry delay.
 func WithRetryJitter(d time.Duration) Option {
 	return func(o *options) { o.retryJitter = o.duration("retry jitter", d, 0) }
 }
@@ -126,11 +114,10 @@ func WithServerTimeout(d time.Duration) Option {
 }
 
 // WithLossMargin sets how long before Until a lock that was not extended
-// is declared lost: Done closes, Err reports ErrLockLost and Do's context
-// is cancelled at Until − margin, so that its holder can stop before
-// another process may take the lock. A lock whose validity at its grant
-// would not exceed the margin is not granted. Default (or 0): two server
-// timeouts.
+// is declared lost (Done closes, Err reports ErrLockLost, Do's context is
+// cancelled), so that its holder can stop before another process may take
+// it; a grant whose validity would not exceed it is no grant. Default (or
+// 0): two server timeouts.
 func WithLossMargin(d time.Duration) Option {
 	return func(o *options) { o.lossMargin = o.duration("loss margin", d, 0) }
 }
@@ -176,14 +163,11 @@ func WithMaxHold(d time.Duration) Option {
 }
 
 // WithMinHold keeps a lock until at least d after the start of the
-// attempt that was granted it, even when it is released sooner: Release
-// (and Do and DoOrSkip when fn returns) cuts the keys' TTL to what is left
-// of d instead of deleting them, and returns. Hosts whose schedules fire a
-// little apart then skip the job instead of each running it (ShedLock's
-// lockAtLeastFor). The cut never lengthens the lock: the keys keep at most
-// what the last grant or extension left them, so that a lock whose holder
-// crashes is never held longer than its TTL; give the lock a TTL at least
-// as long as d (ShedLock's lockAtMostFor ≥ lockAtLeastFor). Default (or
+// attempt that was granted it: Release (and Do and DoOrSkip when fn
+// returns) cuts the keys' TTL to what is left of d instead of deleting
+// them, so that hosts whose schedules fire a little apart skip the job
+// (ShedLock's lockAtLeastFor). The cut never lengthens the lock, so give
+// it a TTL of at least d ("Scheduled jobs" in docs/design.md). Default (or
 // 0): release at once.
 func WithMinHold(d time.Duration) Option {
 	return func(o *options) { o.minHold = o.duration("min hold", d, 0) }
@@ -192,15 +176,12 @@ func WithMinHold(d time.Duration) Option {
 // NoQuarantine, given to WithQuarantine, turns the quarantine off.
 const NoQuarantine time.Duration = -1
 
-// WithQuarantine sets which restarted key servers have their grants not
-// counted toward a quorum, and for how long (see ErrQuarantined, and "The
-// quarantine of restarted servers" in docs/design.md). Only
-// keyserver.Incarnators are judged; a server that persists every write
-// never is. Default (or 0): a server that restarted while the client ran,
-// until the call's TTL has passed since it came back. d > 0: every server
-// up less than d, restarted before the client was made too; give the
-// largest TTL your processes use. NoQuarantine (or any d < 0) counts every
-// grant, as Redlock clients do.
+// WithQuarantine sets which restarted key servers (keyserver.Incarnators
+// that do not persist every write) have their grants not counted toward a
+// quorum, and for how long ("The quarantine of restarted servers" in
+// docs/design.md). Default (or 0): a server that restarted while the
+// client ran, for the call's TTL. d > 0: every server up less than d; give
+// the largest TTL in use. NoQuarantine (any d < 0) counts every grant.
 func WithQuarantine(d time.Duration) Option {
 	return func(o *options) { o.quarantine = max(d, NoQuarantine) }
 }

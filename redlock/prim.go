@@ -7,11 +7,9 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// primOps makes the server calls of a primitive's hold (a permit, a read
-// or write hold, a leadership) in place of a lock key's Acquire, Extend
-// and Release, so that the fan-out, the votes, Lock, KeepAlive and Do
-// serve the primitives unchanged: an attempt's fan carries it, and so
-// does the Lock it grants.
+// primOps makes the server calls of a primitive's hold in place of a lock
+// key's, so that the fan-out, the votes, Lock, KeepAlive and Do serve the
+// primitives unchanged.
 type primOps interface {
 	// call makes f's call (f.op is opAcquire, opExtend, opRelease or
 	// opRead) to server i, as fan.call does for a lock.

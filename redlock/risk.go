@@ -16,7 +16,7 @@ const (
 	// Held: valid, and the last extension, if any, reached a quorum.
 	Held Health = iota
 	// AtRisk: still valid, but an extension failed to reach a quorum,
-	// or less than a third of the TTL is left ("The holder's view" in
+	// or less than a third of the TTL is left ("At risk" in
 	// docs/design.md).
 	AtRisk
 	// Lost: released, or declared lost; Err says which.

@@ -112,11 +112,9 @@ func holdKind(write bool) kind {
 
 func (m *RWMutex) mode(write, wait bool) *rwOps { return &rwOps{write: write, wait: write && wait} }
 
-// rwOps are the calls of a read or write hold; wait marks a writer
-// waiting with each refused attempt once one was refused on a quorum
-// (refused, until then). A call's first attempt leaves no mark: a writer
-// granted on a quorum but refused by a server that had not yet seen the
-// last release would keep readers out there for nothing.
+// rwOps are the calls of a read or write hold; wait marks a writer waiting
+// only after a refused attempt (refused), as a first attempt's mark could
+// keep readers out for nothing ("Read-write locks" in docs/design.md).
 type rwOps struct {
 	write, wait bool
 	refused     atomic.Bool // read by the calls of attempts still in flight

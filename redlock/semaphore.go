@@ -23,19 +23,13 @@ type Semaphore struct {
 }
 
 // Semaphore returns the semaphore called name with permits permits. Every
-// server must implement keyserver.HoldKeeper. A name or count that is not
-// valid (permits < 1, an empty name) makes every method fail with
+// server must implement keyserver.HoldKeeper; permits < 1, an empty name
+// or a server that does not makes every method fail with
 // ErrInvalidArgument before any server is asked. The count is stored on
-// the servers with the semaphore while it is held: a call with another
-// count fails with an error matching keyserver.ErrPermitsDiffer until
-// every permit of the stored count is released. On a Redis key server
-// (keyserver/redis and the clients over it), the count of a semaphore of
-// more than 1,024 permits binds until it lapses instead, up to a TTL
-// after the last grant or extension of one of its permits, even once all
-// are released: to tell whether any permit is still held, a server looks
-// at no more than 1,024 slots, so that a call with another count costs a
-// bounded number of commands however large the semaphore. Change the
-// count of such a semaphore by waiting out its TTL, or by another name.
+// the servers while the semaphore is held: a call with another count fails
+// with an error matching keyserver.ErrPermitsDiffer until every permit is
+// released, or, on Redis beyond 1,024 permits, until the count lapses a
+// TTL later ("The permit count" in docs/design.md).
 func (c *Client) Semaphore(name string, permits int) *Semaphore {
 	s := &Semaphore{c: c, name: name, permits: permits}
 	switch {
@@ -113,13 +107,9 @@ func (p *slotPick) ops() primOps {
 	return &permitOps{permits: p.permits, slot: p.next, free: make(map[int][]int)}
 }
 
-// again picks the next slot from the answers of the last attempt, and
-// reports whether one may be free on a quorum of servers: free on a
-// quorum by the answers, or else free wherever it was reported on and
-// on enough servers that were not waited for (the votes may decide
-// before every server has answered). The slot it asked for is never
-// picked: where it was granted, its undone grant is no sign that its
-// holder elsewhere left.
+// again picks the next slot from the last attempt's answers and reports
+// whether it may be free on a quorum ("Slots" in docs/design.md); never the
+// slot just asked for, whose undone grant is no sign its holder left.
 func (p *slotPick) again(ops primOps, t tally) bool {
 	po := ops.(*permitOps)
 	po.mu.Lock()

@@ -17,17 +17,14 @@ import (
 // in one step, and every call of the lock carries them.
 const MaxNames = 64
 
-// AcquireAll takes the locks called names, all of them or none, and
-// returns one Lock that holds them all: Extend, Release, KeepAlive, Done
-// and Err act on the whole set, Names lists it and FenceOf gives each
-// name's fencing token. Each server takes the set in one atomic step, so
-// two calls for overlapping sets never hold part of them and cannot
-// deadlock, in whatever order they name them ("Several names without
-// deadlock" in docs/design.md). Quorum, validity and retries are
-// Acquire's, the validity counted from the call's start. Names are
-// deduplicated; at most MaxNames. One name is Acquire. Every server must
-// implement keyserver.SetLocker; on a Redis Cluster the names must share
-// a hash slot (a common hash tag).
+// AcquireAll takes the locks called names, all of them or none, as one
+// Lock that holds the set (Names lists it, FenceOf gives each name's
+// fencing token). Each server takes the set in one step, so calls for
+// overlapping sets cannot deadlock, whatever their order ("Several names
+// without deadlock" in docs/design.md). Quorum, validity and retries are
+// Acquire's. Names are deduplicated, at most MaxNames; one name is
+// Acquire. Every server must implement keyserver.SetLocker; on a Redis
+// Cluster the names must share a hash slot.
 func (c *Client) AcquireAll(ctx context.Context, names []string, ttl time.Duration, opts ...Option) (l *Lock, err error) {
 	return c.acquireAllAs(ctx, "acquire_all", names, ttl, waits, opts)
 }
@@ -188,11 +185,9 @@ func (c *Client) checkNames(names []string) ([]string, error) {
 // separated.
 func setName(names []string) string { return strings.Join(names, ",") }
 
-// setOps makes the calls of a set's hold: every key in one call per
-// server (keyserver.SetLocker). It is also the set's primitive: a set's
-// waiting call waits in its keys' lines, as a lock's does in its key's
-// (see watchTurns), or, when it does not wait in line (DoAllOrSkip), tries
-// again by the retry delay.
+// setOps makes the calls of a set's hold, every key in one call per
+// server, and is the set's primitive: its call waits in its keys' lines
+// (see watchTurns), or, not in line (DoAllOrSkip), by the retry delay.
 type setOps struct {
 	names, keys []string
 	fences      []uint64 // the granted set's, by name; set once, before its Lock is handed over
@@ -255,13 +250,9 @@ func (so *setOps) watch(context.Context, keyserver.KeyServer, string, string) (<
 // errNoWatch is the watch of a hold whose servers announce nothing.
 var errNoWatch = fmt.Errorf("no watch")
 
-// watchTurns watches, on Notifier ns, for the turn of the call that token
-// belongs to in the lines of the set's keys, but those the server keeps
-// promised to the call already (bit i of promised for keys[i]): those are
-// the call's, and a watch of them would fire at once. The call waits on
-// every channel it returns, so a waiting set tries again as soon as one
-// more of its keys is promised to it ("Several names without deadlock" in
-// docs/design.md); the one stop ends every watch.
+// watchTurns watches token's turn in the lines of the set's keys on ns,
+// but not of those already promised to it (bit i of promised), whose
+// watch would fire at once; the first turn wakes the set.
 func (so *setOps) watchTurns(ctx context.Context, ns keyserver.Notifier, token string, promised uint64) ([]<-chan struct{}, func(), error) {
 	var (
 		turns []<-chan struct{}
