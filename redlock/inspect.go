@@ -101,12 +101,15 @@ type ElectionView struct {
 // The verdict is a quorum's: a lock, writer or leader is held when a
 // quorum holds it with one token, a permit or read hold when a quorum holds
 // its token, and Left is how long that quorum holds it. Waiters and Permits
-// are the largest number a quorum reports at least, WriterWaiting needs a
-// quorum, Fence and Term are the largest counters reported, and DelayLeft
-// is how long until the lock-delay no longer keeps a quorum from granting.
+// are the largest number a quorum reports at least (0 when fewer than a
+// quorum answered), WriterWaiting needs a quorum, Fence and Term are the
+// largest counters reported (the latest when a quorum answered), and
+// DelayLeft is how long until the lock-delay no longer keeps a quorum from
+// granting.
 //
 // When the servers that failed could change the verdict, Inspect returns
-// the Status of those that answered with a *QuorumError.
+// the Status of those that answered with a *QuorumError: what a quorum
+// holds is held whatever the others say.
 func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 	if err := checkName("name", name); err != nil {
 		return Status{}, err
