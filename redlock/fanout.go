@@ -138,10 +138,9 @@ func (r *fanned) tails() tails {
 	return t
 }
 
-// fanOut sends f's call to every server and returns as soon as the votes
-// settle the outcome under f.rule; calls still running finish in the
-// background, and Close waits for them. The caller must call settle once
-// with the final verdict (a won vote may still fail on validity).
+// fanOut sends f's call to every server and returns once the votes settle
+// the outcome under f.rule; the rest finish in the background. The caller
+// must settle once, with the final verdict (a won vote may fail validity).
 func (c *Client) fanOut(ctx context.Context, f fan) fanned {
 	switch {
 	case c.inProcess:

@@ -16,17 +16,13 @@ import (
 // can hold this one ("The even-N release" in docs/design.md); otherwise a
 // *QuorumError: too few servers answered, and their keys expire with TTL.
 //
-// Release ignores ctx's cancellation and deadline; each server's call is
-// bounded by the server timeout, and is sent after the lock's earlier
-// calls there, so nothing re-creates the key ("Release" in docs/design.md).
-// It returns once the answers tell; Client.Close waits for the rest.
-// Release is final either way: Done is closed and Err reports ErrNotHeld
-// (or ErrLockLost if the lock was lost first).
-//
+// Release ignores ctx's cancellation and deadline, each server's call
+// bounded by the server timeout ("Release" in docs/design.md). It is final
+// either way: Done is closed and Err reports ErrNotHeld (or ErrLockLost).
 // With WithMinHold, a lock released sooner than that after its grant has
-// its keys' TTL cut to the rest of the minimum hold instead, and Release
-// returns nil when a quorum took the cut. The cut never lengthens the lock
-// past its last grant or extension ("Scheduled jobs" in docs/design.md).
+// its keys' TTL cut to the rest of the minimum hold instead (nil when a
+// quorum took the cut), never past its last grant or extension ("Scheduled
+// jobs" in docs/design.md).
 func (l *Lock) Release(ctx context.Context) error {
 	if l.zero() {
 		return errNilLock
