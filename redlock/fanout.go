@@ -140,7 +140,7 @@ func (r *fanned) tails() tails {
 
 // fanOut sends f's call to every server and returns once the votes settle
 // the outcome under f.rule; the rest finish in the background. The caller
-// must settle once, with the final verdict (a won vote may fail validity).
+// must settle once, with the final verdict: a won vote may lack validity.
 func (c *Client) fanOut(ctx context.Context, f fan) fanned {
 	switch {
 	case c.inProcess:
