@@ -18,16 +18,13 @@ const (
 	// once: TryAcquire makes one attempt.
 	once
 	// skips: DoOrSkip retries split votes and failures, and ends at once
-	// when the lock is held elsewhere (see tally.skip); it never waits in
-	// line.
+	// when the lock is held elsewhere (see tally.skip).
 	skips
 )
 
-// acquisition is one call that takes a hold (Acquire, TryAcquire, Do or
-// DoOrSkip for a lock; a permit, a read or write hold, a leadership) from
-// its first attempt to its verdict. Its attempts share the call's rank and
-// each draws a fresh token, unless the one before kept its servers
-// (tally.keep): see "Tokens and ranks" in docs/design.md.
+// acquisition is one call that takes a hold of any kind, from its first
+// attempt to its verdict; its attempts share a rank ("Tokens and ranks" in
+// docs/design.md).
 type acquisition struct {
 	c         *Client
 	o         *options
@@ -167,9 +164,7 @@ func (a *acquisition) refused(ctx context.Context) error {
 }
 
 // outOfPatience reports, after a refused attempt, whether the call has
-// waited as long as its retries allow: retries × the retry delay for each
-// waiter ahead and for its own turn, renewed whenever the lock moved since
-// the refusal before ("Patience" in docs/design.md).
+// waited as long as its retries allow ("Patience" in docs/design.md).
 func (a *acquisition) outOfPatience() bool {
 	if a.retries < 0 {
 		return false
@@ -232,9 +227,8 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	// On in-process servers, the first attempt of a call that did not wait
-	// behind others of its client starts at the call's own reading: an
-	// earlier start only understates validity ("The first clock reading").
+	// An earlier start only understates validity ("The first clock
+	// reading" in docs/design.md).
 	start := a.began
 	if a.attempts > 1 || a.queue != nil || !c.inProcess {
 		start = c.clock.Now()
@@ -284,9 +278,8 @@ func (a *acquisition) fan() (fan, error) {
 		}
 		a.token, a.tails = token, tails{}
 		if !c.inProcess {
-			// After this client's last release of the key, server by
-			// server: a server the release has not reached yet would
-			// refuse for nothing.
+			// After this client's last release of the key: a server it has
+			// not reached yet would refuse for nothing.
 			a.tails = c.released.take(a.key)
 		}
 	}
@@ -325,9 +318,8 @@ func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, 
 		a.calls = res.bg
 	}
 	if f.op == opAcquireInLine {
-		// Refused or failed, the call may now have a place in the line of
-		// each Notifier that did not grant it; granted, it has none there,
-		// nor where no call of its token was made (see tails.made).
+		// A place in line where a Notifier did not grant, and only where a
+		// call of its token was made (see tails.made).
 		a.inLine = c.notifierMask &^ t.granters & res.made
 	}
 	if !granted {
@@ -366,18 +358,16 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		a.c.leaveQueue(a.queue, a.qw)
 	}
 	if a.inLine != 0 && !putInLine && a.calls != nil && a.calls.f.op == opAcquireInLine {
-		// Most are not in line after all: the servers that answered
-		// after the votes decided mostly granted, or are still on the
-		// SET NX that would not put the call in line.
+		// Servers that answered late mostly granted, or are still on
+		// the SET NX, which puts no call in line.
 		a.inLine = a.calls.mayJoinLine(a.inLine)
 	}
 	if l == nil && a.kept {
 		a.c.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails, delay: a.delay()})
 	}
 	if a.inLine != 0 {
-		// After the last attempt's calls, which may still be on their
-		// way to a server and would put the call back in line there; not
-		// where such a straggler granted.
+		// After the last attempt's calls, which would put it back in
+		// line; not where such a straggler granted.
 		a.c.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout,
 			after: a.tails, only: a.inLine, unlessGranted: a.calls, prim: a.ops})
 	}

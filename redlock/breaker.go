@@ -27,9 +27,8 @@ const (
 	tripQuiet    = 500 * time.Millisecond
 	firstBackoff = 100 * time.Millisecond
 	maxBackoff   = time.Second
-	// staleProbe is how long a probe may stay unanswered before another
-	// is let through: a probe's caller may have been cancelled, which
-	// says nothing of the server.
+	// staleProbe: an unanswered probe's caller may have been cancelled,
+	// which says nothing of the server, so another goes after this.
 	staleProbe = 5 * time.Second
 )
 
@@ -50,9 +49,8 @@ type breaker struct {
 	down    error // the votes' error while open: errServerDown and the failure that opened it
 }
 
-// allow reports whether a call may be made to the server now: the breaker
-// is closed, or the call is its probe. Otherwise it returns the vote's
-// error.
+// allow returns nil when a call may be made to the server now (the
+// breaker is closed, or the call is its probe), else the vote's error.
 func (b *breaker) allow(clk clock.Clock) error {
 	if !b.open.Load() {
 		return nil
@@ -116,8 +114,7 @@ func (b *breaker) failed(clk clock.Clock, failures int64, err error) {
 	// Made once per opening or failed probe, not per vote: a lock with a
 	// server down fails a vote on it at every call.
 	b.down = fmt.Errorf("%w (probed every %v at most): %w", errServerDown, b.backoff, err)
-	// Uniform in [backoff/2, backoff]: clients that lost a server together
-	// do not probe it together.
+	// Jittered, so clients that lost a server together do not probe it together.
 	b.next = now.Add(b.backoff/2 + time.Duration(rand.Int64N(int64(b.backoff/2)+1)))
 }
 

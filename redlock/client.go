@@ -21,9 +21,8 @@ type Client struct {
 	inProcess bool // every server is a keyserver.InProcess
 	options
 	health health
-	// notifiers are the indexes of the servers that are Notifiers: a
-	// waiting call waits in their lines; notifierMask has their bits set
-	// (all bits from 64 on).
+	// notifiers are the indexes of the servers that are Notifiers, where a
+	// waiting call waits in line; notifierMask their bits (all from 64 on).
 	notifiers    []int
 	notifierMask uint64
 	// released holds the calls of recent releases still running (see
@@ -47,17 +46,15 @@ type Client struct {
 	// dos counts the Do and DoOrSkip calls in progress, which Close ends
 	// first, while their releases can still reach the servers.
 	dos sync.WaitGroup
-	// bg counts the calls in progress and the work they left running:
-	// straggling server calls, clean-ups, the rest of a release. Close
-	// waits for it.
+	// bg counts the calls in progress and the work they left running, which
+	// Close waits for.
 	bg sync.WaitGroup
 }
 
-// New returns a Client over servers. Give it an odd number of independent
-// servers, 3 or 5 in production; one server is plain single-node locking,
-// and an even number tolerates no more failures than one server fewer
-// (New logs a warning for it). It fails with ErrInvalidArgument for an
-// empty list, a nil server, a server given twice or a bad option value.
+// New returns a Client over servers: give it an odd number of independent
+// servers, 3 or 5 in production (New warns of an even number). It fails
+// with ErrInvalidArgument for an empty list, a nil server, a server given
+// twice or a bad option value.
 func New(servers []keyserver.KeyServer, opts ...ClientOption) (*Client, error) {
 	if len(servers) == 0 {
 		return nil, invalidArgument("no key servers")
@@ -139,9 +136,8 @@ func isNil(s keyserver.KeyServer) bool {
 	return false
 }
 
-// same reports whether a and b are the same key server, given twice as
-// one pointer, so that one server cannot vote twice. (Two values that
-// reach one Redis are told apart by the servers themselves, if at all.)
+// same reports whether a and b are one key server given twice as one
+// pointer; two values that reach one store are told apart by identities.
 func same(a, b keyserver.KeyServer) bool {
 	ta := reflect.TypeOf(a)
 	return ta == reflect.TypeOf(b) && ta.Kind() == reflect.Pointer && a == b
@@ -151,17 +147,13 @@ func same(a, b keyserver.KeyServer) bool {
 // strict majority of them.
 func (c *Client) Quorum() int { return c.quorum }
 
-// Close ends the client's work and waits for it. Calls still waiting for
-// a lock end with ErrClosed; Do and DoOrSkip calls whose fn runs have fn's
-// context cancelled (its cause is ErrClosed), and once fn returns they
-// release the lock and return an error matching ErrClosed. Then Close waits
-// for everything the client left running: server calls that were still in
-// flight when an outcome was decided, the clean-up after failed attempts,
-// the rest of each release. After Close, every call on the client and on
-// the locks it granted returns ErrClosed without reaching a server, so
-// release Acquire'd locks before closing. Close does not close the key
-// servers, which the caller owns. A second Close, or Close on a nil
-// Client, returns nil.
+// Close ends the client's work and waits for it ("Close" in
+// docs/design.md). Waiting calls end with ErrClosed; Do and DoOrSkip cancel
+// fn's context (cause ErrClosed), release once fn returns, and return an
+// error matching ErrClosed. After Close every call on the client and its
+// locks returns ErrClosed without reaching a server, so release locks
+// first. Close does not close the key servers. A second Close, or Close on
+// a nil Client, returns nil.
 func (c *Client) Close() error {
 	if c == nil {
 		return nil
@@ -193,9 +185,8 @@ func (c *Client) enter() error {
 
 func (c *Client) exit() { c.bg.Done() }
 
-// enterAttempt is enter for an attempt to take a lock, which fails as
-// soon as Close has begun: a Do that Close is ending must not take a new
-// lock.
+// enterAttempt is enter for an attempt to take a lock, which fails once
+// Close has begun: a Do that Close is ending must not take a new lock.
 func (c *Client) enterAttempt() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -221,8 +212,7 @@ func (c *Client) beginAttempt() error {
 }
 
 // enterDo registers a Do or DoOrSkip call, which Close ends and waits for
-// before it closes the client; it fails once Close has begun. Every
-// enterDo is paired with c.dos.Done.
+// first; it fails once Close has begun. Paired with c.dos.Done.
 func (c *Client) enterDo() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -233,18 +223,16 @@ func (c *Client) enterDo() error {
 	return nil
 }
 
-// Acquire takes the lock called name for ttl, trying again after a jittered
-// delay while it is held elsewhere or the servers fail, as WithRetryCount
-// allows. On success the lock is valid until lock.Until(), which is a
-// little less than ttl from now. Options override the client's for this
-// call.
+// Acquire takes the lock called name for ttl, waiting while it is held
+// elsewhere or the servers fail, as WithRetryCount allows. The lock is
+// valid until lock.Until(), a little less than ttl from now. Options
+// override the client's for this call.
 //
-// The error is a *QuorumError satisfying errors.Is(err, ErrNotAcquired)
-// when the lock could not be taken; also errors.Is(err, ErrHeldElsewhere)
-// when a quorum answered that another token holds it, and errors.Is(err,
-// ctx.Err()) when the context ended first. errors.As(err, &serverErr)
-// finds each server's failure. Failures that retrying cannot fix end the
-// retries at once.
+// The error is a *QuorumError matching ErrNotAcquired; also
+// ErrHeldElsewhere when a quorum answered that another token holds the
+// lock, and ctx.Err() when the context ended first. errors.As(err,
+// &serverErr) finds each server's failure. Failures that retrying cannot
+// fix end the retries at once.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (l *Lock, err error) {
 	ctx = c.start(ctx, "acquire", name)
 	defer func() { c.end(ctx, "acquire", name, err) }()

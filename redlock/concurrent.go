@@ -11,9 +11,8 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// background is the state a fan-out shares with its calls still running:
-// one allocation for the fan-out and its per-server state, its channel and
-// timer in a few more, as allocations under load are the client's cost.
+// background is the state a fan-out shares with its calls still running,
+// in one allocation with its per-server state.
 type background struct {
 	c   *Client
 	f   fan
@@ -27,8 +26,7 @@ type background struct {
 	decided bool
 	voted   chan struct{}
 	// waiting counts the started calls that have neither answered nor
-	// expired; timer expires them at the deadline, and is stopped when
-	// none is left.
+	// expired; timer expires them at the deadline.
 	waiting int
 	timer   clock.Timer
 	// settled and failed are the verdict (see settle), which decides
@@ -45,31 +43,18 @@ type background struct {
 	servers []serverCall
 }
 
-// serverCall is one server's call of a concurrent fan-out. Every call has
-// one lifecycle: started on a Starter (started.go), or made with the
-// server's blocking methods by the adapter (block), which hands its answer
-// to take as a Starter's reader hands it to Complete.
-//
-// Its phase, under bg.mu: a blocking call is going from the start; a
-// started one is sending, then going once its server goes on with it
-// (Continue), or stopped once a later call overtakes it (overtake). An
-// answer (take), or the deadline while sending or stopped (expire, which
-// marks it late), moves it to parked (a fan-out that undoes, before its
-// verdict; settle moves it on), undoing (after a failed verdict) or ended
-// (nothing to undo, or a refusal that stored nothing); finish then tells
-// the lock's next call and Close. A skipped call is not made at all.
-// fanOutInline and fanOutOne, not concurrent, make their calls apart.
+// serverCall is one server's call of a concurrent fan-out, started on a
+// Starter or made blocking by block, with one lifecycle either way (the
+// phases of "Started calls" in docs/design.md, under bg.mu).
 type serverCall struct {
 	// ok is the server's answer, written with the phase that ends the
 	// wait for it.
 	ok    bool
 	phase callPhase
-	// started: made on a Starter, whose calls keep their order, so that a
-	// later one may overtake it; it is counted in bg.waiting. late: it
-	// expired, and a later answer is dropped. granted: counted as a grant
-	// before the outcome was decided, so that the undo of a failed
-	// verdict waits for it. All under bg.mu, started written only by the
-	// fan-out's goroutine.
+	// started: on a Starter (may be overtaken; counted in bg.waiting).
+	// late: expired, a later answer is dropped. granted: counted as a grant
+	// before the decision, so a failed verdict's undo waits for it. Under
+	// bg.mu; started is written only by the fan-out's goroutine.
 	started, late, granted bool
 	bg                     *background
 	i                      int
@@ -120,11 +105,9 @@ func (bg *background) countLocked(v vote) {
 	}
 }
 
-// block adapts a blocking call to the lifecycle of a started one: on a
-// goroutine of its own, it makes the call with the server's blocking
-// methods (see callAfter), bounded by bg.callCtx, and hands the answer to
-// take as a Starter hands it to Complete. It is never counted late: it
-// ends by its own deadline, as a started call its server goes on with.
+// block adapts a blocking call, on a goroutine of its own, to the
+// lifecycle of a started one. It is never counted late: bg.callCtx bounds
+// it, as a started call its server goes on with.
 func (s *serverCall) block() {
 	bg := s.bg
 	ok, n, h, err := bg.c.callAfter(bg, s.i, bg.c.servers[s.i])
@@ -134,20 +117,15 @@ func (s *serverCall) block() {
 	next := s.take(vote{server: s.i, ok: ok, n: n, holder: h, err: err})
 	if errors.Is(err, errNotSent) {
 		// Not sent, it still ends only after the call it would have
-		// followed: the lock's next call to the server follows that one
-		// through it.
+		// followed, so that the lock's next call follows that one.
 		<-bg.f.after.done[s.i]
 	}
 	s.then(next)
 }
 
 // callAfter makes server i's call once the calls it must follow have
-// finished, unless the call it follows granted what this one would undo
-// (see fan.unlessGranted). A clean-up waits as long as that takes; any
-// other call no longer than its deadline ("The calls of one lock go in
-// order" in docs/design.md). The call itself asks an unknown server who
-// it is first, and has its grant judged by the quarantine (see
-// Client.call).
+// finished ("The calls of one lock go in order" in docs/design.md), unless
+// the call it follows granted what this one would undo (fan.unlessGranted).
 func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	f, callCtx := &bg.f, bg.callCtx
 	waited := false
@@ -186,10 +164,9 @@ func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool,
 // hand is take, then what take says to do.
 func (s *serverCall) hand(v vote) { s.then(s.take(v)) }
 
-// take reports and counts the server's answer v, unless the call was
-// counted as late (then it is dropped), and says what to do next (see
-// then). A failure is reported before it counts: the caller's hooks have
-// heard of it when the caller returns.
+// take reports and counts the answer v unless the call is late, and says
+// what to do next. A failure is reported before it counts, so the caller's
+// hooks have heard of it when the caller returns.
 func (s *serverCall) take(v vote) int {
 	bg := s.bg
 	if v.err != nil { // a late failure is not reported
@@ -221,9 +198,8 @@ const (
 	dropped         // nothing: it was counted late, and expire does it
 )
 
-// endLocked ends the wait for the call, which answered or expired, and
-// moves it to its next phase, which it returns as what to do next. One
-// that stored nothing is not undone. bg.mu must be held.
+// endLocked moves a call that answered or expired to its next phase and
+// returns what to do next. bg.mu must be held.
 func (s *serverCall) endLocked(storedNothing bool) int {
 	bg := s.bg
 	if s.started {
@@ -273,11 +249,9 @@ func (s *serverCall) finish() {
 // timedOut is expire at the deadline.
 func (bg *background) timedOut() { bg.expire(context.DeadlineExceeded) }
 
-// expire ends the wait for the started calls that are still sending or
-// stopped, as a blocking call returns at its deadline: each is counted as
-// failed with err if the outcome is not decided yet, reported, and ended
-// as an answer would be; an answer that comes later is dropped. A going
-// call is left to end by itself, bounded by the same deadline.
+// expire counts the started calls still sending or stopped as failed with
+// err, as a blocking call returns at its deadline; a later answer is
+// dropped. A going call ends by itself, bounded by the same deadline.
 func (bg *background) expire(err error) {
 	var buf [8]int
 	late := buf[:0]
@@ -317,8 +291,7 @@ func (bg *background) expire(err error) {
 }
 
 // settle records the fan-out's verdict, moves the parked calls on, and
-// returns the fan-out's done (see fanned): a call that answered is done
-// unless an undo follows, and one the fan-out did not make is done once
+// returns the fan-out's done (see fanned); a call not made is done once
 // the call it would have followed is.
 func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 	bg.mu.Lock()

@@ -60,15 +60,12 @@ type fan struct {
 	// final marks a lock's release (also one that only cuts the TTL to a
 	// minimum hold): its calls go all the way even when overtaken.
 	final bool
-	// undo, if set, releases the token on every server after that
-	// server's call when the caller settles the fan-out as failed, unless
-	// its answer shows that it stored nothing (see storedNothing): a late
-	// "yes" is undone too, and an undo never overtakes the call it undoes.
+	// undo releases the token after each server's call when the fan-out
+	// settles as failed, unless it stored nothing: a late "yes" is undone
+	// too, and an undo never overtakes the call it undoes.
 	undo bool
-	// after, if set, holds per server a channel closed once the earlier
-	// calls of the same lock to that server have finished; this call is
-	// sent only then, so that it lands after them (or overtakes them where
-	// the server keeps the order: see serverCall.overtake).
+	// after holds the lock's earlier calls, per server, that this call lands
+	// after (or overtakes where the server keeps order: serverCall.overtake).
 	after tails
 	// only, if not zero, holds the bits (see bit) of the servers to call;
 	// the others vote for without a call. Neither are the servers that
@@ -84,8 +81,7 @@ type fan struct {
 	// quarantine judges grants of restarted servers (incarnation.go).
 	quarantine quarantineRule
 	// delay, if not 0, makes a lock's calls through the server's
-	// keyserver.Delayer view: Delayed(delay), or Delayed(0) for noDelay
-	// (see WithLockDelay).
+	// keyserver.Delayer view (see WithLockDelay).
 	delay time.Duration
 }
 
@@ -115,9 +111,8 @@ type vote struct {
 // decided, and what the caller still has to do with the calls.
 type fanned struct {
 	tally
-	// done holds per server a channel closed once that server's call,
-	// and its undo if any, have finished: the "after" of the lock's next
-	// call. nil when every call has finished already. Set by settle.
+	// done holds per server a channel closed once that server's call, and
+	// its undo, have finished (the lock's next "after"); nil when all have.
 	done []<-chan struct{}
 	bg   *background // the calls still running; nil when there are none
 	// made has the bits of the servers the lock's calls were made to, this
@@ -126,11 +121,8 @@ type fanned struct {
 }
 
 // tails are the calls of one fan-out that a lock's next call to each
-// server follows: done per server, closed once the call has finished (nil
-// when all have), and the fan-out they are of, whose started calls a later
-// call may overtake (nil when none was started). made has the bits (see
-// bit) of the servers that the lock's calls so far were made to: the
-// others, whose breakers were open, hold nothing of it.
+// server follows; of is their fan-out, for overtaking. made has the bits of
+// the servers the lock's calls were made to: the others hold nothing of it.
 type tails struct {
 	done []<-chan struct{}
 	of   *background
@@ -146,16 +138,9 @@ func (r *fanned) tails() tails {
 	return t
 }
 
-// fanOut sends f's call to every server and returns as soon as the votes
-// settle the outcome under f.rule. In-process servers are called one after
-// another on the caller's goroutine; the others concurrently, each bounded
-// by f.timeout, and the calls still running when the outcome is decided
-// finish in the background, counted by the client's background group so
-// that Close waits for them.
-//
-// The caller must call settle exactly once with the final verdict (an
-// acquire can win the vote and still fail on validity). Every server
-// failure is reported when it happens, also after the outcome was decided.
+// fanOut sends f's call to every server and returns once the votes settle
+// the outcome under f.rule; the rest finish in the background. The caller
+// must settle once, with the final verdict: a won vote may lack validity.
 func (c *Client) fanOut(ctx context.Context, f fan) fanned {
 	switch {
 	case c.inProcess:
@@ -210,10 +195,9 @@ func (c *Client) fanOutOne(ctx context.Context, f *fan) (r fanned) {
 	return r
 }
 
-// fanOutConcurrent makes every server's call at once, except those that
-// f calls not at all (see fan.only) and has nothing to undo on, which
-// vote for at once. Each call counts its own answer, and the caller wakes
-// once, when the votes decide.
+// fanOutConcurrent makes every server's call at once, but those skip
+// counts. Each call counts its own answer, and the caller wakes once, when
+// the votes decide.
 func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	n := len(c.servers)
 	bg := &background{c: c, f: f, ctx: ctx, servers: make([]serverCall, n), voted: make(chan struct{})}
@@ -308,10 +292,9 @@ func (bg *background) await(ctx context.Context) {
 	}
 }
 
-// settle gives a fan-out its final verdict. When failed and the fan-out
-// undoes, the servers' calls are undone: those that granted before the
-// verdict, which answer fast, before settle returns; the others in the
-// background, each right after its own call.
+// settle gives a fan-out its final verdict. A failed one's grants before
+// the verdict are undone before settle returns; the others in the
+// background, each after its own call ("Quorum and validity", step 5).
 func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 	bg := r.bg
 	if bg == nil || bg == oneServer { // every call has finished
@@ -334,13 +317,9 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 	}
 }
 
-// storedNothing reports whether a server's answer to f (ok, err) shows that
-// f's call stored nothing there, so that a failed attempt need not undo it:
-// a refusal, or a call not made. Grants and failures are undone. A
-// refusal stores no token: a lock's, a set's (taken all or nothing) and a
-// primitive's hold's alike (keyserver.HoldKeeper); a WaitingWriteHold's
-// refusal stores its waiting mark, which ReleaseHold leaves, so an undo
-// would only be one more call.
+// storedNothing reports whether an answer shows that f's call stored
+// nothing, so that a failed attempt need not undo it: a refusal, or a call
+// not made ("Quorum and validity", step 5, in docs/design.md).
 func (f *fan) storedNothing(ok bool, err error) bool {
 	if err != nil { // unless the call was not made
 		return errors.Is(err, errServerDown) || errors.Is(err, errNotSent)
@@ -372,12 +351,9 @@ func (c *Client) detach(ctx context.Context, timeout time.Duration) (context.Con
 	return c.clock.WithTimeout(ctx, timeout)
 }
 
-// background sends f to every server without cancellation, each call
-// bounded by the server timeout, and waits for a quorum of answers at
-// most: the rest finish in the background, and Close waits for them. (Its
-// context is not cancelled when it returns: that would end the calls still
-// waiting for the ones they follow.) A closed client sends nothing: its
-// keys run out with their TTL, and its places in line with the lines.
+// background sends f to every server without cancellation and waits for
+// a quorum of answers at most. Its context is not cancelled on return: that
+// would end the calls still waiting for the ones they follow.
 func (c *Client) background(ctx context.Context, f fan) {
 	if c.enter() != nil {
 		return
@@ -402,11 +378,8 @@ func (c *Client) call(ctx context.Context, f *fan, i int) (ok bool, n uint64, h 
 }
 
 // identify makes sure server i's identity is known before its vote of f
-// counts: it asks the server, or waits for the ask of another call, within
-// ctx (the call's own bound). It fails when the server could not be asked
-// (for a call whose grants the quarantine judges, as ErrQuarantined: the
-// quarantine could not have told either), or when it reaches a store
-// another server reaches.
+// counts, within ctx, the call's own bound ("One store counts once" in
+// docs/design.md).
 func (c *Client) identify(ctx context.Context, i int, f *fan) error {
 	id := &c.identities
 	for !id.known[i].Load() {
@@ -431,9 +404,8 @@ func (c *Client) identify(ctx context.Context, i int, f *fan) error {
 		ask := make(chan struct{})
 		id.asks[i] = ask
 		id.mu.Unlock()
-		// One ask: the quarantine sees the same answer, and a server that
-		// keeps its incarnation (keyserver/redis) answers the quarantine's
-		// asks after grants from it.
+		// One ask serves the quarantine too; keyserver/redis keeps the
+		// answer for its asks after grants.
 		in, err := c.servers[i].(keyserver.Incarnator).Incarnation(ctx)
 		c.observe(ctx, opIdentify, f.name, i, err)
 		if err == nil && c.quarantine != nil {
@@ -463,9 +435,8 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 	}
 	switch {
 	case f.prim != nil:
-		// A copy for the primitive, whose method keeps what it is given:
-		// f itself then stays where its caller made it, on the stack for
-		// a lock's fan-outs, which are most.
+		// A copy, as the primitive's method keeps what it is given: f
+		// then stays on the stack for a lock's fan-outs.
 		g := *f
 		ok, n, h, err = g.prim.call(ctx, &g, i, ks)
 	default:
@@ -493,10 +464,9 @@ func (r quarantineRule) admit(ctx context.Context, i int, ttl time.Duration) (bo
 	return r.judge(i, ttl, in, err)
 }
 
-// see records server i's incarnation, as it refused a call, so that a
-// restart after a refusal is not taken for one before the client was made
-// ("Which restarts" in docs/design.md). A failed read is ignored: the grant
-// that counts reads again.
+// see records server i's incarnation at a refusal, so that a later
+// restart is not taken for one before the client was made ("Which
+// restarts" in docs/design.md); a grant reads again anyway.
 func (r quarantineRule) see(ctx context.Context, i int) {
 	is := r.q.judged[i]
 	if is == nil {
@@ -553,20 +523,15 @@ func (c *Client) heard(ctx context.Context, f *fan, i int, err error) {
 }
 
 // health counts each server's consecutive failures, so that the log says
-// when a server starts failing and when it recovers, once each, instead of
-// once per call: with one server of three down, a thousand locks write one
-// warning, not two thousand.
+// once when a server starts failing and once when it recovers.
 type health struct {
 	failures []atomic.Int64 // per server; 0 while it answers
 	breakers breakers       // per server (see breaker)
 }
 
-// observe records a server call's outcome: the first failure after a
-// success is a warning, the first success after failures an info line
-// with their count, and every failure a debug line and a ServerFailed
-// hook. A call cut short by its caller's cancellation says nothing about
-// the server and is only logged at debug level, as is a grant not counted
-// because its server is quarantined (see ErrQuarantined).
+// observe records a server call's outcome for the breaker, the log and
+// the ServerFailed hook. A cancelled call and a quarantined grant say
+// nothing of the server: they are logged at debug level only.
 func (c *Client) observe(ctx context.Context, op opKind, name string, server int, err error) {
 	n := &c.health.failures[server]
 	b := &c.health.breakers[server]

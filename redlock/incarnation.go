@@ -22,9 +22,9 @@ var ErrQuarantined = errors.New("redlock: key server quarantined after a restart
 // after the client was made may have come back before it.
 const upSlack = time.Second
 
-// quarantine is a client's view of its servers' incarnations. A server
-// that restarted empty lost the keys of valid locks, so its grants count
-// only a TTL after it came back (docs/design.md, "The quarantine").
+// quarantine is a client's view of its servers' incarnations: a restarted
+// server's grants count only a TTL after it came back ("The quarantine of
+// restarted servers" in docs/design.md).
 type quarantine struct {
 	clock clock.Clock
 	born  time.Time // when the client was made
@@ -133,18 +133,15 @@ func (q *quarantine) sight(i int, in keyserver.Incarnation, now time.Time) time.
 	case in.ID != s.id && !up.Before(s.at):
 		s.back = up
 	}
-	// A new ID up since before the client last saw the old one is no
-	// restart: another node of a Redis Cluster (keyless commands such as
-	// INFO go to any of them), or a replica promoted by a failover.
+	// A new ID up since before the last sight is no restart: another node
+	// of a Redis Cluster, or a promoted replica ("Which restarts").
 	s.id, s.at = in.ID, now
 	return s.back
 }
 
 // identities makes sure that no two of a client's servers reach the same
-// store, which would count its votes twice; a vote waits for its own
-// server's identity only ("One store counts once" in docs/design.md). The
-// identity is the ID of the server's incarnation, read once, before the
-// server's first vote, from the answer the quarantine reads too.
+// store, which would count its votes twice ("One store counts once" in
+// docs/design.md).
 type identities struct {
 	known []atomic.Bool // by server: identified, or it cannot tell
 	err   atomic.Pointer[error]

@@ -8,20 +8,17 @@ import (
 	"time"
 )
 
-// KeepAlive extends the lock in the background of a long job, every
-// keep-alive interval (a third of the TTL by default), with the TTL of its
-// last grant. A failed extension is tried again every server timeout, but
-// only while its answer can still come before the lock would be declared
-// lost (Until − loss margin); past that point no try is started, and the
-// lock is declared lost at that point: Done is closed and Err reports
-// ErrLockLost, never later.
+// KeepAlive extends the lock every keep-alive interval (a third of the TTL
+// by default), with the TTL of its last grant. A failed extension is
+// retried every server timeout while its answer can still come before
+// Until − loss margin, when the lock is declared lost, never later
+// ("Extensions" in docs/design.md).
 //
-// KeepAlive blocks; run it in its own goroutine. It returns nil once the
-// lock is released, an error satisfying errors.Is(err, ErrLockLost) once it
-// is lost (also when WithMaxExtensions or WithMaxHold stopped the
-// extensions), ErrClosed once the client is closed, and ctx's error when
-// ctx ends first, leaving the lock held until it would be declared lost.
-// Run at most one KeepAlive per lock.
+// KeepAlive blocks; run at most one per lock, in its own goroutine. It
+// returns nil once the lock is released, an error matching ErrLockLost once
+// it is lost (also when WithMaxExtensions or WithMaxHold stopped it),
+// ErrClosed once the client is closed, and ctx's error when ctx ends first,
+// leaving the lock held until it would be declared lost.
 func (l *Lock) KeepAlive(ctx context.Context) error {
 	if l.zero() {
 		return errNilLock
@@ -56,15 +53,11 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 	}
 }
 
-// extendFrom extends the lock at due, and tries again every server
-// timeout while the extension fails and an answer could still come before
-// lossAt. It reports done, with KeepAlive's error, when keeping alive
-// ends; otherwise the extension was answered and the lock's state says
-// what next.
+// extendFrom extends the lock at due, retrying while an answer could still
+// come before lossAt. It reports done, with KeepAlive's error, when keeping
+// alive ends; otherwise the lock's state says what next.
 func (l *Lock) extendFrom(ctx, live context.Context, b budget, due, lossAt time.Time) (done bool, err error) {
 	c, timeout := l.c, b.timeout
-	// The last moment a try can start and still be answered before the
-	// lock is declared lost.
 	lastTry := lossAt.Add(-timeout)
 	for failures := 0; ; failures++ {
 		if err := c.clock.Sleep(live, due.Sub(c.clock.Now())); err != nil {

@@ -8,16 +8,13 @@ import (
 	"github.com/goredlock/goredlock/internal/clock"
 )
 
-// Lock is a lock held on a quorum of key servers until Until. It is a lease:
-// once Until passes without an Extend, another process may take it, so the
-// lock is declared lost a loss margin earlier (WithLossMargin) and its
+// Lock is a lock held on a quorum of key servers until Until. It is a
+// lease, declared lost a loss margin earlier (WithLossMargin) so that its
 // holder hears of it first. Its methods are safe for concurrent use.
 //
-// Only a Client makes a Lock that holds something. The methods of a nil
-// *Lock, and of a zero Lock (a Lock{} or new(Lock), such as a struct
-// field that was never assigned), do not panic: it holds nothing, Done
-// is closed, Name and Token are empty, Until is the zero time, Fence is
-// 0, and Err, Extend, Release and KeepAlive return an error matching
+// The methods of a nil or zero Lock do not panic: it holds nothing, Done is
+// closed, Name and Token are empty, Until is the zero time, Fence is 0, and
+// Err, Extend, Release and KeepAlive return an error matching
 // ErrInvalidArgument and ErrNotHeld.
 type Lock struct {
 	c     *Client
@@ -34,19 +31,15 @@ type Lock struct {
 
 	acquired time.Time // start of the winning attempt, for WithMaxHold and WithMinHold; never changes
 
-	// op serialises Extend and Release and guards tails, so that each of
-	// this lock's calls to a server is sent after the one before it has
-	// finished there: a late Extend or a straggling Acquire can never
-	// re-create a key that Release deleted.
+	// op serialises Extend and Release and guards tails, so that nothing
+	// re-creates a key Release deleted ("The calls of one lock go in order").
 	op    sync.Mutex
 	tails tails // per server, closed once the lock's last call to it finished
 
 	mu sync.Mutex
-	// life ends with the lock; its cause is the final Err. Done is its
-	// Done, so that Do and KeepAlive can hang work off it without a
-	// goroutine. It and the expiry timer that ends it at lossAt are made
-	// when first needed: a lock that nobody watches (Acquire, then
-	// Release) costs no context and no timer, and Err reads the clock.
+	// life ends with the lock, with the final Err as its cause. It and the
+	// expiry timer are made on first use: a lock nobody watches costs
+	// neither, and Err reads the clock.
 	life       context.Context
 	cancelLife context.CancelCauseFunc
 	b          budget    // of the last grant or extension; sets the keep-alive cadence
@@ -75,8 +68,8 @@ type grant struct {
 func newLock(c *Client, o *options, g grant) *Lock {
 	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.start, tails: g.tails, fence: g.fence, prim: g.prim}
 	if so, ok := g.prim.(*setOps); ok {
-		// The set's calls are this lock's alone: its fences go there
-		// (see FenceOf), and the Lock stays small.
+		// The set's calls are this lock's alone: its fences go there, and
+		// the Lock stays small.
 		so.fences = g.fences
 		if so.fences == nil {
 			so.fences = make([]uint64, len(so.names))
@@ -136,9 +129,7 @@ func (l *Lock) Name() string {
 }
 
 // Token returns the value that marks this holder's keys on the servers:
-// the time its Acquire call began and 128 random bits (see
-// layout.RankOf). A new one is drawn for every attempt, except after an
-// attempt that kept the servers it was granted ("Split votes" in
+// the time its call began and random bits ("Tokens and ranks" in
 // docs/design.md).
 func (l *Lock) Token() string {
 	if l.zero() {
@@ -183,9 +174,8 @@ func (l *Lock) zero() bool { return l == nil || l.c == nil }
 
 // Err returns nil while the lock is held, ErrNotHeld once it was released,
 // and ErrLockLost once it was declared lost before it was released: not
-// extended by Until − loss margin, or found held by another token on a
-// quorum of servers. (A primitive's hold reports an error that matches
-// them and names the hold: a permit of semaphore "x" lost.)
+// extended in time, or found held by another token on a quorum. A
+// primitive's hold reports an error that matches them and names the hold.
 func (l *Lock) Err() error {
 	if l.zero() {
 		return errNilLock
@@ -197,14 +187,12 @@ func (l *Lock) Err() error {
 }
 
 // Extend pushes the lock's validity out to ttl from now, on a quorum of
-// servers. It refuses with ErrNotHeld, without contacting any server, once
-// the lock was released or declared lost: an expired lock may already be
-// someone else's. A server that lost the key (a restart) gets it back.
+// servers. Once the lock was released or declared lost it refuses with
+// ErrNotHeld, asking no server ("Extensions" in docs/design.md).
 //
-// When the servers do not grant the extension the error is a *QuorumError
-// satisfying errors.Is(err, ErrNotAcquired), and the lock stays held until
-// it would be declared lost anyway; when a quorum holds another token, the
-// lock is lost at once and the error satisfies errors.Is(err, ErrLockLost).
+// An extension not granted is a *QuorumError matching ErrNotAcquired, and
+// the lock stays held until it would be declared lost anyway; when a quorum
+// holds another token, the lock is lost at once (ErrLockLost).
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if l.zero() {
 		return errNilLock
@@ -288,8 +276,7 @@ func (l *Lock) expire() {
 // checkExpiry declares the lock lost once the loss margin before its Until
 // is reached, whether or not the timer has fired yet. l.mu must be held.
 func (l *Lock) checkExpiry() {
-	// Since rather than Now: on the real clock it reads only the
-	// monotonic clock, half the cost, on every Release and Err.
+	// Since rather than Now: it reads only the monotonic clock.
 	if l.err == nil && l.c.clock.Since(l.lossAt) >= 0 {
 		l.c.logger.Warn("redlock: lock lost: not extended in time", "lock", l.name,
 			"until", l.until.Sub(l.c.clock.Now()).Round(time.Millisecond))

@@ -7,10 +7,8 @@ import (
 )
 
 // queue is a client's waiting calls for one key, in rank order, of which
-// the first capacity (1 for a lock or a writer, the permits for a
-// semaphore) try on the servers; the others wait in the process, where
-// waiting costs no command ("Queues" in docs/design.md). A lock's calls
-// behind its front are put in the servers' lines by the front's attempts.
+// the first capacity try on the servers; the others wait in the process,
+// at no command's cost ("Queues" in docs/design.md).
 type queue struct {
 	key      string
 	capacity int
@@ -21,10 +19,8 @@ type queue struct {
 	// progress is when a call of the queue last saw the hold move: it
 	// renews the patience of the calls waiting behind.
 	progress time.Time
-	// tick orders, within the queue, the attempts of its calls and the
-	// moments a primitive's call behind the front finished arming its
-	// watches; held is the tick of the latest attempt that won the
-	// servers (see heldSince).
+	// tick orders the attempts of its calls and the arming of watches;
+	// held is the tick of the latest attempt that won (see heldSince).
 	tick, held uint64
 }
 
@@ -51,11 +47,9 @@ func (w *queued) signal() {
 	}
 }
 
-// joinQueue puts a call ranked r in key's queue, making the queue (of
-// capacity) when asked to and there is none, and returns the queue and
-// the call's place; nil when there is no queue to join. A call that has
-// not asked the servers yet (fresh) takes a rank after the last call's,
-// and may so change r.
+// joinQueue puts a call ranked r in key's queue, made if create, and
+// returns the queue and the call's place, or nil. A call that has not asked
+// the servers yet (fresh) takes a rank after the last call's, changing r.
 func (c *Client) joinQueue(key string, capacity int, r *rank, fresh, create bool) (*queue, *queued) {
 	for {
 		v, ok := c.queues.Load(key)
@@ -149,19 +143,17 @@ func (q *queue) heldBy(w *queued) {
 	q.mu.Unlock()
 }
 
-// heldSince reports whether an attempt of a call of q that began after w
-// armed its watches won the servers: the hold then stood on a quorum
-// after w became a watcher there, and its end there (a release, an undo)
-// tells the earliest watcher, w or one ahead of it (see prewatches).
+// heldSince reports whether an attempt of q's that began after w armed its
+// watches won the servers: that hold's end then tells the earliest watcher,
+// so w need not look ("How primitives wait" in docs/design.md).
 func (q *queue) heldSince(w *queued) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return w.watched > 0 && q.held > w.watched
 }
 
-// next returns the rank of the first call behind w that no attempt has
-// put in the servers' lines yet, and marks it put there: the attempt w is
-// about to make will; that call is woken to wait there.
+// next returns the rank of the first call behind w not yet in the
+// servers' lines, which w's next attempt puts there, and wakes it.
 func (q *queue) next(w *queued) (rank, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -122,11 +122,9 @@ const (
 	// earliest: a quorum for, or so many against (refusals and failures
 	// alike) that a quorum is out of reach.
 	earliest rule = iota
-	// untilKnownHeld waits for every answer, unless a quorum granted or
-	// neither a quorum of grants nor one of refusals is possible any more:
-	// DoOrSkip skips on a quorum of refusals, and must know whether it was
-	// itself granted any server (then the refusals may come from several
-	// contenders that split the vote).
+	// untilKnownHeld is DoOrSkip's: until a quorum granted, every server
+	// answered, or neither quorum is possible, as it must know whether it
+	// was granted any server ("Scheduled jobs" in docs/design.md).
 	untilKnownHeld
 	// everyAnswer waits for every server's answer (or its timeout): a
 	// read that must see which holder a quorum agrees on.
@@ -154,9 +152,7 @@ func (t *tally) decided(r rule) bool {
 }
 
 // skip reports whether DoOrSkip should skip after attempt number attempt,
-// last when no retry is left: a quorum refused it, and it was granted no
-// server, or is past its first attempt, or a refusal ranks its holder
-// first ("Scheduled jobs" in docs/design.md).
+// last when no retry is left ("Scheduled jobs" in docs/design.md).
 func (t *tally) skip(attempt int, last bool) bool {
 	return t.heldElsewhere() && (t.granted == 0 || attempt > 1 || last || t.first > 0)
 }

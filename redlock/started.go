@@ -34,10 +34,8 @@ func (f *fan) startable() bool {
 	return false
 }
 
-// startCall starts server i's call of bg, and reports whether it did:
-// false when the server is no Starter, the call must wait for the lock's
-// earlier calls to the server, or the server declined; the adapter then
-// makes it (see serverCall.block).
+// startCall starts server i's call of bg, and reports whether it did;
+// if not (no Starter, an earlier call to wait for, declined), block makes it.
 func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 	f, ks := &bg.f, c.starters[i]
 	if ks == nil || (f.only != 0 && f.only&bit(i) == 0) || !c.identities.known[i].Load() {
@@ -77,19 +75,17 @@ func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 	bg.mu.Lock()
 	defer bg.mu.Unlock()
 	if s.late {
-		// The deadline passed while Start ran: expire has counted the
-		// call as late and ended it, as it would a started call that did
-		// not answer. It is not to be made again.
+		// The deadline passed while Start ran: expire has counted it late
+		// and ended it, so it is not to be made again.
 		return true
 	}
 	s.started, s.phase = false, callGoing
 	return false
 }
 
-// Continue tells the server whether to go on with the call (see
-// startcall.Completion): not once it was counted as late, nor once
-// overtaken. A call that goes on is not counted late; its server bounds
-// the rest by the deadline.
+// Continue tells the server whether to go on with the call: not once it
+// is late or overtaken. A call that goes on is not counted late; its server
+// bounds the rest by the deadline.
 func (s *serverCall) Continue() bool {
 	bg := s.bg
 	bg.mu.Lock()
@@ -109,9 +105,8 @@ func (s *serverCall) Continue() bool {
 }
 
 // overtake reports whether a later call of the lock to the server may be
-// sent before this call has finished, and lets it: the call has sent only
-// its first command, or has ended and is not to be undone. An overtaken
-// acquire or extend then sends nothing more ("Overtaking" in docs/design.md).
+// sent before this one has finished, and lets it ("Overtaking" in
+// docs/design.md).
 func (s *serverCall) overtake() bool {
 	bg := s.bg
 	bg.mu.Lock()
@@ -131,10 +126,8 @@ func (s *serverCall) overtake() bool {
 	return false
 }
 
-// mayJoinLine returns the servers of mask (see bit) on which the fan-out's
-// acquire may yet put its caller in line: not those that granted, nor
-// those whose started call is still on its SET NX, which overtake stops
-// from going on to the script.
+// mayJoinLine returns the servers of mask on which the fan-out's acquire
+// may yet put its caller in line (see outOfLine).
 func (bg *background) mayJoinLine(mask uint64) uint64 {
 	for i := range min(len(bg.servers), 63) {
 		if mask&bit(i) == 0 {
@@ -147,9 +140,8 @@ func (bg *background) mayJoinLine(mask uint64) uint64 {
 	return mask
 }
 
-// outOfLine reports whether the call, an acquire, cannot put its caller
-// in line: it granted, or it is started and has sent nothing but its SET
-// NX, and is now stopped there (see overtake) or late.
+// outOfLine reports whether the acquire cannot put its caller in line: it
+// granted, or it sent nothing but its SET NX and is now stopped there or late.
 func (s *serverCall) outOfLine() bool {
 	bg := s.bg
 	bg.mu.Lock()
@@ -166,10 +158,8 @@ func (s *serverCall) outOfLine() bool {
 	return false
 }
 
-// Complete takes the answer of the server's started call (see
-// startcall.Completion): judged by the quarantine as fan.call judges, then
-// handed to take. An answer that comes after the call was counted as late
-// is dropped.
+// Complete takes the answer of the server's started call, judged by the
+// quarantine as fan.call judges; one that comes late is dropped.
 func (s *serverCall) Complete(a startcall.Answer) {
 	bg := s.bg
 	bg.mu.Lock()

@@ -25,9 +25,8 @@ func newRank(start time.Time) (r rank) {
 	return r
 }
 
-// newToken draws the token of one attempt of the call ranked r. Its bits
-// come from math/rand/v2's ChaCha8, seeded by the operating system: tokens
-// must not collide, and it needs no system call.
+// newToken draws the token of one attempt of the call ranked r, from
+// ChaCha8 ("Tokens and ranks" in docs/design.md).
 func newToken(r rank) (string, error) {
 	var s [layout.TokenLen]byte
 	var u [12]byte
@@ -58,9 +57,8 @@ func (r rank) next() rank {
 	return r
 }
 
-// token returns a token of the call ranked r that no attempt draws: the
-// servers take only its rank, to put the call in line or take it out
-// (see layout.PromiseOf).
+// token returns a token of the call ranked r that no attempt draws, for
+// the servers to read its rank from (see layout.PromiseOf).
 func (r rank) token() string {
 	var s [layout.TokenLen]byte
 	copy(s[:], r[:])
