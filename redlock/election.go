@@ -190,7 +190,7 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	defer watch.stopWatches()
 	sent, last := false, ""
 	for {
-		watch.armWatches(ctx) // before the read: a change after it is not missed
+		watch.watch(ctx, true) // before the read: a change after it is not missed
 		v, left, err := e.leader(ctx)
 		if errors.Is(err, ErrInvalidArgument) {
 			c.logger.Error("redlock: election not observed", "election", e.name, "error", err)

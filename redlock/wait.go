@@ -70,10 +70,7 @@ func (a *acquisition) untilPatience(d time.Duration) time.Duration {
 // docs/design.md), the end of its patience among them.
 func (a *acquisition) waitInLine(ctx context.Context) error {
 	c := a.c
-	if a.watches == nil {
-		a.watches = make([]watch, len(c.servers))
-	}
-	a.arm(ctx)
+	a.watch(ctx, true)
 	d := linePoll
 	if l := a.last.left; l > 0 && l < d {
 		d = l
@@ -131,43 +128,19 @@ func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time)
 	}
 }
 
-// arm watches for the call's turn on every Notifier that answered the
-// last attempt and has no watch armed, or one that fired or broke: a turn
-// is told once. A server that is down would hold up every wait; one whose
-// watch fails is waited for by the poll.
-func (a *acquisition) arm(ctx context.Context) {
-	c := a.c
-	for _, i := range c.notifiers {
-		w := &a.watches[i]
-		if w.armed() && !w.fired() {
-			continue
-		}
-		if w.stop != nil {
-			w.stop()
-			*w = watch{}
-		}
-		if failed(a.last, i) || c.health.breakers[i].open.Load() {
-			continue // a server down would hold up every wait
-		}
-		wctx, cancel := c.clock.WithTimeout(ctx, a.b.timeout)
-		turns, stop, err := a.watchTurn(wctx, i)
-		cancel()
-		if err == nil {
-			*w = watch{changed: turns, stop: stop}
-		}
+// watchOn watches on server ks what the call waits for: its turn in the
+// key's line (a lock), in the lines of a set's keys not yet promised to it
+// (promised), or a change of a primitive's key.
+func watchOn(ctx context.Context, p primitive, ks keyserver.KeyServer, key, token string, promised uint64) ([]<-chan struct{}, func(), error) {
+	switch p := p.(type) {
+	case nil:
+		turn, stop, err := ks.(keyserver.Notifier).WatchTurn(ctx, key, token)
+		return []<-chan struct{}{turn}, stop, err
+	case *setOps:
+		return p.watchTurns(ctx, ks.(keyserver.Notifier), token, promised)
 	}
-}
-
-// watchTurn watches for the call's turn on Notifier i: in the line of
-// the lock's key, or in the lines of a set's keys that server does not
-// keep promised to the call already.
-func (a *acquisition) watchTurn(ctx context.Context, i int) ([]<-chan struct{}, func(), error) {
-	ns := a.c.servers[i].(keyserver.Notifier)
-	if so, ok := a.p.(*setOps); ok {
-		return so.watchTurns(ctx, ns, a.token, a.last.promisedOn(i))
-	}
-	turn, stop, err := ns.WatchTurn(ctx, a.key, a.token)
-	return []<-chan struct{}{turn}, stop, err
+	changed, stop, err := p.watch(ctx, ks, key, token)
+	return []<-chan struct{}{changed}, stop, err
 }
 
 // failed reports whether server i failed in the votes t.
@@ -221,25 +194,21 @@ func (w *watch) fired() bool {
 // forget a watch not set again within keyserver.LineTTL.
 const renewWatches = keyserver.LineTTL / 3
 
-// armWatches starts a watch of the key on every server that has none,
-// whose watch fired, or whose watch is due to be set anew (renewWatches);
-// a server whose watch fails is waited for by the retry delay.
-func (a *acquisition) armWatches(ctx context.Context) {
-	a.watch(ctx, true)
-}
-
-// watch starts a watch of the key on every server that has none or
-// whose watch is to be set anew (anew), and, when renew is set, on those
-// whose watch fired or is due to be set anew. A fired watch is renewed
-// only after the wait it ended, never before it: that would swallow the
-// change it announced. A watch is set anew before the one it replaces is
-// stopped, so that the call stays among the server's watchers (the last
-// stop of a call's watches takes it out).
+// watch arms the call's watches where none is armed or one is to be set
+// anew (anew), and, when renew is set, where one fired or broke or a
+// primitive's is due (renewWatches); a turn is told once, and a fired
+// watch is renewed only after the wait it ended, which it would swallow.
+// Lock and set calls watch the Notifiers only. Every server is armed at
+// once: one armed late would let a release there pass the call by and
+// split the servers' promises. The new watch is set before the old one
+// is stopped, so that the call stays among the server's watchers.
 func (a *acquisition) watch(ctx context.Context, renew bool) {
 	c := a.c
 	if a.watches == nil {
 		a.watches = make([]watch, len(c.servers))
 	}
+	_, set := a.p.(*setOps)
+	turns := a.p == nil || set
 	now := c.clock.Now()
 	var (
 		wg  sync.WaitGroup
@@ -250,7 +219,8 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 	p, key, token, timeout := a.p, a.key, a.token, a.b.timeout
 	for i, ks := range c.servers {
 		w := &a.watches[i]
-		if w.armed() && !w.anew && (!renew || !w.fired() && now.Sub(w.at) < renewWatches) {
+		due := renew && (w.fired() || !turns && now.Sub(w.at) >= renewWatches)
+		if turns && c.notifierMask&bit(i) == 0 || w.armed() && !w.anew && !due {
 			continue
 		}
 		if w.stop != nil {
@@ -260,17 +230,15 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 		if failed(a.last, i) || c.health.breakers[i].open.Load() {
 			continue // a server down would hold up every wait
 		}
-		// Every server at once: a release that finds the call watching on
-		// some servers and not yet on others would tell another waiter
-		// there, and split the servers' promises.
+		promised := a.last.promisedOn(i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			wctx, cancel := c.clock.WithTimeout(ctx, timeout)
-			changed, stop, err := p.watch(wctx, ks, key, token)
+			changed, stop, err := watchOn(wctx, p, ks, key, token, promised)
 			cancel()
 			if err == nil {
-				*w = watch{changed: []<-chan struct{}{changed}, stop: stop, at: now}
+				*w = watch{changed: changed, stop: stop, at: now}
 			}
 		}()
 	}
@@ -430,7 +398,7 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	if a.watches == nil {
 		// Watch, then look again: a release between the refusal and the
 		// watch is not missed.
-		a.armWatches(ctx)
+		a.watch(ctx, true)
 		return nil
 	}
 	a.ignoreOwnUndo(ctx)
@@ -441,7 +409,7 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	for _, w := range a.watches {
 		fired = fired || w.fired()
 	}
-	a.armWatches(ctx)
+	a.watch(ctx, true)
 	if fired {
 		return nil
 	}
