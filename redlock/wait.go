@@ -198,10 +198,12 @@ const renewWatches = keyserver.LineTTL / 3
 // anew (anew), and, when renew is set, where one fired or broke or a
 // primitive's is due (renewWatches); a turn is told once, and a fired
 // watch is renewed only after the wait it ended, which it would swallow.
-// Lock and set calls watch the Notifiers only. Every server is armed at
-// once: one armed late would let a release there pass the call by and
-// split the servers' promises. The new watch is set before the old one
-// is stopped, so that the call stays among the server's watchers.
+// A lock's or a set's turns are watched on the Notifiers, one after
+// another: its place in the lines is taken already. A primitive's watches
+// are armed on every server at once, since one armed late would let a
+// release there pass the call by and split the servers' promises. The new
+// watch is set before the old one is stopped, so that the call stays among
+// the server's watchers.
 func (a *acquisition) watch(ctx context.Context, renew bool) {
 	c := a.c
 	if a.watches == nil {
@@ -231,15 +233,22 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 			continue // a server down would hold up every wait
 		}
 		promised := a.last.promisedOn(i)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		arm := func() {
 			wctx, cancel := c.clock.WithTimeout(ctx, timeout)
 			changed, stop, err := watchOn(wctx, p, ks, key, token, promised)
 			cancel()
 			if err == nil {
 				*w = watch{changed: changed, stop: stop, at: now}
 			}
+		}
+		if turns {
+			arm()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			arm()
 		}()
 	}
 	wg.Wait()
