@@ -141,7 +141,8 @@ func TestRedisNoOverlapWithPausedServers(t *testing.T) {
 	<-pauser
 	t.Logf("%d grants, %d overlaps", grants.Load(), overlaps.Load())
 	assert.Zero(t, overlaps.Load(), "two holders at once")
-	// Hundreds on an idle machine, scores on a busy one; a lock that
-	// stopped moving gives a handful.
-	assert.Greater(t, grants.Load(), int64(20), "the lock stopped moving")
+	// Hundreds on an idle machine; on a busy one a dozen was seen, where
+	// a release missed by paused nodes left its key there for the TTL
+	// (2 s of the 3). A lock that stopped moving gives a few at most.
+	assert.Greater(t, grants.Load(), int64(5), "the lock stopped moving")
 }
