@@ -313,10 +313,7 @@ func (a *acquisition) fan() (fan, error) {
 func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, granted, kept bool, elapsed time.Duration) {
 	c := a.c
 	a.tails, a.kept, a.last = res.tails(), kept && !granted, t
-	a.calls = nil
-	if res.bg != oneServer {
-		a.calls = res.bg
-	}
+	a.calls = res.bg
 	if f.op == opAcquireInLine {
 		// A place in line where a Notifier did not grant, and only where a
 		// call of its token was made (see tails.made).

@@ -132,7 +132,7 @@ type tails struct {
 // tails returns r's calls, for the lock's next call to follow.
 func (r *fanned) tails() tails {
 	t := tails{done: r.done, made: r.made}
-	if r.done != nil && r.bg != oneServer {
+	if r.done != nil {
 		t.of = r.bg
 	}
 	return t
@@ -142,56 +142,45 @@ func (r *fanned) tails() tails {
 // the outcome under f.rule; the rest finish in the background. The caller
 // must settle once, with the final verdict: a won vote may lack validity.
 func (c *Client) fanOut(ctx context.Context, f fan) fanned {
-	switch {
-	case c.inProcess:
+	if c.inProcess || len(c.servers) == 1 {
 		return c.fanOutInline(ctx, &f)
-	case len(c.servers) == 1:
-		return c.fanOutOne(ctx, &f)
 	}
 	return c.fanOutConcurrent(ctx, f)
 }
 
-// fanOutInline calls servers that answer at once, one after another, with
-// no deadline of its own. Each answer is final, so every server is asked
-// and every vote counted.
+// fanOutInline calls the servers one after another on the caller's
+// goroutine, where making the calls at once would gain nothing: servers in
+// this process answer at once (no deadline, no breaker), and a single
+// server's answer decides anyway (bounded by f.timeout; the lock's earlier
+// calls to it were made the same way, so they have finished).
 func (c *Client) fanOutInline(ctx context.Context, f *fan) (r fanned) {
-	r.n = len(c.servers)
-	r.made = ^uint64(0)
+	r.n, r.made = len(c.servers), f.after.made
 	for i := range c.servers {
-		ok, n, h, err := c.call(ctx, f, i)
+		var (
+			ok  bool
+			n   uint64
+			h   keyserver.Holder
+			err error
+		)
+		if !c.inProcess {
+			if err = c.health.breakers[i].allow(c.clock); err != nil && f.mustCall(i) {
+				err = nil
+			}
+		}
+		switch {
+		case err != nil:
+		case c.inProcess:
+			r.made |= bit(i)
+			ok, n, h, err = c.call(ctx, f, i)
+		default:
+			r.made |= bit(i)
+			callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
+			ok, n, h, err = c.call(callCtx, f, i)
+			cancel()
+		}
 		c.heard(ctx, f, i, err)
 		r.add(vote{server: i, ok: ok, n: n, holder: h, err: err})
 	}
-	return r
-}
-
-// oneServer marks the fan-out of a client with a single server, whose
-// call was made on the caller's goroutine.
-var oneServer = &background{}
-
-// fanOutOne calls a single server on the caller's goroutine: its answer
-// decides anyway. The lock's earlier calls to it were made the same way,
-// so they have finished.
-func (c *Client) fanOutOne(ctx context.Context, f *fan) (r fanned) {
-	r.n, r.made = 1, f.after.made
-	var (
-		ok  bool
-		n   uint64
-		h   keyserver.Holder
-		err = c.health.breakers[0].allow(c.clock)
-	)
-	if err != nil && f.mustCall(0) {
-		err = nil
-	}
-	if err == nil {
-		r.made |= 1
-		callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
-		ok, n, h, err = f.call(callCtx, 0, c.servers[0])
-		cancel()
-	}
-	c.heard(ctx, f, 0, err)
-	r.add(vote{server: 0, ok: ok, n: n, holder: h, err: err})
-	r.bg = oneServer
 	return r
 }
 
@@ -297,7 +286,7 @@ func (bg *background) await(ctx context.Context) {
 // background, each after its own call ("Quorum and validity", step 5).
 func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 	bg := r.bg
-	if bg == nil || bg == oneServer { // every call has finished
+	if bg == nil { // every call has finished
 		if failed && f.undo {
 			for i, ks := range c.servers {
 				if !f.storedNothing(r.answerOf(i)) {
