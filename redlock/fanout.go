@@ -143,17 +143,17 @@ func (r *fanned) tails() tails {
 // must settle once, with the final verdict: a won vote may lack validity.
 func (c *Client) fanOut(ctx context.Context, f fan) fanned {
 	if c.inProcess || len(c.servers) == 1 {
-		return c.fanOutInline(ctx, &f)
+		return c.fanOutInTurn(ctx, &f)
 	}
 	return c.fanOutConcurrent(ctx, f)
 }
 
-// fanOutInline calls the servers one after another on the caller's
+// fanOutInTurn calls the servers one after another on the caller's
 // goroutine, where making the calls at once would gain nothing: servers in
 // this process answer at once (no deadline, no breaker), and a single
 // server's answer decides anyway (bounded by f.timeout; the lock's earlier
 // calls to it were made the same way, so they have finished).
-func (c *Client) fanOutInline(ctx context.Context, f *fan) (r fanned) {
+func (c *Client) fanOutInTurn(ctx context.Context, f *fan) (r fanned) {
 	r.n, r.made = len(c.servers), f.after.made
 	for i := range c.servers {
 		var (
