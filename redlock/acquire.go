@@ -260,7 +260,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	case !granted:
 		return nil, nil
 	}
-	g := grant{name: a.name, key: a.key, token: a.token, b: a.b, start: start, tails: res.tails(), ctx: ctx, prim: a.ops}
+	g := grant{name: a.name, key: a.key, token: a.token, b: a.b, began: start, tails: res.tails(), ctx: ctx, prim: a.ops}
 	if len(fences) > 0 {
 		g.fence, g.fences = fences[0], fences
 	}

@@ -234,8 +234,8 @@ func (c *Client) enterDo() error {
 // &serverErr) finds each server's failure. Failures that retrying cannot
 // fix end the retries at once.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (l *Lock, err error) {
-	ctx = c.start(ctx, "acquire", name)
-	defer func() { c.end(ctx, "acquire", name, err) }()
+	ctx = c.callBegins(ctx, "acquire", name)
+	defer func() { c.callEnds(ctx, "acquire", name, err) }()
 	o, err := c.options.with(opts)
 	if err != nil {
 		return nil, err
@@ -246,8 +246,8 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 // TryAcquire makes a single attempt to take the lock: Acquire with no
 // retries.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (l *Lock, err error) {
-	ctx = c.start(ctx, "try_acquire", name)
-	defer func() { c.end(ctx, "try_acquire", name, err) }()
+	ctx = c.callBegins(ctx, "try_acquire", name)
+	defer func() { c.callEnds(ctx, "try_acquire", name, err) }()
 	o, err := c.options.with(opts)
 	if err != nil {
 		return nil, err
@@ -255,16 +255,16 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 	return c.acquire(ctx, o, name, ttl, once)
 }
 
-// start reports the beginning of a call and returns its context.
-func (c *Client) start(ctx context.Context, op, name string) context.Context {
+// callBegins reports the beginning of a call to the hooks and returns its context.
+func (c *Client) callBegins(ctx context.Context, op, name string) context.Context {
 	if c.hooks.Start != nil {
 		return c.hooks.Start(ctx, op, name)
 	}
 	return ctx
 }
 
-// end reports the end of a call.
-func (c *Client) end(ctx context.Context, op, name string, err error) {
+// callEnds reports the end of a call to the hooks.
+func (c *Client) callEnds(ctx context.Context, op, name string, err error) {
 	if c.hooks.End != nil {
 		c.hooks.End(ctx, op, name, err)
 	}

@@ -81,7 +81,7 @@ const (
 // The states of a serverCall.
 const (
 	callRunning  int32 = iota
-	callWatched        // running, and done is to be closed when it finishes
+	callAwaited        // running, and done is to be closed when it finishes
 	callFinished       // done, if made, is closed
 )
 
@@ -240,7 +240,7 @@ func (s *serverCall) undo() {
 // finish marks the call finished (see serverCall.done) for the lock's
 // next calls and for Close.
 func (s *serverCall) finish() {
-	if s.state.Swap(callFinished) == callWatched {
+	if s.state.Swap(callFinished) == callAwaited {
 		close(s.done)
 	}
 	s.bg.c.bg.Done()
@@ -315,7 +315,7 @@ func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 				ch = after[i]
 			}
 		case s.phase <= callStopped || undoes:
-			ch = s.watch()
+			ch = s.whenDone()
 		}
 		if ch == nil {
 			continue
@@ -339,14 +339,14 @@ func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 	return done
 }
 
-// watch returns a channel closed once the call has finished, or nil if it
+// whenDone returns a channel closed once the call has finished, or nil if it
 // has already.
-func (s *serverCall) watch() <-chan struct{} {
+func (s *serverCall) whenDone() <-chan struct{} {
 	if s.state.Load() == callFinished {
 		return nil
 	}
 	s.done = make(chan struct{})
-	if !s.state.CompareAndSwap(callRunning, callWatched) {
+	if !s.state.CompareAndSwap(callRunning, callAwaited) {
 		return nil // it finished meanwhile
 	}
 	return s.done

@@ -19,8 +19,8 @@ import (
 // acquisition error if fn never ran. A panic in fn is raised again after
 // the lock is released.
 func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
-	ctx = c.start(ctx, "do", name)
-	defer func() { c.end(ctx, "do", name, err) }()
+	ctx = c.callBegins(ctx, "do", name)
+	defer func() { c.callEnds(ctx, "do", name, err) }()
 	return c.doWith(ctx, lockKind, name, ttl, fn, opts, func(o *options) (*Lock, error) {
 		return c.acquire(ctx, o, name, ttl, waits)
 	})
@@ -35,8 +35,8 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // is ctx ending. fn's error is returned as it is, ErrNotAcquired included.
 // WithMinHold keeps the lock after a quick fn, so that later hosts skip.
 func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (ran bool, err error) {
-	ctx = c.start(ctx, "do_or_skip", name)
-	defer func() { c.end(ctx, "do_or_skip", name, err) }()
+	ctx = c.callBegins(ctx, "do_or_skip", name)
+	defer func() { c.callEnds(ctx, "do_or_skip", name, err) }()
 	o, err := c.doOptions(lockKind, name, ttl, fn, opts)
 	if err != nil {
 		return false, err
@@ -90,7 +90,7 @@ func LockFromContext(ctx context.Context) (*Lock, bool) {
 // releases l (which keeps it for the rest of a minimum hold, if any).
 func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) error) (err error) {
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
-	stopWatch := context.AfterFunc(l.watch(), func() { cancel(ErrLockLost) })
+	stopOnLoss := context.AfterFunc(l.lifeContext(), func() { cancel(ErrLockLost) })
 	stopClose := context.AfterFunc(c.closing, func() { cancel(ErrClosed) })
 
 	// The keep-alive outlives ctx: fn may take a moment to notice that
@@ -109,7 +109,7 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 	defer func() {
 		// The holder hears first: fn's context ends before the servers
 		// are told. If the lock was lost, the cause is already ErrLockLost.
-		stopWatch()
+		stopOnLoss()
 		closed := !stopClose() && errors.Is(context.Cause(fctx), ErrClosed)
 		cancel(context.Canceled)
 		stopKeepAlive()

@@ -55,8 +55,8 @@ func (c *Client) Election(name string) *Election {
 // leadership's Fence is its term, greater than every earlier leader's.
 func (e *Election) Campaign(ctx context.Context, ttl time.Duration, value string, opts ...Option) (l *Lock, err error) {
 	c := e.c
-	ctx = c.start(ctx, "campaign", e.name)
-	defer func() { c.end(ctx, "campaign", e.name, err) }()
+	ctx = c.callBegins(ctx, "campaign", e.name)
+	defer func() { c.callEnds(ctx, "campaign", e.name, err) }()
 	if e.err != nil {
 		return nil, e.err
 	}

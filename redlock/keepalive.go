@@ -27,7 +27,7 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 	// live ends with ctx or with the lock, whichever is first.
 	live, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(l.watch(), cancel)()
+	defer context.AfterFunc(l.lifeContext(), cancel)()
 
 	for {
 		l.mu.Lock()

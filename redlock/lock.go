@@ -57,7 +57,7 @@ type Lock struct {
 type grant struct {
 	name, key, token string
 	b                budget
-	start            time.Time // of the winning attempt
+	began            time.Time // of the winning attempt
 	tails            tails     // its calls, per server
 	fence            uint64
 	fences           []uint64        // a set's, one per name
@@ -66,7 +66,7 @@ type grant struct {
 }
 
 func newLock(c *Client, o *options, g grant) *Lock {
-	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.start, tails: g.tails, fence: g.fence, prim: g.prim}
+	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.began, tails: g.tails, fence: g.fence, prim: g.prim}
 	if so, ok := g.prim.(*setOps); ok {
 		// The set's calls are this lock's alone: its fences go there, and
 		// the Lock stays small.
@@ -80,9 +80,9 @@ func newLock(c *Client, o *options, g grant) *Lock {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setValidity(g.start, g.b)
+	l.setValidity(g.began, g.b)
 	if c.hooks.Lost != nil {
-		l.watchLocked() // the hook must hear of a loss when it happens
+		l.lifeLocked() // the hook must hear of a loss when it happens
 	}
 	if c.hooks.AtRisk != nil {
 		l.armRisk() // and of a risk
@@ -90,16 +90,16 @@ func newLock(c *Client, o *options, g grant) *Lock {
 	return l
 }
 
-// watch returns the lock's life, making it and its expiry timer on first
+// lifeContext returns the lock's life, making it and its expiry timer on first
 // use.
-func (l *Lock) watch() context.Context {
+func (l *Lock) lifeContext() context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.watchLocked()
+	return l.lifeLocked()
 }
 
-// watchLocked is watch with l.mu held.
-func (l *Lock) watchLocked() context.Context {
+// lifeLocked is lifeContext with l.mu held.
+func (l *Lock) lifeLocked() context.Context {
 	if l.life == nil {
 		l.life, l.cancelLife = context.WithCancelCause(context.Background())
 		if l.err != nil {
@@ -157,7 +157,7 @@ func (l *Lock) Done() <-chan struct{} {
 	if l.zero() {
 		return closedChan
 	}
-	return l.watch().Done()
+	return l.lifeContext().Done()
 }
 
 // closedChan is the Done of a nil Lock, which no one holds.

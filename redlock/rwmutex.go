@@ -76,8 +76,8 @@ func (m *RWMutex) RDo(ctx context.Context, ttl time.Duration, fn func(context.Co
 
 func (m *RWMutex) acquire(ctx context.Context, op string, ttl time.Duration, md mode, write bool, opts []Option) (l *Lock, err error) {
 	c := m.c
-	ctx = c.start(ctx, op, m.name)
-	defer func() { c.end(ctx, op, m.name, err) }()
+	ctx = c.callBegins(ctx, op, m.name)
+	defer func() { c.callEnds(ctx, op, m.name, err) }()
 	if m.err != nil {
 		return nil, m.err
 	}
@@ -90,8 +90,8 @@ func (m *RWMutex) acquire(ctx context.Context, op string, ttl time.Duration, md 
 
 func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(context.Context) error, write bool, opts []Option) (err error) {
 	c := m.c
-	ctx = c.start(ctx, op, m.name)
-	defer func() { c.end(ctx, op, m.name, err) }()
+	ctx = c.callBegins(ctx, op, m.name)
+	defer func() { c.callEnds(ctx, op, m.name, err) }()
 	if m.err != nil {
 		return m.err
 	}

@@ -64,8 +64,8 @@ func (s *Semaphore) TryAcquire(ctx context.Context, ttl time.Duration, opts ...O
 // released when fn returns.
 func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
 	c := s.c
-	ctx = c.start(ctx, "semaphore_do", s.name)
-	defer func() { c.end(ctx, "semaphore_do", s.name, err) }()
+	ctx = c.callBegins(ctx, "semaphore_do", s.name)
+	defer func() { c.callEnds(ctx, "semaphore_do", s.name, err) }()
 	if s.err != nil {
 		return s.err
 	}
@@ -76,8 +76,8 @@ func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(context.C
 
 func (s *Semaphore) acquire(ctx context.Context, op string, ttl time.Duration, m mode, opts []Option) (l *Lock, err error) {
 	c := s.c
-	ctx = c.start(ctx, op, s.name)
-	defer func() { c.end(ctx, op, s.name, err) }()
+	ctx = c.callBegins(ctx, op, s.name)
+	defer func() { c.callEnds(ctx, op, s.name, err) }()
 	if s.err != nil {
 		return nil, s.err
 	}

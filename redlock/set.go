@@ -90,8 +90,8 @@ func (c *Client) acquireAllAs(ctx context.Context, op string, names []string, tt
 		return nil, err
 	}
 	display := setName(names)
-	ctx = c.start(ctx, op, display)
-	defer func() { c.end(ctx, op, display, err) }()
+	ctx = c.callBegins(ctx, op, display)
+	defer func() { c.callEnds(ctx, op, display, err) }()
 	o, err := c.options.with(opts)
 	if err != nil {
 		return nil, err
@@ -107,8 +107,8 @@ func (c *Client) doAll(ctx context.Context, op string, names []string, ttl time.
 		return false, err
 	}
 	display := setName(names)
-	ctx = c.start(ctx, op, display)
-	defer func() { c.end(ctx, op, display, err) }()
+	ctx = c.callBegins(ctx, op, display)
+	defer func() { c.callEnds(ctx, op, display, err) }()
 	k := setKind
 	if len(names) == 1 {
 		k = lockKind
