@@ -55,9 +55,9 @@ func (s *Server) permanent(err error) bool {
 	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &host) || errors.As(err, &invalid)
 }
 
-// fail wraps err with the server, operation and key, so that one log line
-// says which server failed on what, and marks what retrying cannot fix with
-// keyserver.ErrPermanent. It quotes no password or token, nor may a transport.
+// fail wraps err with the server, operation and key, so one log line says
+// which server failed on what, and marks with keyserver.ErrPermanent what
+// retrying cannot fix. No password or token is quoted, here or by a transport.
 func (s *Server) fail(op, key string, err error) error {
 	if containsAny(err.Error(), authCodes) {
 		err = fmt.Errorf("authentication failed (wrong or missing password?): %w", err)
