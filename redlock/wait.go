@@ -494,7 +494,7 @@ func (a *acquisition) awaitPlaceFirst(ctx context.Context) error {
 			if err := a.wait(ctx); err != nil {
 				return a.notAcquired(err)
 			}
-		} else if err := a.gatherTold(ctx); err != nil {
+		} else if err := a.gatherTold(ctx); err != nil { // told by some: it gathers the others' word first
 			return a.notAcquired(err)
 		}
 		return nil
