@@ -109,7 +109,7 @@ func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.In
 	up = max(up-time.Second, 0)
 	if now, counted := s.dials(); counted && dials == 0 && now == 1 {
 		// The read opened the transport's first and only connection, which a
-		// restart since would have broken: it is up to date with it.
+		// restart since would have broken: it is up to date (one read, not two).
 		dials = now
 	}
 	in.mu.Lock()
