@@ -12,10 +12,9 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// wait is the one wait on the servers after a refused attempt, until the
-// next attempt is worth making: for the call's turn in the servers' lines
-// (waitInLine), for a change a primitive's watches announce
-// (waitForChange), or else by the retry delay.
+// wait is the one wait after a refused attempt, until the next is worth
+// making: for the call's turn in the servers' lines, for a change a
+// primitive's watches announce, or else the retry delay.
 func (a *acquisition) wait(ctx context.Context) error {
 	if a.p != nil && !a.waitsInLine() {
 		return a.waitForChange(ctx)
@@ -39,10 +38,9 @@ const linePoll = keyserver.LineTTL / 3
 // waits for the turns of the others before it tries anyway.
 const gatherTurns = 5 * time.Millisecond
 
-// waitsInALine reports whether the call really waits in the servers'
-// lines: it was put there by the call ahead of it (see queue), or the
-// Notifiers that did not fail its last attempt can give it the turns it
-// needs; otherwise it polls ("A quorum of turns" in docs/design.md).
+// waitsInALine reports whether the call waits in the servers' lines rather
+// than polls: the call ahead put it there, or the Notifiers that did not fail
+// its last attempt can give it its turns ("A quorum of turns" in docs/design.md).
 func (a *acquisition) waitsInALine() bool {
 	if a.attempts == 0 {
 		return true
@@ -76,22 +74,16 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 		d = l
 	}
 	if _, set := a.p.(*setOps); set || len(c.notifiers) < len(c.servers) {
-		// Servers that keep no line give no turn. A set's turns may come
-		// from servers whose promises went to others: the ones that granted
-		// an attempt that failed gave its keys on when it was undone.
+		// Servers that keep no line give no turn; a set's undone attempt
+		// gave its keys on ("Several names without deadlock" in docs/design.md).
 		d = min(d, a.o.retryWait())
 	}
 	return a.awaitTurns(ctx, c.turnsNeeded(), c.clock.Now().Add(a.untilPatience(d)))
 }
 
-// awaitTurns waits until need of the call's watches have fired, or until.
-// Once one has fired, it waits for the others no longer than gatherTurns:
-// a release reaches the servers one by one and tells the call on each as
-// it lands, so the others' word comes within moments, unless a server
-// promised the key to another waiter whose refusal reached it first (then
-// both try, and rank decides who keeps what: see tally.keep). Trying on
-// the first word would reach servers the release has not reached yet and
-// split the votes.
+// awaitTurns waits until need of the call's watches fired, or until. Once
+// one fired it gathers the others' word for at most gatherTurns: trying on
+// the first would split the votes ("A quorum of turns" in docs/design.md).
 func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time) error {
 	c := a.c
 	gathering := false
@@ -194,16 +186,9 @@ func (w *watch) fired() bool {
 // forget a watch not set again within keyserver.LineTTL.
 const renewWatches = keyserver.LineTTL / 3
 
-// watch arms the call's watches where none is armed or one is to be set
-// anew (anew), and, when renew is set, where one fired or broke or a
-// primitive's is due (renewWatches); a turn is told once, and a fired
-// watch is renewed only after the wait it ended, which it would swallow.
-// A lock's or a set's turns are watched on the Notifiers, one after
-// another: its place in the lines is taken already. A primitive's watches
-// are armed on every server at once, since one armed late would let a
-// release there pass the call by and split the servers' promises. The new
-// watch is set before the old one is stopped, so that the call stays among
-// the server's watchers.
+// watch arms the call's watches where none is armed or one is marked anew,
+// and with renew where one fired or a primitive's is due; a fired watch is
+// renewed only after the wait it ended, which it would swallow.
 func (a *acquisition) watch(ctx context.Context, renew bool) {
 	c := a.c
 	if a.watches == nil {
@@ -241,6 +226,8 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 				*w = watch{changed: changed, stop: stop, at: now}
 			}
 		}
+		// Turns one server after another: the call's place in the lines is
+		// taken. A primitive's at once: one armed late lets a release pass it by.
 		if turns {
 			arm()
 			continue
@@ -252,6 +239,7 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 		}()
 	}
 	wg.Wait()
+	// Stopped after the new ones are set, so the call stays among the watchers.
 	for _, stop := range old {
 		stop()
 	}
@@ -296,20 +284,9 @@ func (a *acquisition) stopWatches() {
 	}
 }
 
-// prewatches reports whether the call watches the servers while it is
-// next behind the front of its queue, before its first attempt: a
-// waiting primitive's call of which its client lets one at a time try (a
-// writer, a permit of a semaphore of one). Its place among the watchers
-// then dates from then. A release that finds it the earliest watcher
-// tells it, and it tries, at the front or not (as a lock's call put in
-// the servers' lines by the call ahead does), once it gathered the other
-// servers' word (gatherTold). Reaching the front untold,
-// it looks first, unless the call ahead won the servers with an attempt
-// begun after it watched (queue.heldSince): that hold stood on a quorum
-// after its watches did, so its end there tells the earliest watcher,
-// this call or one ahead of it, whose own hold's end tells the next in
-// turn; a look would only be refused. (A semaphore of more permits may
-// have a free slot that no release will announce; it looks.)
+// prewatches reports whether the call watches the servers already while
+// next behind the front of its queue: a primitive's call its client lets try
+// alone, a writer or a permit of one ("How primitives wait" in docs/design.md).
 func (a *acquisition) prewatches() bool {
 	if a.p == nil || a.mode != waits || a.retries == 0 || a.p.together() != 1 {
 		return false
@@ -318,10 +295,9 @@ func (a *acquisition) prewatches() bool {
 	return !set
 }
 
-// prewatch arms the watches of a call next behind the front of queue q
-// (w), or renews those due, with a token of its rank until it draws its
-// own. It reports whether one fired (told), and else how soon the next is
-// due to be set anew.
+// prewatch arms (or renews those due) the watches of w, next behind the
+// front of q, with a token of its rank until it draws its own. It reports
+// whether one fired, and else how soon the next is due to be set anew.
 func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told bool, renewIn time.Duration) {
 	if a.watches == nil {
 		if a.token == "" {
@@ -348,15 +324,9 @@ func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told b
 	}
 }
 
-// gatherTold, before the first attempt of a call that prewatches, waits
-// for the other servers' word when some of its watches fired but fewer
-// than the turns it needs (a quorum of those armed), no longer than
-// gatherTurns, as a waiter does after a refusal (see waitForChange).
-// Told while it waited behind the front, or on reaching it (the release
-// of the hold of the call ahead, its own client's, that reached one
-// server first), an attempt at once reaches servers the release has not
-// reached yet: refused there, it splits the votes, and while it backs off
-// (see backOff) the servers keep the hold promised to it from everyone.
+// gatherTold, before the first attempt of a call that prewatches, gathers
+// the other servers' word for at most gatherTurns when some but too few of
+// its watches fired ("How primitives wait" in docs/design.md).
 func (a *acquisition) gatherTold(ctx context.Context) error {
 	if !a.prewatches() || a.watches == nil {
 		return nil
@@ -368,10 +338,9 @@ func (a *acquisition) gatherTold(ctx context.Context) error {
 	return a.awaitTurns(ctx, need, a.c.clock.Now().Add(gatherTurns))
 }
 
-// heldSinceWatched reports whether the call, at the front of its queue
-// before its first attempt, may wait for its watches rather than look
-// first (see prewatches): none fired, a quorum stands, and the call ahead
-// won the servers since they did.
+// heldSinceWatched reports whether the call, at the front before its first
+// attempt, may wait for its watches rather than look (see prewatches): none
+// fired, a quorum stands, and the call ahead won the servers since they did.
 func (a *acquisition) heldSinceWatched() bool {
 	if !a.prewatches() || a.watches == nil || !a.queue.heldSince(a.qw) {
 		return false
@@ -396,13 +365,9 @@ func (a *acquisition) told() (turns, need int) {
 	return turns, max(min(armed, a.c.quorum), 1)
 }
 
-// waitForChange waits after a primitive's refused attempt until a server
-// announces a change, the soonest holder's TTL runs out, the retry delay
-// (with jitter) or renewWatches passes, or the call's patience ends. A
-// watch that fired is set anew here, after the attempt its change led to
-// (a waiter told of its turn tries at once, as a lock's does), and the
-// call then looks again rather than wait: the server may have told
-// another waiter in between, when this one was no watcher there.
+// waitForChange waits after a primitive's refusal ("How primitives wait" in
+// docs/design.md). Having renewed a fired watch it looks again, not waits: the
+// server may have told another waiter while this one was no watcher there.
 func (a *acquisition) waitForChange(ctx context.Context) error {
 	if a.watches == nil {
 		// Watch, then look again: a release between the refusal and the
@@ -431,7 +396,6 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 		d = min(d, mw.maxWait())
 	}
 	d = a.untilPatience(min(d, renewWatches))
-	// Told by some servers, it gathers the others' word (see awaitTurns).
 	_, need := a.told()
 	return a.awaitTurns(ctx, need, c.clock.Now().Add(d))
 }
@@ -444,13 +408,9 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
-// awaitFront waits until w is at the front of q or was put in the
-// servers' lines, or the call's patience or ctx ends. The patience of a
-// call behind others of its client is its retries × the retry delay for
-// each of them and for its own turn, counted again whenever the queue
-// moves or a call of it sees the hold move. A primitive's call that
-// prewatches watches the servers once it is next behind the front, and
-// goes to try when one tells it its turn, at the front or not.
+// awaitFront waits until w is at the front of q or in the servers' lines,
+// or the call's patience ("Patience" in docs/design.md) or ctx ends. A call
+// that prewatches goes to try once told, at the front or not.
 func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error {
 	c := a.c
 	since, seen := c.clock.Now(), -1
@@ -505,11 +465,9 @@ func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error
 	}
 }
 
-// awaitPlace waits, before its first attempt, while a call is behind
-// others of its client: until it is at the front, which tries itself,
-// or the attempt of a call ahead put it in the servers' lines, where it
-// then waits for its turn. A primitive's call records each attempt it is
-// about to make in its queue (see heldSince).
+// awaitPlace waits, before the first attempt, while the call is behind
+// others of its client: until it is at the front or put in the servers'
+// lines. A primitive's call then records its attempt (see heldSince).
 func (a *acquisition) awaitPlace(ctx context.Context) error {
 	if err := a.awaitPlaceFirst(ctx); err != nil {
 		return err
@@ -530,9 +488,8 @@ func (a *acquisition) awaitPlaceFirst(ctx context.Context) error {
 	}
 	if a.p != nil {
 		if a.heldSinceWatched() {
-			// Its watches stood before the hold of the call ahead: that
-			// hold's end tells it, or a watcher ahead of it, so it waits
-			// rather than look first (see prewatches).
+			// Its watches predate the hold of the call ahead, whose end tells
+			// it or a watcher ahead of it: a look would only be refused.
 			a.outOfPatience()
 			if err := a.wait(ctx); err != nil {
 				return a.notAcquired(err)
@@ -545,8 +502,7 @@ func (a *acquisition) awaitPlaceFirst(ctx context.Context) error {
 	if !a.queue.inLine(a.qw) || a.watches != nil {
 		return nil
 	}
-	// Its patience starts, counting the calls of its client ahead of it,
-	// and it watches with a token of its rank until it draws its own.
+	// Its patience starts here, counting the calls of its client ahead.
 	a.inLine = a.c.notifierMask
 	if a.token == "" {
 		a.token = a.rank.token()

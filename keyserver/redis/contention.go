@@ -10,8 +10,7 @@ import (
 )
 
 // Contention (keyserver.Notifier's WatchContention): a waiter that forms a
-// line publishes once on the key's channel ("The Redis key server" in
-// docs/design.md).
+// line publishes once on the key's channel (see "Contention" in docs/design.md).
 
 // contentionPrefix begins every key's contention channel; the key follows.
 const contentionPrefix = "goredlock:contended:"
@@ -44,8 +43,8 @@ func (w *contentionWatch) endLocked(ch chan struct{}) {
 // WatchContention watches key's line for its holder: contended is closed
 // when a waiter joins it, or at once when the line holds one once the
 // Server has subscribed; broken when the subscriber connection broke. It
-// costs a SUBSCRIBE of the key's channel (unless a watch of the key is on
-// already), an EXISTS of the line, and at the last stop an UNSUBSCRIBE.
+// costs a SUBSCRIBE (once per key), an EXISTS and, at the last stop, an
+// UNSUBSCRIBE.
 func (s *Server) WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error) {
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return nil, nil, nil, err

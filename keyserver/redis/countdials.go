@@ -8,7 +8,7 @@ import (
 )
 
 // A pool whose dials are counted spares a Server over it (New) an INFO
-// after every grant ("The Redis key server" in docs/design.md).
+// after every grant (see "Counted dials" in docs/design.md).
 
 // DialCount counts the connections a transport opens, for the Server's
 // ConnectionCounter: a transport (or whatever makes its connections) calls
@@ -61,12 +61,11 @@ var _ ConnectionCounter = (*CountedPool)(nil)
 //	srv := redis.New(redis.CountDials(pool))
 //
 // It wraps pool's DialContext (or Dial, when that is the one set), so call
-// it before pool is first used, as when setting any of its fields; a pool
-// with neither set stays as it is and fails to dial. Dials made through
-// another way than the pool's (a copy of the function taken earlier) are
-// not counted: a Server that misses a dial can miss a restart. The pool
-// may serve other users too: their dials count as well, and only cost a
-// read of INFO each. A nil pool gives a nil CountedPool.
+// it before pool is first used; a pool with neither set stays as it is.
+// Dials made another way (a copy of the function taken earlier) are not
+// counted, and a Server that misses a dial can miss a restart. Other users'
+// dials through the pool count too, at a read of INFO each. A nil pool
+// gives a nil CountedPool.
 func CountDials(pool *redigo.Pool) *CountedPool {
 	if pool == nil {
 		return nil

@@ -9,7 +9,7 @@ import (
 )
 
 // The lock-delay of keyserver.Delayer: the lock key lives d past each
-// grant ("The Redis key server" in docs/design.md).
+// grant (see "Lock-delay" in docs/design.md).
 
 var _ keyserver.Delayer = (*Server)(nil)
 

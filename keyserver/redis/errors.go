@@ -11,10 +11,9 @@ import (
 	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
 )
 
-// ErrOverloaded is returned, at once, by a call to a pipelined Server that
-// already holds WithMaxPending calls waiting for their replies: the server
-// is not keeping up (or not answering), and queueing more would only grow
-// memory and delay.
+// ErrOverloaded is returned at once by a call to a pipelined Server that
+// already holds WithMaxPending calls waiting for replies: the server is not
+// keeping up, and queueing more would only grow memory and delay.
 var ErrOverloaded = redigotransport.ErrOverloaded
 
 // ErrConnectionLost is returned by the calls a connection had sent when it
@@ -23,10 +22,9 @@ var ErrOverloaded = redigotransport.ErrOverloaded
 // broke before Redis confirmed the subscription.
 var ErrConnectionLost = redigotransport.ErrConnectionLost
 
-// permanentCodes are the Redis error replies that the same call will get
-// again, whatever the timing. Replies such as LOADING, BUSY, MASTERDOWN,
-// TRYAGAIN, OOM or "ERR max number of clients reached" can clear up and
-// are left out.
+// permanentCodes are the Redis error replies the same call will get again,
+// whatever the timing; LOADING, BUSY, MASTERDOWN, TRYAGAIN, OOM or "ERR max
+// number of clients reached" can clear up and are left out.
 var permanentCodes = []string{
 	"WRONGTYPE", // also inside the message of a script error
 	"NOAUTH", "WRONGPASS", "ERR AUTH", "invalid password", "ERR Client sent AUTH",
@@ -41,10 +39,9 @@ var permanentCodes = []string{
 // without any password configured".
 var authCodes = []string{"WRONGPASS", "NOAUTH", "ERR AUTH", "invalid password"}
 
-// permanent reports whether err is a failure that retrying the same call
-// cannot fix: a Redis error reply among permanentCodes, or a server
-// certificate that is not trusted. Timeouts, lost connections, a server
-// that is loading or busy, and ErrOverloaded are not.
+// permanent reports whether retrying the same call cannot fix err: a Redis
+// error reply among permanentCodes, or an untrusted server certificate; not
+// timeouts, lost connections, a loading or busy server, or ErrOverloaded.
 func (s *Server) permanent(err error) bool {
 	if msg, ok := s.t.ReplyText(err); ok {
 		return containsAny(msg, permanentCodes)
@@ -58,12 +55,9 @@ func (s *Server) permanent(err error) bool {
 	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &host) || errors.As(err, &invalid)
 }
 
-// fail wraps a failed call's error with the server, operation and key, so
-// that one line of a log says which of N servers failed and on what; says
-// authentication failures in plain words; and marks the failures that
-// retrying cannot fix with keyserver.ErrPermanent, so that the redlock
-// client stops retrying them. Neither the error of a transport nor this
-// wrapping quotes a password or a token.
+// fail wraps err with the server, operation and key, so one log line says
+// which server failed on what, and marks with keyserver.ErrPermanent what
+// retrying cannot fix. No password or token is quoted, here or by a transport.
 func (s *Server) fail(op, key string, err error) error {
 	if containsAny(err.Error(), authCodes) {
 		err = fmt.Errorf("authentication failed (wrong or missing password?): %w", err)

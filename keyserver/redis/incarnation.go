@@ -12,16 +12,9 @@ import (
 
 var _ keyserver.Incarnator = (*Server)(nil)
 
-// incarnation is what a Server last read of its Redis's life: INFO
-// server's run_id and uptime_in_seconds, and CONFIG GET's appendonly and
-// appendfsync. It is read again only when it may be out of date: when the
-// transport opened a connection since (a restart breaks every connection,
-// so the first call after it dials), or the last read failed. One read
-// runs at a time, and the callers that need it wait for it as long as
-// their context lets them. A transport that cannot count its connections
-// (New's pool unless CountDials counted it, a Transport that is no
-// ConnectionCounter) has INFO read at every ask; CONFIG is read again only
-// when the run id changed.
+// incarnation is what a Server last read of its Redis's life (INFO's run_id
+// and uptime, CONFIG's appendonly and appendfsync), read again only after a
+// new connection (a restart breaks them all: see ConnectionCounter) or a failed read.
 type incarnation struct {
 	mu      sync.Mutex
 	read    bool // id, up, readAt, durable and dials hold a good read
@@ -111,16 +104,12 @@ func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.In
 			return keyserver.Incarnation{}, err
 		}
 	}
-	// uptime_in_seconds is the difference of two whole-second clock
-	// readings, so it can overstate the uptime by up to a second: a
-	// quarantine measured from it would end that much early. Take a
-	// second off, so that the uptime reported is never more than the
-	// truth, and a restart never looks older than it is.
+	// uptime_in_seconds, a difference of whole seconds, can overstate by up
+	// to a second: take it off, or a quarantine measured from it ends early.
 	up = max(up-time.Second, 0)
 	if now, counted := s.dials(); counted && dials == 0 && now == 1 {
-		// The read opened the transport's first connection and no other,
-		// so it went over that one, which a restart since would have
-		// broken: the read is up to date with it (one read, not two).
+		// The read opened the transport's first and only connection, which a
+		// restart since would have broken: it is up to date (one read, not two).
 		dials = now
 	}
 	in.mu.Lock()
@@ -129,11 +118,9 @@ func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.In
 	return keyserver.Incarnation{ID: id, Up: up + time.Since(readAt), Durable: durable}, nil
 }
 
-// durable reports whether Redis persists every write before it answers,
-// with one CONFIG GET of both parameters (Redis 7), or one per parameter
-// where that is refused (Redis 6). A refused CONFIG GET (an ACL, a renamed
-// command) means it cannot be known, which counts as not durable; a
-// failed call is an error.
+// durable reports whether Redis persists every write before it answers (one
+// CONFIG GET, or one per parameter where Redis 6 refuses both at once). A
+// refused CONFIG GET (an ACL) counts as not durable; a failed call is an error.
 func (s *Server) durable(ctx context.Context) (bool, error) {
 	want := [][2]string{{"appendonly", "yes"}, {"appendfsync", "always"}}
 	ok, refused, err := s.configIs(ctx, want...)

@@ -18,12 +18,9 @@ var inspectScript = newScript("inspect.lua")
 // maxInspected is keyserver.MaxInspected, as the script takes it.
 var maxInspected = strconv.Itoa(keyserver.MaxInspected)
 
-// inspectKeys are the keys inspect.lua is given for keys: the lock key
-// and what the Server keeps beside it (its line, fence counter and
-// lock-delay), and the primitives' keys, beside which the script finds
-// theirs (see primitives.go; an election's term counter is
-// layout.FenceKey of its key, which carries a hash tag). They share a
-// Cluster slot, as each carries the name's hash tag.
+// inspectKeys are the keys inspect.lua is given: the lock key with its line,
+// fence counter and lock-delay, and the primitives' keys, beside which it finds
+// theirs. They share a Cluster slot, as each carries the name's hash tag.
 func inspectKeys(keys keyserver.NameKeys) []string {
 	return []string{keys.Lock, layout.LineKey(keys.Lock), layout.FenceKey(keys.Lock), layout.DelayKey(keys.Lock),
 		keys.Semaphore, keys.RW, keys.Election}

@@ -10,8 +10,7 @@ import (
 )
 
 // The waiting line of keyserver.Notifier: a sorted set of waiters'
-// promises at layout.LineKey(key) ("The Redis key server" in
-// docs/design.md).
+// promises at layout.LineKey(key) (see "Lines" in docs/design.md).
 
 // AcquireOrHolder is Acquire that, when another token holds key, also
 // describes the holder: its PTTL (0 for a key without one) and how it
@@ -38,12 +37,7 @@ func (s *Server) acquireOrHolderTaken(ctx context.Context, key, token string, tt
 // leaves it, and a key promised to the caller's call is claimed. next, if
 // it carries a rank, takes or keeps its place in line either way: another
 // waiter of this process, which so needs no refused attempt of its own.
-//
-// A key that no waiter of this process watches, or watched a moment ago,
-// is tried first with a plain SET NX, as Acquire does, unless next must
-// join; one that is contended goes to the script at once, as the SET NX
-// would be refused. A refusal reports the waiters ahead of the caller in
-// Holder.Ahead.
+// A refusal reports the waiters ahead of the caller in Holder.Ahead.
 func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
@@ -85,9 +79,8 @@ func (s *Server) acquireInLineTaken(ctx context.Context, key, token string, ttl 
 }
 
 // decodeHolder reads the reply of holderScript or lineScript: 1 when
-// granted, and otherwise {left, order, ahead} (see
-// lua/acquire_or_holder.lua), which setInLineScript follows with the keys
-// kept promised to the caller, a '1' for each.
+// granted, else {left, order, ahead} (lua/acquire_or_holder.lua), which
+// setInLineScript follows with a '1' for each key kept promised to the caller.
 func decodeHolder(reply any, err error) (bool, keyserver.Holder, error) {
 	if err != nil || reply == int64(1) {
 		return err == nil, keyserver.Holder{}, err
@@ -112,13 +105,12 @@ func decodeHolder(reply any, err error) (bool, keyserver.Holder, error) {
 	return false, h, nil
 }
 
-// WatchTurn watches key's line for the waiter ranked as token. It returns
-// once the Server's subscription is confirmed (at once when it already
-// is), and then looks at the key once more (one GET), so that a turn that
-// came between the waiter's refusal and the subscription is not missed: a
-// key promised to the waiter closes turn at once. The look is spared when
-// the subscription was confirmed before the waiter's place was taken: the
-// turn then came on it, and was kept for the watch (see subscriber).
+// WatchTurn watches key's line for the waiter ranked as token: turn is
+// closed when the key is promised to it, or when the subscriber connection
+// breaks or the Server closes. It returns once the subscription is confirmed,
+// then looks at the key once more (one GET), so that a turn that came since
+// the refusal is not missed, unless the subscription already stood when the
+// waiter's place was taken (see "The subscriber" in docs/design.md).
 func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return nil, nil, err

@@ -3,8 +3,8 @@ package redis
 import "embed"
 
 // The Lua scripts of the Server, one per operation and each a file under
-// lua/, so that the owner check and the write are atomic ("The Redis key
-// server" in docs/design.md).
+// lua/, so that the owner check and the write are atomic (see "Scripts" in
+// docs/design.md).
 
 // The lock's scripts.
 var (

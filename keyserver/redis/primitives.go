@@ -13,21 +13,19 @@ import (
 )
 
 // The Server's semaphores, read-write locks and elections
-// (keyserver.HoldKeeper): their keys and watchers are in "The Redis key
-// server" in docs/design.md.
+// (keyserver.HoldKeeper): their keys and watchers are in "The primitives'
+// keys" in docs/design.md.
 
 var _ keyserver.HoldKeeper = (*Server)(nil)
 
-// primWatch stands where a turn has a promise, for the watches that have
-// no rank (an election's, a call whose tokens carry none): as long as a
-// promise, and never one (a promise is made of a rank's characters and
-// '~').
+// primWatch stands for the promise of a watch with no rank (an election's,
+// a call whose tokens carry none): as long as a promise, and never one, as a
+// promise is made of a rank's characters and '~'.
 var primWatch = strings.Repeat("!", promiseLen)
 
-// readerMark ends a reader's promise in a read-write lock's watchers (in
-// place of the last '~'), so that a release that reaches a reader reaches
-// every watcher. It sorts before '~' and after a rank's characters, so
-// the order stays the ranks'.
+// readerMark ends a reader's promise among a read-write lock's watchers, in
+// place of the last '~', so that a release reaching a reader reaches all; it
+// sorts between a rank's characters and '~', so the order stays the ranks'.
 const readerMark = '}'
 
 // watchPromise is what stands for the call that token belongs to among a
@@ -44,11 +42,8 @@ func watchPromise(token string, reader bool) string {
 }
 
 // watchersTTL is how long a primitive's watchers outlive the last
-// registration: keyserver.LineTTL, as a lock's line. A waiting call
-// registers again at least every LineTTL/3 (redlock renews its watches),
-// so the set lasts while anyone waits, and a call that stopped waiting
-// without being woken (it gave up, its process died) is gone from it
-// within LineTTL once nobody else waits.
+// registration, as a lock's line: waiters register at least every LineTTL/3,
+// and one that vanished is gone within LineTTL once nobody else waits.
 var watchersTTL = strconv.FormatInt(keyserver.LineTTL.Milliseconds(), 10)
 
 // The primitives' scripts (see lua.go).
@@ -278,15 +273,9 @@ func text(v any) (string, bool) {
 	return "", false
 }
 
-// watchPrim watches the primitive key for the call that promise stands
-// for: it waits for the Server's subscription, then registers the call
-// (its promise and the Server's channel) with key's watchers, so that a
-// release after the registration reaches it. Its stop, ending the last
-// watch of the call here that no grant ended, takes the call out of the
-// watchers in the background (leave_watch.lua), passing on a promise
-// made to it: told once it is gone, it would keep a slot or the lock
-// from the others for a promise's time. An election's watchers (leaves
-// false) have no rank and are all told at once: they need no leaving.
+// watchPrim registers the call with key's watchers once subscribed, so that
+// a release after that reaches it. Its last stop that no grant ended leaves
+// (if leaves: not an election's), lest a promise to a gone call hold others up.
 func (s *Server) watchPrim(ctx context.Context, key, promise string, leaves bool) (<-chan struct{}, func(), error) {
 	if err := keyserver.CheckKey(key); err != nil {
 		return nil, nil, err
@@ -315,12 +304,9 @@ func (s *Server) watchPrim(ctx context.Context, key, promise string, leaves bool
 	}, nil
 }
 
-// firstWatches holds, per primitive key and promise, when the call first
-// watched it through any Server of this process (Unix ms), while any of
-// its watches is on: the score of its place among the key's watchers on
-// every server, which its watches renewed, or set anew after an undone
-// grant, keep. One time for all the servers, so that the servers put two
-// calls of two processes in the same order.
+// firstWatches holds, per primitive key and promise, while a watch is on,
+// when the call first watched through any Server of this process (Unix ms):
+// one score for all servers, so that they order two processes' calls alike.
 var firstWatches = watchTimes{m: make(map[watchKey]*watchTime)}
 
 type watchTimes struct {
@@ -373,11 +359,9 @@ func (s *Server) leaveWatch(key, member string) {
 	}()
 }
 
-// watcher is the member a grant of token on key takes out of key's
-// watchers: the call's, when it watches key through this Server, else ""
-// (a call that never waited costs no command for it). Its acquire is
-// recorded until unwatched, which must follow: a stop of the call's last
-// watch meanwhile leaves the leaving to the answer.
+// watcher is the member a grant of token takes out of key's watchers: the
+// call's if it watches key here, else "" (no command for a call that never
+// waited). unwatched must follow: a stop meanwhile leaves the leaving to it.
 func (s *Server) watcher(key, token string, reader bool) string {
 	p := watchPromise(token, reader)
 	if p == primWatch || !s.sub.watching(key, p) {
@@ -387,10 +371,9 @@ func (s *Server) watcher(key, token string, reader bool) string {
 	return s.sub.turnMember(p)
 }
 
-// unwatched records the answer of an acquire that took member (unless
-// "") out of key's watchers if granted: the call's watches here then end
-// without leaving them. Refused or failed after the call's last watch
-// here stopped, the call leaves now (see subscriber.acquired).
+// unwatched records the answer of watcher's acquire: granted, the call's
+// watches here end without leaving; refused or failed after its last watch
+// stopped, the call leaves now (see subscriber.acquired).
 func (s *Server) unwatched(key, member string, granted bool) {
 	if member != "" && s.sub.acquired(key, member[:promiseLen], granted) {
 		s.leaveWatch(key, member)

@@ -42,10 +42,9 @@ var (
 	_ keyserver.Notifier = (*Server)(nil)
 )
 
-// ErrClosed is returned by every call on a Server whose Close has been
-// called. It matches keyserver.ErrPermanent: calling a closed server is a
-// mistake of the program that retrying cannot fix, so a redlock call fails
-// at once.
+// ErrClosed is returned by every call on a closed Server. It matches
+// keyserver.ErrPermanent, so a redlock call fails at once: calling a closed
+// server is a mistake of the program that retrying cannot fix.
 var ErrClosed = redigotransport.ErrClosed
 
 // NewServer returns a Server over t, which it owns: Close closes it. Of
@@ -137,13 +136,9 @@ func (s *Server) integer(op, key string, reply any) (int64, error) {
 	return n, nil
 }
 
-// evalAny runs sc on the transport with keys and args, and returns its
-// reply. It runs the script by the digest SCRIPT LOAD gave for it;
-// until a Server knows that digest, or when a server answers NOSCRIPT (a
-// restart, SCRIPT FLUSH, another node of a Cluster), it sends the source
-// (EVAL, which also loads the script), so that a call queued on a paused
-// server runs as sent when it resumes. A server that refuses SCRIPT LOAD
-// (an ACL, say) gets the source every time.
+// evalAny runs sc by its digest, or by its source until the digest is known,
+// after NOSCRIPT, or always where SCRIPT LOAD is refused (see "Scripts" in
+// docs/design.md): a call queued on a paused server then runs as sent.
 func (s *Server) evalAny(ctx context.Context, op string, sc *script, keys []string, args ...string) (any, error) {
 	if err := s.enter(ctx, op, keys[0]); err != nil {
 		return nil, err

@@ -17,11 +17,9 @@ var (
 )
 
 // AcquireAllInLine is AcquireAll for a call that waits its turn in the
-// keys' lines (see keyserver.SetLocker). A set none of whose keys this
-// process's waiters watch, or watched a moment ago, is tried first with
-// AcquireAll's script, as AcquireInLine tries a SET NX first: a free set
-// costs one SET NX GET per key and nothing more. A refused or contended
-// one goes to the script that takes, keeps or gives up its places.
+// keys' lines (see keyserver.SetLocker). A set that no waiter of this
+// process watches is tried with AcquireAll's script first, as AcquireInLine
+// tries a SET NX first.
 func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err

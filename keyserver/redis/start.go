@@ -11,7 +11,7 @@ import (
 )
 
 // A Server made by FromURL starts a lock's calls on the transport without
-// a goroutine of the caller's ("The Redis key server" in docs/design.md).
+// a goroutine of the caller's (see "Started calls on Redis" in docs/design.md).
 
 var _ startcall.Starter = (*Server)(nil)
 
@@ -67,10 +67,9 @@ func (st *started) put() {
 	startedPool.Put(st)
 }
 
-// first returns the words of the first command of st's call, as the
-// blocking method sends it, or false when the call is not to be started:
-// bad arguments (the blocking method reports them), a key this process's
-// waiters watch (the SET NX would be refused), a script not loaded yet.
+// first returns the words of st's call's first command, as the blocking
+// method sends it, or false not to start it: bad arguments (the blocking method
+// reports them), a key watched here (SET NX would be refused), no digest yet.
 func (st *started) first() (cmd, keys, args []string, ok bool) {
 	s, c, w := st.s, st.c, &st.words
 	if len(c.Keys) > 0 {
@@ -138,10 +137,9 @@ func (st *started) op() string {
 	return "acquire"
 }
 
-// Answer takes the reply of st's command, on the goroutine that read it
-// (see commandStarter): it decodes it as the blocking method would, or
-// goes on with what the blocking method would do next on a goroutine of
-// its own.
+// Answer takes the reply of st's command on the goroutine that read it, which
+// it must not block (see commandStarter): it decodes it, or goes on as the
+// blocking method would on a goroutine of its own.
 func (st *started) Answer(reply any, err error) {
 	s, c := st.s, st.c
 	var a startcall.Answer
@@ -182,10 +180,9 @@ func (st *started) Answer(reply any, err error) {
 	st.complete(a)
 }
 
-// finishBlocking runs rest, the remainder of st's call, bounded by its
-// deadline, reads the incarnation if asked, and completes st. When rest
-// sends commands about the key, it first asks the caller whether to go on
-// (see startcall.Completion); a read of the incarnation is not asked for.
+// finishBlocking runs rest, the remainder of st's call, by its deadline,
+// reads the incarnation if asked, and completes st; when rest sends commands
+// about the key, it first asks the caller whether to go on (Completion).
 func (st *started) finishBlocking(rest func(ctx context.Context) startcall.Answer, sends bool) {
 	if sends && !st.to.Continue() {
 		st.put()

@@ -13,7 +13,7 @@ import (
 )
 
 // The subscriber is what WatchTurn runs on: one Pub/Sub connection per
-// Server ("The Redis key server" in docs/design.md).
+// Server (see "The subscriber" in docs/design.md).
 
 const (
 	// subscribeOverdue is how long the SUBSCRIBE of a connection may go
@@ -43,15 +43,13 @@ type subscriber struct {
 	// heard the turns that came since for nobody's watch (see heard).
 	joined map[watchKey]*subConn
 	heard  map[watchKey]heardTurn
-	// acquiring holds, per primitive key and promise, the acquires in
-	// flight whose grant takes the call out of the key's watchers (see
-	// Server.watcher), and whether the call's last watch stopped while
-	// they ran: its leaving then waits for their answers (see acquired).
+	// acquiring counts, per primitive key and promise, the acquires in
+	// flight whose grant takes the call out of the watchers (Server.watcher):
+	// a last watch stopped meanwhile leaves the leaving to them (see acquired).
 	acquiring map[watchKey]*acquires
-	// contention holds the holders' watches of their keys' lines, by key,
-	// and subscribing their contention channels' subscriptions awaiting
-	// Redis's confirmation, by channel, in the order they were sent
-	// (contention.go).
+	// contention holds the holders' watches of their keys' lines, by key;
+	// subscribing the SUBSCRIBEs awaiting confirmation, by channel, in the
+	// order sent, which Redis confirms them in (contention.go).
 	contention  map[string]*contentionSub
 	subscribing map[string][]*contentionSub
 }
@@ -114,10 +112,9 @@ func newSubscriber(s *Server) *subscriber {
 	}
 }
 
-// joining is called before the waiters with these promises take or keep
-// their places in key's line. It returns the connection that is subscribed
-// now, or nil: the one their turns will come on (see joinedOn). Turns kept
-// for them from before are dropped.
+// joining, called before waiters take or keep their places in key's line,
+// returns the connection subscribed now (or nil), which their turns will
+// come on (see joinedOn), and drops the turns kept for them from before.
 func (s *subscriber) joining(key string, promises ...string) *subConn {
 	if s == nil {
 		return nil
@@ -133,10 +130,9 @@ func (s *subscriber) joining(key string, promises ...string) *subConn {
 	return nil
 }
 
-// joinedOn records that the waiters with these promises took or kept
-// their places in key's line while cn, which joining returned before, was
-// subscribed: their next WatchTurn of key can rely on cn instead of
-// looking at the key again.
+// joinedOn records that these waiters took or kept their places in key's
+// line while cn, from joining, was subscribed: their next WatchTurn of key
+// can rely on cn rather than look at the key again.
 func (s *subscriber) joinedOn(cn *subConn, key string, promises ...string) {
 	if cn == nil {
 		return
@@ -201,12 +197,9 @@ func (s *subscriber) contended(keys ...string) bool {
 	return false
 }
 
-// watch starts watching key for a turn promised as promise. It returns
-// once the subscription is confirmed: at once when the Server's connection
-// is already subscribed. A watch whose connection broke before the
-// confirmation is tried once more on a new connection. seen reports
-// whether the watch is sure to have heard every turn since the waiter's
-// place was taken (see seenLocked): no need to look at the key again.
+// watch watches key for a turn promised as promise, once the subscription is
+// confirmed (a connection that broke first is tried once more). seen: it has
+// heard every turn since the place was taken, so no look is needed (seenLocked).
 func (s *subscriber) watch(ctx context.Context, key, promise string) (w *turnWatch, seen bool, err error) {
 	for retried := false; ; retried = true {
 		cn, err := s.conn(ctx)
@@ -297,12 +290,9 @@ func (s *subscriber) acquire(key, promise string) {
 	a.n++
 }
 
-// acquired records the answer of an acquire that acquire recorded: a
-// grant took the call out of key's watchers, and its watches on now end
-// without leaving them. It reports whether the call must leave them now:
-// refused (or failed), the last of its acquires in flight, after its last
-// watch stopped while they ran. A grant that answers after the watches
-// stopped (the votes were decided without it) so costs no leaving.
+// acquired records an acquire's answer: a grant took the call out of key's
+// watchers, so its watches end without leaving. leave: refused or failed, the
+// last acquire in flight, after the call's last watch stopped while they ran.
 func (s *subscriber) acquired(key, promise string, granted bool) (leave bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,12 +316,9 @@ func (s *subscriber) acquired(key, promise string, granted bool) (leave bool) {
 	return a.leave && len(s.watches[at]) == 0
 }
 
-// stop ends w. It reports whether w was the last watch of its key and
-// promise, and no grant took its call out of a primitive's watchers
-// since w began: then the call is still among them on the server. While
-// an acquire of the call that a grant ends its place with is in flight,
-// it reports false and leaves the leaving to that acquire's answer (see
-// acquired).
+// stop ends w, and reports whether the call is still among a primitive's
+// watchers: w was its last watch and no grant took it out since w began.
+// With an acquire in flight it reports false: the answer decides (acquired).
 func (s *subscriber) stop(w *turnWatch) (last bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

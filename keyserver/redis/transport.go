@@ -8,9 +8,8 @@ import (
 // Transport is what the Server needs from a Redis client: to run a
 // command and read its reply, to read an error reply's text, and to open a
 // Pub/Sub connection; no lock logic. Implement it to run the Server over a
-// Redis client this module does not ship (keyserver/goredis is an example
-// of about a hundred lines); FromURL and New use redigo transports of
-// their own (internal/redigotransport).
+// Redis client this module does not ship (keyserver/goredis is an
+// example); FromURL and New use redigo transports of their own.
 //
 // Every method must honour ctx: return when it ends, even if the command
 // then still runs (the Server counts such a call as failed, and the lock
@@ -37,13 +36,10 @@ type Transport interface {
 
 // ConnectionCounter is implemented by a Transport that counts the
 // connections it opens to its Redis. A Server over it reads its Redis's
-// incarnation (INFO: see Server.Incarnation, what the redlock client's
-// quarantine of restarted servers asks after every grant) again only once
-// a new connection was opened, instead of at every ask: a restart breaks
-// every connection, so a command after it runs on a new one. An
-// uncontended lock then costs Redis four commands, not five. The count
-// must miss no connection that carries commands, or a restart can go
-// unseen.
+// incarnation (see Server.Incarnation) again only once a new connection was
+// opened, not after every grant: a restart breaks every connection, so a
+// command after it runs on a new one. The count must miss no connection
+// that carries commands, or a restart can go unseen.
 type ConnectionCounter interface {
 	// Connections returns how many connections the transport has opened,
 	// and false when it cannot tell: then the Server reads INFO at every
@@ -51,22 +47,13 @@ type ConnectionCounter interface {
 	Connections() (opened int64, ok bool)
 }
 
-// commandStarter is an optional interface of a Transport: one that can
-// send a command without a goroutine of the caller's waiting for its
-// reply, as FromURL's pipelined transport does. A Server over it starts
-// the redlock client's calls (see Server.Start); over any other, the
-// client makes them with the blocking methods. It is internal plumbing of
-// this module's redlock client, and no Transport of another client needs
-// it.
-//
-// StartCommand queues the command whose words are cmd, keys and args, as
-// Do takes them, bounded by deadline, and reports whether it did: false,
-// having called nothing, when the transport cannot take it now (a
-// pipeline full, too many words). When it returns true, to.Answer is
-// called exactly once, maybe before StartCommand returns, with the reply
-// or error Do would have returned, from the goroutine that reads the
-// reply (Answer must not block). It copies the words before it returns.
+// commandStarter is an optional interface of a Transport (FromURL's) that
+// sends a command with no goroutine of the caller's waiting for it, so that a
+// Server over it starts calls (see "Started calls on Redis" in docs/design.md).
 type commandStarter interface {
+	// StartCommand queues a copy of Do's command, bounded by deadline, or
+	// returns false having called nothing. Once queued, to.Answer gets Do's
+	// reply exactly once, maybe before it returns, from the reader: it must not block.
 	StartCommand(cmd, keys, args []string, deadline time.Time, to interface{ Answer(reply any, err error) }) bool
 }
 

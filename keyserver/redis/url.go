@@ -21,26 +21,21 @@ import (
 //	write_timeout    bound on sending one command, default 10s
 //	client_name      the connection name CLIENT LIST shows
 //
-// A timeout is a Go duration ("500ms") or a whole number of seconds. The
-// redlock client bounds every call by its per-server timeout anyway, so
-// these matter only where a call's deadline is longer, or missing. Any
-// other parameter is an error rather than ignored, and so is a database
-// above 15, the last one a default Redis has: a typo fails here instead of
-// at the first lock. A server configured with more databases is reached
-// with a URL that names none and WithDialOptions(redigo.DialDatabase(n)).
+// A timeout is a Go duration ("500ms") or a whole number of seconds; the
+// redlock client's per-server timeout bounds every call anyway. Any other
+// parameter, or a database above 15, is an error, so that a typo fails here
+// rather than at the first lock; reach a server with more databases by a URL
+// that names none and WithDialOptions(redigo.DialDatabase(n)).
 //
-// Errors never repeat the URL or any part of it but the host and port and
-// an unknown parameter's name, and not those either when they hold the
-// password, so a password cannot reach a log through them; reserved
-// characters in a password (% / ? # @) must be percent-encoded. Pass
-// WithDialOptions(redigo.DialTLSConfig(cfg)) for a private certificate
-// authority; options apply after the URL's parameters. Close the Server to
-// close its connections.
+// Errors quote of the URL only the host and port and an unknown parameter's
+// name, never the password; reserved characters in a password (% / ? # @)
+// must be percent-encoded. Pass WithDialOptions(redigo.DialTLSConfig(cfg))
+// for a private certificate authority; options apply after the URL's
+// parameters. Close the Server to close its connections.
 //
-// A rediss:// URL for a Redis that does not speak TLS cannot fail at once:
-// such a server answers nothing to the TLS hello. Each call fails by its
-// own deadline (or by the dial timeout) with an error that names the
-// server and says that the TLS handshake timed out.
+// A rediss:// URL for a Redis that does not speak TLS cannot fail at once,
+// as such a server answers nothing to the TLS hello: each call fails by its
+// deadline (or the dial timeout), saying that the TLS handshake timed out.
 func FromURL(rawurl string, opts ...Option) (*Server, error) {
 	u, err := redigotransport.ParseURL(rawurl)
 	if err != nil {
