@@ -256,8 +256,8 @@ func (p *leaderOps) ops() primOps              { return p }
 func (p *leaderOps) again(primOps, tally) bool { return false }
 func (p *leaderOps) together() int             { return 0 }
 
-func (p *leaderOps) watch(ctx context.Context, ks keyserver.KeyServer, key, _ string) (<-chan struct{}, func(), error) {
-	return ks.(keyserver.HoldKeeper).WatchHolds(ctx, keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: key})
+func (p *leaderOps) watch(ctx context.Context, ks keyserver.KeyServer, key, _ string, _ uint64) ([]<-chan struct{}, func(), error) {
+	return watchHolds(ctx, ks, keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: key})
 }
 
 func (p *leaderOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {

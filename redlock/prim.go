@@ -26,9 +26,10 @@ type primitive interface {
 	// to try again at once rather than wait: a semaphore whose refusals
 	// named a slot free on a quorum.
 	again(ops primOps, t tally) bool
-	// watch watches the primitive's key on server ks for the change the
-	// call that token belongs to waits for.
-	watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error)
+	// watch watches on server ks for what the call of token waits for: a
+	// change of the primitive's key, or a set's turns in the lines of its
+	// keys not yet promised to it (promised).
+	watch(ctx context.Context, ks keyserver.KeyServer, key, token string, promised uint64) ([]<-chan struct{}, func(), error)
 	// together is how many calls could be granted together, which is
 	// how many of a client's waiting calls try on the servers at once
 	// (see gates); 0 for no bound.

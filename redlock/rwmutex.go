@@ -135,8 +135,8 @@ func (r *rwOps) together() int {
 	return 0
 }
 
-func (r *rwOps) watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error) {
-	return ks.(keyserver.HoldKeeper).WatchHolds(ctx, r.hold(key, token, false))
+func (r *rwOps) watch(ctx context.Context, ks keyserver.KeyServer, key, token string, _ uint64) ([]<-chan struct{}, func(), error) {
+	return watchHolds(ctx, ks, r.hold(key, token, false))
 }
 
 // hold is the hold of token on key: a reader's, a writer's, or a waiting

@@ -146,9 +146,8 @@ func (p *slotPick) again(ops primOps, t tally) bool {
 
 func (p *slotPick) together() int { return p.permits }
 
-func (p *slotPick) watch(ctx context.Context, ks keyserver.KeyServer, key, token string) (<-chan struct{}, func(), error) {
-	h := keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: key, Token: token, Permits: p.permits, Slot: p.next}
-	return ks.(keyserver.HoldKeeper).WatchHolds(ctx, h)
+func (p *slotPick) watch(ctx context.Context, ks keyserver.KeyServer, key, token string, _ uint64) ([]<-chan struct{}, func(), error) {
+	return watchHolds(ctx, ks, keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: key, Token: token, Permits: p.permits, Slot: p.next})
 }
 
 // permitOps are the calls of one permit: its slot, and the free slots the

@@ -187,7 +187,7 @@ func setName(names []string) string { return strings.Join(names, ",") }
 
 // setOps makes the calls of a set's hold, every key in one call per
 // server, and is the set's primitive: its call waits in its keys' lines
-// (see watchTurns), or, not in line (DoAllOrSkip), by the retry delay.
+// (see setOps.watch), or, not in line (DoAllOrSkip), by the retry delay.
 type setOps struct {
 	names, keys []string
 	fences      []uint64 // the granted set's, by name; set once, before its Lock is handed over
@@ -243,17 +243,16 @@ func (so *setOps) ops() primOps              { return so }
 func (so *setOps) again(primOps, tally) bool { return false }
 func (so *setOps) together() int             { return 1 }
 func (so *setOps) fenceKeys() []string       { return so.keys }
-func (so *setOps) watch(context.Context, keyserver.KeyServer, string, string) (<-chan struct{}, func(), error) {
-	return nil, nil, errNoWatch
-}
 
-// errNoWatch is the watch of a hold whose servers announce nothing.
+// errNoWatch is a set's watch on a server that promised it every key:
+// nothing to wait for there.
 var errNoWatch = fmt.Errorf("no watch")
 
-// watchTurns watches token's turn in the lines of the set's keys on ns,
+// watch watches token's turn in the lines of the set's keys on ks,
 // but not of those already promised to it (bit i of promised), whose
 // watch would fire at once; the first turn wakes the set.
-func (so *setOps) watchTurns(ctx context.Context, ns keyserver.Notifier, token string, promised uint64) ([]<-chan struct{}, func(), error) {
+func (so *setOps) watch(ctx context.Context, ks keyserver.KeyServer, _, token string, promised uint64) ([]<-chan struct{}, func(), error) {
+	ns := ks.(keyserver.Notifier)
 	var (
 		turns []<-chan struct{}
 		stops []func()

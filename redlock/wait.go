@@ -124,14 +124,16 @@ func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time)
 // key's line (a lock), in the lines of a set's keys not yet promised to it
 // (promised), or a change of a primitive's key.
 func watchOn(ctx context.Context, p primitive, ks keyserver.KeyServer, key, token string, promised uint64) ([]<-chan struct{}, func(), error) {
-	switch p := p.(type) {
-	case nil:
-		turn, stop, err := ks.(keyserver.Notifier).WatchTurn(ctx, key, token)
-		return []<-chan struct{}{turn}, stop, err
-	case *setOps:
-		return p.watchTurns(ctx, ks.(keyserver.Notifier), token, promised)
+	if p != nil {
+		return p.watch(ctx, ks, key, token, promised)
 	}
-	changed, stop, err := p.watch(ctx, ks, key, token)
+	turn, stop, err := ks.(keyserver.Notifier).WatchTurn(ctx, key, token)
+	return []<-chan struct{}{turn}, stop, err
+}
+
+// watchHolds watches the holds of h on ks, for a primitive's watch.
+func watchHolds(ctx context.Context, ks keyserver.KeyServer, h keyserver.HoldSpec) ([]<-chan struct{}, func(), error) {
+	changed, stop, err := ks.(keyserver.HoldKeeper).WatchHolds(ctx, h)
 	return []<-chan struct{}{changed}, stop, err
 }
 
