@@ -204,6 +204,14 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
+// earlier returns the earlier of two times.
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
 // notAcquired is the call's error, with the votes of its last attempt.
 func (a *acquisition) notAcquired(ctxErr error) *QuorumError {
 	sentinel := ErrNotAcquired

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/goredlock/goredlock/internal/clock"
@@ -278,6 +279,19 @@ func (o *options) jitter() time.Duration {
 		return o.retryDelay / 2
 	}
 	return o.retryJitter
+}
+
+// retryWait draws the wait before the next attempt from delay±jitter.
+func (o *options) retryWait() time.Duration {
+	j := o.jitter()
+	if j == 0 {
+		return o.retryDelay
+	}
+	r := rand.Int64N
+	if o.randInt64N != nil {
+		r = o.randInt64N
+	}
+	return o.retryDelay - j + time.Duration(r(int64(2*j)+1))
 }
 
 // timeoutFor is the bound on one call to one server for a lock of ttl.

@@ -174,3 +174,13 @@ func (t *tally) heldElsewhere() bool { return t.refused >= quorum(t.n) }
 // hopeless reports whether failures that trying again cannot fix (a key of
 // the wrong type, a rejected password) leave too few servers for a quorum.
 func (t *tally) hopeless() bool { return t.permanent > t.n-quorum(t.n) }
+
+// failed reports whether server i failed in the votes t.
+func failed(t tally, i int) bool {
+	for _, e := range t.errs {
+		if e.Server == i {
+			return true
+		}
+	}
+	return false
+}

@@ -137,29 +137,6 @@ func watchHolds(ctx context.Context, ks keyserver.KeyServer, h keyserver.HoldSpe
 	return []<-chan struct{}{changed}, stop, err
 }
 
-// failed reports whether server i failed in the votes t.
-func failed(t tally, i int) bool {
-	for _, e := range t.errs {
-		if e.Server == i {
-			return true
-		}
-	}
-	return false
-}
-
-// retryWait draws the wait before the next attempt from delay±jitter.
-func (o *options) retryWait() time.Duration {
-	j := o.jitter()
-	if j == 0 {
-		return o.retryDelay
-	}
-	r := rand.Int64N
-	if o.randInt64N != nil {
-		r = o.randInt64N
-	}
-	return o.retryDelay - j + time.Duration(r(int64(2*j)+1))
-}
-
 // watch is what a waiting call watches on one server: its turn in the
 // server's line (a lock; a set, in the line of each key not yet promised
 // to it), or a change of the key (a primitive).
@@ -400,14 +377,6 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	d = a.untilPatience(min(d, renewWatches))
 	_, need := a.told()
 	return a.awaitTurns(ctx, need, c.clock.Now().Add(d))
-}
-
-// earlier returns the earlier of two times.
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
 
 // awaitFront waits until w is at the front of q or in the servers' lines,
