@@ -183,14 +183,15 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	c := e.c
 	defer c.dos.Done()
 	defer close(ch)
-	watch := &acquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), b: budget{timeout: c.readTimeout()}}
+	// An observer waits as a leadership's campaigner does, without trying.
+	w := &acquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), b: budget{timeout: c.readTimeout()}}
 	if c.serverTimeout > 0 {
-		watch.b.timeout = c.serverTimeout
+		w.b.timeout = c.serverTimeout
 	}
-	defer watch.stopWatches()
+	defer w.stopWatches()
 	sent, last := false, ""
 	for {
-		watch.watch(ctx, true) // before the read: a change after it is not missed
+		w.watch(ctx, true) // before the read: a change after it is not missed
 		v, left, err := e.leader(ctx)
 		if errors.Is(err, ErrInvalidArgument) {
 			c.logger.Error("redlock: election not observed", "election", e.name, "error", err)
@@ -211,12 +212,12 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 		}
 		wake := []<-chan struct{}{ctx.Done(), c.closing.Done()}
 		all := true
-		for _, w := range watch.watches {
-			if !w.armed() {
+		for _, at := range w.watches {
+			if !at.armed() {
 				all = false
 				continue
 			}
-			wake = append(wake, w.changed...)
+			wake = append(wake, at.changed...)
 		}
 		d := left
 		if err != nil || !all {
