@@ -173,27 +173,26 @@ func (c *Client) Close() error {
 // enter registers a call that reaches the servers, so that Close waits for
 // it and for what it leaves running; it fails once Close has ended the
 // client's Do calls. Every enter is paired with an exit.
-func (c *Client) enter() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	c.bg.Add(1)
-	return nil
-}
+func (c *Client) enter() error { return c.join(&c.bg, &c.closed) }
 
 func (c *Client) exit() { c.bg.Done() }
 
 // enterAttempt is enter for an attempt to take a lock, which fails once
 // Close has begun: a Do that Close is ending must not take a new lock.
-func (c *Client) enterAttempt() error {
+func (c *Client) enterAttempt() error { return c.join(&c.bg, &c.shutting) }
+
+// enterDo registers a Do or DoOrSkip call, which Close ends and waits for
+// first; it fails once Close has begun. Paired with c.dos.Done.
+func (c *Client) enterDo() error { return c.join(&c.dos, &c.shutting) }
+
+// join adds a call to wg unless Close got as far as past says.
+func (c *Client) join(wg *sync.WaitGroup, past *bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.shutting {
+	if *past {
 		return ErrClosed
 	}
-	c.bg.Add(1)
+	wg.Add(1)
 	return nil
 }
 
@@ -208,18 +207,6 @@ func (c *Client) beginAttempt() error {
 		c.exit()
 		return err
 	}
-	return nil
-}
-
-// enterDo registers a Do or DoOrSkip call, which Close ends and waits for
-// first; it fails once Close has begun. Paired with c.dos.Done.
-func (c *Client) enterDo() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.shutting {
-		return ErrClosed
-	}
-	c.dos.Add(1)
 	return nil
 }
 
