@@ -402,32 +402,26 @@ func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error
 			}
 			sleep = renewIn
 		}
-		if a.retries < 0 {
-			if err := c.clock.SleepOrWake(ctx, sleep, wake); err != nil {
-				return err
-			}
-			if c.closing.Err() != nil {
-				return ErrClosed
-			}
-			continue
-		}
-		q.mu.Lock()
-		if q.progress.After(since) {
-			since = q.progress
-		}
-		q.mu.Unlock()
-		if seen >= 0 && ahead < seen {
-			since = c.clock.Now()
-		}
-		seen = ahead
-		deadline := since.Add(time.Duration(a.retries) * a.o.retryDelay * time.Duration(ahead+1))
-		if !c.clock.Now().Before(deadline) {
+		if a.retries >= 0 { // patience: retries × delay per call ahead, counted from the queue's last move
 			q.mu.Lock()
-			a.last = q.last
+			if q.progress.After(since) {
+				since = q.progress
+			}
 			q.mu.Unlock()
-			return errOutOfPatience
+			if seen >= 0 && ahead < seen {
+				since = c.clock.Now()
+			}
+			seen = ahead
+			deadline := since.Add(time.Duration(a.retries) * a.o.retryDelay * time.Duration(ahead+1))
+			if !c.clock.Now().Before(deadline) {
+				q.mu.Lock()
+				a.last = q.last
+				q.mu.Unlock()
+				return errOutOfPatience
+			}
+			sleep = min(sleep, deadline.Sub(c.clock.Now()))
 		}
-		if err := c.clock.SleepOrWake(ctx, min(sleep, deadline.Sub(c.clock.Now())), wake); err != nil {
+		if err := c.clock.SleepOrWake(ctx, sleep, wake); err != nil {
 			return err
 		}
 		if c.closing.Err() != nil {
