@@ -98,6 +98,15 @@ func (f *fan) mustCall(i int) bool {
 	return f.cleansUp() && f.after.made&bit(i) != 0
 }
 
+// heldBack returns why f's call to server i is not made, its breaker being
+// open, or nil: a call that must go (mustCall) goes, and takes no probe.
+func (c *Client) heldBack(f *fan, i int) error {
+	if f.mustCall(i) {
+		return nil
+	}
+	return c.health.breakers[i].allow(c.clock)
+}
+
 // vote is one server's answer.
 type vote struct {
 	server int
@@ -163,9 +172,7 @@ func (c *Client) fanOutInTurn(ctx context.Context, f *fan) (r fanned) {
 			err error
 		)
 		if !c.inProcess {
-			if err = c.health.breakers[i].allow(c.clock); err != nil && f.mustCall(i) {
-				err = nil
-			}
+			err = c.heldBack(f, i)
 		}
 		switch {
 		case err != nil:
@@ -252,10 +259,8 @@ func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint
 			s.ok, s.phase = true, callSkipped
 			s.state.Store(callFinished)
 			bg.count(vote{server: i, ok: true})
-		case f.mustCall(i):
-			made |= bit(i)
 		default:
-			if err := c.health.breakers[i].allow(c.clock); err != nil {
+			if err := c.heldBack(f, i); err != nil {
 				// Not called: it stored nothing, and there is nothing to undo.
 				calls--
 				s.phase = callSkipped
