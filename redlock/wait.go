@@ -173,8 +173,7 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 	if a.watches == nil {
 		a.watches = make([]watch, len(c.servers))
 	}
-	_, set := a.p.(*setOps)
-	turns := a.p == nil || set
+	turns := a.watchesTurns()
 	now := c.clock.Now()
 	var (
 		wg  sync.WaitGroup
@@ -267,11 +266,14 @@ func (a *acquisition) stopWatches() {
 // next behind the front of its queue: a primitive's call its client lets try
 // alone, a writer or a permit of one ("How primitives wait" in docs/design.md).
 func (a *acquisition) prewatches() bool {
-	if a.p == nil || a.mode != waits || a.retries == 0 || a.p.together() != 1 {
-		return false
-	}
+	return !a.watchesTurns() && a.mode == waits && a.retries != 0 && a.p.together() == 1
+}
+
+// watchesTurns reports whether the call waits for its turn in the servers'
+// lines (a lock, a set) rather than for a change of a primitive's key.
+func (a *acquisition) watchesTurns() bool {
 	_, set := a.p.(*setOps)
-	return !set
+	return a.p == nil || set
 }
 
 // prewatch arms (or renews those due) the watches of w, next behind the
