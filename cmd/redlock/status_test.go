@@ -209,6 +209,20 @@ func TestStatusEveryKind(t *testing.T) {
 		require.NoError(t, err)
 		permits = append(permits, l)
 	}
+	// A grant returns at a quorum: the third server's call may still be on
+	// its way, and this step reads every server.
+	require.Eventually(t, func() bool {
+		st, err := client.Inspect(ctx, "job")
+		if err != nil {
+			return false
+		}
+		for _, s := range st.Servers {
+			if s.Semaphore.InUse != 2 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond, "every server holds both permits")
 	r := run(t, environ, "status", "job")
 	assert.Equal(t, exitHeld, r.code, r.stderr)
 	statusLines(t, r, ".* free; semaphore 2 of 3 permits", ".* free; semaphore 2 of 3 permits", ".* free; semaphore 2 of 3 permits", "quorum: free; semaphore 2 of 3 permits")
