@@ -21,9 +21,10 @@ import (
 func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
 	ctx = c.callBegins(ctx, "do", name)
 	defer func() { c.callEnds(ctx, "do", name, err) }()
-	return c.doWith(ctx, lockKind, name, ttl, fn, opts, func(o *options) (*Lock, error) {
+	_, err = c.doWith(ctx, lockKind, name, ttl, fn, opts, func(o *options) (*Lock, error) {
 		return c.acquire(ctx, o, name, ttl, waits)
 	})
+	return err
 }
 
 // DoOrSkip is Do for work that one process should do and the others may
@@ -37,23 +38,9 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (ran bool, err error) {
 	ctx = c.callBegins(ctx, "do_or_skip", name)
 	defer func() { c.callEnds(ctx, "do_or_skip", name, err) }()
-	o, err := c.doOptions(lockKind, name, ttl, fn, opts)
-	if err != nil {
-		return false, err
-	}
-	if err := c.enterDo(); err != nil {
-		return false, err
-	}
-	defer c.dos.Done()
-	l, err := c.acquire(ctx, o, name, ttl, skips)
-	if err != nil {
-		var qe *QuorumError
-		if errors.As(err, &qe) && qe.skip {
-			return false, nil
-		}
-		return false, err
-	}
-	return true, c.hold(ctx, l, fn)
+	return c.doWith(ctx, lockKind, name, ttl, fn, opts, func(o *options) (*Lock, error) {
+		return c.acquire(ctx, o, name, ttl, skips)
+	})
 }
 
 // doOptions resolves the options of a call that runs fn under a hold of
@@ -128,22 +115,28 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 	return fn(fctx)
 }
 
-// doWith is Do with the acquisition given: the lock's (Do), or a
-// primitive's hold of kind k (Semaphore.Do, RWMutex.Do and RDo). It takes
-// the hold with acquire, then runs fn under it.
+// doWith is every Do with its acquisition given: a lock's or a set's (Do,
+// DoOrSkip, DoAll, DoAllOrSkip), or a primitive's hold of kind k
+// (Semaphore.Do, RWMutex.Do and RDo). It takes the hold with acquire, then
+// runs fn under it; ran is false when fn did not run, with a nil error
+// when a skipping acquisition skipped.
 func (c *Client) doWith(ctx context.Context, k kind, name string, ttl time.Duration, fn func(context.Context) error, opts []Option,
-	acquire func(*options) (*Lock, error)) error {
+	acquire func(*options) (*Lock, error)) (ran bool, err error) {
 	o, err := c.doOptions(k, name, ttl, fn, opts)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := c.enterDo(); err != nil {
-		return err
+		return false, err
 	}
 	defer c.dos.Done()
 	l, err := acquire(o)
 	if err != nil {
-		return err
+		var qe *QuorumError
+		if errors.As(err, &qe) && qe.skip {
+			return false, nil
+		}
+		return false, err
 	}
-	return c.hold(ctx, l, fn)
+	return true, c.hold(ctx, l, fn)
 }

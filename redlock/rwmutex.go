@@ -95,9 +95,10 @@ func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(
 	if m.err != nil {
 		return m.err
 	}
-	return c.doWith(ctx, holdKind(write), m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
+	_, err = c.doWith(ctx, holdKind(write), m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
 		return c.acquirePrim(ctx, o, m.name, m.key(o), ttl, waits, false, m.mode(write, o.retryCount != 0))
 	})
+	return err
 }
 
 func (m *RWMutex) key(o *options) string { return layout.RWKey(o.keyPrefix + m.name) }

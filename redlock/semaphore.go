@@ -69,9 +69,10 @@ func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(context.C
 	if s.err != nil {
 		return s.err
 	}
-	return c.doWith(ctx, permitKind, s.name, ttl, fn, opts, func(o *options) (*Lock, error) {
+	_, err = c.doWith(ctx, permitKind, s.name, ttl, fn, opts, func(o *options) (*Lock, error) {
 		return c.acquirePrim(ctx, o, s.name, s.key(o), ttl, waits, false, s.newPick())
 	})
+	return err
 }
 
 func (s *Semaphore) acquire(ctx context.Context, op string, ttl time.Duration, m mode, opts []Option) (l *Lock, err error) {

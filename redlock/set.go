@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -113,23 +112,9 @@ func (c *Client) doAll(ctx context.Context, op string, names []string, ttl time.
 	if len(names) == 1 {
 		k = lockKind
 	}
-	o, err := c.doOptions(k, names[0], ttl, fn, opts)
-	if err != nil {
-		return false, err
-	}
-	if err := c.enterDo(); err != nil {
-		return false, err
-	}
-	defer c.dos.Done()
-	l, err := c.acquireSet(ctx, o, names, ttl, m)
-	if err != nil {
-		var qe *QuorumError
-		if m == skips && errors.As(err, &qe) && qe.skip {
-			return false, nil
-		}
-		return false, err
-	}
-	return true, c.hold(ctx, l, fn)
+	return c.doWith(ctx, k, names[0], ttl, fn, opts, func(o *options) (*Lock, error) {
+		return c.acquireSet(ctx, o, names, ttl, m)
+	})
 }
 
 // acquireSet takes the set of checked names, or the lock of one name.
