@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/internal/layout"
@@ -131,15 +130,13 @@ func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
 		return "", 0, err
 	}
 	defer c.exit()
-	timeout := c.readTimeout()
-	r := &leaderRead{got: make([]keyserver.Leadership, len(c.servers))}
-	f := fan{op: opRead, name: e.name, key: e.key(&c.options), timeout: timeout, rule: everyAnswer, prim: r}
-	res := c.fanOut(ctx, f)
-	c.settle(ctx, &f, &res, false)
-	if err := c.identities.failed(); err != nil {
-		return "", 0, err // two servers are one store: no value counts
+	r := newAnswers(len(c.servers), func(ctx context.Context, _ int, ks keyserver.KeyServer) (keyserver.Leadership, error) {
+		return ks.(keyserver.HoldKeeper).ReadLeader(ctx, e.key(&c.options))
+	})
+	t, err := c.read(ctx, fan{op: opRead, name: e.name, key: e.key(&c.options), timeout: c.readTimeout(), rule: everyAnswer, prim: r})
+	if err != nil {
+		return "", 0, err
 	}
-	t := res.tally
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	votes := make(map[string]int)
@@ -278,21 +275,4 @@ func (p *leaderOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeySer
 		ok, err = hk.ReleaseHold(ctx, h)
 	}
 	return ok, r.Fence, keyserver.Holder{}, err
-}
-
-// leaderRead is the read of the leader from every server, by server.
-type leaderRead struct {
-	mu  sync.Mutex
-	got []keyserver.Leadership
-}
-
-func (r *leaderRead) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	ld, err := ks.(keyserver.HoldKeeper).ReadLeader(ctx, f.key)
-	if err != nil {
-		return false, 0, keyserver.Holder{}, err
-	}
-	r.mu.Lock()
-	r.got[i] = ld
-	r.mu.Unlock()
-	return true, 0, keyserver.Holder{}, nil
 }

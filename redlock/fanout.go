@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -358,6 +359,41 @@ func (c *Client) background(ctx context.Context, f fan) {
 	}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
+}
+
+// read sends the read f to every server and returns its votes once every
+// call has settled; two servers found to be one store fail it, as no
+// answer counts then (Inspect, CheckFence, an election's leader).
+func (c *Client) read(ctx context.Context, f fan) (tally, error) {
+	res := c.fanOut(ctx, f)
+	c.settle(ctx, &f, &res, false)
+	if err := c.identities.failed(); err != nil {
+		return tally{}, err
+	}
+	return res.tally, nil
+}
+
+// answers keeps what a read's call returned, by server, for the reader to
+// count once the read has settled (under mu: a late call may still land).
+type answers[T any] struct {
+	mu   sync.Mutex
+	got  []T
+	read func(ctx context.Context, i int, ks keyserver.KeyServer) (T, error)
+}
+
+func newAnswers[T any](n int, read func(ctx context.Context, i int, ks keyserver.KeyServer) (T, error)) *answers[T] {
+	return &answers[T]{got: make([]T, n), read: read}
+}
+
+func (r *answers[T]) call(ctx context.Context, _ *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+	v, err := r.read(ctx, i, ks)
+	if err != nil {
+		return false, 0, keyserver.Holder{}, err
+	}
+	r.mu.Lock()
+	r.got[i] = v
+	r.mu.Unlock()
+	return true, 0, keyserver.Holder{}, nil
 }
 
 // call makes f's call to server i once the server's identity is known

@@ -93,13 +93,10 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 		return false, err
 	}
 	defer c.exit()
-	f := fan{op: opReadFence, name: name, key: c.options.keyPrefix + name, timeout: c.readTimeout(), rule: earliest}
-	res := c.fanOut(ctx, f)
-	c.settle(ctx, &f, &res, false)
-	if err := c.identities.failed(); err != nil {
-		return false, err // two servers are one store: no answer counts
+	t, err := c.read(ctx, fan{op: opReadFence, name: name, key: c.options.keyPrefix + name, timeout: c.readTimeout(), rule: earliest})
+	if err != nil {
+		return false, err
 	}
-	t := res.tally
 	if !t.won() {
 		return false, newQuorumError("check fence", lockKind, name, 1, t, ctx.Err())
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/internal/layout"
@@ -119,10 +118,14 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 	}
 	defer c.exit()
 	key := c.options.keyPrefix + name
-	r := &inspectRead{
-		keys: keyserver.NameKeys{Lock: key, Semaphore: layout.SemaphoreKey(key), RW: layout.RWKey(key), Election: layout.ElectionKey(key)},
-		got:  make([]keyserver.NameStatus, len(c.servers)),
-	}
+	keys := keyserver.NameKeys{Lock: key, Semaphore: layout.SemaphoreKey(key), RW: layout.RWKey(key), Election: layout.ElectionKey(key)}
+	r := newAnswers(len(c.servers), func(ctx context.Context, i int, ks keyserver.KeyServer) (keyserver.NameStatus, error) {
+		in, ok := ks.(keyserver.Inspector)
+		if !ok { // a server past the 63rd, which shares its bit with one that can
+			return keyserver.NameStatus{}, keyserver.Permanent(fmt.Errorf("key server %d does not implement keyserver.Inspector", i))
+		}
+		return in.Inspect(ctx, keys)
+	})
 	st := Status{Name: name, Servers: make([]ServerStatus, len(c.servers))}
 	only, some := c.inspectors(st.Servers)
 	var t tally
@@ -130,13 +133,11 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 		if only == ^uint64(0)>>(64-min(len(c.servers), 64)) {
 			only = 0 // every server: no bit stands for a server it must not ask
 		}
-		f := fan{op: opRead, name: name, key: key, timeout: c.readTimeout(), rule: everyAnswer, prim: r, only: only}
-		res := c.fanOut(ctx, f)
-		c.settle(ctx, &f, &res, false)
-		if err := c.identities.failed(); err != nil {
-			return Status{}, err // two servers are one store: no answer counts
+		var err error
+		t, err = c.read(ctx, fan{op: opRead, name: name, key: key, timeout: c.readTimeout(), rule: everyAnswer, prim: r, only: only})
+		if err != nil {
+			return Status{}, err
 		}
-		t = res.tally
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -180,28 +181,6 @@ func (c *Client) inspectors(servers []ServerStatus) (only uint64, some bool) {
 		}
 	}
 	return only, some
-}
-
-// inspectRead is Inspect's read of every server, by server.
-type inspectRead struct {
-	keys keyserver.NameKeys
-	mu   sync.Mutex
-	got  []keyserver.NameStatus
-}
-
-func (r *inspectRead) call(ctx context.Context, _ *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	in, ok := ks.(keyserver.Inspector)
-	if !ok { // a server past the 63rd, which shares its bit with one that can
-		return false, 0, keyserver.Holder{}, keyserver.Permanent(fmt.Errorf("key server %d does not implement keyserver.Inspector", i))
-	}
-	st, err := in.Inspect(ctx, r.keys)
-	if err != nil {
-		return false, 0, keyserver.Holder{}, err
-	}
-	r.mu.Lock()
-	r.got[i] = st
-	r.mu.Unlock()
-	return true, 0, keyserver.Holder{}, nil
 }
 
 // tag names the holder of token without giving its token away (see View).
