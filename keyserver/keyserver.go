@@ -18,7 +18,7 @@
 // A reply of false with a nil error means "another token holds the key"; an
 // error means the server could not answer. The client counts both as a vote
 // against, but reports them differently. Optional abilities ([Notifier],
-// [Fencer], [Starter], [InProcess], ...) are interfaces of their own, which
+// [Fencer], [HoldKeeper], [InProcess], ...) are interfaces of their own, which
 // the client finds by a type assertion. One of them, [Incarnator], tells
 // which store a server reaches and since when: the client counts each
 // store once by it, and quarantines a store that restarted empty.
