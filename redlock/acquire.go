@@ -75,13 +75,14 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 	if err := c.checkLockDelay(o); err != nil {
 		return nil, err
 	}
-	return c.acquireHold(ctx, o, name, o.keyPrefix+name, ttl, m, o.fencing, nil)
+	return c.acquireHold(ctx, o, name, o.keyPrefix+name, ttl, m, false, nil)
 }
 
 // acquireHold takes a hold of p (nil: a lock) called name and kept under
-// key on the servers, for ttl, treating refusals as m says.
+// key on the servers, for ttl, treating refusals as m says; fenced (or the
+// option WithFencing) draws a fencing token with each grant.
 func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, ttl time.Duration, m mode, fenced bool, p primitive) (l *Lock, err error) {
-	a := &acquisition{c: c, o: o, p: p, mode: m, name: name, key: key, b: o.budget(ttl), fenced: fenced,
+	a := &acquisition{c: c, o: o, p: p, mode: m, name: name, key: key, b: o.budget(ttl), fenced: fenced || o.fencing,
 		retries: o.retryCount, began: c.clock.Now()}
 	if m == once {
 		a.retries = 0
@@ -105,6 +106,9 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 		}
 		if err := a.awaitPlace(ctx); err != nil {
 			return nil, err
+		}
+		if a.queue != nil && a.p != nil {
+			a.queue.stamp(&a.qw.tried) // see heldSince
 		}
 		if l, err := a.attempt(ctx); l != nil || err != nil {
 			return l, err
@@ -268,7 +272,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	case !granted:
 		return nil, nil
 	}
-	g := grant{name: a.name, key: a.key, token: a.token, b: a.b, began: start, tails: res.tails(), ctx: ctx, prim: a.ops}
+	g := grant{name: a.name, key: a.key, token: a.token, b: a.b, began: start, tails: res.tails, ctx: ctx, prim: a.ops}
 	if len(fences) > 0 {
 		g.fence, g.fences = fences[0], fences
 	}
@@ -320,7 +324,7 @@ func (a *acquisition) fan() (fan, error) {
 // attempt, and reports it to the logs and hooks.
 func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, granted, kept bool, elapsed time.Duration) {
 	c := a.c
-	a.tails, a.kept, a.last = res.tails(), kept && !granted, t
+	a.tails, a.kept, a.last = res.tails, kept && !granted, t
 	a.calls = res.bg
 	if f.op == opAcquireInLine {
 		// A place in line where a Notifier did not grant, and only where a

@@ -94,10 +94,9 @@ func New(servers []keyserver.KeyServer, opts ...ClientOption) (*Client, error) {
 	}
 	c := &Client{
 		servers:   append([]keyserver.KeyServer(nil), servers...),
-		starters:  starters(servers),
 		quorum:    quorum(len(servers)),
 		options:   o,
-		inProcess: allInProcess(servers),
+		inProcess: true,
 		health:    health{failures: make([]atomic.Int64, len(servers)), breakers: make(breakers, len(servers))},
 	}
 	c.closing, c.stopClosing = context.WithCancel(context.Background())
@@ -108,19 +107,19 @@ func New(servers []keyserver.KeyServer, opts ...ClientOption) (*Client, error) {
 			c.notifiers = append(c.notifiers, i)
 			c.notifierMask |= bit(i)
 		}
-	}
-	return c, nil
-}
-
-// allInProcess reports whether every server answers at once, so that the
-// client may call them on its own goroutine.
-func allInProcess(servers []keyserver.KeyServer) bool {
-	for _, s := range servers {
 		if _, ok := s.(keyserver.InProcess); !ok {
-			return false
+			c.inProcess = false // it may not answer at once: calls go on goroutines
+		}
+		// A started call's answer is handed over by the server's reader
+		// ("Started calls" in docs/design.md).
+		if st, ok := s.(startcall.Starter); ok {
+			if c.starters == nil {
+				c.starters = make([]startcall.Starter, len(servers))
+			}
+			c.starters[i] = st
 		}
 	}
-	return true
+	return c, nil
 }
 
 // isNil reports whether s is nil, also as a typed nil pointer in the
@@ -177,10 +176,6 @@ func (c *Client) enter() error { return c.join(&c.bg, &c.closed) }
 
 func (c *Client) exit() { c.bg.Done() }
 
-// enterAttempt is enter for an attempt to take a lock, which fails once
-// Close has begun: a Do that Close is ending must not take a new lock.
-func (c *Client) enterAttempt() error { return c.join(&c.bg, &c.shutting) }
-
 // enterDo registers a Do or DoOrSkip call, which Close ends and waits for
 // first; it fails once Close has begun. Paired with c.dos.Done.
 func (c *Client) enterDo() error { return c.join(&c.dos, &c.shutting) }
@@ -196,11 +191,12 @@ func (c *Client) join(wg *sync.WaitGroup, past *bool) error {
 	return nil
 }
 
-// beginAttempt enters an attempt to take a lock, as enterAttempt does,
-// unless two servers were found to reach one store (see identities); the
-// caller exits when the attempt ends.
+// beginAttempt is enter for an attempt to take a lock, which fails once
+// Close has begun (a Do that Close is ending must not take a new lock) or
+// two servers were found to reach one store (see identities); the caller
+// exits when the attempt ends.
 func (c *Client) beginAttempt() error {
-	if err := c.enterAttempt(); err != nil {
+	if err := c.join(&c.bg, &c.shutting); err != nil {
 		return err
 	}
 	if err := c.identities.failed(); err != nil {

@@ -88,15 +88,16 @@ const (
 // count counts v, unless the outcome was decided already.
 func (bg *background) count(v vote) {
 	bg.mu.Lock()
-	defer bg.mu.Unlock()
-	if !bg.decided {
-		bg.countLocked(v)
-	}
+	bg.countLocked(v)
+	bg.mu.Unlock()
 }
 
-// countLocked counts v, the outcome not decided yet, waking the caller
-// when v decides it. bg.mu must be held.
+// countLocked counts v unless the outcome was decided already, waking the
+// caller when v decides it. bg.mu must be held.
 func (bg *background) countLocked(v vote) {
+	if bg.decided {
+		return
+	}
 	bg.votes.add(v)
 	bg.servers[v.server].granted = v.ok
 	if bg.votes.decided(bg.f.rule) {
@@ -184,9 +185,7 @@ func (s *serverCall) take(v vote) int {
 		return dropped
 	}
 	s.ok = v.ok
-	if !bg.decided {
-		bg.countLocked(v)
-	}
+	bg.countLocked(v)
 	return s.endLocked(bg.f.storedNothing(v.ok, v.err))
 }
 
@@ -279,9 +278,7 @@ func (bg *background) expire(err error) {
 	next := make([]int, len(late))
 	bg.mu.Lock()
 	for k, i := range late {
-		if !bg.decided {
-			bg.countLocked(vote{server: i, err: err})
-		}
+		bg.countLocked(vote{server: i, err: err})
 		next[k] = bg.servers[i].endLocked(false)
 	}
 	bg.mu.Unlock()

@@ -36,7 +36,7 @@ func (c *Client) Election(name string) *Election {
 	if name == "" {
 		e.err = invalidArgument("empty election name")
 	} else {
-		e.err = c.checkServers("an election", "HoldKeeper and keyserver.Fencer", func(ks keyserver.KeyServer) bool {
+		e.err = checkServers(c.servers, "an election", "HoldKeeper and keyserver.Fencer", func(ks keyserver.KeyServer) bool {
 			_, fencer := ks.(keyserver.Fencer)
 			return fencer && isKeeper(ks)
 		})
@@ -72,7 +72,7 @@ func (e *Election) Campaign(ctx context.Context, ttl time.Duration, value string
 	if err := c.enterDo(); err != nil {
 		return nil, err
 	}
-	l, err = c.acquirePrim(ctx, o, e.name, e.key(o), ttl, waits, true, &leaderOps{value: value})
+	l, err = c.acquireHold(ctx, o, e.name, e.key(o), ttl, waits, true, &leaderOps{value: value})
 	if err != nil {
 		c.dos.Done()
 		return nil, err
@@ -142,7 +142,7 @@ func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
 	votes := make(map[string]int)
 	var left time.Duration
 	for i, ld := range r.got {
-		if ld.Token == "" || failed(t, i) {
+		if ld.Token == "" || t.failed(i) {
 			continue
 		}
 		votes[ld.Token]++

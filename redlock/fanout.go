@@ -92,17 +92,11 @@ func (f *fan) cleansUp() bool {
 	return f.op == opRelease || f.op == opLeaveLine || f.final
 }
 
-// mustCall reports whether f's call to server i goes even while the
-// server's breaker is open: it cleans up after an earlier call of the
-// lock that was made to the server, which may have stored something there.
-func (f *fan) mustCall(i int) bool {
-	return f.cleansUp() && f.after.made&bit(i) != 0
-}
-
 // heldBack returns why f's call to server i is not made, its breaker being
-// open, or nil: a call that must go (mustCall) goes, and takes no probe.
+// open, or nil: a clean-up after an earlier call of the lock made to the
+// server, which may have stored something there, goes and takes no probe.
 func (c *Client) heldBack(f *fan, i int) error {
-	if f.mustCall(i) {
+	if f.cleansUp() && f.after.made&bit(i) != 0 {
 		return nil
 	}
 	return c.health.breakers[i].allow(c.clock)
@@ -121,13 +115,10 @@ type vote struct {
 // decided, and what the caller still has to do with the calls.
 type fanned struct {
 	tally
-	// done holds per server a channel closed once that server's call, and
-	// its undo, have finished (the lock's next "after"); nil when all have.
-	done []<-chan struct{}
-	bg   *background // the calls still running; nil when there are none
-	// made has the bits of the servers the lock's calls were made to, this
-	// fan-out's and those before it (see tails.made).
-	made uint64
+	// tails are the calls for the lock's next call to follow: done is nil
+	// when all have finished, and made counts this fan-out's calls too.
+	tails
+	bg *background // the calls still running; nil when there are none
 }
 
 // tails are the calls of one fan-out that a lock's next call to each
@@ -137,15 +128,6 @@ type tails struct {
 	done []<-chan struct{}
 	of   *background
 	made uint64
-}
-
-// tails returns r's calls, for the lock's next call to follow.
-func (r *fanned) tails() tails {
-	t := tails{done: r.done, made: r.made}
-	if r.done != nil {
-		t.of = r.bg
-	}
-	return t
 }
 
 // fanOut sends f's call to every server and returns once the votes settle
@@ -240,7 +222,7 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	}
 	<-bg.voted
 	bg.mu.Lock()
-	r := fanned{tally: bg.votes, bg: bg, made: made}
+	r := fanned{tally: bg.votes, bg: bg, tails: tails{made: made}}
 	bg.mu.Unlock()
 	return r
 }
@@ -254,24 +236,20 @@ func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint
 	for i := range c.servers {
 		s := &bg.servers[i]
 		s.bg, s.i = bg, i
-		switch {
-		case !f.undo && f.only != 0 && f.only&bit(i) == 0: // as fan.call would answer
-			calls--
-			s.ok, s.phase = true, callSkipped
-			s.state.Store(callFinished)
-			bg.count(vote{server: i, ok: true})
-		default:
-			if err := c.heldBack(f, i); err != nil {
-				// Not called: it stored nothing, and there is nothing to undo.
-				calls--
-				s.phase = callSkipped
-				s.state.Store(callFinished)
-				c.observe(ctx, f.op, f.name, i, err)
-				bg.count(vote{server: i, err: err})
+		v := vote{server: i, ok: true} // as fan.call answers for a server not in f.only
+		if f.undo || f.only == 0 || f.only&bit(i) != 0 {
+			if v.err = c.heldBack(f, i); v.err == nil {
+				made |= bit(i)
 				continue
 			}
-			made |= bit(i)
+			// Not called: it stored nothing, and there is nothing to undo.
+			v.ok = false
+			c.observe(ctx, f.op, f.name, i, v.err)
 		}
+		calls--
+		s.ok, s.phase = v.ok, callSkipped
+		s.state.Store(callFinished)
+		bg.count(v)
 	}
 	return calls, made
 }
@@ -302,7 +280,9 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 		}
 		return
 	}
-	r.done = bg.settle(failed)
+	if r.done = bg.settle(failed); r.done != nil {
+		r.of = bg
+	}
 	if f.undo && failed && r.done != nil {
 		for i := range bg.servers {
 			if bg.servers[i].granted {
@@ -472,39 +452,11 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 	default:
 		ok, n, h, err = f.lockCall(ctx, ks)
 	}
-	switch {
-	case f.quarantine.q == nil:
-	case ok:
-		ok, err = f.quarantine.admit(ctx, i, f.ttl)
-	case err == nil:
-		f.quarantine.see(ctx, i) // a refusal: the server's incarnation now, to know a later one for a restart
+	if q := f.quarantine.q; q != nil && q.judged[i] != nil && (ok || err == nil) {
+		in, inErr := q.judged[i].Incarnation(ctx)
+		ok, err = f.quarantine.answer(i, f.ttl, ok, err, in, inErr)
 	}
 	return ok, n, h, err
-}
-
-// admit judges server i's grant of a call with ttl: it counts (true), or
-// it does not, with the error that says why: the server is quarantined,
-// or could not tell whether it restarted.
-func (r quarantineRule) admit(ctx context.Context, i int, ttl time.Duration) (bool, error) {
-	is := r.q.judged[i]
-	if is == nil {
-		return true, nil
-	}
-	in, err := is.Incarnation(ctx)
-	return r.judge(i, ttl, in, err)
-}
-
-// see records server i's incarnation at a refusal, so that a later
-// restart is not taken for one before the client was made ("Which
-// restarts" in docs/design.md); a grant reads again anyway.
-func (r quarantineRule) see(ctx context.Context, i int) {
-	is := r.q.judged[i]
-	if is == nil {
-		return
-	}
-	if in, err := is.Incarnation(ctx); err == nil {
-		r.q.sight(i, in, r.q.clock.Now())
-	}
 }
 
 // lockCall makes f's call to ks for a lock key.

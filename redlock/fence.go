@@ -30,12 +30,10 @@ func (l *Lock) Fence() uint64 {
 
 // checkFencers refuses fencing over servers that cannot keep counters.
 func checkFencers(servers []keyserver.KeyServer) error {
-	for i, s := range servers {
-		if _, ok := s.(keyserver.Fencer); !ok {
-			return invalidArgument("WithFencing needs every key server to implement keyserver.Fencer; server %d (%T) does not", i, s)
-		}
-	}
-	return nil
+	return checkServers(servers, "WithFencing", "Fencer", func(ks keyserver.KeyServer) bool {
+		_, ok := ks.(keyserver.Fencer)
+		return ok
+	})
 }
 
 // maxFenceRounds bounds the write rounds of one grant: each round proposes

@@ -112,6 +112,21 @@ func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation
 	return true, nil
 }
 
+// answer judges server i's answer (ok, err) to a call with ttl, given its
+// incarnation in or the error inErr of its read: a grant counts or not (see
+// judge); a refusal records the incarnation, so that a later restart is not
+// taken for one before the client was made ("Which restarts").
+func (r quarantineRule) answer(i int, ttl time.Duration, ok bool, err error, in keyserver.Incarnation, inErr error) (bool, error) {
+	switch {
+	case r.q == nil || r.q.judged[i] == nil:
+	case ok:
+		return r.judge(i, ttl, in, inErr)
+	case err == nil && inErr == nil:
+		r.q.sight(i, in, r.q.clock.Now())
+	}
+	return ok, err
+}
+
 // cannotTell is the error of a grant not counted because its server's
 // incarnation could not be read: err.
 func cannotTell(err error) error {

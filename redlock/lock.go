@@ -219,7 +219,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		quarantine: c.quarantineRule(l.o), delay: l.delay()}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
-	l.tails = res.tails()
+	l.tails = res.tails
 	t := res.tally
 	c.logVotes(opExtend, l.name, t)
 	left := validity(ttl, c.clock.Since(start), l.o.driftFactor)

@@ -40,17 +40,10 @@ type primitive interface {
 // when refusals keep naming a free slot that others take first.
 const maxAtOnce = 3
 
-// acquirePrim takes a hold of primitive p, called name and kept under key
-// on the servers, for ttl: one attempt when m is once, else retrying as
-// Acquire does, woken by the servers' watches of key.
-func (c *Client) acquirePrim(ctx context.Context, o *options, name, key string, ttl time.Duration, m mode, fenced bool, p primitive) (*Lock, error) {
-	return c.acquireHold(ctx, o, name, key, ttl, m, fenced || o.fencing, p)
-}
-
 // checkServers refuses a primitive over servers that do not implement
 // what it needs (is), before any server is asked.
-func (c *Client) checkServers(what, iface string, is func(keyserver.KeyServer) bool) error {
-	for i, s := range c.servers {
+func checkServers(servers []keyserver.KeyServer, what, iface string, is func(keyserver.KeyServer) bool) error {
+	for i, s := range servers {
 		if !is(s) {
 			return invalidArgument("%s needs every key server to implement keyserver.%s; server %d (%T) does not", what, iface, i, s)
 		}

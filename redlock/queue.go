@@ -120,19 +120,12 @@ func (q *queue) moved(now time.Time) {
 	q.mu.Unlock()
 }
 
-// trying records that w is about to make an attempt.
-func (q *queue) trying(w *queued) {
+// stamp sets *at, w.tried (w is about to make an attempt) or w.watched
+// (w, not yet tried, has just armed its watches), to the next tick.
+func (q *queue) stamp(at *uint64) {
 	q.mu.Lock()
 	q.tick++
-	w.tried = q.tick
-	q.mu.Unlock()
-}
-
-// watching records that w, not yet tried, has just armed its watches.
-func (q *queue) watching(w *queued) {
-	q.mu.Lock()
-	q.tick++
-	w.watched = q.tick
+	*at = q.tick
 	q.mu.Unlock()
 }
 

@@ -78,6 +78,12 @@ func (t *tally) answerOf(i int) (ok bool, err error) {
 	return t.granters&bit(i) != 0, nil
 }
 
+// failed reports whether server i failed in the votes t.
+func (t *tally) failed(i int) bool {
+	_, err := t.answerOf(i)
+	return err != nil
+}
+
 // bit is server i's bit in a set of servers; servers from 64 on share the
 // last bit, so that a set tells only that some of them are in it.
 func bit(i int) uint64 { return 1 << min(i, 63) }
@@ -174,13 +180,3 @@ func (t *tally) heldElsewhere() bool { return t.refused >= quorum(t.n) }
 // hopeless reports whether failures that trying again cannot fix (a key of
 // the wrong type, a rejected password) leave too few servers for a quorum.
 func (t *tally) hopeless() bool { return t.permanent > t.n-quorum(t.n) }
-
-// failed reports whether server i failed in the votes t.
-func failed(t tally, i int) bool {
-	for _, e := range t.errs {
-		if e.Server == i {
-			return true
-		}
-	}
-	return false
-}

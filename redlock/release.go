@@ -82,7 +82,7 @@ func (l *Lock) release(ctx context.Context, b budget, expires time.Time, lost bo
 	c.settle(ctx, &f, &res, false)
 	t := res.tally
 	c.logVotes(f.op, l.name, t)
-	l.tails = res.tails()
+	l.tails = res.tails
 	c.released.note(l.key, l.tails)
 	switch {
 	case lost:

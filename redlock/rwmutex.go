@@ -30,7 +30,7 @@ func (c *Client) RWMutex(name string) *RWMutex {
 	if name == "" {
 		m.err = invalidArgument("empty read-write lock name")
 	} else {
-		m.err = c.checkServers("a read-write lock", "HoldKeeper", isKeeper)
+		m.err = checkServers(c.servers, "a read-write lock", "HoldKeeper", isKeeper)
 	}
 	return m
 }
@@ -85,7 +85,7 @@ func (m *RWMutex) acquire(ctx context.Context, op string, ttl time.Duration, md 
 	if err != nil {
 		return nil, err
 	}
-	return c.acquirePrim(ctx, o, m.name, m.key(o), ttl, md, false, m.mode(write, md == waits && o.retryCount != 0))
+	return c.acquireHold(ctx, o, m.name, m.key(o), ttl, md, false, m.mode(write, md == waits && o.retryCount != 0))
 }
 
 func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(context.Context) error, write bool, opts []Option) (err error) {
@@ -96,7 +96,7 @@ func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(
 		return m.err
 	}
 	_, err = c.doWith(ctx, holdKind(write), m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
-		return c.acquirePrim(ctx, o, m.name, m.key(o), ttl, waits, false, m.mode(write, o.retryCount != 0))
+		return c.acquireHold(ctx, o, m.name, m.key(o), ttl, waits, false, m.mode(write, o.retryCount != 0))
 	})
 	return err
 }

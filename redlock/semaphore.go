@@ -38,7 +38,7 @@ func (c *Client) Semaphore(name string, permits int) *Semaphore {
 	case name == "":
 		s.err = invalidArgument("empty semaphore name")
 	default:
-		s.err = c.checkServers("a semaphore", "HoldKeeper", isKeeper)
+		s.err = checkServers(c.servers, "a semaphore", "HoldKeeper", isKeeper)
 	}
 	return s
 }
@@ -70,7 +70,7 @@ func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(context.C
 		return s.err
 	}
 	_, err = c.doWith(ctx, permitKind, s.name, ttl, fn, opts, func(o *options) (*Lock, error) {
-		return c.acquirePrim(ctx, o, s.name, s.key(o), ttl, waits, false, s.newPick())
+		return c.acquireHold(ctx, o, s.name, s.key(o), ttl, waits, false, s.newPick())
 	})
 	return err
 }
@@ -86,7 +86,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, ttl time.Duration, m
 	if err != nil {
 		return nil, err
 	}
-	return c.acquirePrim(ctx, o, s.name, s.key(o), ttl, m, false, s.newPick())
+	return c.acquireHold(ctx, o, s.name, s.key(o), ttl, m, false, s.newPick())
 }
 
 func (s *Semaphore) key(o *options) string { return layout.SemaphoreKey(o.keyPrefix + s.name) }

@@ -125,7 +125,7 @@ func (c *Client) acquireSet(ctx context.Context, o *options, names []string, ttl
 	if err := checkTTL(o, setKind, setName(names), ttl); err != nil {
 		return nil, err
 	}
-	if err := c.checkServers("AcquireAll", "SetLocker", func(ks keyserver.KeyServer) bool {
+	if err := checkServers(c.servers, "AcquireAll", "SetLocker", func(ks keyserver.KeyServer) bool {
 		_, ok := ks.(keyserver.SetLocker)
 		return ok
 	}); err != nil {
@@ -139,7 +139,7 @@ func (c *Client) acquireSet(ctx context.Context, o *options, names []string, ttl
 	sorted := slices.Clone(so.keys)
 	slices.Sort(sorted)
 	key := strings.Join(sorted, "\x00")
-	return c.acquireHold(ctx, o, setName(names), key, ttl, m, o.fencing, so)
+	return c.acquireHold(ctx, o, setName(names), key, ttl, m, false, so)
 }
 
 // checkNames validates the names of a set and drops duplicates, keeping

@@ -7,22 +7,6 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// starters returns each server as a startcall.Starter, or nil when none is.
-// A started call's answer is handed over by the server's reader instead of
-// a goroutine per server per call ("Started calls" in docs/design.md).
-func starters(servers []keyserver.KeyServer) []startcall.Starter {
-	var st []startcall.Starter
-	for i, s := range servers {
-		if is, ok := s.(startcall.Starter); ok {
-			if st == nil {
-				st = make([]startcall.Starter, len(servers))
-			}
-			st[i] = is
-		}
-	}
-	return st
-}
-
 // startable reports whether f's calls are ones a startcall.Starter
 // starts: a lock's or a set's acquire, extend and release.
 func (f *fan) startable() bool {
@@ -169,14 +153,7 @@ func (s *serverCall) Complete(a startcall.Answer) {
 		return
 	}
 	f := &bg.f
-	ok, err := a.OK, a.Err
-	switch {
-	case f.quarantine.q == nil || f.quarantine.q.judged[s.i] == nil:
-	case ok:
-		ok, err = f.quarantine.judge(s.i, f.ttl, a.Incarnation, a.IncarnationErr)
-	case err == nil && a.IncarnationErr == nil: // a refusal: see quarantineRule.see
-		f.quarantine.q.sight(s.i, a.Incarnation, f.quarantine.q.clock.Now())
-	}
+	ok, err := f.quarantine.answer(s.i, f.ttl, a.OK, a.Err, a.Incarnation, a.IncarnationErr)
 	v := vote{server: s.i, ok: ok, holder: a.Holder, err: err}
 	if err != nil {
 		go s.hand(v) // the hook and the logger hear of it, off the server's reader

@@ -23,9 +23,6 @@ func (a *acquisition) wait(ctx context.Context) error {
 		return a.waitInLine(ctx)
 	}
 	d := a.o.retryWait()
-	if l := a.last.left; l > 0 && l < d {
-		d = l
-	}
 	return a.c.clock.SleepOrWake(ctx, a.untilPatience(d), []<-chan struct{}{a.c.closing.Done()})
 }
 
@@ -54,9 +51,12 @@ func (c *Client) turnsNeeded() int {
 	return max(c.quorum-(len(c.servers)-len(c.notifiers)), 1)
 }
 
-// untilPatience shortens a wait of d so that it ends when the call's
-// patience does.
+// untilPatience shortens a wait of d so that it ends when the holder's TTL
+// the last refusal reported does, or the call's patience.
 func (a *acquisition) untilPatience(d time.Duration) time.Duration {
+	if l := a.last.left; l > 0 {
+		d = min(d, l)
+	}
 	if a.retries >= 0 {
 		d = max(min(d, a.patience.Sub(a.c.clock.Now())), 0)
 	}
@@ -70,9 +70,6 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 	c := a.c
 	a.watch(ctx, true)
 	d := linePoll
-	if l := a.last.left; l > 0 && l < d {
-		d = l
-	}
 	if _, set := a.p.(*setOps); set || len(c.notifiers) < len(c.servers) {
 		// Servers that keep no line give no turn; a set's undone attempt
 		// gave its keys on ("Several names without deadlock" in docs/design.md).
@@ -192,7 +189,7 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 			old = append(old, w.stop)
 		}
 		*w = watch{}
-		if failed(a.last, i) || c.health.breakers[i].open.Load() {
+		if a.last.failed(i) || c.health.breakers[i].open.Load() {
 			continue // a server down would hold up every wait
 		}
 		promised := a.last.promisedOn(i)
@@ -285,7 +282,7 @@ func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told b
 			a.token = a.rank.token()
 		}
 		a.watch(ctx, false)
-		q.watching(w)
+		q.stamp(&w.watched)
 	}
 	for {
 		now := a.c.clock.Now()
@@ -360,19 +357,13 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	if err := a.backOff(ctx); err != nil {
 		return err
 	}
-	fired := false
-	for _, w := range a.watches {
-		fired = fired || w.fired()
-	}
+	fired, _ := a.told()
 	a.watch(ctx, true)
-	if fired {
+	if fired > 0 {
 		return nil
 	}
 	c := a.c
 	d := a.o.retryWait()
-	if l := a.last.left; l > 0 && l < d {
-		d = l
-	}
 	if mw, ok := a.p.(interface{ maxWait() time.Duration }); ok {
 		d = min(d, mw.maxWait())
 	}
@@ -434,46 +425,31 @@ func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error
 
 // awaitPlace waits, before the first attempt, while the call is behind
 // others of its client: until it is at the front or put in the servers'
-// lines. A primitive's call then records its attempt (see heldSince).
+// lines.
 func (a *acquisition) awaitPlace(ctx context.Context) error {
-	if err := a.awaitPlaceFirst(ctx); err != nil {
-		return err
-	}
-	if a.queue != nil && a.p != nil {
-		a.queue.trying(a.qw)
-	}
-	return nil
-}
-
-// awaitPlaceFirst is awaitPlace's wait, before the attempt is recorded.
-func (a *acquisition) awaitPlaceFirst(ctx context.Context) error {
 	if a.queue == nil || a.attempts > 0 {
 		return nil
 	}
 	if err := a.awaitFront(ctx, a.queue, a.qw); err != nil {
 		return a.gaveUp(err)
 	}
-	if a.p != nil {
-		if a.heldSinceWatched() {
-			// Its watches predate the hold of the call ahead, whose end tells
-			// it or a watcher ahead of it: a look would only be refused.
-			a.outOfPatience()
-			if err := a.wait(ctx); err != nil {
-				return a.notAcquired(err)
-			}
-		} else if err := a.gatherTold(ctx); err != nil { // told by some: it gathers the others' word first
+	switch {
+	case a.p != nil && !a.heldSinceWatched():
+		if err := a.gatherTold(ctx); err != nil { // told by some: it gathers the others' word first
 			return a.notAcquired(err)
 		}
 		return nil
-	}
-	if !a.queue.inLine(a.qw) || a.watches != nil {
+	case a.p == nil && (!a.queue.inLine(a.qw) || a.watches != nil):
 		return nil
+	case a.p == nil:
+		// Its patience starts here, counting the calls of its client ahead.
+		a.inLine = a.c.notifierMask
+		if a.token == "" {
+			a.token = a.rank.token()
+		}
 	}
-	// Its patience starts here, counting the calls of its client ahead.
-	a.inLine = a.c.notifierMask
-	if a.token == "" {
-		a.token = a.rank.token()
-	}
+	// A primitive's watches predate the hold of the call ahead, whose end
+	// tells it or a watcher ahead of it: a look would only be refused.
 	a.outOfPatience()
 	if err := a.wait(ctx); err != nil {
 		return a.notAcquired(err)
