@@ -182,9 +182,6 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	defer close(ch)
 	// An observer waits as a leadership's campaigner does, without trying.
 	w := &acquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), b: budget{timeout: c.readTimeout()}}
-	if c.serverTimeout > 0 {
-		w.b.timeout = c.serverTimeout
-	}
 	defer w.stopWatches()
 	sent, last := false, ""
 	for {
@@ -259,20 +256,6 @@ func (p *leaderOps) watch(ctx context.Context, ks keyserver.KeyServer, key, _ st
 }
 
 func (p *leaderOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	hk := ks.(keyserver.HoldKeeper)
-	h := keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: f.key, Token: f.token, Value: p.value}
-	var (
-		ok  bool
-		r   keyserver.HoldReply
-		err error
-	)
-	switch f.op {
-	case opAcquire:
-		ok, r, err = hk.AcquireHold(ctx, h, f.ttl)
-	case opExtend:
-		ok, err = hk.ExtendHold(ctx, h, f.ttl)
-	default:
-		ok, err = hk.ReleaseHold(ctx, h)
-	}
+	ok, r, err := holdCall(ctx, f, ks, keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: f.key, Token: f.token, Value: p.value})
 	return ok, r.Fence, keyserver.Holder{}, err
 }

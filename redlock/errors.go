@@ -21,7 +21,7 @@ var (
 	// ErrHeldElsewhere means a quorum of servers answered that another
 	// token holds the lock: it is taken, as opposed to the servers being
 	// unavailable. It also satisfies errors.Is(err, ErrNotAcquired).
-	ErrHeldElsewhere error = heldElsewhere{}
+	ErrHeldElsewhere error = &holdError{msg: prefix + "held elsewhere", errs: []error{ErrNotAcquired}}
 
 	// ErrNotHeld means the lock is no longer this process's to extend or
 	// release: it was released already, its validity ran out, or a quorum
@@ -43,12 +43,6 @@ var (
 	// is keyserver.ErrInvalidArgument, so one errors.Is test covers both.
 	ErrInvalidArgument = keyserver.ErrInvalidArgument
 )
-
-// heldElsewhere is ErrHeldElsewhere: a refinement of ErrNotAcquired.
-type heldElsewhere struct{}
-
-func (heldElsewhere) Error() string { return "redlock: held elsewhere" }
-func (heldElsewhere) Unwrap() error { return ErrNotAcquired }
 
 // ServerError is one key server's failure to answer: a network error, a
 // timeout, a key of the wrong type. Server is the server's index in the
@@ -205,10 +199,7 @@ func kindOf(p any) kind {
 	case *slotPick, *permitOps:
 		return permitKind
 	case *rwOps:
-		if p.write {
-			return writeKind
-		}
-		return readKind
+		return holdKind(p.write)
 	case *leaderOps:
 		return leaderKind
 	case *setOps:
@@ -217,39 +208,22 @@ func kindOf(p any) kind {
 	return lockKind
 }
 
-// primitive names the primitive a hold of kind k belongs to.
-func (k kind) primitive() string {
-	switch k {
-	case permitKind:
-		return "semaphore"
-	case readKind, writeKind:
-		return "read-write lock"
-	case leaderKind:
-		return "election"
-	case setKind:
-		return "set of locks"
-	}
-	return "lock"
+// kindWords are how errors name each kind: its primitive, and its hold of
+// a name (lock "x", permit of semaphore "x", leadership of election "x").
+var kindWords = [...]struct{ primitive, of string }{
+	lockKind:   {"lock", "lock %q"},
+	permitKind: {"semaphore", "permit of semaphore %q"},
+	readKind:   {"read-write lock", "read hold of read-write lock %q"},
+	writeKind:  {"read-write lock", "write hold of read-write lock %q"},
+	leaderKind: {"election", "leadership of election %q"},
+	setKind:    {"set of locks", "locks %q"},
 }
 
-// of names the hold of name, as an error says it: lock "x", permit of
-// semaphore "x", read (or write) hold of read-write lock "x", leadership
-// of election "x".
-func (k kind) of(name string) string {
-	switch k {
-	case permitKind:
-		return fmt.Sprintf("permit of semaphore %q", name)
-	case readKind:
-		return fmt.Sprintf("read hold of read-write lock %q", name)
-	case writeKind:
-		return fmt.Sprintf("write hold of read-write lock %q", name)
-	case leaderKind:
-		return fmt.Sprintf("leadership of election %q", name)
-	case setKind:
-		return fmt.Sprintf("locks %q", name)
-	}
-	return fmt.Sprintf("lock %q", name)
-}
+// primitive names the primitive a hold of kind k belongs to.
+func (k kind) primitive() string { return kindWords[k].primitive }
+
+// of names the hold of name, as an error says it.
+func (k kind) of(name string) string { return fmt.Sprintf(kindWords[k].of, name) }
 
 // holdError says what happened to one hold in its own words and matches
 // the package's errors it stands for; wrapping them with %w would repeat

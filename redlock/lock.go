@@ -105,7 +105,7 @@ func (l *Lock) lifeLocked() context.Context {
 		if l.err != nil {
 			l.cancelLife(l.err)
 		} else {
-			l.expiry = l.c.clock.AfterFunc(l.lossAt.Sub(l.c.clock.Now()), l.expire)
+			l.expiry = l.c.clock.AfterFunc(l.lossAt.Sub(l.c.clock.Now()), func() { _ = l.Err() })
 		}
 	}
 	return l.life
@@ -265,13 +265,6 @@ func (l *Lock) held() error {
 
 // kind returns what l holds, as its errors name it.
 func (l *Lock) kind() kind { return kindOf(l.prim) }
-
-// expire runs when the expiry timer fires, at the loss margin before Until.
-func (l *Lock) expire() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.checkExpiry()
-}
 
 // checkExpiry declares the lock lost once the loss margin before its Until
 // is reached, whether or not the timer has fired yet. l.mu must be held.

@@ -69,3 +69,18 @@ func (c *Client) primOptions(k kind, name string, ttl time.Duration, opts []Opti
 	}
 	return o, nil
 }
+
+// holdCall makes f's call (acquire, extend, else release) of hold h to
+// ks, a keyserver.HoldKeeper; only an acquire has a reply.
+func holdCall(ctx context.Context, f *fan, ks keyserver.KeyServer, h keyserver.HoldSpec) (bool, keyserver.HoldReply, error) {
+	hk := ks.(keyserver.HoldKeeper)
+	switch f.op {
+	case opAcquire:
+		return hk.AcquireHold(ctx, h, f.ttl)
+	case opExtend:
+		ok, err := hk.ExtendHold(ctx, h, f.ttl)
+		return ok, keyserver.HoldReply{}, err
+	}
+	ok, err := hk.ReleaseHold(ctx, h)
+	return ok, keyserver.HoldReply{}, err
+}

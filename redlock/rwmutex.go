@@ -163,19 +163,6 @@ func (r *rwOps) maxWait() time.Duration {
 }
 
 func (r *rwOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	hk := ks.(keyserver.HoldKeeper)
-	var (
-		ok  bool
-		h   keyserver.HoldReply
-		err error
-	)
-	switch f.op {
-	case opAcquire:
-		ok, h, err = hk.AcquireHold(ctx, r.hold(f.key, f.token, r.wait && r.refused.Load()), f.ttl)
-	case opExtend:
-		ok, err = hk.ExtendHold(ctx, r.hold(f.key, f.token, false), f.ttl)
-	default:
-		ok, err = hk.ReleaseHold(ctx, r.hold(f.key, f.token, false))
-	}
+	ok, h, err := holdCall(ctx, f, ks, r.hold(f.key, f.token, f.op == opAcquire && r.wait && r.refused.Load()))
 	return ok, 0, keyserver.Holder{Left: h.Left}, err
 }

@@ -160,21 +160,11 @@ type permitOps struct {
 }
 
 func (po *permitOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	hk := ks.(keyserver.HoldKeeper)
-	h := keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: f.key, Token: f.token, Permits: po.permits, Slot: po.slot}
-	switch f.op {
-	case opAcquire:
-		ok, p, err := hk.AcquireHold(ctx, h, f.ttl)
-		if err == nil {
-			po.mu.Lock()
-			po.free[i] = p.Free
-			po.mu.Unlock()
-		}
-		return ok, 0, keyserver.Holder{Left: p.Left}, err
-	case opExtend:
-		ok, err := hk.ExtendHold(ctx, h, f.ttl)
-		return ok, 0, keyserver.Holder{}, err
+	ok, p, err := holdCall(ctx, f, ks, keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: f.key, Token: f.token, Permits: po.permits, Slot: po.slot})
+	if f.op == opAcquire && err == nil {
+		po.mu.Lock()
+		po.free[i] = p.Free
+		po.mu.Unlock()
 	}
-	ok, err := hk.ReleaseHold(ctx, h)
-	return ok, 0, keyserver.Holder{}, err
+	return ok, 0, keyserver.Holder{Left: p.Left}, err
 }
