@@ -69,7 +69,7 @@ type acquisition struct {
 
 // acquire takes the lock called name, treating refusals as m says.
 func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.Duration, m mode) (*Lock, error) {
-	if err := checkLock(o, name, ttl); err != nil {
+	if err := checkHold(o, lockKind, name, ttl); err != nil {
 		return nil, err
 	}
 	if err := c.checkLockDelay(o); err != nil {
@@ -296,7 +296,7 @@ func (a *acquisition) fan() (fan, error) {
 		}
 	}
 	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.b.ttl, timeout: a.b.timeout,
-		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o), delay: a.delay()}
+		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o), delay: a.o.delayOf(a.p != nil)}
 	switch {
 	case a.p != nil:
 		a.ops = a.p.ops() // a semaphore picks the slot it asks for
@@ -372,7 +372,7 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		a.inLine = a.calls.mayJoinLine(a.inLine)
 	}
 	if l == nil && a.kept {
-		a.c.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails, delay: a.delay()})
+		a.c.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails, delay: a.o.delayOf(a.p != nil)})
 	}
 	if a.inLine != 0 {
 		// After the last attempt's calls, which would put it back in

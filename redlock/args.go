@@ -10,11 +10,6 @@ import (
 // every server, and errors and logs quote it.
 const MaxNameLen = 1024
 
-// checkLock validates a lock name and TTL for Acquire, TryAcquire and Do.
-func checkLock(o *options, name string, ttl time.Duration) error {
-	return checkHold(o, lockKind, name, ttl)
-}
-
 // checkHold validates the name and TTL of a hold of kind k.
 func checkHold(o *options, k kind, name string, ttl time.Duration) error {
 	if err := checkName(k.primitive()+" name", name); err != nil {

@@ -47,15 +47,12 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 // kind k, and refuses, before any server is asked, what Do could not
 // carry through: bad arguments, a nil fn, a TTL too short to keep alive.
 func (c *Client) doOptions(k kind, name string, ttl time.Duration, fn func(context.Context) error, opts []Option) (*options, error) {
-	o, err := c.options.with(opts)
+	o, err := c.primOptions(k, name, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
 	if fn == nil {
 		return nil, invalidArgument("nil function for %s", k.of(name))
-	}
-	if err := checkHold(o, k, name, ttl); err != nil {
-		return nil, err
 	}
 	if _, err := keepAliveInterval(o, k, name, o.budget(ttl)); err != nil {
 		return nil, err

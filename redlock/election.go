@@ -37,8 +37,7 @@ func (c *Client) Election(name string) *Election {
 		e.err = invalidArgument("empty election name")
 	} else {
 		e.err = checkServers(c.servers, "an election", "HoldKeeper and keyserver.Fencer", func(ks keyserver.KeyServer) bool {
-			_, fencer := ks.(keyserver.Fencer)
-			return fencer && isKeeper(ks)
+			return implements[keyserver.Fencer](ks) && implements[keyserver.HoldKeeper](ks)
 		})
 	}
 	return e

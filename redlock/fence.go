@@ -30,10 +30,7 @@ func (l *Lock) Fence() uint64 {
 
 // checkFencers refuses fencing over servers that cannot keep counters.
 func checkFencers(servers []keyserver.KeyServer) error {
-	return checkServers(servers, "WithFencing", "Fencer", func(ks keyserver.KeyServer) bool {
-		_, ok := ks.(keyserver.Fencer)
-		return ok
-	})
+	return checkServers(servers, "WithFencing", "Fencer", implements[keyserver.Fencer])
 }
 
 // maxFenceRounds bounds the write rounds of one grant: each round proposes

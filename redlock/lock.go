@@ -216,7 +216,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	b := l.o.budget(ttl)
 	start := c.clock.Now()
 	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: ttl, timeout: b.timeout, after: l.tails, prim: l.prim,
-		quarantine: c.quarantineRule(l.o), delay: l.delay()}
+		quarantine: c.quarantineRule(l.o), delay: l.o.delayOf(l.prim != nil)}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
 	l.tails = res.tails

@@ -80,20 +80,11 @@ func delayed(ks keyserver.KeyServer, d time.Duration) keyserver.KeyServer {
 	return ds.Delayed(max(d, 0))
 }
 
-// delay is the lock-delay of the acquisition's calls: none for a
-// primitive's hold.
-func (a *acquisition) delay() time.Duration {
-	if a.p != nil {
+// delayOf is the lock-delay of the calls of a lock, or of a primitive's
+// hold (prim), which has none.
+func (o *options) delayOf(prim bool) time.Duration {
+	if prim {
 		return 0
 	}
-	return a.o.lockDelay
-}
-
-// delay is the lock-delay of the lock's calls: none for a primitive's
-// hold.
-func (l *Lock) delay() time.Duration {
-	if l.prim != nil {
-		return 0
-	}
-	return l.o.lockDelay
+	return o.lockDelay
 }

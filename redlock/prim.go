@@ -40,8 +40,8 @@ type primitive interface {
 // when refusals keep naming a free slot that others take first.
 const maxAtOnce = 3
 
-// checkServers refuses a primitive over servers that do not implement
-// what it needs (is), before any server is asked.
+// checkServers refuses what needs every server to implement iface (is)
+// over servers that do not, before any server is asked.
 func checkServers(servers []keyserver.KeyServer, what, iface string, is func(keyserver.KeyServer) bool) error {
 	for i, s := range servers {
 		if !is(s) {
@@ -51,9 +51,9 @@ func checkServers(servers []keyserver.KeyServer, what, iface string, is func(key
 	return nil
 }
 
-// isKeeper reports whether ks keeps the primitives' holds.
-func isKeeper(ks keyserver.KeyServer) bool {
-	_, ok := ks.(keyserver.HoldKeeper)
+// implements reports whether ks implements T.
+func implements[T any](ks keyserver.KeyServer) bool {
+	_, ok := ks.(T)
 	return ok
 }
 

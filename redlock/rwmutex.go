@@ -30,7 +30,7 @@ func (c *Client) RWMutex(name string) *RWMutex {
 	if name == "" {
 		m.err = invalidArgument("empty read-write lock name")
 	} else {
-		m.err = checkServers(c.servers, "a read-write lock", "HoldKeeper", isKeeper)
+		m.err = checkServers(c.servers, "a read-write lock", "HoldKeeper", implements[keyserver.HoldKeeper])
 	}
 	return m
 }

@@ -38,7 +38,7 @@ func (c *Client) Semaphore(name string, permits int) *Semaphore {
 	case name == "":
 		s.err = invalidArgument("empty semaphore name")
 	default:
-		s.err = checkServers(c.servers, "a semaphore", "HoldKeeper", isKeeper)
+		s.err = checkServers(c.servers, "a semaphore", "HoldKeeper", implements[keyserver.HoldKeeper])
 	}
 	return s
 }

@@ -125,10 +125,7 @@ func (c *Client) acquireSet(ctx context.Context, o *options, names []string, ttl
 	if err := checkTTL(o, setKind, setName(names), ttl); err != nil {
 		return nil, err
 	}
-	if err := checkServers(c.servers, "AcquireAll", "SetLocker", func(ks keyserver.KeyServer) bool {
-		_, ok := ks.(keyserver.SetLocker)
-		return ok
-	}); err != nil {
+	if err := checkServers(c.servers, "AcquireAll", "SetLocker", implements[keyserver.SetLocker]); err != nil {
 		return nil, err
 	}
 	so := &setOps{names: names, keys: make([]string, len(names))}
@@ -198,12 +195,10 @@ func (so *setOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServe
 	sl := ks.(keyserver.SetLocker)
 	_, lines := ks.(keyserver.Notifier)
 	switch f.op {
-	case opAcquireInLine:
-		if lines {
+	case opAcquireInLine, opAcquire:
+		if f.op == opAcquireInLine && lines {
 			return withHolder(sl.AcquireAllInLine(ctx, so.keys, f.token, f.ttl))
 		}
-		return withHolder(sl.AcquireAll(ctx, so.keys, f.token, f.ttl))
-	case opAcquire:
 		return withHolder(sl.AcquireAll(ctx, so.keys, f.token, f.ttl))
 	case opLeaveLine:
 		var err error
