@@ -439,17 +439,18 @@ func (a *acquisition) awaitPlace(ctx context.Context) error {
 			return a.notAcquired(err)
 		}
 		return nil
-	case a.p == nil && (!a.queue.inLine(a.qw) || a.watches != nil):
+	case a.p != nil:
+		// Its watches predate the hold of the call ahead, whose end tells
+		// it or a watcher ahead of it: a look would only be refused.
+	case !a.queue.inLine(a.qw) || a.watches != nil:
 		return nil
-	case a.p == nil:
+	default:
 		// Its patience starts here, counting the calls of its client ahead.
 		a.inLine = a.c.notifierMask
 		if a.token == "" {
 			a.token = a.rank.token()
 		}
 	}
-	// A primitive's watches predate the hold of the call ahead, whose end
-	// tells it or a watcher ahead of it: a look would only be refused.
 	a.outOfPatience()
 	if err := a.wait(ctx); err != nil {
 		return a.notAcquired(err)
