@@ -25,6 +25,11 @@ var t0 = time.Unix(1_700_000_000, 0)
 // fails the test instead of hanging it.
 const wait = 10 * time.Second
 
+// withClock replaces the client's clock; tests use a fake one.
+func withClock(c clock.Clock) ClientOption {
+	return clientOnly(func(o *options) { o.clock = c })
+}
+
 // testClient returns a client on fc; its background calls must have ended
 // by the end of the test.
 func testClient(t *testing.T, fc *clock.Fake, servers []keyserver.KeyServer, opts ...ClientOption) *Client {

@@ -187,11 +187,6 @@ func WithQuarantine(d time.Duration) Option {
 	return func(o *options) { o.quarantine = max(d, NoQuarantine) }
 }
 
-// withClock replaces the client's clock; tests use a fake one.
-func withClock(c clock.Clock) ClientOption {
-	return clientOnly(func(o *options) { o.clock = c })
-}
-
 // duration checks a duration option: negative is invalid, 0 is def (which
 // may be 0 itself, as for the jitter).
 func (o *options) duration(what string, d, def time.Duration) time.Duration {
