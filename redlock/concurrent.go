@@ -111,7 +111,7 @@ func (bg *background) countLocked(v vote) {
 // it, as a started call its server goes on with.
 func (s *serverCall) block() {
 	bg := s.bg
-	ok, n, h, err := bg.c.callAfter(bg, s.i, bg.c.servers[s.i])
+	ok, n, h, err := bg.c.callAfter(bg, s.i)
 	if bg.blocking.Add(-1) == 0 {
 		bg.cancel()
 	}
@@ -127,7 +127,7 @@ func (s *serverCall) block() {
 // callAfter makes server i's call once the calls it must follow have
 // finished ("The calls of one lock go in order" in docs/design.md), unless
 // the call it follows granted what this one would undo (fan.unlessGranted).
-func (c *Client) callAfter(bg *background, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+func (c *Client) callAfter(bg *background, i int) (bool, uint64, keyserver.Holder, error) {
 	f, callCtx := &bg.f, bg.callCtx
 	waited := false
 	if after := f.after.done; after != nil {
@@ -232,7 +232,7 @@ func (s *serverCall) then(next int) {
 // undo undoes the call after a failed verdict, then finishes it.
 func (s *serverCall) undo() {
 	bg := s.bg
-	bg.c.undo(bg.ctx, &bg.f, s.i, bg.c.servers[s.i])
+	bg.c.undo(bg.ctx, &bg.f, s.i)
 	s.finish()
 }
 

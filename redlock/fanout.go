@@ -272,9 +272,9 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 	bg := r.bg
 	if bg == nil { // every call has finished
 		if failed && f.undo {
-			for i, ks := range c.servers {
+			for i := range c.servers {
 				if !f.storedNothing(r.answerOf(i)) {
-					c.undo(ctx, f, i, ks)
+					c.undo(ctx, f, i)
 				}
 			}
 		}
@@ -305,11 +305,11 @@ func (f *fan) storedNothing(ok bool, err error) bool {
 // undo cleans up after a failed attempt on server i. It runs even when the
 // caller's context has ended, as leaving the key behind would block
 // everyone until its TTL ran out.
-func (c *Client) undo(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) {
+func (c *Client) undo(ctx context.Context, f *fan, i int) {
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
 	u := fan{op: opRelease, key: f.key, token: f.token, prim: f.prim, delay: f.delay}
-	_, _, _, err := u.call(uctx, i, ks)
+	_, _, _, err := u.call(uctx, i, c.servers[i])
 	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt
 }
 
