@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -235,10 +234,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	}
 	defer c.exit()
 	a.attempts++
-	f, err := a.fan()
-	if err != nil {
-		return nil, err
-	}
+	f := a.fan()
 	// An earlier start only understates validity ("The first clock
 	// reading" in docs/design.md).
 	start := a.began
@@ -281,14 +277,10 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 
 // fan is the next attempt's call to every server: with the token the call
 // keeps, or a fresh one.
-func (a *acquisition) fan() (fan, error) {
+func (a *acquisition) fan() fan {
 	c := a.c
 	if !a.kept { // a fresh token: no earlier call of it to wait for
-		token, err := a.o.newToken(a.rank)
-		if err != nil {
-			return fan{}, fmt.Errorf("redlock: generating a token: %w", err)
-		}
-		a.token, a.tails = token, tails{}
+		a.token, a.tails = a.o.newToken(a.rank), tails{}
 		if !c.inProcess {
 			// After this client's last release of the key: a server it has
 			// not reached yet would refuse for nothing.
@@ -317,7 +309,7 @@ func (a *acquisition) fan() (fan, error) {
 	if a.mode == skips && !a.fenced {
 		f.rule = untilKnownHeld
 	}
-	return f, nil
+	return f
 }
 
 // record keeps what the next attempt and the call's end need of a settled

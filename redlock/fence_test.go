@@ -199,7 +199,7 @@ func (h hookedFencer) RaiseFence(ctx context.Context, key string, fence uint64) 
 }
 
 func withToken(token string) Option {
-	return func(o *options) { o.newToken = func(rank) (string, error) { return token, nil } }
+	return func(o *options) { o.newToken = func(rank) string { return token } }
 }
 
 // TestAStaleReadDoesNotRepeatAToken builds the schedule where reading the

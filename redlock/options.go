@@ -56,7 +56,7 @@ type options struct {
 	quarantine    time.Duration // WithQuarantine's d: 0 the default, < 0 off
 	lockDelay     time.Duration // WithLockDelay's d: 0 none
 	randInt64N    func(n int64) int64
-	newToken      func(rank) (string, error)
+	newToken      func(rank) string
 
 	invalidOptions []error
 }

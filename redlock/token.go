@@ -27,14 +27,14 @@ func newRank(start time.Time) (r rank) {
 
 // newToken draws the token of one attempt of the call ranked r, from
 // ChaCha8 ("Tokens and ranks" in docs/design.md).
-func newToken(r rank) (string, error) {
+func newToken(r rank) string {
 	var s [layout.TokenLen]byte
 	var u [12]byte
 	binary.LittleEndian.PutUint64(u[0:8], rand.Uint64())
 	binary.LittleEndian.PutUint32(u[8:12], rand.Uint32())
 	copy(s[:], r[:])
 	hex.Encode(s[layout.RankLen:], u[:])
-	return string(s[:]), nil
+	return string(s[:])
 }
 
 // before reports whether r ranks before o.
