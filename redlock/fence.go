@@ -105,8 +105,8 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 // was not written to a quorum.
 func (a *acquisition) drawFences(ctx context.Context, hint uint64) ([]uint64, tally) {
 	keys := []string{a.key}
-	if fk, ok := a.p.(interface{ fenceKeys() []string }); ok {
-		keys = fk.fenceKeys()
+	if so, ok := a.p.(*setOps); ok {
+		keys = so.keys
 		hint = 0
 	}
 	fences := make([]uint64, len(keys))

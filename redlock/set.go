@@ -222,7 +222,6 @@ func withHolder(ok bool, h keyserver.Holder, err error) (bool, uint64, keyserver
 func (so *setOps) ops() primOps              { return so }
 func (so *setOps) again(primOps, tally) bool { return false }
 func (so *setOps) together() int             { return 1 }
-func (so *setOps) fenceKeys() []string       { return so.keys }
 
 // errNoWatch is a set's watch on a server that promised it every key:
 // nothing to wait for there.

@@ -364,8 +364,8 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	}
 	c := a.c
 	d := a.o.retryWait()
-	if mw, ok := a.p.(interface{ maxWait() time.Duration }); ok {
-		d = min(d, mw.maxWait())
+	if rw, ok := a.p.(*rwOps); ok {
+		d = min(d, rw.maxWait())
 	}
 	d = a.untilPatience(min(d, renewWatches))
 	_, need := a.told()
