@@ -41,13 +41,7 @@ func (l *Lock) Contended() <-chan struct{} {
 // enough of them told of a waiter.
 func (l *Lock) watchContention(ch chan struct{}) {
 	c := l.c
-	var watchers []int
-	for i, s := range c.servers {
-		if _, ok := s.(keyserver.Notifier); ok {
-			watchers = append(watchers, i)
-		}
-	}
-	need := max(1, c.quorum-(len(c.servers)-len(watchers)))
+	watchers, need := c.notifiers, c.turnsNeeded()
 	if len(watchers) < need {
 		return // never: too few servers can tell
 	}
