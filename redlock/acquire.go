@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -264,7 +265,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	case dup != nil:
 		return nil, dup
 	case !granted && a.fenced && t.maxN >= keyserver.MaxFence:
-		return nil, holdFenceErr(a.kind(), a.name)
+		return nil, fmt.Errorf("%s%s: fence counter reached its maximum %d", prefix, a.kind().of(a.name), uint64(keyserver.MaxFence))
 	case !granted:
 		return nil, nil
 	}

@@ -245,9 +245,6 @@ func (s *serverCall) finish() {
 	s.bg.c.bg.Done()
 }
 
-// timedOut is expire at the deadline.
-func (bg *background) timedOut() { bg.expire(context.DeadlineExceeded) }
-
 // expire counts the started calls still sending or stopped as failed with
 // err, as a blocking call returns at its deadline; a later answer is
 // dropped. A going call ends by itself, bounded by the same deadline.

@@ -190,7 +190,7 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 		// the calls started first may answer before the last one starts.
 		deadline = c.clock.Now().Add(f.timeout)
 		bg.waiting = calls
-		bg.timer = c.clock.AfterFunc(f.timeout, bg.timedOut)
+		bg.timer = c.clock.AfterFunc(f.timeout, func() { bg.expire(context.DeadlineExceeded) })
 	}
 	started := 0
 	for i := range bg.servers {

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -60,11 +59,6 @@ func (c *Client) fence(ctx context.Context, name, key string, timeout time.Durat
 	c.logger.Warn("redlock: fencing token not written to a quorum", "lock", name,
 		"accepted", t.granted, "refused", t.refused, "failed", len(t.errs))
 	return 0, t
-}
-
-// holdFenceErr is fenceErr for a hold of kind k.
-func holdFenceErr(k kind, name string) error {
-	return fmt.Errorf("%s%s: fence counter reached its maximum %d", prefix, k.of(name), uint64(keyserver.MaxFence))
 }
 
 // CheckFence reports whether fence is still the newest fencing token
