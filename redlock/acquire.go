@@ -317,7 +317,7 @@ func (a *acquisition) fan() fan {
 // attempt, and reports it to the logs and hooks.
 func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, granted, kept bool, elapsed time.Duration) {
 	c := a.c
-	a.tails, a.kept, a.last = res.tails, kept && !granted, t
+	a.tails, a.kept, a.last = res.tails, kept, t
 	a.calls = res.bg
 	if f.op == opAcquireInLine {
 		// A place in line where a Notifier did not grant, and only where a

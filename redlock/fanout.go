@@ -416,9 +416,10 @@ func (c *Client) identify(ctx context.Context, i int, f *fan) error {
 		id.mu.Unlock()
 		// One ask serves the quarantine too; keyserver/redis keeps the
 		// answer for its asks after grants.
-		in, err := c.servers[i].(keyserver.Incarnator).Incarnation(ctx)
+		// Only a server the quarantine judges is asked (see identities.init).
+		in, err := c.quarantine.judged[i].Incarnation(ctx)
 		c.observe(ctx, opIdentify, f.name, i, err)
-		if err == nil && c.quarantine != nil {
+		if err == nil {
 			c.quarantine.sight(i, in, c.quarantine.clock.Now())
 		}
 		id.mu.Lock()
@@ -462,7 +463,9 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 // lockCall makes f's call to ks for a lock key.
 func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
 	if f.delay != 0 && f.op != opLeaveLine && f.op != opRaiseFence && f.op != opReadFence {
-		ks = delayed(ks, f.delay)
+		// Every server is a Delayer, checked by New or the call (see
+		// checkLockDelay); noDelay is a delay of 0.
+		ks = ks.(keyserver.Delayer).Delayed(max(f.delay, 0))
 	}
 	switch f.op {
 	case opAcquire, opAcquireInLine:
