@@ -463,9 +463,7 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 // lockCall makes f's call to ks for a lock key.
 func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
 	if f.delay != 0 && f.op != opLeaveLine && f.op != opRaiseFence && f.op != opReadFence {
-		// Every server is a Delayer, checked by New or the call (see
-		// checkLockDelay); noDelay is a delay of 0.
-		ks = ks.(keyserver.Delayer).Delayed(max(f.delay, 0))
+		ks = delayed(ks, f.delay)
 	}
 	switch f.op {
 	case opAcquire, opAcquireInLine:

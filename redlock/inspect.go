@@ -272,7 +272,7 @@ func leftOf(lefts []time.Duration, quorum int) time.Duration {
 // atLeast is the largest value that k of vals are at least (the k-th
 // largest); zero when there are fewer than k.
 func atLeast[T int | time.Duration](vals []T, k int) T {
-	if len(vals) < k {
+	if k < 1 || len(vals) < k {
 		var zero T
 		return zero
 	}

@@ -71,6 +71,15 @@ func (c *Client) checkLockDelay(o *options) error {
 	return checkDelayers(c.servers)
 }
 
+// delayed is ks as a call of a lock with delay d sees it (see fan.delay).
+func delayed(ks keyserver.KeyServer, d time.Duration) keyserver.KeyServer {
+	ds, ok := ks.(keyserver.Delayer)
+	if !ok { // checked by New or the call: not reached
+		return ks
+	}
+	return ds.Delayed(max(d, 0))
+}
+
 // delayOf is the lock-delay of the calls of a lock, or of a primitive's
 // hold (prim), which has none.
 func (o *options) delayOf(prim bool) time.Duration {
