@@ -152,54 +152,6 @@ func (a *acquisition) waitsInLine() bool {
 	return set || a.p == nil && !a.o.fencing
 }
 
-// refused decides, after a refused attempt, whether the call ends, and
-// returns its error if so.
-func (a *acquisition) refused(ctx context.Context) error {
-	last := a.outOfPatience()
-	if a.mode == skips && a.last.skip(a.attempts, last) {
-		err := a.notAcquired(nil)
-		err.skip = true
-		return err
-	}
-	if a.last.hopeless() || last {
-		return a.notAcquired(ctx.Err())
-	}
-	return nil
-}
-
-// outOfPatience reports, after a refused attempt, whether the call has
-// waited as long as its retries allow ("Patience" in docs/design.md).
-func (a *acquisition) outOfPatience() bool {
-	if a.retries < 0 {
-		return false
-	}
-	now := a.c.clock.Now()
-	ahead := a.last.ahead
-	if a.queue != nil {
-		ahead = max(ahead, a.queue.ahead(a.qw))
-	}
-	moved := ahead < a.ahead || a.setAnew(now)
-	if a.patience.IsZero() || moved {
-		each := time.Duration(a.retries) * a.o.retryDelay
-		a.patience = later(a.patience, now.Add(each*time.Duration(ahead+1)))
-		if moved && a.queue != nil {
-			a.queue.moved(now)
-		}
-	}
-	a.ahead, a.left, a.refusedAt = ahead, a.last.left, now
-	return !now.Before(a.patience)
-}
-
-// setAnew reports whether the key that refused the last attempt was set
-// since the refusal before: it has more TTL left than that one had, less
-// the time between them (and a server call's time of slack).
-func (a *acquisition) setAnew(now time.Time) bool {
-	if a.left <= 0 || a.last.left <= 0 {
-		return false
-	}
-	return a.last.left > a.left-now.Sub(a.refusedAt)+a.b.timeout
-}
-
 // later returns the later of two times.
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -214,15 +166,6 @@ func earlier(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// notAcquired is the call's error, with the votes of its last attempt.
-func (a *acquisition) notAcquired(ctxErr error) *QuorumError {
-	sentinel := ErrNotAcquired
-	if a.last.heldElsewhere() {
-		sentinel = ErrHeldElsewhere
-	}
-	return newQuorumError("acquire", a.kind(), a.name, a.attempts, a.last, ctxErr, sentinel)
 }
 
 // attempt is one round of the algorithm ("Quorum and validity" in

@@ -93,25 +93,32 @@ func New(servers []keyserver.KeyServer, opts ...ClientOption) (*Client, error) {
 			"servers", n, "failures_tolerated", n-quorum(n))
 	}
 	c := &Client{
-		servers:   append([]keyserver.KeyServer(nil), servers...),
-		quorum:    quorum(len(servers)),
-		options:   o,
-		inProcess: true,
-		health:    health{failures: make([]atomic.Int64, len(servers)), breakers: make(breakers, len(servers))},
+		servers: append([]keyserver.KeyServer(nil), servers...),
+		quorum:  quorum(len(servers)),
+		options: o,
+		health:  health{failures: make([]atomic.Int64, len(servers)), breakers: make(breakers, len(servers))},
 	}
 	c.closing, c.stopClosing = context.WithCancel(context.Background())
 	c.identities.init(c.servers)
 	c.quarantine = newQuarantine(c.servers, o.clock)
+	c.learn(servers)
+	return c, nil
+}
+
+// learn records what the servers can do: which keep lines (Notifier),
+// whether all answer at once (InProcess: their calls need no goroutine),
+// and which start calls whose answers their reader hands over ("Started
+// calls" in docs/design.md).
+func (c *Client) learn(servers []keyserver.KeyServer) {
+	c.inProcess = true
 	for i, s := range servers {
 		if _, ok := s.(keyserver.Notifier); ok {
 			c.notifiers = append(c.notifiers, i)
 			c.notifierMask |= bit(i)
 		}
 		if _, ok := s.(keyserver.InProcess); !ok {
-			c.inProcess = false // it may not answer at once: calls go on goroutines
+			c.inProcess = false
 		}
-		// A started call's answer is handed over by the server's reader
-		// ("Started calls" in docs/design.md).
 		if st, ok := s.(startcall.Starter); ok {
 			if c.starters == nil {
 				c.starters = make([]startcall.Starter, len(servers))
@@ -119,7 +126,6 @@ func New(servers []keyserver.KeyServer, opts ...ClientOption) (*Client, error) {
 			c.starters[i] = st
 		}
 	}
-	return c, nil
 }
 
 // isNil reports whether s is nil, also as a typed nil pointer in the
