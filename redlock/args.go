@@ -12,15 +12,23 @@ const MaxNameLen = 1024
 
 // checkHold validates the name and TTL of a hold of kind k.
 func checkHold(o *options, k kind, name string, ttl time.Duration) error {
-	if err := checkName(k.primitive()+" name", name); err != nil {
+	if err := checkName(k.primitive(), name); err != nil {
 		return err
 	}
 	return checkTTL(o, k, name, ttl)
 }
 
-// checkName refuses an empty name and one longer than MaxNameLen; noun
-// says what the name is of ("lock name").
-func checkName(noun, name string) error {
+// checkName refuses an empty name and one longer than MaxNameLen; of
+// says whose name it is ("lock"), "" for any. The words are joined only
+// for an error: a call checks its name every time.
+func checkName(of, name string) error {
+	if name != "" && len(name) <= MaxNameLen {
+		return nil
+	}
+	noun := "name"
+	if of != "" {
+		noun = of + " name"
+	}
 	switch {
 	case name == "":
 		return invalidArgument("empty %s", noun)

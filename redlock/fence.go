@@ -69,7 +69,7 @@ func (c *Client) fence(ctx context.Context, name, key string, timeout time.Durat
 // fence/sqlfence) is the airtight check ("Fences at the resource" in
 // docs/design.md).
 func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (current bool, err error) {
-	if err := checkName("lock name", name); err != nil {
+	if err := checkName("lock", name); err != nil {
 		return false, err
 	}
 	if fence == 0 {

@@ -110,7 +110,7 @@ type ElectionView struct {
 // the Status of those that answered with a *QuorumError: what a quorum
 // holds is held whatever the others say.
 func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
-	if err := checkName("name", name); err != nil {
+	if err := checkName("", name); err != nil {
 		return Status{}, err
 	}
 	if err := c.enter(); err != nil {

@@ -148,7 +148,7 @@ func (c *Client) checkNames(names []string) ([]string, error) {
 	seen := make(map[string]bool, len(names))
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if err := checkName("lock name", n); err != nil {
+		if err := checkName("lock", n); err != nil {
 			return nil, err
 		}
 		if seen[n] {
