@@ -115,7 +115,8 @@ func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation
 // answer judges server i's answer (ok, err) to a call with ttl, given its
 // incarnation in or the error inErr of its read: a grant counts or not (see
 // judge); a refusal records the incarnation, so that a later restart is not
-// taken for one before the client was made ("Which restarts").
+// taken for one before the client was made ("Which restarts" in
+// docs/design.md).
 func (r quarantineRule) answer(i int, ttl time.Duration, ok bool, err error, in keyserver.Incarnation, inErr error) (bool, error) {
 	switch {
 	case r.q == nil || r.q.judged[i] == nil:
