@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,12 +155,7 @@ func (r *releases) take(key string) tails {
 
 // finished reports whether every channel of tails is closed.
 func finished(tails []<-chan struct{}) bool {
-	for _, ch := range tails {
-		if !closed(ch) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(tails, func(ch <-chan struct{}) bool { return !closed(ch) })
 }
 
 // closed reports whether ch is closed, without waiting.
