@@ -330,9 +330,8 @@ func verdict(answered []keyserver.NameStatus, n, quorum int) (View, bool) {
 	v.Election.Leader = values[l]
 	// A lock, writer or leader that a quorum holds is decided: any other
 	// quorum shares a server with it, which holds its token.
-	undecided := false
-	for _, h := range []holders{lock, permits, readers, writer, leader} {
-		undecided = undecided || h.undecided(quorum, failed)
-	}
+	undecided := slices.ContainsFunc([]holders{lock, permits, readers, writer, leader}, func(h holders) bool {
+		return h.undecided(quorum, failed)
+	})
 	return v, undecided
 }
