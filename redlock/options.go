@@ -254,9 +254,7 @@ func (o *options) with(opts []Option) (*options, error) {
 	call := *o
 	call.invalidOptions = nil
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&call)
-		}
+		opt.applyClient(&call) // skips a nil opt
 	}
 	if err := call.check(); err != nil {
 		return nil, err
