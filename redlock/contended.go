@@ -64,11 +64,7 @@ func (l *Lock) watchContention(ch chan struct{}) {
 			once.Do(func() {
 				close(ch)
 				if h := c.hooks.Contended; h != nil {
-					hctx := l.callCtx
-					if hctx == nil {
-						hctx = context.Background()
-					}
-					h(hctx, l.name)
+					h(l.callCtx, l.name) // set by newLock, as the hook is
 				}
 			})
 		}
