@@ -93,9 +93,11 @@ func (l *Lock) watchContention(ch chan struct{}) {
 // broken watch, until a waiter joins (true) or ctx ends.
 func (l *Lock) watchServer(ctx context.Context, ws keyserver.Notifier) bool {
 	c := l.c
-	b := l.budgetNow()
+	l.mu.Lock()
+	timeout := l.b.timeout // as the last grant or extension set it
+	l.mu.Unlock()
 	for ctx.Err() == nil {
-		wctx, cancel := c.clock.WithTimeout(ctx, b.timeout)
+		wctx, cancel := c.clock.WithTimeout(ctx, timeout)
 		contended, broken, stop, err := ws.WatchContention(wctx, l.key, l.token)
 		cancel()
 		if err != nil {
@@ -114,11 +116,4 @@ func (l *Lock) watchServer(ctx context.Context, ws keyserver.Notifier) bool {
 		}
 	}
 	return false
-}
-
-// budgetNow is the lock's budget, as its last grant or extension set it.
-func (l *Lock) budgetNow() budget {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b
 }
