@@ -196,10 +196,12 @@ func (so *setOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServe
 	_, lines := ks.(keyserver.Notifier)
 	switch f.op {
 	case opAcquireInLine, opAcquire:
+		acquire := sl.AcquireAll
 		if f.op == opAcquireInLine && lines {
-			return withHolder(sl.AcquireAllInLine(ctx, so.keys, f.token, f.ttl))
+			acquire = sl.AcquireAllInLine
 		}
-		return withHolder(sl.AcquireAll(ctx, so.keys, f.token, f.ttl))
+		ok, h, err := acquire(ctx, so.keys, f.token, f.ttl)
+		return ok, 0, h, err
 	case opLeaveLine:
 		var err error
 		if lines {
@@ -212,11 +214,6 @@ func (so *setOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServe
 	}
 	ok, err := sl.ReleaseAll(ctx, so.keys, f.token)
 	return ok, 0, keyserver.Holder{}, err
-}
-
-// withHolder is an acquire's answer as a fan-out's call returns it.
-func withHolder(ok bool, h keyserver.Holder, err error) (bool, uint64, keyserver.Holder, error) {
-	return ok, 0, h, err
 }
 
 func (so *setOps) ops() primOps              { return so }
