@@ -38,7 +38,6 @@ func (h Health) String() string {
 // guarded by the Lock's mu; made when first needed.
 type risk struct {
 	contended chan struct{} // Contended's (contended.go); nil until asked for
-	failed    bool          // the last extension failed to reach a quorum
 	entered   bool          // at risk since the last good extension (or the grant)
 	ch        chan struct{} // AtRisk's; nil until asked for
 	timer     clock.Timer   // fires at at; nil until ch or the hook needs it
@@ -112,7 +111,7 @@ func (l *Lock) riskAt() time.Time { return l.until.Add(-l.b.ttl / 3) }
 // checkRisk enters the at-risk state if validity ran low, and reports
 // whether the lock is at risk. l.mu must be held, and l.err nil.
 func (l *Lock) checkRisk() bool {
-	if !l.r().entered && (l.r().failed || l.c.clock.Since(l.riskAt()) >= 0) {
+	if !l.r().entered && l.c.clock.Since(l.riskAt()) >= 0 {
 		l.enterRisk()
 	}
 	return l.r().entered
@@ -138,7 +137,6 @@ func (l *Lock) extendedRisk() {
 	if l.risk == nil {
 		return // nothing listens, and no risk was recorded
 	}
-	l.risk.failed = false
 	if l.risk.entered {
 		l.risk.entered = false
 		if l.risk.ch != nil {
@@ -154,10 +152,10 @@ func (l *Lock) extendedRisk() {
 }
 
 // failedExtension records an extension that did not reach a quorum
-// while the caller still wanted it (ctx alive). l.mu must be held.
+// while the caller still wanted it (ctx alive): the lock is at risk until
+// a good extension. l.mu must be held, and l.err nil.
 func (l *Lock) failedExtension(ctx context.Context) {
 	if ctx.Err() == nil {
-		l.r().failed = true
 		l.enterRisk()
 	}
 }
