@@ -44,8 +44,7 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 		due := granted.Add(interval)
 		if why := l.capReached(extensions, due, b.ttl); why != "" {
 			c.logger.Info("redlock: keep-alive stopped", "lock", l.name, "reason", why)
-			l.awaitLoss(live, lossAt)
-			return l.stopped(ctx, why)
+			return l.awaitLoss(ctx, live, lossAt, why)
 		}
 		if done, err := l.extendFrom(ctx, live, b, due, lossAt); done {
 			return err
@@ -64,8 +63,7 @@ func (l *Lock) extendFrom(ctx, live context.Context, b budget, due, lossAt time.
 			return true, l.stopped(ctx, "")
 		}
 		if c.clock.Now().After(lastTry) { // no try could be answered in time
-			l.awaitLoss(live, lossAt)
-			return true, l.stopped(ctx, "")
+			return true, l.awaitLoss(ctx, live, lossAt, "")
 		}
 		err := l.Extend(live, b.ttl)
 		if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrLockLost) {
@@ -106,12 +104,13 @@ func keepAliveInterval(o *options, k kind, name string, b budget) (time.Duration
 }
 
 // awaitLoss waits until the lock is declared lost at lossAt, or live
-// ends. The expiry timer declares it too; this does not wait for the
-// timer's goroutine.
-func (l *Lock) awaitLoss(live context.Context, lossAt time.Time) {
+// ends, and returns KeepAlive's result (see stopped). The expiry timer
+// declares the loss too; this does not wait for the timer's goroutine.
+func (l *Lock) awaitLoss(ctx, live context.Context, lossAt time.Time, why string) error {
 	if l.c.clock.Sleep(live, lossAt.Sub(l.c.clock.Now())) == nil {
 		_ = l.Err() // declares the loss
 	}
+	return l.stopped(ctx, why)
 }
 
 // capReached says which cap, if any, forbids the next extension, due at.
