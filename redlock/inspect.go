@@ -212,9 +212,11 @@ func serverView(s keyserver.NameStatus) View {
 // reports.
 type holders map[string][]time.Duration
 
-func (h holders) add(hd keyserver.Hold) {
-	if hd.Token != "" {
-		h[hd.Token] = append(h[hd.Token], hd.Left)
+func (h holders) add(hds ...keyserver.Hold) {
+	for _, hd := range hds {
+		if hd.Token != "" {
+			h[hd.Token] = append(h[hd.Token], hd.Left)
+		}
 	}
 }
 
@@ -293,12 +295,8 @@ func verdict(answered []keyserver.NameStatus, n, quorum int) (View, bool) {
 	var v View
 	for _, s := range answered {
 		lock.add(s.Lock)
-		for _, h := range s.Slots {
-			permits.add(h)
-		}
-		for _, h := range s.Readers {
-			readers.add(h)
-		}
+		permits.add(s.Slots...)
+		readers.add(s.Readers...)
 		writer.add(s.Writer)
 		leader.add(keyserver.Hold{Token: s.Leader.Token, Left: s.Leader.Left})
 		if s.Leader.Token != "" {
