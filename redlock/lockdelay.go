@@ -51,12 +51,10 @@ func checkDelayers(servers []keyserver.KeyServer) error {
 			return invalidArgument("WithLockDelay needs every key server to implement keyserver.Delayer; server %d (%T) does not", i, s)
 		}
 		v := ds.Delayed(0)
-		_, notifier := s.(keyserver.Notifier)
-		_, fencer := s.(keyserver.Fencer)
-		if _, ok := v.(keyserver.Notifier); notifier && !ok {
+		if implements[keyserver.Notifier](s) && !implements[keyserver.Notifier](v) {
 			return invalidArgument("key server %d (%T) is a keyserver.Notifier, but its Delayed view (%T) is not", i, s, v)
 		}
-		if _, ok := v.(keyserver.Fencer); fencer && !ok {
+		if implements[keyserver.Fencer](s) && !implements[keyserver.Fencer](v) {
 			return invalidArgument("key server %d (%T) is a keyserver.Fencer, but its Delayed view (%T) is not", i, s, v)
 		}
 	}
