@@ -114,10 +114,7 @@ func (s *serverCall) overtake() bool {
 // may yet put its caller in line (see outOfLine).
 func (bg *background) mayJoinLine(mask uint64) uint64 {
 	for i := range min(len(bg.servers), 63) {
-		if mask&bit(i) == 0 {
-			continue
-		}
-		if bg.servers[i].outOfLine() {
+		if mask&bit(i) != 0 && bg.servers[i].outOfLine() {
 			mask &^= bit(i)
 		}
 	}
