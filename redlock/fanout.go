@@ -148,28 +148,23 @@ func (c *Client) fanOut(ctx context.Context, f fan) fanned {
 func (c *Client) fanOutInTurn(ctx context.Context, f *fan) (r fanned) {
 	r.n, r.made = len(c.servers), f.after.made
 	for i := range c.servers {
-		var (
-			ok  bool
-			n   uint64
-			h   keyserver.Holder
-			err error
-		)
+		v := vote{server: i}
 		if !c.inProcess {
-			err = c.heldBack(f, i)
+			v.err = c.heldBack(f, i)
 		}
 		switch {
-		case err != nil:
+		case v.err != nil:
 		case c.inProcess:
 			r.made |= bit(i)
-			ok, n, h, err = c.call(ctx, f, i)
+			v.ok, v.n, v.holder, v.err = c.call(ctx, f, i)
 		default:
 			r.made |= bit(i)
 			callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
-			ok, n, h, err = c.call(callCtx, f, i)
+			v.ok, v.n, v.holder, v.err = c.call(callCtx, f, i)
 			cancel()
 		}
-		c.heard(ctx, f, i, err)
-		r.add(vote{server: i, ok: ok, n: n, holder: h, err: err})
+		c.heard(ctx, f, i, v.err)
+		r.add(v)
 	}
 	return r
 }
