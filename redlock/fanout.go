@@ -28,25 +28,21 @@ const (
 	opRead      // a primitive's read of its state (see primOps)
 )
 
-func (k opKind) String() string {
-	switch k {
-	case opAcquire, opAcquireInLine, opAcquireFenced:
-		return "acquire"
-	case opExtend:
-		return "extend"
-	case opRelease:
-		return "release"
-	case opLeaveLine:
-		return "leave_line"
-	case opIdentify:
-		return "identify"
-	case opRead:
-		return "read"
-	case opReadFence:
-		return "read_fence"
-	}
-	return "raise_fence"
+// opNames are the opKinds' Strings.
+var opNames = [...]string{
+	opAcquire:       "acquire",
+	opAcquireInLine: "acquire",
+	opAcquireFenced: "acquire",
+	opExtend:        "extend",
+	opRelease:       "release",
+	opRaiseFence:    "raise_fence",
+	opReadFence:     "read_fence",
+	opLeaveLine:     "leave_line",
+	opIdentify:      "identify",
+	opRead:          "read",
 }
+
+func (k opKind) String() string { return opNames[k] }
 
 // fan is one operation to send to every server: data rather than
 // closures, so that a fan-out on in-process servers allocates nothing.
