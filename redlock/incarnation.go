@@ -3,6 +3,7 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,13 +47,10 @@ type sighting struct {
 // them is judged (see judgedIncarnator).
 func newQuarantine(servers []keyserver.KeyServer, clk clock.Clock) *quarantine {
 	q := &quarantine{clock: clk, born: clk.Now(), judged: make([]keyserver.Incarnator, len(servers)), seen: make([]sighting, len(servers))}
-	some := false
 	for i, s := range servers {
-		if is := judgedIncarnator(s); is != nil {
-			q.judged[i], some = is, true
-		}
+		q.judged[i] = judgedIncarnator(s)
 	}
-	if !some {
+	if !slices.ContainsFunc(q.judged, func(is keyserver.Incarnator) bool { return is != nil }) {
 		return nil
 	}
 	return q
