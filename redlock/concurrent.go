@@ -170,13 +170,8 @@ func (s *serverCall) hand(v vote) { s.then(s.take(v)) }
 // hooks have heard of it when the caller returns.
 func (s *serverCall) take(v vote) int {
 	bg := s.bg
-	if v.err != nil { // a late failure is not reported
-		bg.mu.Lock()
-		late := s.late
-		bg.mu.Unlock()
-		if late {
-			return dropped
-		}
+	if v.err != nil && s.isLate() { // a late failure is not reported
+		return dropped
 	}
 	bg.c.heard(bg.ctx, &bg.f, s.i, v.err)
 	bg.mu.Lock()
@@ -187,6 +182,13 @@ func (s *serverCall) take(v vote) int {
 	s.ok = v.ok
 	bg.countLocked(v)
 	return s.endLocked(bg.f.storedNothing(v.ok, v.err))
+}
+
+// isLate reports whether the call was counted late (see expire).
+func (s *serverCall) isLate() bool {
+	s.bg.mu.Lock()
+	defer s.bg.mu.Unlock()
+	return s.late
 }
 
 // What then does with a call whose wait has ended.

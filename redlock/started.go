@@ -142,14 +142,10 @@ func (s *serverCall) outOfLine() bool {
 // Complete takes the answer of the server's started call, judged by the
 // quarantine as fan.call judges; one that comes late is dropped.
 func (s *serverCall) Complete(a startcall.Answer) {
-	bg := s.bg
-	bg.mu.Lock()
-	late := s.late
-	bg.mu.Unlock()
-	if late { // spares the quarantine's look; take looks again
+	if s.isLate() { // spares the quarantine's look; take looks again
 		return
 	}
-	f := &bg.f
+	f := &s.bg.f
 	ok, err := f.quarantine.answer(s.i, f.ttl, a.OK, a.Err, a.Incarnation, a.IncarnationErr)
 	v := vote{server: s.i, ok: ok, holder: a.Holder, err: err}
 	if err != nil {
