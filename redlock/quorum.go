@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -58,10 +59,8 @@ type serverMask struct {
 // to the caller (see keyserver.Holder.Promised); 0 when it said none, or
 // its answer came after the votes decided.
 func (t *tally) promisedOn(i int) uint64 {
-	for _, p := range t.promised {
-		if p.server == i {
-			return p.mask
-		}
+	if k := slices.IndexFunc(t.promised, func(p serverMask) bool { return p.server == i }); k >= 0 {
+		return t.promised[k].mask
 	}
 	return 0
 }
@@ -70,10 +69,8 @@ func (t *tally) promisedOn(i int) uint64 {
 // or failed with its error, or else refused. Servers from 63 on share a
 // bit in granters, so they are told granted when any of them was.
 func (t *tally) answerOf(i int) (ok bool, err error) {
-	for _, e := range t.errs {
-		if e.Server == i {
-			return false, e.Err
-		}
+	if k := slices.IndexFunc(t.errs, func(e *ServerError) bool { return e.Server == i }); k >= 0 {
+		return false, t.errs[k].Err
 	}
 	return t.granters&bit(i) != 0, nil
 }
