@@ -85,13 +85,6 @@ const (
 	callFinished       // done, if made, is closed
 )
 
-// count counts v, unless the outcome was decided already.
-func (bg *background) count(v vote) {
-	bg.mu.Lock()
-	bg.countLocked(v)
-	bg.mu.Unlock()
-}
-
 // countLocked counts v unless the outcome was decided already, waking the
 // caller when v decides it. bg.mu must be held.
 func (bg *background) countLocked(v vote) {

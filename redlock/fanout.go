@@ -240,7 +240,9 @@ func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint
 		calls--
 		s.ok, s.phase = v.ok, callSkipped
 		s.state.Store(callFinished)
-		bg.count(v)
+		bg.mu.Lock()
+		bg.countLocked(v)
+		bg.mu.Unlock()
 	}
 	return calls, made
 }
