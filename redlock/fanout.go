@@ -82,6 +82,10 @@ type fan struct {
 	delay time.Duration
 }
 
+// asks reports whether f's call goes to server i (see only); the others
+// vote for it without a call.
+func (f *fan) asks(i int) bool { return f.only == 0 || f.only&bit(i) != 0 }
+
 // cleansUp reports whether f cleans up after the lock's earlier calls
 // rather than asking for a vote that grants anything.
 func (f *fan) cleansUp() bool {
@@ -228,7 +232,7 @@ func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint
 		s := &bg.servers[i]
 		s.bg, s.i = bg, i
 		v := vote{server: i, ok: true} // as fan.call answers for a server not in f.only
-		if f.undo || f.only == 0 || f.only&bit(i) != 0 {
+		if f.undo || f.asks(i) {
 			if v.err = c.heldBack(f, i); v.err == nil {
 				made |= bit(i)
 				continue
@@ -372,7 +376,7 @@ func (r *answers[T]) call(ctx context.Context, _ *fan, i int, ks keyserver.KeySe
 // call makes f's call to server i once the server's identity is known
 // (see identities): the call's own wait, bounded like the call.
 func (c *Client) call(ctx context.Context, f *fan, i int) (ok bool, n uint64, h keyserver.Holder, err error) {
-	if (f.only == 0 || f.only&bit(i) != 0) && !f.cleansUp() {
+	if f.asks(i) && !f.cleansUp() {
 		if err := c.identify(ctx, i, f); err != nil {
 			return false, 0, h, err
 		}
@@ -434,7 +438,7 @@ func (c *Client) identify(ctx context.Context, i int, f *fan) error {
 // call makes f's call to ks: its vote, with the number it read (a fence
 // counter) or 0, and the holder a refusal described, if any.
 func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
-	if f.only != 0 && f.only&bit(i) == 0 {
+	if !f.asks(i) {
 		return true, 0, h, nil
 	}
 	switch {
@@ -493,7 +497,7 @@ func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n 
 // heard observes server i's answer to f, unless f voted for it without
 // a call (see fan.only): that says nothing of the server.
 func (c *Client) heard(ctx context.Context, f *fan, i int, err error) {
-	if err != nil || f.only == 0 || f.only&bit(i) != 0 {
+	if err != nil || f.asks(i) {
 		c.observe(ctx, f.op, f.name, i, err)
 	}
 }

@@ -22,7 +22,7 @@ func (f *fan) startable() bool {
 // if not (no Starter, an earlier call to wait for, declined), block makes it.
 func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 	f, ks := &bg.f, c.starters[i]
-	if ks == nil || (f.only != 0 && f.only&bit(i) == 0) || !c.identities.known[i].Load() {
+	if ks == nil || !f.asks(i) || !c.identities.known[i].Load() {
 		return false // an unknown server is asked who it is first, by the adapter (see identities)
 	}
 	if after := f.after.done; after != nil && !closed(after[i]) && (f.after.of == nil || !f.after.of.servers[i].overtake()) {
