@@ -405,7 +405,7 @@ func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error
 				since = c.clock.Now()
 			}
 			seen = ahead
-			deadline := since.Add(time.Duration(a.retries) * a.o.retryDelay * time.Duration(ahead+1))
+			deadline := since.Add(a.patienceFor(ahead))
 			if !c.clock.Now().Before(deadline) {
 				q.mu.Lock()
 				a.last = q.last
@@ -510,14 +510,19 @@ func (a *acquisition) outOfPatience() bool {
 	}
 	moved := ahead < a.ahead || a.setAnew(now)
 	if a.patience.IsZero() || moved {
-		each := time.Duration(a.retries) * a.o.retryDelay
-		a.patience = later(a.patience, now.Add(each*time.Duration(ahead+1)))
+		a.patience = later(a.patience, now.Add(a.patienceFor(ahead)))
 		if moved && a.queue != nil {
 			a.queue.moved(now)
 		}
 	}
 	a.ahead, a.left, a.refusedAt = ahead, a.last.left, now
 	return !now.Before(a.patience)
+}
+
+// patienceFor is how long a call waits with ahead calls before it: its
+// retries' delays for each of them and for itself.
+func (a *acquisition) patienceFor(ahead int) time.Duration {
+	return time.Duration(a.retries) * a.o.retryDelay * time.Duration(ahead+1)
 }
 
 // setAnew reports whether the key that refused the last attempt was set
