@@ -417,7 +417,9 @@ func (c *Client) identify(ctx context.Context, i int, f *fan) error {
 		in, err := c.quarantine.judged[i].Incarnation(ctx)
 		c.observe(ctx, opIdentify, f.name, i, err)
 		if err == nil {
-			c.quarantine.sight(i, in, c.quarantine.clock.Now())
+			// A kept reading may be older than this call: it was current
+			// when that incarnation came back, no later.
+			c.quarantine.sight(i, in, c.quarantine.clock.Now().Add(-in.Up))
 		}
 		id.mu.Lock()
 		id.asks[i] = nil

@@ -68,10 +68,12 @@ func judgedIncarnator(s keyserver.KeyServer) keyserver.Incarnator {
 }
 
 // quarantineRule is what a fan-out of grants needs to judge them: the
-// client's quarantine (nil when off) and WithQuarantine's d.
+// client's quarantine (nil when off), WithQuarantine's d, and when the
+// fan-out began: its answers tell of incarnations current no earlier.
 type quarantineRule struct {
-	q *quarantine
-	d time.Duration
+	q     *quarantine
+	d     time.Duration
+	since time.Time
 }
 
 // quarantineRule returns the rule of a call with options o.
@@ -79,7 +81,10 @@ func (c *Client) quarantineRule(o *options) quarantineRule {
 	if o.quarantine < 0 {
 		return quarantineRule{}
 	}
-	return quarantineRule{q: c.quarantine, d: o.quarantine}
+	if c.quarantine == nil {
+		return quarantineRule{}
+	}
+	return quarantineRule{q: c.quarantine, d: o.quarantine, since: c.clock.Now()}
 }
 
 // judge is admit once server i's incarnation was read: in, or the read's
@@ -89,7 +94,7 @@ func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation
 		return false, cannotTell(err)
 	}
 	now := r.q.clock.Now()
-	back := r.q.sight(i, in, now)
+	back := r.q.sight(i, in, r.since)
 	if in.Durable {
 		return true, nil
 	}
@@ -121,7 +126,7 @@ func (r quarantineRule) answer(i int, ttl time.Duration, ok bool, err error, in 
 	case ok:
 		return r.judge(i, ttl, in, inErr)
 	case err == nil && inErr == nil:
-		r.q.sight(i, in, r.q.clock.Now())
+		r.q.sight(i, in, r.since)
 	}
 	return ok, err
 }
@@ -132,24 +137,29 @@ func cannotTell(err error) error {
 	return fmt.Errorf("%w: could not tell whether it restarted: %w", ErrQuarantined, err)
 }
 
-// sight records server i's incarnation in, seen at now, and returns when
-// it came back from a restart while the client ran (zero if it did not).
-func (q *quarantine) sight(i int, in keyserver.Incarnation, now time.Time) time.Time {
+// sight records server i's incarnation in, current at seen or later, and
+// returns when it came back from a restart while the client ran (zero if
+// it did not). seen is a bound, not the time of judging: an answer judged
+// after its server restarted must not date the old ID past the restart.
+func (q *quarantine) sight(i int, in keyserver.Incarnation, seen time.Time) time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := &q.seen[i]
-	up := now.Add(-in.Up) // no earlier than it came back
+	up := q.clock.Now().Add(-in.Up) // no earlier than it came back
 	switch {
 	case s.id == "": // first sight: did it come back after the client was made?
 		if up.After(q.born.Add(upSlack)) {
 			s.back = up
 		}
-	case in.ID != s.id && !up.Before(s.at):
+	case in.ID != s.id && !up.Before(s.at) && up.After(s.back):
 		s.back = up
 	}
 	// A new ID up since before the last sight is no restart: another node
-	// of a Redis Cluster, or a promoted replica ("Which restarts").
-	s.id, s.at = in.ID, now
+	// of a Redis Cluster, or a promoted replica ("Which restarts"). An
+	// older sight, judged late, does not undo a newer one.
+	if !seen.Before(s.at) {
+		s.id, s.at = in.ID, seen
+	}
 	return s.back
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,6 +190,41 @@ func TestQuarantineCatches(t *testing.T) {
 		assert.Equal(t, []int{0, 1}, quarantined(t, err))
 		assert.ErrorContains(t, err, "could not tell whether it restarted: INFO refused")
 	})
+}
+
+// TestAnswerJudgedLateDoesNotHideARestart: an answer judged after its
+// server restarted (its goroutine ran late, as under load) tells of the
+// incarnation before the restart. Dated when it was judged, it made the
+// restart, seen next, pass for an older node's: its grant counted at once.
+func TestAnswerJudgedLateDoesNotHideARestart(t *testing.T) {
+	fc := clock.NewFake(t0)
+	l, cl := livesCluster(fc, 3)
+	var late atomic.Bool
+	cl[0] = static.New(static.WithNow(fc.Now), static.WithIncarnation(func() (keyserver.Incarnation, error) {
+		l.mu.Lock()
+		in := keyserver.Incarnation{ID: fmt.Sprint("0.", l.id[0]), Up: fc.Now().Sub(l.back[0])}
+		l.mu.Unlock()
+		if late.CompareAndSwap(true, false) { // read before the restart, judged after it
+			fc.Advance(time.Millisecond)
+			l.restart(0)
+			fc.Advance(time.Millisecond)
+		}
+		return in, nil
+	}))
+	c := testClient(t, fc, cl.KeyServers())
+	const ttl = 10 * time.Second
+	granted(t, c, "k", ttl)
+	fc.Advance(time.Minute)
+	late.Store(true)
+	granted(t, c, "k", ttl)
+	require.False(t, late.Load(), "server 0's incarnation read during the grant")
+
+	ok, err := cl[2].Acquire(bg, "j", "someone else", ttl)
+	require.True(t, ok)
+	require.NoError(t, err)
+	_, err = c.TryAcquire(bg, "j", ttl)
+	require.ErrorIs(t, err, ErrNotAcquired, "granted with the grant of a server that restarted 1ms ago")
+	assert.Equal(t, []int{0}, quarantined(t, err))
 }
 
 // TestQuarantinedExtendsDoNotCount: a holder whose servers restarted
