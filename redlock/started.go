@@ -68,17 +68,20 @@ func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 }
 
 // Continue tells the server whether to go on with the call: not once it
-// is late or overtaken. A call that goes on is not counted late; its server
-// bounds the rest by the deadline.
+// is late or overtaken, nor once its attempt failed (the rest could only
+// grant what the undo takes back, and would hold the key a moment after
+// the caller returned). A call that goes on is not counted late; its
+// server bounds the rest by the deadline.
 func (s *serverCall) Continue() bool {
 	bg := s.bg
 	bg.mu.Lock()
-	switch s.phase {
-	case callSending, callGoing:
+	failed := bg.settled && bg.failed && bg.f.op == opAcquire
+	switch {
+	case (s.phase == callSending || s.phase == callGoing) && !failed:
 		s.phase = callGoing
 		bg.mu.Unlock()
 		return true
-	case callStopped:
+	case s.phase <= callStopped:
 		next := s.endLocked(true) // it ends here, having granted nothing
 		bg.mu.Unlock()
 		s.then(next)

@@ -224,6 +224,30 @@ func TestReleaseOvertakesAStartedStraggler(t *testing.T) {
 	}
 }
 
+// TestFailedAttemptSendsNothingMore: a started call whose SET NX was
+// refused, asked to go on with its script after its attempt failed, says
+// no: the script could only grant the key after the caller returned, for
+// the undo to take back, refusing others meanwhile.
+func TestFailedAttemptSendsNothingMore(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ss, ks := newStarters(t, fc, 3)
+	c := testClient(t, fc, ks)
+	for _, s := range ss[1:] {
+		ok, err := s.store.Acquire(bg, "job", "other", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	ss[0].holdAnswers()
+	_, err := c.TryAcquire(bg, "job", time.Minute)
+	require.ErrorIs(t, err, ErrHeldElsewhere)
+	held := ss[0].takeHeld()
+	require.Len(t, held, 1)
+	if !assert.False(t, held[0].to.Continue(), "the call of a failed attempt goes on") {
+		held[0].to.Complete(startcall.Answer{}) // so that Close returns
+	}
+	require.NoError(t, c.Close(), "the call ended when it said no")
+}
+
 // TestStartedRefusalIsNotUndone: a failed attempt releases its token where
 // a started call granted it, not where one was refused (it stored nothing).
 func TestStartedRefusalIsNotUndone(t *testing.T) {
