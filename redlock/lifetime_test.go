@@ -509,7 +509,11 @@ func TestFailedAttemptIsBoundedByOneServerTimeout(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotAcquired)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, t0.Add(timeout), fc.Now())
-	assert.Equal(t, 1, servers[0].Count(static.OpRelease), "the server that granted was cleaned up before returning")
+	// Undone before returning when its grant was counted before the
+	// verdict; on a loaded machine the grant's goroutine may bring it
+	// after, and the undo follows in the background.
+	assert.Eventually(t, func() bool { return servers[0].Count(static.OpRelease) == 1 }, wait, time.Millisecond,
+		"the server that granted was cleaned up")
 	waitPending(t, fc, 2) // the hung clean-ups' deadlines
 	fc.Advance(timeout)   // they time out in the background
 }

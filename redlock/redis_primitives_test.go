@@ -293,10 +293,28 @@ func TestRedisSemaphoreServesClientsInOrder(t *testing.T) {
 				assert.NoError(t, p.Release(ctx))
 			}()
 			time.Sleep(15 * time.Millisecond)
+			// Begun 15 ms apart, but on a loaded machine a goroutine may
+			// start later than the next: the next begins once this one
+			// waits in the servers' lines.
+			inLine(t, cluster, "{ordered}:semaphore:watchers", i+1)
 		}
 		time.Sleep(100 * time.Millisecond) // every waiter refused and watching
 		require.NoError(t, l.Release(ctx))
 		wg.Wait()
 		assert.Equal(t, []int{0, 1, 2}, order, "round %d: the order the waiters were granted in", round)
 	}
+}
+
+// inLine waits until n callers wait in the line (a ZSET) key on every
+// node of cluster.
+func inLine(t *testing.T, cluster *redistest.Cluster, key string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, node := range cluster.Nodes {
+			if got, err := node.Do("ZCARD", key); err != nil || got.(int64) < int64(n) {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "%d waiters in line %s on every node", n, key)
 }
