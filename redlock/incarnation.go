@@ -78,10 +78,7 @@ type quarantineRule struct {
 
 // quarantineRule returns the rule of a call with options o.
 func (c *Client) quarantineRule(o *options) quarantineRule {
-	if o.quarantine < 0 {
-		return quarantineRule{}
-	}
-	if c.quarantine == nil {
+	if o.quarantine < 0 || c.quarantine == nil {
 		return quarantineRule{}
 	}
 	return quarantineRule{q: c.quarantine, d: o.quarantine, since: c.clock.Now()}
