@@ -453,10 +453,19 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 		ok, n, h, err = f.lockCall(ctx, ks)
 	}
 	if q := f.quarantine.q; q != nil && q.judged[i] != nil && (ok || err == nil) {
-		in, inErr := q.judged[i].Incarnation(ctx)
-		ok, err = f.quarantine.answer(i, f.ttl, ok, err, in, inErr)
+		ok, err = f.judge(ctx, i, ok, err)
 	}
 	return ok, n, h, err
+}
+
+// judge judges server i's answer (ok, err) by its incarnation, read now.
+// Apart from call, so that the server's call runs on a smaller stack:
+// a blocking call's goroutine would otherwise grow its stack.
+//
+//go:noinline
+func (f *fan) judge(ctx context.Context, i int, ok bool, err error) (bool, error) {
+	in, inErr := f.quarantine.q.judged[i].Incarnation(ctx)
+	return f.quarantine.answer(i, f.ttl, ok, err, in, inErr)
 }
 
 // lockCall makes f's call to ks for a lock key.

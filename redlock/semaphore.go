@@ -160,8 +160,15 @@ type permitOps struct {
 }
 
 func (po *permitOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	ok, p, err := holdCall(ctx, f, ks, keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: f.key, Token: f.token, Permits: po.permits, Slot: po.slot})
-	if f.op == opAcquire && err == nil {
+	h := keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: f.key, Token: f.token, Permits: po.permits, Slot: po.slot}
+	if f.op != opAcquire {
+		ok, _, err := holdCall(ctx, f, ks, h)
+		return ok, 0, keyserver.Holder{}, err
+	}
+	// Not through holdCall: one frame less on the stack of the call's
+	// goroutine, which would otherwise grow.
+	ok, p, err := ks.(keyserver.HoldKeeper).AcquireHold(ctx, h, f.ttl)
+	if err == nil {
 		po.mu.Lock()
 		po.free[i] = p.Free
 		po.mu.Unlock()

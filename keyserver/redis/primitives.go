@@ -84,20 +84,33 @@ func (s *Server) AcquireHold(ctx context.Context, h keyserver.HoldSpec, ttl time
 	if err := keyserver.CheckHold(h, ttl); err != nil {
 		return false, keyserver.HoldReply{}, err
 	}
+	// One function per kind: the scripts' arguments, built on the stack,
+	// would otherwise all be in this frame, and a call on a new goroutine
+	// (redlock's adapter of blocking calls) grow its stack twice.
 	switch h.Kind {
 	case keyserver.PermitHold:
 		return s.acquirePermit(ctx, h, ttl)
 	case keyserver.LeaderHold:
-		reply, err := s.evalAny(ctx, "acquire leader", leaderScript, leaderKeys(h.Key), h.Token, h.Value, ms(ttl), h.Key)
-		if err != nil {
-			return false, keyserver.HoldReply{}, err
-		}
-		n, err := ints(reply, 2)
-		if err != nil {
-			return false, keyserver.HoldReply{}, s.fail("acquire leader", h.Key, err)
-		}
-		return n[0] == 1, keyserver.HoldReply{Fence: uint64(n[1])}, nil
+		return s.acquireLeader(ctx, h, ttl)
 	}
+	return s.acquireRW(ctx, h, ttl)
+}
+
+// acquireLeader takes h's leadership.
+func (s *Server) acquireLeader(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
+	reply, err := s.evalAny(ctx, "acquire leader", leaderScript, leaderKeys(h.Key), h.Token, h.Value, ms(ttl), h.Key)
+	if err != nil {
+		return false, keyserver.HoldReply{}, err
+	}
+	n, err := ints(reply, 2)
+	if err != nil {
+		return false, keyserver.HoldReply{}, s.fail("acquire leader", h.Key, err)
+	}
+	return n[0] == 1, keyserver.HoldReply{Fence: uint64(n[1])}, nil
+}
+
+// acquireRW takes h's read or write hold.
+func (s *Server) acquireRW(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
 	reader := h.Kind == keyserver.ReadHold
 	member := s.watcher(h.Key, h.Token, reader)
 	var (
