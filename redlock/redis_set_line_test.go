@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,10 +24,11 @@ type waiter struct {
 }
 
 // grantOrder has a holder take every name, starts each waiter's call on
-// a Client of its own 15 ms after the one before, lets go once all wait,
-// and returns the order in which the waiters were granted, each holding
-// its names 20 ms.
-func grantOrder(t *testing.T, ctx context.Context, holder *redlock.Client, clients []*redlock.Client, all []string, waiters []waiter) []int {
+// a Client of its own 15 ms after the one before (and once the one before
+// waits in its names' lines on cluster: a goroutine started late ranks
+// late), lets go once all wait, and returns the order in which the
+// waiters were granted, each holding its names 20 ms.
+func grantOrder(t *testing.T, ctx context.Context, cluster *redistest.Cluster, holder *redlock.Client, clients []*redlock.Client, all []string, waiters []waiter) []int {
 	t.Helper()
 	h, err := holder.AcquireAll(ctx, all, 10*time.Second)
 	require.NoError(t, err)
@@ -56,6 +58,15 @@ func grantOrder(t *testing.T, ctx context.Context, holder *redlock.Client, clien
 			assert.NoError(t, l.Release(ctx))
 		}()
 		time.Sleep(15 * time.Millisecond)
+		for _, n := range w.names {
+			ahead := 0 // the waiters so far in n's line, this one included
+			for _, v := range waiters[:i+1] {
+				if slices.Contains(v.names, n) {
+					ahead++
+				}
+			}
+			inLine(t, cluster, "{"+n+"}:line", ahead)
+		}
 	}
 	time.Sleep(50 * time.Millisecond)
 	require.NoError(t, h.Release(ctx))
@@ -76,7 +87,7 @@ func TestRedisSetsWaitInLine(t *testing.T) {
 	defer cancel()
 	for round := range 5 {
 		a, b, c := fmt.Sprintf("a%d", round), fmt.Sprintf("b%d", round), fmt.Sprintf("c%d", round)
-		order := grantOrder(t, ctx, holder, clients, []string{a, b, c},
+		order := grantOrder(t, ctx, cluster, holder, clients, []string{a, b, c},
 			[]waiter{{names: []string{a, b}}, {names: []string{b, c}}, {names: []string{a, c}}})
 		assert.Equal(t, []int{0, 1, 2}, order, "round %d: the order of the grants", round)
 	}
@@ -94,7 +105,7 @@ func TestRedisLockAndSetWaitersInterleave(t *testing.T) {
 	defer cancel()
 	for round := range 3 {
 		a, b := fmt.Sprintf("a%d", round), fmt.Sprintf("b%d", round)
-		order := grantOrder(t, ctx, holder, clients, []string{a, b},
+		order := grantOrder(t, ctx, cluster, holder, clients, []string{a, b},
 			[]waiter{{names: []string{a}, lock: true}, {names: []string{a, b}}, {names: []string{b}, lock: true}})
 		assert.Equal(t, []int{0, 1, 2}, order, "round %d: the order of the grants", round)
 	}
