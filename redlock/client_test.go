@@ -62,6 +62,36 @@ func TestDecisionTable(t *testing.T) {
 		{9, 4, 4, 0, false, false, false, false},
 		{9, 4, 0, 5, true, true, false, false},
 	}
+	// Grants not counted for the quarantine (rule 19): with no other
+	// grant, the refusals and the servers that lost their data since the
+	// holder's grant are held elsewhere, and a call waits to tell.
+	quarantined := []struct {
+		n, granted, refused, quarantined, failed int
+		early, untilHeld, held                   bool
+	}{
+		{5, 0, 0, 3, 0, false, false, false}, // the two out may refuse
+		{5, 0, 1, 3, 0, false, false, true}, // so far
+		{5, 0, 1, 3, 1, true, true, true},   // the one that failed could not know more
+		{5, 0, 2, 3, 0, true, true, true}, // every server that could know says held
+		{5, 1, 1, 3, 0, true, true, false}, // one that kept its data granted: no verdict
+		{5, 0, 0, 3, 2, true, true, false}, // nobody who could know answered
+		{5, 0, 0, 5, 0, true, true, false},
+		{3, 0, 1, 2, 0, true, true, true},
+		{3, 0, 0, 2, 0, false, false, false},
+		{3, 0, 0, 2, 1, true, true, false},
+	}
+	for _, tc := range quarantined {
+		tl := tally{n: tc.n, granted: tc.granted, refused: tc.refused}
+		for i := 0; i < tc.quarantined; i++ {
+			tl.add(vote{server: i, err: fmt.Errorf("%w: back 1s ago", ErrQuarantined)})
+		}
+		for i := 0; i < tc.failed; i++ {
+			tl.add(vote{server: tc.quarantined + i, err: errors.New("x")})
+		}
+		assert.Equal(t, tc.early, tl.decided(earliest), "%+v decided early", tc)
+		assert.Equal(t, tc.untilHeld, tl.decided(untilKnownHeld), "%+v decided until known held", tc)
+		assert.Equal(t, tc.held, tl.heldElsewhere(), "%+v held elsewhere", tc)
+	}
 	for _, tc := range tests {
 		tl := tally{n: tc.n, granted: tc.granted, refused: tc.refused}
 		for i := 0; i < tc.failed; i++ {

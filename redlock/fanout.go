@@ -426,8 +426,6 @@ func (c *Client) identify(ctx context.Context, i int, f *fan) error {
 		close(ask)
 		if err == nil {
 			err = id.recordLocked(c.servers, i, in.ID)
-		} else if f.quarantine.q != nil {
-			err = cannotTell(err)
 		}
 		id.mu.Unlock()
 		if err != nil {

@@ -13,22 +13,20 @@ import (
 )
 
 // ErrQuarantined is the error of a grant that did not count toward a
-// quorum because its server restarted less than the TTL ago and does not
-// persist every write (see WithQuarantine). It is one of a QuorumError's
-// Failed, as a *ServerError.
+// quorum because its server is known to have lost its data (restarted
+// empty, or first set up) less than the TTL ago and does not persist every
+// write (see WithQuarantine). It is one of a QuorumError's Failed, as a
+// *ServerError. A server that could not be asked is no restart: its
+// failure is reported as what it is (a refused connection, a wrong
+// password...), never as ErrQuarantined.
 var ErrQuarantined = errors.New("redlock: key server quarantined after a restart")
 
-// upSlack is how much shorter than the truth a server's uptime may be:
-// Redis reports whole seconds. A server first reached up less than this
-// after the client was made may have come back before it.
-const upSlack = time.Second
-
-// quarantine is a client's view of its servers' incarnations: a restarted
-// server's grants count only a TTL after it came back ("The quarantine of
-// restarted servers" in docs/design.md).
+// quarantine is a client's view of its servers' incarnations: the grants
+// of a server whose data is younger than the TTL count only once the TTL
+// has passed since it came back ("The quarantine of restarted servers" in
+// docs/design.md), whenever the client was made.
 type quarantine struct {
 	clock clock.Clock
-	born  time.Time // when the client was made
 
 	judged []keyserver.Incarnator // by server; nil for a server that is not judged
 
@@ -40,13 +38,13 @@ type quarantine struct {
 type sighting struct {
 	id   string    // its incarnation's ID; "" before the first sight
 	at   time.Time // when the client saw it
-	back time.Time // when it came back from a restart while the client ran; zero if it did not
+	back time.Time // when its data was born: at the first sight, or at a restart seen since
 }
 
 // newQuarantine returns the quarantine of servers, or nil when none of
 // them is judged (see judgedIncarnator).
 func newQuarantine(servers []keyserver.KeyServer, clk clock.Clock) *quarantine {
-	q := &quarantine{clock: clk, born: clk.Now(), judged: make([]keyserver.Incarnator, len(servers)), seen: make([]sighting, len(servers))}
+	q := &quarantine{clock: clk, judged: make([]keyserver.Incarnator, len(servers)), seen: make([]sighting, len(servers))}
 	for i, s := range servers {
 		q.judged[i] = judgedIncarnator(s)
 	}
@@ -88,7 +86,7 @@ func (c *Client) quarantineRule(o *options) quarantineRule {
 // error.
 func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation, err error) (bool, error) {
 	if err != nil {
-		return false, cannotTell(err)
+		return false, err
 	}
 	now := r.q.clock.Now()
 	back := r.q.sight(i, in, r.since)
@@ -114,9 +112,8 @@ func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation
 
 // answer judges server i's answer (ok, err) to a call with ttl, given its
 // incarnation in or the error inErr of its read: a grant counts or not (see
-// judge); a refusal records the incarnation, so that a later restart is not
-// taken for one before the client was made ("Which restarts" in
-// docs/design.md).
+// judge); a refusal records the incarnation, so that a later restart is
+// dated from this sighting ("Which restarts" in docs/design.md).
 func (r quarantineRule) answer(i int, ttl time.Duration, ok bool, err error, in keyserver.Incarnation, inErr error) (bool, error) {
 	switch {
 	case r.q == nil || r.q.judged[i] == nil:
@@ -128,15 +125,9 @@ func (r quarantineRule) answer(i int, ttl time.Duration, ok bool, err error, in 
 	return ok, err
 }
 
-// cannotTell is the error of a grant not counted because its server's
-// incarnation could not be read: err.
-func cannotTell(err error) error {
-	return fmt.Errorf("%w: could not tell whether it restarted: %w", ErrQuarantined, err)
-}
-
 // sight records server i's incarnation in, current at seen or later, and
-// returns when it came back from a restart while the client ran (zero if
-// it did not). seen is a bound, not the time of judging: an answer judged
+// returns when its data was last born: as old as it says at the first
+// sight, later when it restarted while the client ran. seen is a bound, not the time of judging: an answer judged
 // after its server restarted must not date the old ID past the restart.
 func (q *quarantine) sight(i int, in keyserver.Incarnation, seen time.Time) time.Time {
 	q.mu.Lock()
@@ -144,10 +135,8 @@ func (q *quarantine) sight(i int, in keyserver.Incarnation, seen time.Time) time
 	s := &q.seen[i]
 	up := q.clock.Now().Add(-in.Up) // no earlier than it came back
 	switch {
-	case s.id == "": // first sight: did it come back after the client was made?
-		if up.After(q.born.Add(upSlack)) {
-			s.back = up
-		}
+	case s.id == "": // first sight: its data is as old as it says, whenever the client was made
+		s.back = up
 	case in.ID != s.id && !up.Before(s.at) && up.After(s.back):
 		s.back = up
 	}

@@ -136,14 +136,14 @@ func TestQuarantineSpares(t *testing.T) {
 		c2 := testClient(t, fc, cl.KeyServers(), WithQuarantine(-time.Hour))
 		granted(t, c2, "k", ttl) // per client, any negative d
 	})
-	t.Run("up before the client", func(t *testing.T) {
+	t.Run("WithQuarantine(d)", func(t *testing.T) {
 		fc := clock.NewFake(t0)
 		l, cl := livesCluster(fc, 3)
 		l.restart(1)
 		l.restart(2)
-		fc.Advance(upSlack + time.Millisecond)
+		fc.Advance(ttl)
 		c := testClient(t, fc, cl.KeyServers())
-		granted(t, c, "k", ttl) // restarted before the client was made: counted by default
+		granted(t, c, "k", ttl) // back a TTL ago: counted by default
 
 		_, err := c.TryAcquire(bg, "k", ttl, WithQuarantine(time.Minute))
 		assert.Equal(t, []int{1, 2}, quarantined(t, err), "WithQuarantine(d): every server up less than d")
@@ -153,11 +153,25 @@ func TestQuarantineSpares(t *testing.T) {
 }
 
 // TestQuarantineCatches: a server that came back after the client was
-// made but before the client first reached it, and a server that cannot
+// made but before the client first reached it, one that came back before
+// the client was made (a fresh process: rule 19), and a server that cannot
 // tell; and what is no restart: a new ID up since before the client last
 // saw the old one.
 func TestQuarantineCatches(t *testing.T) {
 	const ttl = 10 * time.Second
+	t.Run("back before the client was made", func(t *testing.T) {
+		fc := clock.NewFake(t0)
+		l, cl := livesCluster(fc, 3)
+		l.restart(1)
+		l.restart(2)
+		fc.Advance(ttl - time.Millisecond)
+		c := testClient(t, fc, cl.KeyServers())
+		_, err := c.TryAcquire(bg, "k", ttl)
+		assert.Equal(t, []int{1, 2}, quarantined(t, err), "a fresh process is not granted what the restart lost")
+		assert.ErrorContains(t, err, "its grants count in 1ms")
+		fc.Advance(time.Millisecond)
+		granted(t, c, "k", ttl)
+	})
 	t.Run("back before the first call", func(t *testing.T) {
 		fc := clock.NewFake(t0)
 		l, cl := livesCluster(fc, 3)
@@ -187,8 +201,9 @@ func TestQuarantineCatches(t *testing.T) {
 		c := testClient(t, fc, cl.KeyServers())
 		l.err[0], l.err[1] = errors.New("INFO refused"), errors.New("INFO refused")
 		_, err := c.TryAcquire(bg, "k", ttl)
-		assert.Equal(t, []int{0, 1}, quarantined(t, err))
-		assert.ErrorContains(t, err, "could not tell whether it restarted: INFO refused")
+		assert.Empty(t, quarantined(t, err), "a server that could not be asked is no restart (rule 22)")
+		assert.NotErrorIs(t, err, ErrQuarantined)
+		assert.ErrorContains(t, err, "INFO refused")
 	})
 }
 
@@ -328,9 +343,9 @@ func (silentIncarnation) Incarnation(ctx context.Context) (keyserver.Incarnation
 
 // TestUnidentifiedServerCostsNothing: the incarnation read that identifies
 // a server holds up no vote but that server's own, which fails, never
-// asked to acquire; as ErrQuarantined where the call's grants are judged
-// (the quarantine could not have counted its grant either), else as the
-// read's own error.
+// asked to acquire, with the read's own error: a server that could not be
+// asked is not known to have restarted (rule 22), whether or not the
+// call's grants are judged.
 func TestUnidentifiedServerCostsNothing(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
@@ -354,5 +369,7 @@ func TestUnidentifiedServerCostsNothing(t *testing.T) {
 	assert.Zero(t, cl[0].Count(static.OpAcquire)+cl[1].Count(static.OpAcquire), "neither was asked to vote")
 	c2.bg.Wait() // the undo of server 2's grant, else the next call finds the key held there
 	_, err = c2.TryAcquire(bg, "k", 10*time.Second)
-	assert.Equal(t, []int{0, 1}, quarantined(t, err), "asked again by the next call, which judges grants: %v", err)
+	assert.Empty(t, quarantined(t, err), "asked again by the next call, which judges grants: %v", err)
+	assert.NotErrorIs(t, err, ErrQuarantined)
+	assert.ErrorContains(t, err, "INFO refused")
 }

@@ -34,6 +34,9 @@ type tally struct {
 	refused   int            // answered false: another token holds the key
 	errs      []*ServerError // in order of arrival
 	permanent int            // errors that trying again cannot fix
+	// quarantined counts the grants not counted because their server
+	// lost its data less than a TTL ago (ErrQuarantined).
+	quarantined int
 	maxN      uint64         // the largest number the answers read
 	// Of the refusals, those whose holder's Acquire began before the
 	// caller's (first) and after it (behind), by the ranks Notifiers
@@ -94,6 +97,8 @@ func (t *tally) add(v vote) {
 		t.failers |= bit(v.server)
 		if errors.Is(v.err, keyserver.ErrPermanent) {
 			t.permanent++
+		} else if errors.Is(v.err, ErrQuarantined) {
+			t.quarantined++
 		}
 	case v.ok:
 		t.granted++
@@ -144,14 +149,22 @@ func (t *tally) decided(r rule) bool {
 	if r == everyAnswer {
 		return t.granted+t.against() == t.n
 	}
-	if r == earliest {
-		return t.granted >= q || t.refused >= q || t.against() > t.n-q
-	}
 	rest := t.n - t.granted - t.against()
-	if r == untilKnownReleased {
+	switch r {
+	case earliest:
+		return t.granted >= q || t.refused >= q || t.against() > t.n-q && !t.heldElsewhereOpen(rest)
+	case untilKnownReleased:
 		return t.granted >= q || t.refused > t.n-q || (t.granted+rest < q && t.refused+rest <= t.n-q)
 	}
-	return t.granted >= q || rest == 0 || (t.granted+rest < q && t.refused+rest < q)
+	return t.granted >= q || rest == 0 || (t.granted+rest < q && t.refused+rest < q && !t.heldElsewhereOpen(rest))
+}
+
+// heldElsewhereOpen reports whether the rest answers still out could make
+// the refusals and the quarantined servers a quorum (see heldElsewhere):
+// a call lost for want of a quorum then waits for them, to tell a lock
+// held elsewhere from servers that cannot answer.
+func (t *tally) heldElsewhereOpen(rest int) bool {
+	return t.quarantined > 0 && t.granted == 0 && rest > 0 && t.refused+t.quarantined+rest >= quorum(t.n)
 }
 
 // skip reports whether DoOrSkip should skip after attempt number attempt,
@@ -171,8 +184,14 @@ func (t *tally) keep() bool {
 func (t *tally) won() bool { return t.granted >= quorum(t.n) }
 
 // heldElsewhere reports whether a quorum answered that another token holds
-// the key, for even n too.
-func (t *tally) heldElsewhere() bool { return t.refused >= quorum(t.n) }
+// the key, for even n too; or, when no server that kept its data granted,
+// whether the refusals and the servers that lost their data since the
+// holder's grant (quarantined) make a quorum: every server that could
+// know says it is held ("What it costs" in docs/design.md).
+func (t *tally) heldElsewhere() bool {
+	q := quorum(t.n)
+	return t.refused >= q || t.refused > 0 && t.granted == 0 && t.refused+t.quarantined >= q
+}
 
 // hopeless reports whether failures that trying again cannot fix (a key of
 // the wrong type, a rejected password) leave too few servers for a quorum.

@@ -72,3 +72,45 @@ func TestRedisRestartedMajorityIsQuarantined(t *testing.T) {
 	require.NoError(t, err, "appendfsync always: restarted nodes kept their keys, nothing to quarantine")
 	require.NoError(t, lock.Release(ctx))
 }
+
+// TestRedisFreshProcessAfterMajorityRestart is rule 19: three of five
+// nodes without persistence restart empty while a lock with a TTL of 5 s
+// is held; a client made afterwards (a fresh process: a cron job, redlock
+// run) is refused, as held elsewhere, until that TTL has passed since the
+// restart, and then granted. With the opt-out it is granted at once: the
+// overlap the rule prevents.
+func TestRedisFreshProcessAfterMajorityRestart(t *testing.T) {
+	const ttl = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	holder, cluster := redisClient(t, 5)
+	_, err := holder.TryAcquire(ctx, "cq", ttl)
+	require.NoError(t, err)
+
+	began := time.Now()
+	for _, n := range cluster.Nodes[:3] {
+		n.Restart()
+	}
+
+	unsafe := clientOn(t, cluster, redlock.WithQuarantine(redlock.NoQuarantine))
+	lock, err := unsafe.TryAcquire(ctx, "cq", ttl)
+	require.NoError(t, err, "without the quarantine the restarted majority grants what the holder still has")
+	require.NoError(t, lock.Release(ctx))
+
+	fresh := clientOn(t, cluster)
+	var refused int
+	for {
+		lock, err := fresh.TryAcquire(ctx, "cq", ttl)
+		if err == nil {
+			assert.GreaterOrEqual(t, time.Since(began), ttl, "granted only once the TTL has passed since the restart")
+			require.NoError(t, lock.Release(ctx))
+			break
+		}
+		require.ErrorIs(t, err, redlock.ErrHeldElsewhere, "the nodes that kept their data refuse; the others cannot know")
+		require.ErrorIs(t, err, redlock.ErrQuarantined)
+		refused++
+		require.NoError(t, ctx.Err(), "never granted")
+		time.Sleep(100 * time.Millisecond)
+	}
+	assert.Greater(t, refused, 10, "refused while the restarted nodes were quarantined")
+}

@@ -101,8 +101,11 @@ type runConfig struct {
 	grace   time.Duration
 	skip    bool
 	fence   bool
-	permits int      // 0: the lock NAME; N: a permit of the semaphore NAME
-	also    []string // --also: more names, held with NAME all or nothing
+	// noQuarantine counts the grants of servers that lost their data
+	// less than a TTL ago (--no-quarantine).
+	noQuarantine bool
+	permits      int      // 0: the lock NAME; N: a permit of the semaphore NAME
+	also         []string // --also: more names, held with NAME all or nothing
 }
 
 // statusConfig is a parsed command line of redlock status, and of redlock
@@ -133,6 +136,7 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 	fs.Var(duration{&c.grace}, "grace", "")
 	fs.BoolVar(&c.skip, "skip", false, "")
 	fs.BoolVar(&c.fence, "fence", false, "")
+	fs.BoolVar(&c.noQuarantine, "no-quarantine", false, "")
 	fs.IntVar(&c.permits, "permits", 0, "")
 	fs.Var(appendName{&c.also}, "also", "")
 

@@ -46,6 +46,9 @@ func (t *tool) run(args []string) error {
 	if cfg.fence {
 		opts = append(opts, redlock.WithFencing())
 	}
+	if cfg.noQuarantine {
+		opts = append(opts, redlock.WithQuarantine(redlock.NoQuarantine))
+	}
 	srv, err := openServers(cfg.servers)
 	if err != nil {
 		return err

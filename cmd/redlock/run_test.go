@@ -392,3 +392,28 @@ func TestWaitStopsOnPermanentFailures(t *testing.T) {
 		assert.NotContains(t, r.stderr, right, name)
 	}
 }
+
+// TestRunAfterAMajorityRestartedEmpty is rule 19 for the tool, a fresh
+// process by nature: 3 of 5 nodes restart empty while another holder's
+// lock (TTL 5 s) stands on the other two. run exits with the lock-held
+// status without running COMMAND until the TTL has passed since the
+// restart; with --no-quarantine the restarted majority grants it at once.
+func TestRunAfterAMajorityRestartedEmpty(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 5)
+	for _, n := range c.Nodes[3:] {
+		set(n, "cq", "held-by-another", 5*time.Second)
+	}
+	for _, n := range c.Nodes[:3] {
+		n.Restart()
+	}
+	environ := env("REDLOCK_SERVERS=" + strings.Join(c.URLs(""), ","))
+	r := run(t, environ, "run", "--ttl", "5s", "cq", "--", "echo", "second")
+	assert.Equal(t, exitTempFail, r.code, r.stderr)
+	assert.Empty(t, r.stdout, "COMMAND did not run")
+	assert.Contains(t, r.stderr, "held elsewhere")
+
+	r = run(t, environ, "run", "--ttl", "5s", "--no-quarantine", "cq", "--", "echo", "second")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "second\n", r.stdout, "the opt-out counts the restarted majority: the overlap the quarantine prevents")
+}

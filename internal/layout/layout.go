@@ -6,7 +6,9 @@
 package layout
 
 import (
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -126,3 +128,27 @@ func beside(key, suffix string) string {
 // lease from the delay by it: the lease ends d before the lock key's TTL
 // runs out, and the name is in its delay while less than d is left.
 func DelayKey(key string) string { return beside(key, ":delay") }
+
+// IncarnationKey is the key in which a Redis key server keeps its store's
+// marker: an ID drawn by the first client that found the key absent, and
+// the time on the store's own clock when it did. The store loses it with
+// its data (a restart without persistence, a flush), so that its age is
+// how long the store has held what it holds ("Which restarts" in
+// docs/design.md).
+const IncarnationKey = "goredlock:incarnation"
+
+// Marker returns the value of IncarnationKey for id, set when the store's
+// clock read created.
+func Marker(id string, created time.Time) string {
+	return id + " " + strconv.FormatInt(created.UnixMicro(), 10)
+}
+
+// ParseMarker reads a value Marker wrote: false when v is not one.
+func ParseMarker(v string) (id string, created time.Time, ok bool) {
+	id, us, found := strings.Cut(v, " ")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !found || id == "" || err != nil {
+		return "", time.Time{}, false
+	}
+	return id, time.UnixMicro(n), true
+}

@@ -33,6 +33,7 @@ type config struct {
 	tls      bool
 	fsync    bool
 	cluster  bool
+	fresh    bool
 	extra    []string
 }
 
@@ -50,6 +51,12 @@ func WithTLS() Option { return func(c *config) { c.tls = true } }
 // under which restarting a Redlock server at once is safe.
 func WithAppendFsyncAlways() Option { return func(c *config) { c.fsync = true } }
 
+// WithoutHistory starts the nodes as a brand-new deployment: without the
+// marker that Start otherwise sets as if the nodes had held their data for
+// an hour, so that a client's first grants wait out the quarantine of a
+// store that may have just lost its data.
+func WithoutHistory() Option { return func(c *config) { c.fresh = true } }
+
 // Cluster is a set of independent Redis nodes.
 type Cluster struct {
 	Nodes []*Node
@@ -63,8 +70,9 @@ type Node struct {
 	port int
 	args []string
 
-	ready    string // what its log says once it is ready; "" for a redis-server's usual line
-	password string // what Do authenticates with; "" for a node without one
+	ready    string      // what its log says once it is ready; "" for a redis-server's usual line
+	password string      // what Do authenticates with; "" for a node without one
+	tls      *tls.Config // what Do speaks TLS with; nil for a node without it
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -86,7 +94,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		c.certs = makeCerts(t)
 	}
 	for i := 0; i < n; i++ {
-		node := &Node{t: t, dir: t.TempDir(), password: cfg.password}
+		node := &Node{t: t, dir: t.TempDir(), password: cfg.password, tls: c.TLSConfig()}
 		var err error
 		for try := 0; try < 5; try++ { // a free port can be taken before redis binds it
 			node.port = freePort(t)
@@ -101,6 +109,9 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		t.Cleanup(node.stop)
 		if cfg.cluster {
 			node.serveAllSlots()
+		}
+		if !cfg.fresh {
+			node.SetHistory(time.Hour)
 		}
 		c.Nodes = append(c.Nodes, node)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
+
+	"github.com/goredlock/goredlock/internal/layout"
 )
 
 // WithClusterMode makes every node a Redis Cluster of its own, one master
@@ -28,8 +30,21 @@ func WithArgs(args ...string) Option { return func(c *config) { c.extra = append
 // than an error reply, which it returns.
 func (n *Node) Do(cmd string, args ...any) (any, error) {
 	n.t.Helper()
+	return n.doIn(0, cmd, args...)
+}
+
+// doIn is Do in database db; selecting it is an error reply where the
+// node has no such database.
+func (n *Node) doIn(db int, cmd string, args ...any) (any, error) {
+	n.t.Helper()
 	conn, err := redigo.Dial("tcp", n.Addr(), redigo.DialConnectTimeout(5*time.Second), redigo.DialReadTimeout(10*time.Second),
-		redigo.DialPassword(n.password))
+		redigo.DialPassword(n.password), redigo.DialUseTLS(n.tls != nil), redigo.DialTLSConfig(n.tls))
+	if err == nil && db != 0 {
+		if _, err := conn.Do("SELECT", db); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
 	if err != nil {
 		n.t.Fatalf("redistest: connecting to %s: %v", n.Addr(), err)
 	}
@@ -49,6 +64,30 @@ func (n *Node) MustDo(cmd string, args ...any) any {
 		n.t.Fatalf("redistest: %s on %s: %v", cmd, n.Addr(), err)
 	}
 	return reply
+}
+
+// SetHistory sets the node's marker (see layout.IncarnationKey) in each
+// of its databases as if its store had held its data for age: what a
+// deployment that has run for a while looks like to a client's
+// quarantine. Start does it with an hour unless WithoutHistory; a restart
+// empty loses it, as it must.
+func (n *Node) SetHistory(age time.Duration) {
+	n.t.Helper()
+	now, err := redigo.Int64s(n.MustDo("TIME"), nil)
+	if err != nil || len(now) != 2 {
+		n.t.Fatalf("redistest: TIME on %s: %v", n.Addr(), err)
+	}
+	born := time.Unix(now[0], now[1]*1000).Add(-age)
+	marker := layout.Marker(fmt.Sprintf("redistest-%d-%d", n.port, born.UnixNano()), born)
+	for db := 0; db < 16; db++ {
+		// A Cluster node has database 0 only.
+		if _, err := n.doIn(db, "SET", layout.IncarnationKey, marker); err != nil {
+			if db == 0 {
+				n.t.Fatalf("redistest: setting the marker on %s: %v", n.Addr(), err)
+			}
+			return
+		}
+	}
 }
 
 // RunID returns the node's run id as INFO server reports it: what a key

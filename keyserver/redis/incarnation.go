@@ -2,19 +2,27 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
 var _ keyserver.Incarnator = (*Server)(nil)
 
-// incarnation is what a Server last read of its Redis's life (INFO's run_id
-// and uptime, CONFIG's appendonly and appendfsync), read again only after a
-// new connection (a restart breaks them all: see ConnectionCounter) or a failed read.
+// incarnation is what a Server last read of its Redis's life (its marker,
+// INFO's run_id and uptime, CONFIG's appendonly and appendfsync), read
+// again only after a new connection (a restart breaks them all: see
+// ConnectionCounter) or a failed read.
 type incarnation struct {
 	mu      sync.Mutex
 	read    bool // id, up, readAt, durable and dials hold a good read
@@ -24,11 +32,16 @@ type incarnation struct {
 	durable bool
 	dials   int64         // the transport's connections opened when read
 	reading chan struct{} // while a read runs; closed when it ends
+
+	infoDenied atomic.Bool // an ACL denies INFO: not asked again
 }
 
-// Incarnation reports how long the Redis this Server reaches has been up,
-// and whether it persists every write (appendonly yes and appendfsync
-// always; a server whose CONFIG an ACL denies counts as not durable).
+// Incarnation reports how long the Redis this Server reaches has held its
+// data (the age of its marker, lowered to its uptime when it loaded its
+// data from disk at start), and whether it persists every write
+// (appendonly yes and appendfsync always; a server whose CONFIG an ACL
+// denies counts as not durable). A replica is refused here, by name: its
+// grants would be lost in a failover, or never replicated back.
 func (s *Server) Incarnation(ctx context.Context) (keyserver.Incarnation, error) {
 	if err := s.enter(ctx, "incarnation", ""); err != nil {
 		return keyserver.Incarnation{}, err
@@ -87,14 +100,31 @@ func (in *incarnation) knownLocked(dials int64) (keyserver.Incarnation, bool) {
 	return keyserver.Incarnation{ID: in.id, Up: in.up + time.Since(in.readAt), Durable: in.durable}, true
 }
 
-// readIncarnation reads INFO server, and CONFIG when the run id is new,
-// and keeps what it read.
+// readIncarnation reads the store's marker, INFO (where an ACL allows it)
+// and, when the ID is new, CONFIG, and keeps what it read. The marker is
+// what the quarantine rests on: a store loses it with its data, and the
+// age it gives is read on the store's own clock, so that a process started
+// after a restart knows of it ("Which restarts" in docs/design.md).
 func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.Incarnation, error) {
 	in := &s.inc
 	readAt := time.Now()
-	id, up, err := s.info(ctx)
+	id, up, err := s.marker(ctx)
 	if err != nil {
 		return keyserver.Incarnation{}, err
+	}
+	srv, err := s.info(ctx)
+	if err != nil {
+		return keyserver.Incarnation{}, err
+	}
+	if srv.runID != "" {
+		// A restart that loaded its data from disk keeps the marker and
+		// loses what came after the last save: the run id tells it.
+		id += "/" + srv.runID
+		if srv.loaded {
+			// uptime_in_seconds, a difference of whole seconds, can
+			// overstate by up to a second: take it off.
+			up = min(up, max(srv.up-time.Second, 0))
+		}
 	}
 	in.mu.Lock()
 	durable, known := in.durable, in.read && in.id == id
@@ -104,9 +134,6 @@ func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.In
 			return keyserver.Incarnation{}, err
 		}
 	}
-	// uptime_in_seconds, a difference of whole seconds, can overstate by up
-	// to a second: take it off, or a quarantine measured from it ends early.
-	up = max(up-time.Second, 0)
 	if now, counted := s.dials(); counted && dials == 0 && now == 1 {
 		// The read opened the transport's first and only connection, which a
 		// restart since would have broken: it is up to date (one read, not two).
@@ -189,4 +216,115 @@ func (s *Server) dials() (int64, bool) {
 		return 0, false
 	}
 	return s.counter.Connections()
+}
+
+// marker returns the store's marker (layout.IncarnationKey), set first if
+// absent: its ID, and how long ago it was set on the store's clock. A
+// replica refuses the write, and is refused by name.
+func (s *Server) marker(ctx context.Context) (id string, age time.Duration, err error) {
+	now, err := s.time(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	var b [12]byte
+	rand.Read(b[:]) //nolint:errcheck // never fails (crypto/rand)
+	mine := layout.Marker(hex.EncodeToString(b[:]), now)
+	keys := []string{layout.IncarnationKey}
+	reply, err := s.t.Do(ctx, []string{"SET"}, keys, mine, "NX", "GET")
+	if msg, ok := s.t.ReplyText(err); ok && strings.Contains(msg, "syntax") {
+		// Redis before 7.0 and miniredis take NX and GET apart.
+		if _, err = s.t.Do(ctx, []string{"SET"}, keys, mine, "NX"); err == nil {
+			reply, err = s.t.Do(ctx, []string{"GET"}, keys)
+		}
+	}
+	if msg, ok := s.t.ReplyText(err); ok && strings.HasPrefix(msg, "READONLY") {
+		return "", 0, s.fail("incarnation", "", keyserver.Permanent(errReplica))
+	}
+	if err != nil {
+		return "", 0, s.fail("incarnation", "", err)
+	}
+	if reply == nil {
+		reply = mine // absent: set now
+	}
+	v, _ := reply.(string)
+	id, created, ok := layout.ParseMarker(v)
+	if !ok {
+		return "", 0, s.fail("incarnation", layout.IncarnationKey, fmt.Errorf("unexpected value %q (not a goredlock marker)", v))
+	}
+	return id, max(now.Sub(created), 0), nil
+}
+
+// errReplica is what a replica given as a key server fails with.
+var errReplica = errors.New("is a replica: a replica cannot be a key server (its grants are lost in a failover); give its master")
+
+// time reads the store's clock (TIME).
+func (s *Server) time(ctx context.Context) (time.Time, error) {
+	reply, err := s.t.Do(ctx, []string{"TIME"}, nil)
+	if err != nil {
+		return time.Time{}, s.fail("incarnation", "", err)
+	}
+	if r, ok := reply.([]any); ok && len(r) == 2 {
+		sec, err1 := strconv.ParseInt(fmt.Sprint(r[0]), 10, 64)
+		usec, err2 := strconv.ParseInt(fmt.Sprint(r[1]), 10, 64)
+		if err1 == nil && err2 == nil {
+			return time.Unix(sec, usec*1000), nil
+		}
+	}
+	return time.Time{}, s.fail("incarnation", "", fmt.Errorf("unexpected reply %v to TIME", reply))
+}
+
+// serverInfo is what INFO says of a Redis's life; zero where an ACL denies
+// INFO (the marker alone then tells restarts).
+type serverInfo struct {
+	runID  string
+	up     time.Duration
+	loaded bool // it loaded data from disk when it started, or keeps an AOF
+}
+
+// info reads INFO's default sections. A replica, or a KeyDB active
+// replica (two masters of one data set), is refused by name.
+func (s *Server) info(ctx context.Context) (serverInfo, error) {
+	if s.inc.infoDenied.Load() {
+		return serverInfo{}, nil
+	}
+	reply, err := s.t.Do(ctx, []string{"INFO"}, nil)
+	if msg, ok := s.t.ReplyText(err); ok && (strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command")) {
+		s.inc.infoDenied.Store(true)
+		return serverInfo{}, nil
+	}
+	if err != nil {
+		return serverInfo{}, s.fail("incarnation", "", err)
+	}
+	text, ok := reply.(string)
+	if !ok {
+		return serverInfo{}, s.fail("incarnation", "", fmt.Errorf("unexpected reply %T to INFO", reply))
+	}
+	var in serverInfo
+	haveUp := false
+	for _, line := range strings.Split(text, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "run_id":
+			in.runID = v
+		case "uptime_in_seconds":
+			secs, perr := strconv.ParseInt(v, 10, 64)
+			in.up, haveUp = time.Duration(secs)*time.Second, perr == nil && secs >= 0
+		case "rdb_last_load_keys_loaded":
+			in.loaded = in.loaded || (v != "" && v != "0")
+		case "aof_enabled":
+			in.loaded = in.loaded || v == "1"
+		case "role":
+			switch v {
+			case "slave", "replica":
+				return serverInfo{}, s.fail("incarnation", "", keyserver.Permanent(errReplica))
+			case "active-replica":
+				return serverInfo{}, s.fail("incarnation", "", keyserver.Permanent(errors.New(
+					"is an active replica (KeyDB multi-master): two masters of one data set can each grant a lock")))
+			}
+		}
+	}
+	if in.runID == "" || !haveUp {
+		return serverInfo{}, nil // not Redis's INFO: the marker alone tells
+	}
+	return in, nil
 }

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -223,36 +222,6 @@ func (s *Server) get(ctx context.Context, op, key string) (string, bool, error) 
 		return "", false, s.fail(op, key, fmt.Errorf("unexpected reply %T to GET", reply))
 	}
 	return v, ok, nil
-}
-
-// info reads INFO server: the run id and the uptime of the Redis, for
-// Incarnation.
-func (s *Server) info(ctx context.Context) (id string, up time.Duration, err error) {
-	reply, err := s.t.Do(ctx, []string{"INFO"}, nil, "server")
-	if err != nil {
-		return "", 0, s.fail("incarnation", "", err)
-	}
-	text, ok := reply.(string)
-	if !ok {
-		return "", 0, s.fail("incarnation", "", fmt.Errorf("unexpected reply %T to INFO", reply))
-	}
-	haveUp := false
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
-			id = v
-		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
-			secs, perr := strconv.ParseInt(v, 10, 64)
-			up, haveUp = time.Duration(secs)*time.Second, perr == nil && secs >= 0
-		}
-	}
-	switch {
-	case id == "":
-		return "", 0, s.fail("incarnation", "", errors.New("INFO server has no run_id"))
-	case !haveUp:
-		return "", 0, s.fail("incarnation", "", errors.New("INFO server has no uptime_in_seconds"))
-	}
-	return id, up, nil
 }
 
 // ms writes d in the whole milliseconds Redis takes.
