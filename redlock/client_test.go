@@ -70,11 +70,11 @@ func TestDecisionTable(t *testing.T) {
 		early, untilHeld, held                   bool
 	}{
 		{5, 0, 0, 3, 0, false, false, false}, // the two out may refuse
-		{5, 0, 1, 3, 0, false, false, true}, // so far
-		{5, 0, 1, 3, 1, true, true, true},   // the one that failed could not know more
-		{5, 0, 2, 3, 0, true, true, true}, // every server that could know says held
-		{5, 1, 1, 3, 0, true, true, false}, // one that kept its data granted: no verdict
-		{5, 0, 0, 3, 2, true, true, false}, // nobody who could know answered
+		{5, 0, 1, 3, 0, false, false, true},  // so far
+		{5, 0, 1, 3, 1, true, true, true},    // the one that failed could not know more
+		{5, 0, 2, 3, 0, true, true, true},    // every server that could know says held
+		{5, 1, 1, 3, 0, true, true, false},   // one that kept its data granted: no verdict
+		{5, 0, 0, 3, 2, true, true, false},   // nobody who could know answered
 		{5, 0, 0, 5, 0, true, true, false},
 		{3, 0, 1, 2, 0, true, true, true},
 		{3, 0, 0, 2, 0, false, false, false},

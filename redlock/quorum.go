@@ -37,7 +37,7 @@ type tally struct {
 	// quarantined counts the grants not counted because their server
 	// lost its data less than a TTL ago (ErrQuarantined).
 	quarantined int
-	maxN      uint64         // the largest number the answers read
+	maxN        uint64 // the largest number the answers read
 	// Of the refusals, those whose holder's Acquire began before the
 	// caller's (first) and after it (behind), by the ranks Notifiers
 	// compare; the rest came from servers or holders without ranks.

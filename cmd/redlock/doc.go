@@ -3,21 +3,21 @@
 // distributed flock(1) for cron jobs, migrations and backups that must run
 // on one host of many at a time.
 //
-// 	export REDLOCK_SERVERS=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
-// 	redlock run --skip nightly-report -- /usr/local/bin/nightly-report --full
-// 	redlock run --wait 10m schema-migration -- ./migrate up
-// 	redlock status nightly-report
-// 	redlock run --permits 2 --wait 1h reindex -- ./reindex   # at most 2 hosts at once
-// 	redlock run --also ledger accounts -- ./transfer         # both locks or neither
-// 	redlock leader scheduler                                # who leads the election "scheduler"
+//	export REDLOCK_SERVERS=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
+//	redlock run --skip nightly-report -- /usr/local/bin/nightly-report --full
+//	redlock run --wait 10m schema-migration -- ./migrate up
+//	redlock status nightly-report
+//	redlock run --permits 2 --wait 1h reindex -- ./reindex   # at most 2 hosts at once
+//	redlock run --also ledger accounts -- ./transfer         # both locks or neither
+//	redlock leader scheduler                                # who leads the election "scheduler"
 //
 // Install it with
 //
-// 	go install github.com/goredlock/goredlock/cmd/redlock@latest
+//	go install github.com/goredlock/goredlock/cmd/redlock@latest
 //
 // # redlock run
 //
-// 	redlock run [flags] NAME -- COMMAND [ARGS...]
+//	redlock run [flags] NAME -- COMMAND [ARGS...]
 //
 // run takes the lock NAME, runs COMMAND with its arguments (directly, not
 // through a shell: write sh -c '...' for one), keeps the lock alive in the
@@ -33,52 +33,52 @@
 //
 // Flags:
 //
-// 	--servers URL,...  the servers, as redis://[[user]:password@]host[:port][/db][?param=value]
-// 	                   or rediss:// for TLS, one independent Redis master each;
-// 	                   default $REDLOCK_SERVERS. Required. 3 or 5 in production.
-// 	--ttl D            the lock's time to live [30s], at least 100ms. The lock is
-// 	                   extended every third of it; if extensions fail, the lock is
-// 	                   declared lost a little before the TTL runs out.
-// 	--wait D           how long to keep trying while the lock is held elsewhere
-// 	                   [0: one attempt]. Attempts are spaced 100ms, doubling up to
-// 	                   about 1s. Servers failing are retried within --wait too,
-// 	                   but not failures that retrying cannot fix (a rejected
-// 	                   password, a key of the wrong type): these end it at once
-// 	                   with status 69.
-// 	--skip             when the lock is (still, after --wait) held elsewhere, say so
-// 	                   on stderr and exit 0 without running COMMAND: for a job that
-// 	                   every host starts and one should do. Servers that do not
-// 	                   answer are never a skip.
-// 	--fence            take the lock with a fencing token, passed as $REDLOCK_FENCE:
-// 	                   a number that grows with every grant of NAME, for storage
-// 	                   that rejects writes from a holder whose lock was lost.
-// 	--permits N        hold one of N permits of the semaphore NAME instead of the
-// 	                   lock NAME [0: the lock]: at most N hosts run COMMAND at once,
-// 	                   as with consul lock -n. A semaphore keeps its own keys, so a
-// 	                   lock and a semaphore of one name do not exclude each other;
-// 	                   every host must give the same N (one that differs while
-// 	                   permits are held fails with status 69).
-// 	--also NAME2       hold the lock NAME2 too, for a job that needs several
-// 	                   locks: repeat it for more (at most 64 names in all). The
-// 	                   names are taken all or none, each server taking them in
-// 	                   one step, so runs that name overlapping sets in any order
-// 	                   never hold part of one and never deadlock; NAME2 is a lock
-// 	                   of its own, which a run of NAME2 alone excludes. Every
-// 	                   other flag applies to the whole set: held elsewhere means
-// 	                   that another holds at least one of the names. Not with
-// 	                   --permits.
-// 	--grace D          after the lock is lost, time between SIGTERM and SIGKILL to
-// 	                   COMMAND [10s].
-// 	--no-quarantine    count the grants of servers that lost their data (restarted
-// 	                   without persistence, or first used) less than --ttl ago.
-// 	                   By default they do not count until --ttl has passed since,
-// 	                   so that a run started after a majority of the servers
-// 	                   restarted empty is not granted a lock that another holder
-// 	                   still has: it exits 75 while the servers that kept their
-// 	                   data refuse, 69 while too few can answer. A brand-new
-// 	                   deployment waits up to --ttl before its first grant.
-// 	                   status and leader report what the servers hold, and a
-// 	                   server that lost its data holds nothing.
+//	--servers URL,...  the servers, as redis://[[user]:password@]host[:port][/db][?param=value]
+//	                   or rediss:// for TLS, one independent Redis master each;
+//	                   default $REDLOCK_SERVERS. Required. 3 or 5 in production.
+//	--ttl D            the lock's time to live [30s], at least 100ms. The lock is
+//	                   extended every third of it; if extensions fail, the lock is
+//	                   declared lost a little before the TTL runs out.
+//	--wait D           how long to keep trying while the lock is held elsewhere
+//	                   [0: one attempt]. Attempts are spaced 100ms, doubling up to
+//	                   about 1s. Servers failing are retried within --wait too,
+//	                   but not failures that retrying cannot fix (a rejected
+//	                   password, a key of the wrong type): these end it at once
+//	                   with status 69.
+//	--skip             when the lock is (still, after --wait) held elsewhere, say so
+//	                   on stderr and exit 0 without running COMMAND: for a job that
+//	                   every host starts and one should do. Servers that do not
+//	                   answer are never a skip.
+//	--fence            take the lock with a fencing token, passed as $REDLOCK_FENCE:
+//	                   a number that grows with every grant of NAME, for storage
+//	                   that rejects writes from a holder whose lock was lost.
+//	--permits N        hold one of N permits of the semaphore NAME instead of the
+//	                   lock NAME [0: the lock]: at most N hosts run COMMAND at once,
+//	                   as with consul lock -n. A semaphore keeps its own keys, so a
+//	                   lock and a semaphore of one name do not exclude each other;
+//	                   every host must give the same N (one that differs while
+//	                   permits are held fails with status 69).
+//	--also NAME2       hold the lock NAME2 too, for a job that needs several
+//	                   locks: repeat it for more (at most 64 names in all). The
+//	                   names are taken all or none, each server taking them in
+//	                   one step, so runs that name overlapping sets in any order
+//	                   never hold part of one and never deadlock; NAME2 is a lock
+//	                   of its own, which a run of NAME2 alone excludes. Every
+//	                   other flag applies to the whole set: held elsewhere means
+//	                   that another holds at least one of the names. Not with
+//	                   --permits.
+//	--grace D          after the lock is lost, time between SIGTERM and SIGKILL to
+//	                   COMMAND [10s].
+//	--no-quarantine    count the grants of servers that lost their data (restarted
+//	                   without persistence, or first used) less than --ttl ago.
+//	                   By default they do not count until --ttl has passed since,
+//	                   so that a run started after a majority of the servers
+//	                   restarted empty is not granted a lock that another holder
+//	                   still has: it exits 75 while the servers that kept their
+//	                   data refuse, 69 while too few can answer. A brand-new
+//	                   deployment waits up to --ttl before its first grant.
+//	                   status and leader report what the servers hold, and a
+//	                   server that lost its data holds nothing.
 //
 // A server that fails the first attempt (down, or rejecting the password)
 // gets a line on stderr, even when the other servers grant the lock.
@@ -90,11 +90,11 @@
 // environment with these added (replacing any inherited from an enclosing
 // redlock run):
 //
-// 	REDLOCK_NAME   the lock's name; with --also, every name, NAME first, joined
-// 	               by commas
-// 	REDLOCK_TOKEN  the random value that marks this holder's keys on the servers
-// 	REDLOCK_FENCE  the fencing token, with --fence only; with --also, each name's,
-// 	               in REDLOCK_NAME's order, joined by commas
+//	REDLOCK_NAME   the lock's name; with --also, every name, NAME first, joined
+//	               by commas
+//	REDLOCK_TOKEN  the random value that marks this holder's keys on the servers
+//	REDLOCK_FENCE  the fencing token, with --fence only; with --also, each name's,
+//	               in REDLOCK_NAME's order, joined by commas
 //
 // Standard output is COMMAND's alone. redlock's own messages go to standard
 // error, one line each, starting with "redlock: ".
@@ -122,7 +122,7 @@
 //
 // # redlock status
 //
-// 	redlock status [--servers URL,...] [--json] NAME
+//	redlock status [--servers URL,...] [--json] NAME
 //
 // status shows who holds what under NAME, for every kind of hold: the lock
 // NAME, the semaphore NAME (run --permits), and the read-write lock and the
@@ -146,15 +146,15 @@
 // With --json, status prints one JSON object on one line instead, with the
 // same exit status (an unset count is 0, an unset string ""):
 //
-// 	{"name": "job", "held": true, "decided": true, "quorum": 2,
-// 	 "lock": {"held": true, "holder": "5f3a9c21", "ttl_ms": 19500, "waiters": 1,
-// 	          "fence": 12, "delay_ms": 0},
-// 	 "semaphore": {"permits": 3, "in_use": 2, "waiters": 0},
-// 	 "rw": {"readers": 0, "writer": "", "writer_waiting": false, "waiters": 0},
-// 	 "election": {"leader": "host-a", "ttl_ms": 9000, "term": 3},
-// 	 "servers": [{"server": "10.0.0.1:6379", "lock": {...}, "semaphore": {...},
-// 	              "rw": {...}, "election": {...}},
-// 	             {"server": "10.0.0.2:6379", "error": "..."}, ...]}
+//	{"name": "job", "held": true, "decided": true, "quorum": 2,
+//	 "lock": {"held": true, "holder": "5f3a9c21", "ttl_ms": 19500, "waiters": 1,
+//	          "fence": 12, "delay_ms": 0},
+//	 "semaphore": {"permits": 3, "in_use": 2, "waiters": 0},
+//	 "rw": {"readers": 0, "writer": "", "writer_waiting": false, "waiters": 0},
+//	 "election": {"leader": "host-a", "ttl_ms": 9000, "term": 3},
+//	 "servers": [{"server": "10.0.0.1:6379", "lock": {...}, "semaphore": {...},
+//	              "rw": {...}, "election": {...}},
+//	             {"server": "10.0.0.2:6379", "error": "..."}, ...]}
 //
 // The top-level lock, semaphore, rw and election are the quorum's verdict;
 // each entry of servers (in the order given) has the same four for that
@@ -166,7 +166,7 @@
 //
 // # redlock leader
 //
-// 	redlock leader [--servers URL,...] NAME
+//	redlock leader [--servers URL,...] NAME
 //
 // leader prints the value of the leader of the election NAME (what a
 // program of package redlock passed to Election.Campaign), when a quorum
@@ -182,22 +182,22 @@
 //
 // # Exit status
 //
-// 	0        run: COMMAND exited 0, or --skip skipped it; status: no quorum holds anything of NAME;
-// 	         leader: a leader's value printed; help and --version
-// 	1        status: a quorum of servers holds the lock, a permit, a read or write hold
-// 	         or the leadership NAME (each with one token); leader: no leader
-// 	N        run: COMMAND's exit status; 128+N when signal N ended it
-// 	64       usage: bad flags, missing NAME, "--" or COMMAND, no servers, a bad URL
-// 	         (no server was contacted), or two servers that are one Redis (found
-// 	         when they answered); one line on stderr
-// 	69       too few servers answered: run could not take the lock (never a skip),
-// 	         or failed at once on an error retrying cannot fix; status and leader
-// 	         could not tell, as the servers that failed could complete a quorum
-// 	70       run: the lock was lost while COMMAND ran, or a quorum of servers no
-// 	         longer held it when COMMAND ended
-// 	75       run: the lock is held elsewhere (after --wait); the message names it
-// 	126, 127 run: COMMAND cannot be executed, or was not found; the lock is not
-// 	         taken, or released at once
+//	0        run: COMMAND exited 0, or --skip skipped it; status: no quorum holds anything of NAME;
+//	         leader: a leader's value printed; help and --version
+//	1        status: a quorum of servers holds the lock, a permit, a read or write hold
+//	         or the leadership NAME (each with one token); leader: no leader
+//	N        run: COMMAND's exit status; 128+N when signal N ended it
+//	64       usage: bad flags, missing NAME, "--" or COMMAND, no servers, a bad URL
+//	         (no server was contacted), or two servers that are one Redis (found
+//	         when they answered); one line on stderr
+//	69       too few servers answered: run could not take the lock (never a skip),
+//	         or failed at once on an error retrying cannot fix; status and leader
+//	         could not tell, as the servers that failed could complete a quorum
+//	70       run: the lock was lost while COMMAND ran, or a quorum of servers no
+//	         longer held it when COMMAND ended
+//	75       run: the lock is held elsewhere (after --wait); the message names it
+//	126, 127 run: COMMAND cannot be executed, or was not found; the lock is not
+//	         taken, or released at once
 package main
 
 // The package doc above is also manual.txt, which redlock help prints:
