@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/redlock"
 )
 
@@ -113,4 +115,48 @@ func TestRedisFreshProcessAfterMajorityRestart(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	assert.Greater(t, refused, 10, "refused while the restarted nodes were quarantined")
+}
+
+// TestRedisFailuresAreNotRestarts is rule 22: a server that cannot be
+// asked (a wrong password, TLS to a plain Redis, a closed port) fails with
+// its own cause, never as ErrQuarantined; one answering as a replica is
+// refused by name (rule 21). Each is one server of three, and the other two
+// still grant.
+func TestRedisFailuresAreNotRestarts(t *testing.T) {
+	cluster := redistest.Start(t, 3, redistest.WithPassword("right"))
+	replica := redistest.Start(t, 2)
+	replica.Nodes[1].ReplicaOf(replica.Nodes[0])
+	closed := redistest.Start(t, 1)
+	closed.Nodes[0].Kill()
+	urls := cluster.URLs("right")
+	for _, tc := range []struct {
+		name, url string
+		cause     string
+		permanent bool
+	}{
+		{"wrong password", cluster.Nodes[2].URL("wrong"), "authentication failed", true},
+		{"TLS to a plain Redis", "rediss://" + cluster.Nodes[2].Addr(), "TLS handshake", false},
+		{"closed port", closed.Nodes[0].URL(""), "refused", false},
+		{"a replica", replica.Nodes[1].URL(""), "is a replica", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := redlock.New(serversAt(t, []string{urls[0], urls[1], tc.url}), redlock.WithServerTimeout(500*time.Millisecond))
+			require.NoError(t, err)
+			defer c.Close()
+			var failure error
+			c2, err := redlock.New(serversAt(t, []string{tc.url}), redlock.WithServerTimeout(500*time.Millisecond))
+			require.NoError(t, err)
+			defer c2.Close()
+			bg := context.Background()
+			_, failure = c2.TryAcquire(bg, "job", 10*time.Second)
+			require.Error(t, failure)
+			assert.NotErrorIs(t, failure, redlock.ErrQuarantined)
+			assert.ErrorContains(t, failure, tc.cause)
+			assert.Equal(t, tc.permanent, errors.Is(failure, keyserver.ErrPermanent), "%v", failure)
+
+			lock, err := c.TryAcquire(bg, "job", 10*time.Second)
+			require.NoError(t, err, "the two others still make a quorum")
+			require.NoError(t, lock.Release(bg))
+		})
+	}
 }

@@ -62,6 +62,9 @@ func (s *Server) fail(op, key string, err error) error {
 	if containsAny(err.Error(), authCodes) {
 		err = fmt.Errorf("authentication failed (wrong or missing password?): %w", err)
 	}
+	if msg, ok := s.t.ReplyText(err); ok && strings.HasPrefix(msg, "READONLY") {
+		err = keyserver.Permanent(fmt.Errorf("%w: %w", errReplica, err))
+	}
 	if s.permanent(err) {
 		err = keyserver.Permanent(err)
 	}

@@ -237,9 +237,6 @@ func (s *Server) marker(ctx context.Context) (id string, age time.Duration, err 
 			reply, err = s.t.Do(ctx, []string{"GET"}, keys)
 		}
 	}
-	if msg, ok := s.t.ReplyText(err); ok && strings.HasPrefix(msg, "READONLY") {
-		return "", 0, s.fail("incarnation", "", keyserver.Permanent(errReplica))
-	}
 	if err != nil {
 		return "", 0, s.fail("incarnation", "", err)
 	}
