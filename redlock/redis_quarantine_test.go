@@ -108,9 +108,10 @@ func TestRedisFreshProcessAfterMajorityRestart(t *testing.T) {
 			require.NoError(t, lock.Release(ctx))
 			break
 		}
-		require.ErrorIs(t, err, redlock.ErrHeldElsewhere, "the nodes that kept their data refuse; the others cannot know")
 		require.ErrorIs(t, err, redlock.ErrQuarantined)
-		refused++
+		if errors.Is(err, redlock.ErrHeldElsewhere) { // the nodes that kept their data refuse; the others cannot know
+			refused++
+		} // else the holder's keys expired there, a little before the quarantine ends
 		require.NoError(t, ctx.Err(), "never granted")
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -1,6 +1,9 @@
 package redis
 
-import "embed"
+import (
+	"embed"
+	"strings"
+)
 
 // The Lua scripts of the Server, one per operation and each a file under
 // lua/, so that the owner check and the write are atomic (see "Scripts" in
@@ -28,6 +31,10 @@ type script struct {
 	id   int
 	name string // its file under lua/
 	src  string
+	// grants: it may grant or extend a hold, or raise a fence: a write
+	// that a durable vote waits for (see durability). Releases, leaving a
+	// line and reads need not.
+	grants bool
 }
 
 // scripts is every script, by id.
@@ -39,7 +46,8 @@ func newScript(name string) *script {
 	if err != nil {
 		panic("redis: no script " + name) // a typo, which every test of the package finds
 	}
-	s := &script{id: len(scripts), name: name, src: string(src)}
+	s := &script{id: len(scripts), name: name, src: string(src),
+		grants: strings.HasPrefix(name, "acquire") || strings.HasPrefix(name, "extend") || name == "raise_fence.lua"}
 	scripts = append(scripts, s)
 	return s
 }

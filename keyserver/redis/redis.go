@@ -65,6 +65,7 @@ type config struct {
 	maxActive  int
 	pooled     bool
 	maxPending int
+	wait       *durability // WithWait, WithWaitAOF
 }
 
 // The defaults of WithMaxConnections and WithMaxPending (a few hundred
@@ -165,6 +166,14 @@ func (t pooledTransport) PubSub(ctx context.Context, h PubSubHandler) (PubSub, e
 // newOwned returns the Server FromURL makes, over connections it dials to
 // u: pipelined, or pooled with WithPooledConnections.
 func newOwned(u *redigotransport.URL, c config) (*Server, error) {
+	if c.wait != nil {
+		if err := c.wait.check(); err != nil {
+			return nil, err
+		}
+		if c.pooled {
+			return nil, fmt.Errorf("%w: wait and waitaof need the pipelined connection: WAIT confirms the writes of its own connection, and WithPooledConnections spreads them", keyserver.ErrInvalidArgument)
+		}
+	}
 	var t Transport
 	if c.pooled {
 		t = pooledTransport{u.Pooled(c.dialOpts, c.maxActive)}
@@ -177,5 +186,5 @@ func newOwned(u *redigotransport.URL, c config) (*Server, error) {
 		}
 		t = pipelinedTransport{u.Pipelined(c.dialOpts, c.maxPending)}
 	}
-	return NewServer(t, WithName(c.name)), nil
+	return NewServer(t, WithName(c.name), func(o *config) { o.wait = c.wait }), nil
 }

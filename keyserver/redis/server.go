@@ -34,6 +34,9 @@ type Server struct {
 	counter ConnectionCounter
 	// starter is the transport, if it starts commands (commandStarter).
 	starter commandStarter
+	// wait is WithWait's or WithWaitAOF's: nil when a write is a vote as
+	// soon as it is answered.
+	wait *durability
 }
 
 var (
@@ -47,9 +50,12 @@ var (
 var ErrClosed = redigotransport.ErrClosed
 
 // NewServer returns a Server over t, which it owns: Close closes it. Of
-// the options only WithName applies; by default the server is named after
-// t when t is a fmt.Stringer with a name (what it connects to: never a
-// password), and "redis" otherwise.
+// the options only WithName applies, and WithWait and WithWaitAOF, which
+// only FromURL's pipelined transport serves: over another, every write
+// fails with an ErrInvalidArgument that says so, rather than count a vote
+// that no WAIT confirmed. By default the server is named after t when t
+// is a fmt.Stringer with a name (what it connects to: never a password),
+// and "redis" otherwise.
 func NewServer(t Transport, opts ...Option) *Server {
 	c := config{}
 	if n, ok := t.(fmt.Stringer); ok {
@@ -61,7 +67,14 @@ func NewServer(t Transport, opts ...Option) *Server {
 	if c.name == "" {
 		c.name = "redis"
 	}
-	s := &Server{t: t, name: c.name, digests: make([]atomic.Pointer[string], len(scripts))}
+	s := &Server{t: t, name: c.name, digests: make([]atomic.Pointer[string], len(scripts)), wait: c.wait}
+	if s.wait != nil {
+		if _, ok := t.(pipelinedTransport); !ok {
+			s.wait.refused = fmt.Errorf("%w: wait and waitaof need FromURL's pipelined connection: WAIT confirms the writes of its own connection only", keyserver.ErrInvalidArgument)
+		} else if err := s.wait.check(); err != nil {
+			s.wait.refused = err
+		}
+	}
 	s.counter, _ = t.(ConnectionCounter)
 	s.starter, _ = t.(commandStarter)
 	s.sub = newSubscriber(s)
@@ -138,11 +151,28 @@ func (s *Server) integer(op, key string, reply any) (int64, error) {
 // evalAny runs sc by its digest, or by its source until the digest is known,
 // after NOSCRIPT, or always where SCRIPT LOAD is refused (see "Scripts" in
 // docs/design.md): a call queued on a paused server then runs as sent.
+// A script that grants waits for the replicas where WithWait asks.
 func (s *Server) evalAny(ctx context.Context, op string, sc *script, keys []string, args ...string) (any, error) {
 	if err := s.enter(ctx, op, keys[0]); err != nil {
 		return nil, err
 	}
 	defer s.inflight.Done()
+	if s.wait == nil || !sc.grants {
+		return s.evalEntered(ctx, op, sc, keys, args...)
+	}
+	dials, err := s.connected(ctx, op, keys[0])
+	if err != nil {
+		return nil, err
+	}
+	reply, err := s.evalEntered(ctx, op, sc, keys, args...)
+	if err == nil {
+		err = s.durably(ctx, op, keys[0], dials)
+	}
+	return reply, err
+}
+
+// evalEntered is evalAny once the call has entered.
+func (s *Server) evalEntered(ctx context.Context, op string, sc *script, keys []string, args ...string) (any, error) {
 	d := s.digests[sc.id].Load()
 	if d != nil && *d != "" {
 		reply, err := s.t.Do(ctx, []string{"EVALSHA", *d, strconv.Itoa(len(keys))}, keys, args...)
@@ -199,7 +229,19 @@ func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration
 	// The words share one array: one allocation where three slices
 	// escaping to the transport cost three.
 	w := []string{"SET", key, token, "NX", "PX", ms(ttl)}
+	var dials int64
+	if s.wait != nil {
+		var err error
+		if dials, err = s.connected(ctx, "acquire", key); err != nil {
+			return false, err
+		}
+	}
 	reply, err := s.t.Do(ctx, w[:1:1], w[1:2:2], w[2:]...)
+	if s.wait != nil && err == nil && reply != nil {
+		if err := s.durably(ctx, "acquire", key, dials); err != nil {
+			return false, err
+		}
+	}
 	switch {
 	case err != nil:
 		return false, s.fail("acquire", key, err)

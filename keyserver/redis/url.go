@@ -20,6 +20,8 @@ import (
 //	read_timeout     bound on waiting for one reply, default 10s
 //	write_timeout    bound on sending one command, default 10s
 //	client_name      the connection name CLIENT LIST shows
+//	wait             N: a write is a vote once N replicas have it (WithWait)
+//	waitaof          L,N: once fsynced locally (L=1) and by N replicas (WithWaitAOF)
 //
 // A timeout is a Go duration ("500ms") or a whole number of seconds; the
 // redlock client's per-server timeout bounds every call anyway. Any other
@@ -42,6 +44,9 @@ func FromURL(rawurl string, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	c := config{name: u.Addr(), maxActive: defaultActive}
+	if aof, local, replicas, ok := u.Wait(); ok {
+		c.wait = &durability{aof: aof, local: local, replicas: replicas}
+	}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -86,6 +86,12 @@ func TestFromURLSaysWhatIsWrong(t *testing.T) {
 		"redis://h?write_timeout=-1s":                 "not positive",
 		"redis://h?dial_timeout=soon":                 "not a duration",
 		"redis://h?client_name=":                      "empty",
+		"redis://h?wait=0":                            "at least one replica",
+		"redis://h?wait=x":                            "not a count",
+		"redis://h?waitaof=2,1":                       "L 0 or 1",
+		"redis://h?waitaof=0,0":                       "not both 0",
+		"redis://h?waitaof=1":                         "not L,N",
+		"redis://h?wait=1&waitaof=1,0":                "do not go together",
 		"redis://h#x":                                 "fragment",
 		"redis://h:0":                                 "port",
 		"redis://:a/b@h":                              "port",
@@ -100,7 +106,13 @@ func TestFromURLSaysWhatIsWrong(t *testing.T) {
 			assert.Contains(t, err.Error(), want, url)
 		}
 	}
-	_, err := redis.FromURL("redis://db.example:7000/99")
+	_, err := redis.FromURL("redis://h?wait=1", redis.WithPooledConnections())
+	assert.ErrorIs(t, err, keyserver.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "pipelined connection", "WAIT confirms its own connection's writes")
+	_, err = redis.FromURL("redis://h", redis.WithWaitAOF(2, 0))
+	assert.ErrorIs(t, err, keyserver.ErrInvalidArgument)
+
+	_, err = redis.FromURL("redis://db.example:7000/99")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "db.example:7000", "an error past the user info names the server")
 }
@@ -116,6 +128,9 @@ func TestFromURLAccepts(t *testing.T) {
 		"redis://h?dial_timeout=2&read_timeout=500ms&write_timeout=1s&client_name=worker-1": "h:6379",
 		"redis://h?connect_timeout=1s&": "h:6379",
 		"redis://h?db=4":                "h:6379",
+		"redis://h?wait=2":              "h:6379",
+		"redis://h?waitaof=1,0":         "h:6379",
+		"redis://h?waitaof=0,2&db=1":    "h:6379",
 	} {
 		s, err := redis.FromURL(url)
 		if assert.NoError(t, err, url) {

@@ -42,6 +42,12 @@ func ParseURL(rawurl string) (*URL, error) {
 // Addr is the URL's host and port: the server's name in errors.
 func (u *URL) Addr() string { return u.addr }
 
+// Wait returns the URL's wait=N (aof false, N replicas) or waitaof=L,N,
+// and false when it gives neither.
+func (u *URL) Wait() (aof bool, local, replicas int, ok bool) {
+	return u.waitAOF, u.waitLocal, u.waitReplicas, u.waitSet
+}
+
 // Pipelined returns FromURL's transport: every call over one connection
 // dialed to u with opts after the URL's own options, holding at most
 // maxPending calls.

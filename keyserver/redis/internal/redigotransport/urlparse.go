@@ -29,6 +29,10 @@ type urlSettings struct {
 	readTimeout  time.Duration
 	writeTimeout time.Duration
 	clientName   string
+	// wait and waitaof: what a write waits for to be a vote (see
+	// keyserver/redis's WithWait); waitSet when the URL asks.
+	waitSet, waitAOF        bool
+	waitLocal, waitReplicas int
 }
 
 // dialOptions returns the redigo dial options for the URL's settings.
@@ -155,13 +159,46 @@ func (s *urlSettings) readQuery(rawQuery string, pathDB int, secret string) erro
 			s.writeTimeout, err = parseTimeout(value)
 		case "client_name":
 			s.clientName, err = value, checkClientName(value)
+		case "wait", "waitaof":
+			err = s.readWait(name, value, seen)
 		default:
-			return fmt.Errorf("unknown parameter %s: the query may set db, dial_timeout, connect_timeout, read_timeout, write_timeout and client_name", paramName(key, secret))
+			return fmt.Errorf("unknown parameter %s: the query may set db, dial_timeout, connect_timeout, read_timeout, write_timeout, client_name, wait and waitaof", paramName(key, secret))
 		}
 		if err != nil {
 			return fmt.Errorf("parameter %s: %w", key, err)
 		}
 	}
+	return nil
+}
+
+// readWait reads wait=N or waitaof=L,N, of which a URL may give one.
+func (s *urlSettings) readWait(name, value string, seen map[string]bool) error {
+	if seen["wait"] && seen["waitaof"] {
+		return errors.New("wait and waitaof do not go together")
+	}
+	count := func(v string) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1000 {
+			return 0, errors.New("not a count from 0 to 1000")
+		}
+		return n, nil
+	}
+	s.waitSet = true
+	if name == "wait" {
+		n, err := count(value)
+		if err == nil && n < 1 {
+			err = errors.New("at least one replica must confirm")
+		}
+		s.waitReplicas = n
+		return err
+	}
+	l, n, ok := strings.Cut(value, ",")
+	local, err1 := count(l)
+	replicas, err2 := count(n)
+	if !ok || err1 != nil || err2 != nil || local > 1 || local+replicas == 0 {
+		return errors.New("not L,N with L 0 or 1 (fsynced here) and N the replicas, not both 0")
+	}
+	s.waitAOF, s.waitLocal, s.waitReplicas = true, local, replicas
 	return nil
 }
 
