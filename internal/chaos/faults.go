@@ -18,14 +18,16 @@ import (
 // node stays down for longer than the largest TTL, unless the scenario is
 // the documented-unsafe one or its nodes fsync every write.
 type faults struct {
-	t      testing.TB
-	rng    *rand.Rand
-	nodes  []*redistest.Node
-	paths  [][]*Proxy // paths[i][c] carries client c's traffic to node i
-	clocks *Clocks    // the nodes' clock rates; nil when the scenario keeps true time
-	procs  *procs     // the clients that run as processes of their own; nil if none
-	maxTTL time.Duration
-	end    time.Time
+	t     testing.TB
+	rng   *rand.Rand
+	nodes []*redistest.Node
+	// replicas[i] is node i's replica (Scenario.Replicas); nil without.
+	replicas []*redistest.Node
+	paths    [][]*Proxy // paths[i][c] carries client c's traffic to node i
+	clocks   *Clocks    // the nodes' clock rates; nil when the scenario keeps true time
+	procs    *procs     // the clients that run as processes of their own; nil if none
+	maxTTL   time.Duration
+	end      time.Time
 	// restartNow allows restarting a node at once: the unsafe scenario
 	// without persistence, the safe ones with appendfsync always or with
 	// the clients' quarantine of restarted nodes.
@@ -320,6 +322,23 @@ func (f *faults) healAll() {
 			f.t.Errorf("chaos: %v", err)
 		}
 	}
+}
+
+// failover kills node i's master (SIGKILL) and promotes its replica,
+// continued if stopped, to which every path to node i leads from now on;
+// the old master comes back empty as the new master's replica.
+func (f *faults) failover(i int) {
+	old, next := f.nodes[i], f.replicas[i]
+	old.Kill()
+	next.Resume()
+	next.MustDo("REPLICAOF", "NO", "ONE")
+	for _, p := range f.paths[i] {
+		p.Retarget(next.Addr())
+	}
+	old.Revive()
+	old.ReplicaOf(next)
+	f.nodes[i], f.replicas[i] = next, old
+	f.counted("failover")
 }
 
 // summary lists the faults injected, e.g. "black hole 12, pause 3".

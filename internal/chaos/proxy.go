@@ -101,6 +101,16 @@ func (p *Proxy) Reset() int {
 	return len(links)
 }
 
+// Retarget points the proxy at target from now on and resets every
+// connection it carries: what a failover does to a deployment's address
+// (a Sentinel-managed virtual IP, a managed service's endpoint).
+func (p *Proxy) Retarget(target string) {
+	p.mu.Lock()
+	p.target = target
+	p.mu.Unlock()
+	p.Reset()
+}
+
 // Refuse closes the proxy's port, so that connects to it are refused, as
 // by a host whose server is dead (a connect through a proxy that listens
 // succeeds, and only then is the connection reset), and resets every
@@ -187,7 +197,10 @@ func (p *Proxy) accept(ln net.Listener) {
 // serve connects client to the target and forwards until both directions
 // are done or the link is reset.
 func (p *Proxy) serve(client *net.TCPConn) {
-	s, err := net.DialTimeout("tcp", p.target, dialTimeout)
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	s, err := net.DialTimeout("tcp", target, dialTimeout)
 	if err != nil {
 		// The target is down: the client sees a reset, as it would see a
 		// refused connect.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,13 @@ func (r Result) Failed() []Violation {
 	return failed
 }
 
+// hasCommand reports whether node's engine knows the command name.
+func hasCommand(node *redistest.Node, name string) bool {
+	reply, err := node.Do("COMMAND", "INFO", name)
+	list, _ := reply.([]any)
+	return err == nil && len(list) == 1 && list[0] != nil
+}
+
 // Run runs one scenario on fresh nodes: the faults the clients are to be
 // made in (Scenario.before) are injected first, then the clients work
 // through their own paths (proxies) to the nodes while the faults are
@@ -79,7 +87,21 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	if sc.Fsync {
 		opts = append(opts, redistest.WithAppendFsyncAlways())
 	}
+	if sc.Replicas { // a replica's first sync at once, not after 5 s
+		opts = append(opts, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	}
 	cluster := redistest.Start(t, s.Nodes, opts...)
+	var replicas []*redistest.Node
+	if sc.Replicas {
+		replicas = redistest.Start(t, s.Nodes, opts...).Nodes
+		for i, r := range replicas {
+			r.ReplicaOf(cluster.Nodes[i])
+		}
+	}
+	if strings.Contains(sc.Query, "waitaof") && !hasCommand(cluster.Nodes[0], "WAITAOF") {
+		t.Logf("chaos: %s: this engine has no WAITAOF (Redis 7.2 and later, Valkey have it): run without %s", sc.Name, sc.Query)
+		sc.Query = ""
+	}
 	goroutines := takeGoroutineBaseline()
 
 	// The lock's clients, then the primitives', or only processes.
@@ -121,6 +143,7 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	}
 	// The state the clients are made in, and then their faults' schedule.
 	f := newFaults(t, rand.New(rand.NewPCG(seed, 0xfa)), cluster.Nodes, paths, s.Load.TTL)
+	f.replicas = replicas
 	if sc.before != nil {
 		sc.before(f)
 	}
@@ -131,6 +154,7 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	if sc.NoQuarantine {
 		load.Quarantine = redlock.NoQuarantine
 	}
+	load.Query = sc.Query
 	var clients []*client
 	closeClients := sync.OnceFunc(func() {
 		for _, c := range clients {
@@ -212,6 +236,12 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	f.healAll()
 	stop()
 	wg.Wait()
+	for _, r := range replicas {
+		r.Kill() // its link to its master is no client's connection
+	}
+	for i, n := range cluster.Nodes { // the masters now, after failovers
+		nodeAddrs[i] = n.Addr()
+	}
 
 	closeClients()
 	res := Result{Scenario: sc, Faults: f.summary()}
@@ -239,7 +269,7 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	}
 	res.Ran = healed - working
 	res.Availability = Availability{PerSecond: perSecond(byPrim[LockPrim], working, healed)}
-	countersLost := !sc.Fsync && f.count["kill"]+f.count["restart now"] > 0
+	countersLost := !sc.Fsync && f.count["kill"]+f.count["restart now"] > 0 || sc.Replicas && sc.Query == ""
 	if countersLost {
 		res.Violations, res.FenceResets = withoutFenceOrder(res.Violations)
 	}

@@ -14,6 +14,13 @@ type Scenario struct {
 	Safe bool
 	// Fsync starts the nodes with appendonly yes and appendfsync always.
 	Fsync bool
+	// Replicas gives each node a replica, to which the faults may fail it
+	// over (faults.failover): each node is then a deployment of a master
+	// and a replica behind one address.
+	Replicas bool
+	// Query is added to the URL of every node the clients reach, e.g.
+	// "?wait=1" for durable votes (redis.WithWait).
+	Query string
 	// Mix weighs the workloads among the clients; nil is the default mix.
 	Mix map[Workload]int
 	// Skew has the clients keep each node's time by a clock rate the
@@ -168,6 +175,32 @@ func Scenarios() []Scenario {
 		// unfenced write comes after a later holder's.
 		{Name: "client processes stopped past validity, lock-delay", Safe: true, Procs: true, Brief: true,
 			LockDelay: lockDelayTTLs, faults: stoppedProcs},
+		// Replicated deployments: a failover loses what the replica had
+		// not received, unless a vote waits for it (rule 20).
+		{Name: "majority failed over, durable votes (wait=1)", Safe: true, Replicas: true, Query: "?wait=1", faults: failovers},
+		{Name: "majority failed over, no durable votes (unsafe)", Safe: false, Replicas: true, faults: failovers},
+		{Name: "majority restarted at once, appendfsync always, waitaof=1,0", Safe: true, Fsync: true,
+			Query: "?waitaof=1,0", faults: restartAtOnce},
+	}
+}
+
+// failovers fails a majority of the deployments over to their replicas,
+// again and again. Each replica is stopped for half a TTL first, so that
+// what its master acknowledged meanwhile is not on it when it is promoted,
+// as when a master dies ahead of its replication.
+func failovers(f *faults) {
+	for {
+		nodes := f.pick(f.majority())
+		for _, i := range nodes {
+			f.replicas[i].Pause()
+		}
+		ok := f.sleep(f.ttls(0.5))
+		for _, i := range nodes {
+			f.failover(i)
+		}
+		if !ok || !f.sleep(f.ttls(1.5)) {
+			return
+		}
 	}
 }
 

@@ -32,6 +32,7 @@ type Load struct {
 	SetNames []string // taken two or three at a time by AcquireAll clients
 
 	Quarantine time.Duration // redlock.WithQuarantine's: 0 the default, NoQuarantine off
+	Query      string        // added to each node's URL (Scenario.Query)
 	LockDelay  time.Duration // redlock.WithLockDelay's: 0 none
 
 	Semaphores []Semaphore   // taken by Permit clients
@@ -79,7 +80,7 @@ func newClient(id int, work Workload, addrs []string, load *Load, h *History, se
 		rng: rand.New(rand.NewPCG(seed, uint64(id)))}
 	var ks []keyserver.KeyServer
 	for i, a := range addrs {
-		s, err := redis.FromURL("redis://"+a, redis.WithName(fmt.Sprintf("node%d", i)))
+		s, err := redis.FromURL("redis://"+a+load.Query, redis.WithName(fmt.Sprintf("node%d", i)))
 		if err != nil {
 			c.close() //nolint:errcheck // reporting the first error
 			return nil, err
