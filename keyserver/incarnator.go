@@ -6,7 +6,7 @@ import (
 )
 
 // Incarnator is a KeyServer that can tell which store it reaches, how
-// long that store has been up and whether it persists every write. A
+// long that store has held its data and whether it persists every write. A
 // client uses it twice:
 //
 //   - to count each store once: two KeyServer values can reach one store
@@ -28,8 +28,9 @@ import (
 type Incarnator interface {
 	KeyServer
 	// Incarnation describes the store as it is now. An error means the
-	// server cannot tell; the client then does not count the grant it
-	// asks about, nor, before the server's first answer, any vote of it.
+	// server cannot tell; the client then fails the vote it asks about
+	// with that error (not as a restart), as it does any vote of the
+	// server before its first answer.
 	Incarnation(ctx context.Context) (Incarnation, error)
 }
 
@@ -42,8 +43,12 @@ type Incarnation struct {
 	// "" means the server cannot tell: it is compared with no other, and
 	// only Up shows its restarts.
 	ID string
-	// Up is how long the store has been up: no longer than it really has
-	// (Redis reports whole seconds, rounded down).
+	// Up is how long the store has held its data: since it last came
+	// back empty, or first held anything, and never longer (Redis: the
+	// age of a marker key the store loses with its data, on the store's
+	// own clock, bounded by the uptime where a restart reloaded data).
+	// The client quarantines a store whose Up is under a call's TTL,
+	// whenever the client was made.
 	Up time.Duration
 	// Durable reports that the store persists every write before it
 	// answers (Redis: appendonly yes and appendfsync always), so that a

@@ -108,10 +108,10 @@
 // # Restarted servers
 //
 // A Redis server that restarts without fsync of every write comes back
-// without its keys. The client quarantines it: its grants do not count
-// toward a quorum until the call's TTL has passed since it came back
-// ([ErrQuarantined], [WithQuarantine]). See "The quarantine of restarted
-// servers" in docs/design.md.
+// without its keys. The client quarantines it, whenever the client was
+// made: its grants do not count until the call's TTL has passed since it
+// came back ([ErrQuarantined], [WithQuarantine]), nor a new deployment's.
+// See "The quarantine of restarted servers" in docs/design.md.
 //
 // # Options
 //

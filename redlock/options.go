@@ -177,12 +177,15 @@ func WithMinHold(d time.Duration) Option {
 // NoQuarantine, given to WithQuarantine, turns the quarantine off.
 const NoQuarantine time.Duration = -1
 
-// WithQuarantine sets which restarted key servers (keyserver.Incarnators
-// that do not persist every write) have their grants not counted toward a
-// quorum, and for how long ("The quarantine of restarted servers" in
-// docs/design.md). Default (or 0): a server that restarted while the
-// client ran, for the call's TTL. d > 0: every server up less than d; give
-// the largest TTL in use. NoQuarantine (any d < 0) counts every grant.
+// WithQuarantine sets which key servers that lost their data
+// (keyserver.Incarnators that do not persist every write) have their
+// grants not counted toward a quorum, and for how long ("The quarantine of
+// restarted servers" in docs/design.md). Default (or 0): a server whose
+// data is younger than the call's TTL, whenever the client was made, so
+// that a fresh process is not granted what a restart took from another
+// holder; a brand-new deployment's first grant then waits up to a TTL.
+// d > 0: every server whose data is younger than d; give the largest TTL
+// in use. NoQuarantine (any d < 0) counts every grant.
 func WithQuarantine(d time.Duration) Option {
 	return func(o *options) { o.quarantine = max(d, NoQuarantine) }
 }
