@@ -142,14 +142,16 @@ func (a *acquisition) again() bool {
 }
 
 // waitsInLine reports whether the call waits in the servers' lines when
-// it is refused: Acquire and Do with retries, unfenced, and AcquireAll and
-// DoAll with retries (a set's fences are drawn once it is held).
+// it is refused: Acquire and Do with retries, fenced or not, and
+// AcquireAll and DoAll with retries. A fenced call in line draws its fence
+// once it is held, as a set does, without the counter its grant would
+// have read ("How a token is drawn" in docs/design.md).
 func (a *acquisition) waitsInLine() bool {
 	if a.mode != waits || a.retries == 0 {
 		return false
 	}
 	_, set := a.p.(*setOps)
-	return set || a.p == nil && !a.o.fencing
+	return set || a.p == nil
 }
 
 // later returns the later of two times.
@@ -240,7 +242,7 @@ func (a *acquisition) fan() fan {
 		if a.waitsInLine() { // a set
 			f.op = opAcquireInLine
 		}
-	case a.fenced:
+	case a.fenced && !a.waitsInLine():
 		f.op = opAcquireFenced
 	case a.waitsInLine():
 		f.op = opAcquireInLine

@@ -49,8 +49,8 @@
 // static servers all are) keeps a line per lock, and a release promises
 // the lock to the earliest waiter alone. Waiters are granted the lock in
 // the order their calls began, across every process that shares the
-// servers; order is advisory, exclusion is not. [Client.TryAcquire] makes
-// one attempt, and [Client.DoOrSkip] and fenced calls poll.
+// servers; order is advisory, exclusion is not, and fenced calls wait in
+// line too. [Client.TryAcquire] makes one attempt; [Client.DoOrSkip] polls.
 //
 // Patience is time: WithRetryCount(n) and WithRetryDelay(d) give a refused
 // call n×d after its first refusal; a call in line gets n×d for each
