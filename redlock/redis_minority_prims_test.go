@@ -1,0 +1,80 @@
+package redlock_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/redlock"
+)
+
+// TestRedisPrimitivesSurviveAPausedMinority is issue 45's tenth promise:
+// 5 real nodes, 2 of them paused (SIGSTOP), 9 workers on 3 permits (and on
+// a write lock): holds are granted in every 400 ms window, and never more
+// than 3 permits (1 writer) at once.
+func TestRedisPrimitivesSurviveAPausedMinority(t *testing.T) {
+	cluster := redistest.Start(t, 5)
+	c := clientOn(t, cluster)
+	ctx := context.Background()
+	sem := c.Semaphore("pool", 3)
+	rw := c.RWMutex("table")
+	cluster.Nodes[1].Pause()
+	cluster.Nodes[3].Pause()
+	defer cluster.Nodes[1].Resume()
+	defer cluster.Nodes[3].Resume()
+
+	for _, tc := range []struct {
+		name string
+		most int
+		take func(context.Context) (*redlock.Lock, error)
+	}{
+		{"permits", 3, func(ctx context.Context) (*redlock.Lock, error) { return sem.Acquire(ctx, 10*time.Second) }},
+		{"write holds", 1, func(ctx context.Context) (*redlock.Lock, error) { return rw.Lock(ctx, 10*time.Second) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const window, windows = 400 * time.Millisecond, 8
+			began := time.Now()
+			var (
+				mu      sync.Mutex
+				per     [windows]int
+				holders int
+				most    int
+			)
+			var wg sync.WaitGroup
+			for range 9 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for time.Since(began) < window*windows {
+						l, err := tc.take(ctx)
+						if err != nil {
+							continue // gave up: the next try begins
+						}
+						mu.Lock()
+						if w := int(time.Since(began) / window); w < windows {
+							per[w]++
+						}
+						holders++
+						most = max(most, holders)
+						mu.Unlock()
+						time.Sleep(20 * time.Millisecond)
+						mu.Lock()
+						holders--
+						mu.Unlock()
+						l.Release(ctx) //nolint:errcheck // unconfirmed on the paused nodes at worst
+					}
+				}()
+			}
+			wg.Wait()
+			t.Logf("grants per %v window: %v", window, per)
+			assert.LessOrEqual(t, most, tc.most)
+			for w, n := range per {
+				assert.Positive(t, n, "window %d granted nothing: %v", w, per)
+			}
+		})
+	}
+}
