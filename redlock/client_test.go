@@ -439,11 +439,20 @@ func TestEarlyReturnWhileMinorityHangs(t *testing.T) {
 	fc.Advance(time.Second) // the hanging calls time out in the background
 	c.bg.Wait()
 	c2.bg.Wait()
-	assert.Equal(t, 1, servers[1].Count(static.OpAcquire))
+	// Asked at most once; not at all when the verdict came before its call
+	// was sent.
+	assert.LessOrEqual(t, servers[1].Count(static.OpAcquire), 1)
+	// The hanging server's acquire is made, or not at all when the
+	// verdict came before its call was sent (a failed attempt sends
+	// nothing more); either way a release follows (rule 1).
 	calls := servers2[3].Calls()
-	require.Len(t, calls, 2, "the straggler is released after its own call ended")
-	assert.ErrorIs(t, calls[0].Err, context.DeadlineExceeded)
-	assert.Equal(t, static.OpRelease, calls[1].Op)
+	require.NotEmpty(t, calls)
+	last := calls[len(calls)-1]
+	assert.Equal(t, static.OpRelease, last.Op, "the straggler is released after its own call ended: %+v", calls)
+	if len(calls) == 2 {
+		assert.ErrorIs(t, calls[0].Err, context.DeadlineExceeded)
+	}
+	assert.LessOrEqual(t, len(calls), 2)
 	require.NoError(t, res.lock.Release(bg))
 }
 
