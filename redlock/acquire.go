@@ -65,6 +65,9 @@ type acquisition struct {
 	// others of its client (see queue).
 	queue *queue
 	qw    *queued
+	// passed is set once a lock of its client was passed to the call
+	// (handover.go).
+	passed bool
 }
 
 // acquire takes the lock called name, treating refusals as m says.
@@ -97,6 +100,7 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 	switch {
 	case p == nil && a.waitsInLine():
 		a.queue, a.qw = c.joinQueue(key, 1, &a.rank, true, false)
+		a.takesPasses()
 	case p != nil && m != once && p.together() > 0:
 		a.queue, a.qw = c.joinQueue(key, p.together(), &a.rank, true, true)
 	}
@@ -106,6 +110,9 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 		}
 		if err := a.awaitPlace(ctx); err != nil {
 			return nil, err
+		}
+		if l, err := a.takePass(ctx); l != nil || err != nil {
+			return l, err
 		}
 		if a.queue != nil && a.p != nil {
 			a.queue.stamp(&a.qw.tried) // see heldSince
@@ -214,7 +221,8 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	case !granted:
 		return nil, nil
 	}
-	g := grant{name: a.name, key: a.key, token: a.token, b: a.b, began: start, tails: res.tails, ctx: ctx, prim: a.ops}
+	g := grant{name: a.name, key: a.key, token: a.token, b: a.b, began: start, tails: res.tails, ctx: ctx, prim: a.ops,
+		chain: chain{began: start.Add(elapsed)}} // a chain of passes begins (handover.go)
 	if len(fences) > 0 {
 		g.fence, g.fences = fences[0], fences
 	}
@@ -246,7 +254,10 @@ func (a *acquisition) fan() fan {
 		f.op = opAcquireFenced
 	case a.waitsInLine():
 		f.op = opAcquireInLine
-		if a.queue != nil {
+		// With hand-over the calls behind wait for a pass in the process
+		// (handover.go): one put in line here could leave it only by a
+		// call that may land before this one.
+		if a.queue != nil && !a.passable() {
 			if r, ok := a.queue.next(a.qw); ok {
 				f.next = r.token()
 			}
@@ -296,20 +307,25 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 	a.stopWatches()
 	putInLine := false
 	if a.queue != nil {
-		if l == nil && a.p == nil && a.queue.inLine(a.qw) {
+		if l != nil {
+			a.holds(l) // before it leaves: the next call waits for a pass
+		}
+		if (l == nil || a.passed) && a.p == nil && a.queue.inLine(a.qw) {
 			a.inLine, putInLine = a.c.notifierMask, true // put in line by the call ahead
 			if a.token == "" {
 				a.token = a.rank.token()
 			}
 		}
-		a.c.leaveQueue(a.queue, a.qw)
+		if p := a.c.leaveQueue(a.queue, a.qw); p != nil { // passed as it gave up
+			a.c.giveBack(ctx, a.name, a.key, p, true)
+		}
 	}
 	if a.inLine != 0 && !putInLine && a.calls != nil && a.calls.f.op == opAcquireInLine {
 		// Servers that answered late mostly granted, or are still on
 		// the SET NX, which puts no call in line.
 		a.inLine = a.calls.mayJoinLine(a.inLine)
 	}
-	if l == nil && a.kept {
+	if (l == nil || a.passed) && a.kept {
 		a.c.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails, delay: a.o.delayOf(a.p != nil)})
 	}
 	if a.inLine != 0 {

@@ -20,13 +20,14 @@ import (
 // each as soon as the one before releases it, not by the retry delay (a
 // minute) or the poll; the first waiter of each client asks the servers
 // twice (refused, then granted at its turn), the others once, and every
-// watch is stopped at the end.
+// watch is stopped at the end. Hand-over is off: this is the order it
+// keeps (see also TestHandOverBoundedByBudget/off).
 func TestLineServesCallsInOrderAcrossClients(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
 	clients := make([]*Client, 4)
 	for i := range clients {
-		clients[i] = testClient(t, fc, servers.KeyServers(), WithRetryDelay(time.Minute))
+		clients[i] = testClient(t, fc, servers.KeyServers(), WithRetryDelay(time.Minute), WithHandOver(NoHandOver))
 	}
 	first, err := clients[0].Acquire(bg, "job", time.Minute)
 	require.NoError(t, err)
@@ -56,11 +57,13 @@ func TestLineServesCallsInOrderAcrossClients(t *testing.T) {
 // TestOneClientsCallsLineUp: the calls of one client that wait for a
 // lock it holds line up behind the first: only that one is refused by the
 // servers, the others join the servers' lines with its attempts. So a
-// grant costs a claim and a release, not a refused attempt more.
+// grant costs a claim and a release, not a refused attempt more. (With
+// hand-over, on by default, the lock passes from call to call instead:
+// TestHandOverPassesInOrderWithoutServers.)
 func TestOneClientsCallsLineUp(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
-	c := testClient(t, fc, servers.KeyServers(), WithRetryDelay(time.Minute))
+	c := testClient(t, fc, servers.KeyServers(), WithRetryDelay(time.Minute), WithHandOver(NoHandOver))
 	first, err := c.Acquire(bg, "job", time.Minute)
 	require.NoError(t, err)
 	const n = 8

@@ -29,7 +29,8 @@ type Lock struct {
 	// for the Lost hook; nil when there are no hooks.
 	callCtx context.Context
 
-	acquired time.Time // start of the winning attempt, for WithMaxHold and WithMinHold; never changes
+	acquired time.Time // start of the winning attempt (or the pass), for WithMaxHold and WithMinHold; never changes
+	chain    chain     // how far the lock was passed since the servers granted it (handover.go); never changes
 
 	// op serialises Extend and Release and guards tails, so that nothing
 	// re-creates a key Release deleted ("The calls of one lock go in order").
@@ -57,7 +58,9 @@ type Lock struct {
 type grant struct {
 	name, key, token string
 	b                budget
-	began            time.Time // of the winning attempt
+	began            time.Time // of the winning attempt, or of the pass
+	from             time.Time // of the grant or extension b is of, for a pass; zero: began
+	chain            chain     // of passes (handover.go); zero: a chain begins at began
 	tails            tails     // its calls, per server
 	fence            uint64
 	fences           []uint64        // a set's, one per name
@@ -66,7 +69,13 @@ type grant struct {
 }
 
 func newLock(c *Client, o *options, g grant) *Lock {
-	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.began, tails: g.tails, fence: g.fence, prim: g.prim}
+	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.began, tails: g.tails, fence: g.fence, prim: g.prim, chain: g.chain}
+	if g.from.IsZero() {
+		g.from = g.began
+	}
+	if l.chain.began.IsZero() {
+		l.chain.began = g.began
+	}
 	if so, ok := g.prim.(*setOps); ok {
 		// The set's calls are this lock's alone: its fences go there, and
 		// the Lock stays small.
@@ -80,7 +89,7 @@ func newLock(c *Client, o *options, g grant) *Lock {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setValidity(g.began, g.b)
+	l.setValidity(g.from, g.b)
 	if c.hooks.Lost != nil {
 		l.lifeLocked() // the hook must hear of a loss when it happens
 	}

@@ -58,6 +58,10 @@ type options struct {
 	randInt64N    func(n int64) int64
 	newToken      func(rank) string
 
+	// WithHandOver's d (0 the default, < 0 off) and WithHandOverPasses's n.
+	handOver       time.Duration
+	handOverPasses int
+
 	invalidOptions []error
 }
 

@@ -22,6 +22,11 @@ type queue struct {
 	// tick orders the attempts of its calls and the arming of watches;
 	// held is the tick of the latest attempt that won (see heldSince).
 	tick, held uint64
+	// holder is the token of a lock that a call of the queue holds and
+	// may pass on (handover.go), until holdUntil: until then the front
+	// waits for it in the process rather than ask the servers.
+	holder    string
+	holdUntil time.Time
 }
 
 // queued is one call in a queue.
@@ -37,6 +42,13 @@ type queued struct {
 	// watched, when it finished arming its watches before its first
 	// attempt (0: it did not). Guarded by the queue's mu.
 	tried, watched uint64
+	// trying is set while the call makes an attempt, when nothing may be
+	// passed to it (see takePass); taker, for a lock's call that takes
+	// passes, what it needs of one; pass, a lock passed to it
+	// (handover.go). Guarded by the queue's mu.
+	trying bool
+	taker  *taker
+	pass   *pass
 }
 
 // signal wakes w without blocking.
@@ -88,10 +100,14 @@ func (c *Client) joinQueue(key string, capacity int, r *rank, fresh, create bool
 }
 
 // leaveQueue takes w out of q; if w was at the front, the next call
-// reaches it.
-func (c *Client) leaveQueue(q *queue, w *queued) {
+// reaches it. The last call to leave removes q, unless a call of it holds
+// the lock and may pass it on (see hold). It returns a lock passed to w
+// and not taken, if any.
+func (c *Client) leaveQueue(q *queue, w *queued) *pass {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	p := w.pass
+	w.pass = nil
 	for i, x := range q.calls {
 		if x != w {
 			continue
@@ -105,10 +121,11 @@ func (c *Client) leaveQueue(q *queue, w *queued) {
 		}
 		break
 	}
-	if len(q.calls) == 0 {
+	if len(q.calls) == 0 && (q.holder == "" || !c.clock.Now().Before(q.holdUntil)) {
 		q.gone = true
 		c.queues.CompareAndDelete(q.key, q)
 	}
+	return p
 }
 
 // moved records that a call of q saw the hold move at now.
@@ -146,7 +163,9 @@ func (q *queue) heldSince(w *queued) bool {
 }
 
 // next returns the rank of the first call behind w not yet in the
-// servers' lines, which w's next attempt puts there, and wakes it.
+// servers' lines, which w's next attempt puts there, and wakes it; not a
+// call that is trying or was passed a lock (handover.go), which would
+// never claim its turn there.
 func (q *queue) next(w *queued) (rank, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -154,7 +173,7 @@ func (q *queue) next(w *queued) (rank, bool) {
 	for i, x := range q.calls {
 		if x == w {
 			for _, y := range q.calls[i+1:] {
-				if !y.inLine {
+				if !y.inLine && !y.trying && y.pass == nil {
 					y.inLine = true
 					y.signal()
 					return y.rank, true
@@ -164,6 +183,31 @@ func (q *queue) next(w *queued) (rank, bool) {
 		}
 	}
 	return rank{}, false
+}
+
+// takes records that w, a lock's call, takes a lock passed to it as t
+// says.
+func (q *queue) takes(w *queued, t *taker) {
+	q.mu.Lock()
+	w.taker = t
+	q.mu.Unlock()
+}
+
+// ask returns the lock passed to w, if any; otherwise it records that w
+// is about to ask the servers, and is passed nothing until refused.
+func (q *queue) ask(w *queued) *pass {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := w.pass
+	w.pass, w.trying = nil, true
+	return p
+}
+
+// handed reports whether a lock was passed to w.
+func (q *queue) handed(w *queued) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return w.pass != nil
 }
 
 // inLine reports whether w was put in the servers' lines.
@@ -178,6 +222,7 @@ func (q *queue) inLine(w *queued) bool {
 func (q *queue) refused(w *queued, t tally, inLine bool) {
 	q.mu.Lock()
 	w.inLine = w.inLine || inLine
+	w.trying = false
 	q.last = t
 	q.mu.Unlock()
 }
@@ -186,12 +231,38 @@ func (q *queue) refused(w *queued, t tally, inLine bool) {
 func (q *queue) ahead(w *queued) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.aheadLocked(w)
+}
+
+// aheadLocked is ahead with q.mu held.
+func (q *queue) aheadLocked(w *queued) int {
 	for i, x := range q.calls {
 		if x == w {
 			return max(i-q.capacity+1, 0)
 		}
 	}
 	return 0
+}
+
+// place tells where w stands, waiting before it asks the servers: done
+// when it is to go on (it reached the front, was put in the servers'
+// lines, or a lock was passed to it); else how many calls are ahead of it,
+// and, when none is, until when it waits for a lock of its client to be
+// passed to it (handover.go).
+func (q *queue) place(w *queued, now time.Time) (ahead int, until time.Time, done bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if w.inLine || w.pass != nil {
+		return 0, time.Time{}, true
+	}
+	ahead = q.aheadLocked(w)
+	if ahead > 0 {
+		return ahead, time.Time{}, false
+	}
+	if q.holder != "" && now.Before(q.holdUntil) {
+		return 0, q.holdUntil, false
+	}
+	return 0, time.Time{}, true
 }
 
 // errOutOfPatience ends a call whose patience ran out while it waited

@@ -38,16 +38,33 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.released = true
 	l.checkExpiry()
 	lost := l.err != nil
+	var p *pass
+	if !lost {
+		p = l.passing() // before end, which would mark it at risk
+	}
 	l.end(ErrNotHeld)
 	b, expires := l.b, l.granted.Add(l.b.ttl)
 	l.mu.Unlock()
 	h := l.c.hooks.Released
 	if h == nil {
-		return l.release(ctx, b, expires, lost)
+		return l.passOrRelease(ctx, p, b, expires, lost)
 	}
 	held := l.c.clock.Since(l.acquired)
-	err := l.release(ctx, b, expires, lost)
+	err := l.passOrRelease(ctx, p, b, expires, lost)
 	h(ctx, l.name, held, err)
+	return err
+}
+
+// passOrRelease passes the lock as p, to a call of its client waiting for
+// it (handover.go), or else sends Release's calls.
+func (l *Lock) passOrRelease(ctx context.Context, p *pass, b budget, expires time.Time, lost bool) error {
+	if p != nil && l.c.handTo(l.key, p) {
+		return nil
+	}
+	err := l.release(ctx, b, expires, lost)
+	if l.o.handOver >= 0 {
+		l.c.unhold(l.key, l.token) // its client's next call asks the servers
+	}
 	return err
 }
 

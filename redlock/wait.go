@@ -22,8 +22,21 @@ func (a *acquisition) wait(ctx context.Context) error {
 	if a.inLine != 0 && a.waitsInALine() {
 		return a.waitInLine(ctx)
 	}
-	d := a.o.retryWait()
-	return a.c.clock.SleepOrWake(ctx, a.untilPatience(d), []<-chan struct{}{a.c.closing.Done()})
+	c := a.c
+	d := a.untilPatience(a.o.retryWait())
+	if !a.passable() {
+		return c.clock.SleepOrWake(ctx, d, []<-chan struct{}{c.closing.Done()})
+	}
+	// Woken early only by a lock of its client passed to it (handover.go).
+	until := c.clock.Now().Add(d)
+	for {
+		if err := c.clock.SleepOrWake(ctx, until.Sub(c.clock.Now()), []<-chan struct{}{c.closing.Done(), a.qw.wake}); err != nil {
+			return err
+		}
+		if c.closing.Err() != nil || a.queue.handed(a.qw) || !c.clock.Now().Before(until) {
+			return nil
+		}
+	}
 }
 
 // linePoll is the longest a waiter waits in line without trying again:
@@ -89,7 +102,13 @@ func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time)
 		if c.closing.Err() != nil {
 			return nil // the attempt fails with ErrClosed
 		}
+		if a.passable() && a.queue.handed(a.qw) {
+			return nil // a lock of its client was passed to it (handover.go)
+		}
 		wake = append(wake[:0], c.closing.Done())
+		if a.passable() {
+			wake = append(wake, a.qw.wake)
+		}
 		turns := 0
 		for _, w := range a.watches {
 			switch {
@@ -373,18 +392,23 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 }
 
 // awaitFront waits until w is at the front of q or in the servers' lines,
-// or the call's patience ("Patience" in docs/design.md) or ctx ends. A call
-// that prewatches goes to try once told, at the front or not.
+// or the call's patience ("Patience" in docs/design.md) or ctx ends. At
+// the front it waits on while a call of its client holds the lock and may
+// pass it on, and until a lock is passed to it (handover.go). A call that
+// prewatches goes to try once told, at the front or not.
 func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error {
 	c := a.c
 	since, seen := c.clock.Now(), -1
 	for {
-		ahead := q.ahead(w)
-		if ahead == 0 || q.inLine(w) {
+		ahead, held, done := q.place(w, c.clock.Now())
+		if done {
 			return nil
 		}
 		wake := []<-chan struct{}{w.wake, c.closing.Done()}
 		sleep := time.Duration(math.MaxInt64)
+		if !held.IsZero() {
+			sleep = held.Sub(c.clock.Now())
+		}
 		if ahead == 1 && a.prewatches() {
 			told, renewIn := a.prewatch(ctx, q, w)
 			if told {
@@ -442,7 +466,7 @@ func (a *acquisition) awaitPlace(ctx context.Context) error {
 	case a.p != nil:
 		// Its watches predate the hold of the call ahead, whose end tells
 		// it or a watcher ahead of it: a look would only be refused.
-	case !a.queue.inLine(a.qw) || a.watches != nil:
+	case !a.queue.inLine(a.qw) || a.watches != nil || a.passable() && a.queue.handed(a.qw):
 		return nil
 	default:
 		// Its patience starts here, counting the calls of its client ahead.
@@ -464,6 +488,7 @@ func (a *acquisition) awaitPlace(ctx context.Context) error {
 func (a *acquisition) queueUp() {
 	if a.queue == nil && a.waitsInLine() {
 		a.queue, a.qw = a.c.joinQueue(a.key, 1, &a.rank, false, true)
+		a.takesPasses()
 	}
 	if a.queue != nil {
 		a.queue.refused(a.qw, a.last, a.p == nil)

@@ -1,0 +1,290 @@
+package redlock
+
+import (
+	"context"
+	"time"
+)
+
+// Hand-over inside a process ("Hand-over inside a process" in
+// docs/design.md): a lock released while another call of its client waits
+// in the process for the same name goes to that call without the servers,
+// within a budget of time and passes counted from the servers' grant; then
+// it goes back to the servers' line, where the waiters of other processes
+// are.
+
+// Defaults of WithHandOver and WithHandOverPasses.
+const (
+	DefaultHandOver       = 10 * time.Millisecond
+	DefaultHandOverPasses = 64
+)
+
+// NoHandOver, given to WithHandOver, turns hand-over off: every grant comes
+// from the servers, in the order their lines keep across processes.
+const NoHandOver time.Duration = -1
+
+// WithHandOver sets the budget of hand-over inside a process: for d after
+// the servers granted a lock, Release passes it to the earliest other call
+// of the same Client waiting for the same name (Acquire and Do; TryAcquire
+// and DoOrSkip do not wait), without a server call. The passed lock is a
+// grant to that call like any other: Done, Err, Health, AtRisk, KeepAlive,
+// Release and Fence work on it as on a lock the servers granted; it keeps
+// the token the servers hold and their validity (Until is the holder's,
+// never later), and with WithFencing its fence is raised on the servers,
+// above the holder's. The Acquired hook reports it with Attempts 0 when the
+// call asked no server.
+//
+// Once d is spent, or WithHandOverPasses's count, Release gives the lock
+// back to the servers, whose line serves the waiters of other processes:
+// a waiter of another process waits, beyond first come, first served, at
+// most d and one hold for each chain of passes ahead of it ("Hand-over
+// inside a process" in docs/design.md). A lock is passed only with more
+// than a third of its TTL, and more than its loss margin and one server
+// timeout, of validity left; to a call that asked for the same TTL and
+// timings; and never when held WithMinHold.
+//
+// It is an Option, so that one call can keep its place in the servers'
+// line: given to a call it says whether that call's lock may be passed on
+// and whether the call takes a pass, and the budget of the chains its lock
+// starts. Default (or 0): 10 ms. NoHandOver (any d < 0) turns it off: every
+// grant then comes from the servers, first come, first served across
+// processes.
+func WithHandOver(d time.Duration) Option {
+	return func(o *options) { o.handOver = max(d, NoHandOver) }
+}
+
+// WithHandOverPasses caps how many times a lock passes between the calls
+// of its client (see WithHandOver) before it goes back to the servers.
+// Default (or 0): 64.
+func WithHandOverPasses(n int) Option {
+	return func(o *options) { o.handOverPasses = o.count("hand-over passes", n, 0) }
+}
+
+// handOverWithin is the time budget of a chain of passes; negative: off.
+func (o *options) handOverWithin() time.Duration {
+	if o.handOver == 0 {
+		return DefaultHandOver
+	}
+	return o.handOver
+}
+
+// maxPasses is how many passes a chain may make.
+func (o *options) maxPasses() int {
+	if o.handOverPasses == 0 {
+		return DefaultHandOverPasses
+	}
+	return o.handOverPasses
+}
+
+// chain is how far a lock has been passed since the servers granted it.
+type chain struct {
+	began  time.Time // start of the attempt the servers granted
+	passes int
+}
+
+// pass is a lock on its way from a holder, whose Lock is already released,
+// to a waiting call of the same client: what the servers hold, unchanged.
+type pass struct {
+	o       *options // the holder's
+	token   string
+	fence   uint64
+	b       budget    // of the last grant or extension on the servers
+	granted time.Time // its start
+	until   time.Time // the end of the quorum's validity
+	tails   tails     // the lock's last calls, per server
+	chain   chain
+}
+
+// taker is what a waiting call needs of a lock passed to it: its options
+// and the budget of its TTL.
+type taker struct {
+	o *options
+	b budget
+}
+
+// fits reports whether t may take p: it takes passes, and p's lock is what
+// its own grant would be (TTL, timings, drift, lock-delay, quarantine), so
+// that the lock behaves for it as a fresh grant.
+func (t *taker) fits(p *pass) bool {
+	o, h := t.o, p.o
+	return o.handOver >= 0 && t.b == p.b && (o == h ||
+		o.driftFactor == h.driftFactor && o.lockDelay == h.lockDelay && o.quarantine == h.quarantine)
+}
+
+// passFloor is the validity a lock of b must have left to be passed: the
+// next holder must not be at risk on arrival (a third of the TTL), and
+// must have time to extend it (one server timeout) before its loss margin.
+func (b budget) passFloor() time.Duration { return max(b.ttl/3, b.margin+b.timeout) }
+
+// mayGo reports whether p may be passed at now: within its chain's budget,
+// with the validity floor left.
+func (p *pass) mayGo(now time.Time) bool {
+	o := p.o
+	return p.chain.passes < o.maxPasses() && now.Sub(p.chain.began) < o.handOverWithin() &&
+		p.until.Sub(now) > p.b.passFloor()
+}
+
+// passing returns the pass of l, being released and not lost, if it may go
+// to a waiting call, else nil. l.mu must be held, before l.end.
+func (l *Lock) passing() *pass {
+	o, c := l.o, l.c
+	if l.prim != nil || o.handOver < 0 || o.minHold > 0 || l.risk != nil && l.risk.entered {
+		return nil
+	}
+	if _, ok := c.queues.Load(l.key); !ok {
+		return nil // nobody of this client waits: the common case
+	}
+	p := &pass{o: o, token: l.token, fence: l.fence, b: l.b, granted: l.granted, until: l.until, tails: l.tails, chain: l.chain}
+	if !p.mayGo(c.clock.Now()) {
+		return nil
+	}
+	return p
+}
+
+// handTo gives p to the first call of key's queue, the earliest of its
+// client that waits, if that call takes it (it is not making an attempt,
+// and its grant would be p's lock), and wakes it; it reports whether it
+// did. The queue's hold stays with p's token while p is on its way.
+func (c *Client) handTo(key string, p *pass) bool {
+	if c.closing.Err() != nil {
+		return false
+	}
+	v, ok := c.queues.Load(key)
+	if !ok {
+		return false
+	}
+	q := v.(*queue)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.gone || len(q.calls) == 0 {
+		return false
+	}
+	w := q.calls[0]
+	if w.trying || w.pass != nil || w.taker == nil || !w.taker.fits(p) {
+		return false // it gets the lock from the servers, in rank order
+	}
+	w.pass = p
+	w.signal()
+	return true
+}
+
+// hold records that a call of q holds the lock token, granted by the
+// servers or passed, and may pass it on until until (the end of its
+// chain's budget, or its loss): until then the call at the front waits
+// for it in the process, where a pass costs no server call, and the queue
+// stays, for the calls that come meanwhile. An empty token records that
+// the holder passes nothing.
+func (q *queue) hold(token string, until time.Time) {
+	q.mu.Lock()
+	q.holder, q.holdUntil = token, until
+	q.mu.Unlock()
+}
+
+// unhold records that the lock token went back to the servers, and wakes
+// the call at the front of key's queue to ask them.
+func (c *Client) unhold(key, token string) {
+	v, ok := c.queues.Load(key)
+	if !ok {
+		return
+	}
+	q := v.(*queue)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.holder != token {
+		return
+	}
+	q.holder, q.holdUntil = "", time.Time{}
+	if len(q.calls) > 0 {
+		q.calls[0].signal()
+	} else if !q.gone {
+		q.gone = true
+		c.queues.CompareAndDelete(q.key, q)
+	}
+}
+
+// holds records, as a call that was granted l leaves its queue, whether
+// the calls of the queue may wait for l to be passed on.
+func (a *acquisition) holds(l *Lock) {
+	if a.queue == nil {
+		return
+	}
+	o := l.o
+	if l.prim != nil || o.handOver < 0 || o.minHold > 0 || l.chain.passes >= o.maxPasses() {
+		a.queue.hold("", time.Time{})
+		return
+	}
+	l.mu.Lock()
+	until := earlier(l.lossAt, l.chain.began.Add(o.handOverWithin()))
+	l.mu.Unlock()
+	a.queue.hold(l.token, until)
+}
+
+// giveBack disposes of p, which the call it was passed to does not take:
+// to the next call waiting, when again and p may still go, or else back to
+// the servers, whose line serves the next waiter.
+func (c *Client) giveBack(ctx context.Context, name, key string, p *pass, again bool) {
+	if again && p.mayGo(c.clock.Now()) && c.handTo(key, p) {
+		return
+	}
+	l := &Lock{c: c, o: p.o, name: name, key: key, token: p.token, tails: p.tails}
+	_ = l.release(context.WithoutCancel(ctx), p.b, p.granted.Add(p.b.ttl), false) // as Release's: final either way
+	c.unhold(key, p.token)
+}
+
+// takesPasses records that the call, a lock's in its client's queue, may
+// be passed a lock, unless its options turn hand-over off.
+func (a *acquisition) takesPasses() {
+	if a.qw != nil && a.p == nil && a.o.handOver >= 0 {
+		a.queue.takes(a.qw, &taker{o: a.o, b: a.b})
+	}
+}
+
+// passable reports whether a lock may be passed to the call while it
+// waits.
+func (a *acquisition) passable() bool {
+	return a.qw != nil && a.qw.taker != nil
+}
+
+// takePass, before each attempt, takes the lock passed to the call, if
+// any; otherwise it records that the call is making an attempt, and is
+// passed nothing until its refusal.
+func (a *acquisition) takePass(ctx context.Context) (*Lock, error) {
+	if !a.passable() {
+		return nil, nil
+	}
+	p := a.queue.ask(a.qw)
+	if p == nil {
+		return nil, nil
+	}
+	c := a.c
+	switch {
+	case c.closing.Err() != nil:
+		c.giveBack(ctx, a.name, a.key, p, false)
+		return nil, ErrClosed
+	case ctx.Err() != nil:
+		c.giveBack(ctx, a.name, a.key, p, true)
+		return nil, a.notAcquired(ctx.Err())
+	}
+	fence := p.fence
+	if a.fenced {
+		// Strictly above the previous holder's, on a quorum, before the
+		// lock is handed out ("Fencing across a quorum" in docs/design.md).
+		if err := c.beginAttempt(); err != nil {
+			c.giveBack(ctx, a.name, a.key, p, false)
+			return nil, err
+		}
+		fence, _ = c.fence(ctx, a.name, a.key, p.b.timeout, p.fence)
+		c.exit()
+		if fence == 0 {
+			c.giveBack(ctx, a.name, a.key, p, false)
+			return nil, nil // it asks the servers
+		}
+	}
+	now := c.clock.Now()
+	if p.until.Sub(now) <= p.b.passFloor() { // it waited too long to be woken
+		c.giveBack(ctx, a.name, a.key, p, false)
+		return nil, nil
+	}
+	a.passed = true
+	return newLock(c, a.o, grant{name: a.name, key: a.key, token: p.token, b: p.b, began: now, from: p.granted, tails: p.tails,
+		fence: fence, ctx: ctx, chain: chain{began: p.chain.began, passes: p.chain.passes + 1}}), nil
+}
