@@ -52,6 +52,14 @@
 // servers; order is advisory, exclusion is not, and fenced calls wait in
 // line too. [Client.TryAcquire] makes one attempt; [Client.DoOrSkip] polls.
 //
+// Within a process, a lock released while another call of the same Client
+// waits for it is passed to that call without a server call, for at most
+// [WithHandOver] (10 ms) after the servers granted it, or
+// [WithHandOverPasses] (64) passes; then it goes back to the servers'
+// line, so a waiter of another process waits at most that much longer.
+// [NoHandOver] turns it off. See "Hand-over inside a process" in
+// docs/design.md.
+//
 // Patience is time: WithRetryCount(n) and WithRetryDelay(d) give a refused
 // call n×d after its first refusal; a call in line gets n×d for each
 // waiter ahead of it and for its own turn, renewed while the lock moves
