@@ -83,7 +83,8 @@ func TestParseClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"1-distinct": 1, "64-distinct": 1, "8-one-key-hold": 1, "64-one-key": 1, "8c-one-key-hold": 8, "8c-64-one-key": 8}
+	want := map[string]int{"1-distinct": 1, "64-distinct": 1, "8-one-key-hold": 1, "64-one-key": 1, "64-one-key-hold": 1, "8c-one-key-hold": 8,
+		"8c-64-one-key": 8, "8c-64-one-key-hold": 8}
 	if got := lockers(def); !equalMaps(got, want) {
 		t.Errorf("default clients per workload = %v, want %v", got, want)
 	}

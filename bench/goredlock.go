@@ -12,7 +12,7 @@ import (
 func goredlockPeer() peer {
 	return peer{
 		name:  "goredlock",
-		about: "redlock.New over keyserver/redis.FromURL servers, default options (10 retries, 200±100 ms).",
+		about: "redlock.New over keyserver/redis.FromURL servers, default options (10 retries, 200±100 ms; hand-over within a client 10 ms or 64 passes).",
 		skip:  runsAlways,
 		open: func(addrs []string, s settings) (locker, error) {
 			return openGoredlock(addrs, s, fromURL)
@@ -34,6 +34,24 @@ func goredlockRetryPeer() peer {
 		},
 		open: func(addrs []string, s settings) (locker, error) {
 			return openGoredlock(addrs, s, fromURL, redlock.WithRetryDelay(s.retry))
+		},
+	}
+}
+
+func goredlockNoHandOverPeer() peer {
+	return peer{
+		name:          "goredlock-nohandover",
+		title:         func(settings) string { return "goredlock, hand-over off" },
+		about:         "goredlock with redlock.WithHandOver(redlock.NoHandOver): every grant from the servers' line, none passed between the goroutines of a client; contended workloads only.",
+		uncontendedAs: "goredlock",
+		skip: func(_ int, w workload) string {
+			if !w.contended() {
+				return "same as goredlock without contention"
+			}
+			return ""
+		},
+		open: func(addrs []string, s settings) (locker, error) {
+			return openGoredlock(addrs, s, fromURL, redlock.WithHandOver(redlock.NoHandOver))
 		},
 	}
 }

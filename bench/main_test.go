@@ -158,7 +158,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.peers) != 2 || cfg.peers[0].name != "goredlock" || len(cfg.workloads) != 6 || cfg.reps != 3 {
+	if len(cfg.peers) != 2 || cfg.peers[0].name != "goredlock" || len(cfg.workloads) != 8 || cfg.reps != 3 {
 		t.Errorf("parse: %d peers (first %s), %d workloads, %d reps", len(cfg.peers), cfg.peers[0].name, len(cfg.workloads), cfg.reps)
 	}
 }

@@ -46,6 +46,7 @@ type settings struct {
 func peers() []peer {
 	return append([]peer{
 		goredlockPeer(),
+		goredlockNoHandOverPeer(),
 		goredlockRetryPeer(),
 		redsyncPeer(),
 		rueidislockPeer(),

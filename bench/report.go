@@ -56,6 +56,7 @@ type row struct {
 	label                  string
 	clients                int // independent clients the case ran over
 	ops, jain, cmds        float64
+	jainClients            float64 // 0 on one client
 	p50, p99, max, cpu     time.Duration
 	overlaps, gaveUp, runs int64
 	unlockErrs, conns      int64
@@ -82,6 +83,7 @@ func (r *results) rowIn(st, peer, wl int) (row, bool) {
 		rw                      = row{label: r.cfg.peers[peer].label(r.cfg.settings), clients: r.cfg.workloads[wl].lockers()}
 		ss                      []sample
 		ops, jains, cmds        []float64
+		jainClients             []float64
 		p50s, p99s, maxes, cpus []time.Duration
 		gaveUps, conns          []int64
 	)
@@ -104,6 +106,7 @@ func (r *results) rowIn(st, peer, wl int) (row, bool) {
 		}
 		ops = append(ops, s.opsPerSec)
 		jains = append(jains, s.jain)
+		jainClients = append(jainClients, s.jainClients)
 		cmds = append(cmds, s.cmdsPerOp)
 		p50s = append(p50s, s.lat.p50)
 		p99s = append(p99s, s.lat.p99)
@@ -118,6 +121,7 @@ func (r *results) rowIn(st, peer, wl int) (row, bool) {
 		}
 	}
 	rw.ops, rw.jain, rw.cmds = median(ops), median(jains), median(cmds)
+	rw.jainClients = median(jainClients)
 	rw.p50, rw.p99, rw.max, rw.cpu = median(p50s), median(p99s), median(maxes), median(cpus)
 	rw.gaveUp, rw.conns = median(gaveUps), median(conns)
 	if rw.clients > 1 {
@@ -171,7 +175,7 @@ func (r *results) write(w io.Writer) error {
 	fmt.Fprintf(bw, "\n### How to read it\n\n")
 	fmt.Fprintln(bw, "- ops/s: grants per second over the measured window; ÷ redsync: the same relative to redsync's in that table.")
 	fmt.Fprintln(bw, "- p50/p99/max: acquire latency, from the moment a goroutine wants the lock to its grant, across the times its library gives up and it calls again.")
-	fmt.Fprintln(bw, "- Jain: fairness of the grant counts over goroutines (1 = equal shares, 1/n = one goroutine takes all).")
+	fmt.Fprintln(bw, "- Jain: fairness of the grant counts over goroutines (1 = equal shares, 1/n = one goroutine takes all); Jain clients: the same over the clients of a case on several (– on one), the fairness between processes.")
 	fmt.Fprintln(bw, "- overlaps: grants while another goroutine of the case still held the same key, summed over repetitions. Must be 0.")
 	fmt.Fprintln(bw, "- CPU µs/op: user+system CPU time of the whole client process (harness included) per grant; the nodes' CPU is not in it.")
 	fmt.Fprintln(bw, "- Redis cmds/op: commands the nodes ran per grant, summed over nodes (INFO total_commands_processed); commands a Lua script runs count too, so one EVALSHA of a GET+DEL script counts 3.")
@@ -196,8 +200,8 @@ func (r *results) writeHealthy(bw *bufio.Writer) {
 	base := r.peerIndex("redsync") // the row the others are compared with
 	for wi, wl := range cfg.workloads {
 		fmt.Fprintf(bw, "\n### %s\n\n", wl.title)
-		fmt.Fprintln(bw, "| library | ops/s | ÷ redsync | p50 | p99 | max | Jain | overlaps | CPU µs/op | Redis cmds/op | ÷ uncontended | gave up |")
-		fmt.Fprintln(bw, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		fmt.Fprintln(bw, "| library | ops/s | ÷ redsync | p50 | p99 | max | Jain | Jain clients | overlaps | CPU µs/op | Redis cmds/op | ÷ uncontended | gave up |")
+		fmt.Fprintln(bw, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 		baseOps := 0.0
 		if br, ok := r.row(base, wi); ok {
 			baseOps = br.ops
@@ -219,9 +223,13 @@ func (r *results) writeHealthy(bw *bufio.Writer) {
 			if idle, ok := r.uncontendedCmds(pi); ok {
 				vsIdle = fmtRatio(rw.cmds / idle)
 			}
-			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %.2f | %d | %.0f | %.1f | %s | %d |\n",
+			jainClients := "–"
+			if rw.clients > 1 {
+				jainClients = fmt.Sprintf("%.2f", rw.jainClients)
+			}
+			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %.2f | %s | %d | %.0f | %.1f | %s | %d |\n",
 				rw.label, fmtCount(rw.ops), rel, fmtDur(rw.p50), fmtDur(rw.p99), fmtDur(rw.max),
-				rw.jain, rw.overlaps, float64(rw.cpu)/float64(time.Microsecond), rw.cmds, vsIdle, rw.gaveUp)
+				rw.jain, jainClients, rw.overlaps, float64(rw.cpu)/float64(time.Microsecond), rw.cmds, vsIdle, rw.gaveUp)
 			if rw.conns > 0 {
 				notes = append(notes, fmt.Sprintf("%s: the nodes accepted %d new connections while it was measured (median; a pool that keeps fewer connections idle than it uses redials)", rw.label, rw.conns))
 			}

@@ -44,8 +44,10 @@ func workloads() []workload {
 		{name: "64-distinct", title: "64 goroutines, each on its own key", goroutines: 64},
 		{name: "8-one-key-hold", title: "8 goroutines on one key, holding it 1 ms", goroutines: 8, oneKey: true, hold: time.Millisecond},
 		{name: "64-one-key", title: "64 goroutines on one key, no hold", goroutines: 64, oneKey: true},
+		{name: "64-one-key-hold", title: "64 goroutines on one key, holding it 1 ms", goroutines: 64, oneKey: true, hold: time.Millisecond},
 		{name: "8c-one-key-hold", title: "8 clients on one key, 1 goroutine each, holding it 1 ms", goroutines: 8, oneKey: true, hold: time.Millisecond, clients: 8},
 		{name: "8c-64-one-key", title: "64 goroutines dealt over 8 clients on one key, no hold", goroutines: 64, oneKey: true, clients: 8},
+		{name: "8c-64-one-key-hold", title: "64 goroutines dealt over 8 clients on one key, holding it 1 ms", goroutines: 64, oneKey: true, hold: time.Millisecond, clients: 8},
 		{name: "64-distinct-set4", title: "set of 4 names, 64 goroutines, distinct sets", goroutines: 64, names: setSize},
 	}
 }
@@ -74,17 +76,20 @@ type timing struct {
 
 // sample is what one run of one case measured.
 type sample struct {
-	grants     int64
-	opsPerSec  float64
-	lat        latencies
-	jain       float64
-	overlaps   int64
-	cpuPerOp   time.Duration
-	cmdsPerOp  float64
-	gaveUp     int64 // lock calls that returned an error (the library gave up)
-	unlockErrs int64
-	conns      int64 // connections the nodes accepted in the window
-	firstErr   string
+	grants    int64
+	opsPerSec float64
+	lat       latencies
+	jain      float64
+	// jainClients is Jain's index of the grants of each client (0 for a
+	// case on one client): the fairness between processes.
+	jainClients float64
+	overlaps    int64
+	cpuPerOp    time.Duration
+	cmdsPerOp   float64
+	gaveUp      int64 // lock calls that returned an error (the library gave up)
+	unlockErrs  int64
+	conns       int64 // connections the nodes accepted in the window
+	firstErr    string
 	// What a library that hangs left behind (degraded states): goroutines
 	// still in a call stuckAfter after the window, goroutines the case
 	// stopped waiting for, and a close that did not return in closeWait.
@@ -249,10 +254,12 @@ func runCaseWith(ctx context.Context, p peer, w workload, addrs []string, s sett
 	}
 
 	counts := make([]float64, len(workers))
+	perClient := make([]float64, len(clients))
 	var all []time.Duration
 	for i := range workers {
 		me := &workers[i]
 		me.mu.Lock()
+		perClient[clientOf(i, len(clients))] += float64(me.grants)
 		sm.grants += me.grants
 		sm.gaveUp += me.gaveUp
 		sm.unlockErrs += me.unlockErrs
@@ -265,6 +272,9 @@ func runCaseWith(ctx context.Context, p peer, w workload, addrs []string, s sett
 	}
 	sm.lat = summarize(all)
 	sm.jain = jain(counts)
+	if len(clients) > 1 {
+		sm.jainClients = jain(perClient)
+	}
 	sm.overlaps = overlaps.Load()
 	sm.opsPerSec = float64(sm.grants) / t1.Sub(t0).Seconds()
 	if sm.grants > 0 {
