@@ -44,8 +44,8 @@ const NoHandOver time.Duration = -1
 //
 // It is an Option, so that one call can keep its place in the servers'
 // line: given to a call it says whether that call's lock may be passed on
-// and whether the call takes a pass, and the budget of the chains its lock
-// starts. Default (or 0): 10 ms. NoHandOver (any d < 0) turns it off: every
+// (within the budget it sets, counted from the chain's grant) and whether
+// the call takes a pass. Default (or 0): 10 ms. NoHandOver (any d < 0) turns it off: every
 // grant then comes from the servers, first come, first served across
 // processes.
 func WithHandOver(d time.Duration) Option {
