@@ -383,3 +383,41 @@ func TestHandOverWaitIsBoundedByTheHoldersLoss(t *testing.T) {
 	require.NoError(t, r1.err)
 	require.NoError(t, r1.lock.Release(bg))
 }
+
+// TestHandOverGivenBack: a pass that the call it went to does not take
+// (its context ended, the client closes, the validity ran low) goes on to
+// the next call when it still may, and else back to the servers, whose
+// line grants it.
+func TestHandOverGivenBack(t *testing.T) {
+	for _, again := range []bool{true, false} {
+		t.Run(map[bool]string{true: "to the next call", false: "to the servers"}[again], func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			servers := static.NewCluster(3)
+			c := testClient(t, fc, servers.KeyServers(), WithRetryDelay(time.Minute))
+			h, err := c.Acquire(bg, "job", time.Minute)
+			require.NoError(t, err)
+			got := async(t, func() lockResult { l, err := c.Acquire(bg, "job", time.Minute); return lockResult{l, err} })
+			_, err = fc.BlockUntilSleepers(1, wait)
+			require.NoError(t, err)
+			// h released as Release does, and its pass given back by a call
+			// that gave up.
+			h.op.Lock()
+			h.mu.Lock()
+			h.released = true
+			p := h.passing()
+			h.end(ErrNotHeld)
+			h.mu.Unlock()
+			h.op.Unlock()
+			require.NotNil(t, p)
+			c.giveBack(bg, h.name, h.key, p, again)
+			r := got()
+			require.NoError(t, r.err)
+			if again {
+				assert.Equal(t, h.Token(), r.lock.Token(), "passed on")
+			} else {
+				assert.NotEqual(t, h.Token(), r.lock.Token(), "granted by the servers")
+			}
+			require.NoError(t, r.lock.Release(bg))
+		})
+	}
+}
