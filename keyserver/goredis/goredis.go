@@ -31,11 +31,13 @@
 // go-redis has no automatic pipelining: each command of its own checks a
 // connection out of the pool (with a health-check read), writes and reads,
 // a system call each. So the commands the server makes while others are
-// on their way go together, as one go-redis pipeline: the client's
-// ProcessPipelineHook sees them (with the first command's context), not
-// its ProcessHook. Even so, go-redis costs several times the client CPU of
-// FromURL's connections per lock, and a busy machine's throughput with it
-// (the figures are in the README).
+// on their way go together, as one go-redis pipeline, and a lock's calls
+// are started on it with no goroutine waiting for each, as on FromURL's
+// connections. The client's ProcessPipelineHook sees the commands, not its
+// ProcessHook, under the context values of the pipeline's first command
+// that a caller waits for, or none: a started call's context does not
+// reach go-redis. Even so, go-redis costs about twice the client CPU of
+// FromURL's connections per lock (the figures are in the README).
 //
 // Every call returns when its context ends, whatever the client's options.
 // go-redis bounds a socket read by the context's deadline only when the
@@ -47,11 +49,12 @@
 //
 // A Redis that refuses connections fails the calls at the first refused
 // dial, with its error ("connect: connection refused"), for a
-// *redis.Client (see New). go-redis itself goes on in the background:
+// *redis.Client (see New); the redlock client then calls it no more than
+// its probes. go-redis itself goes on with the pipeline it was sending:
 // it dials DialerRetries times (5 by default) per attempt, 100 ms apart,
 // and makes MaxRetries attempts more (3), logging each failed attempt
 // through its own logger, which is the process's (redis.SetLogger; this
-// package leaves it alone): four lines per command with the defaults.
+// package leaves it alone): a few lines a second while a server is dead.
 // Options with DialerRetries 1 and MaxRetries -1 make it give up at the
 // first refusal, with one line.
 package goredis
@@ -60,8 +63,7 @@ import (
 	"context"
 	"errors"
 	"net"
-	"sync"
-	"sync/atomic"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -85,8 +87,7 @@ import (
 func New(client goredis.UniversalClient, opts ...redis.Option) *redis.Server {
 	t := &transport{c: client, p: &pipeline{c: client}}
 	if c, ok := client.(*goredis.Client); ok {
-		t.dials = newDialWatch(c)
-		t.p.dials = t.dials
+		t.dials = &dialWatch{client: c, failed: t.p.failAll}
 		c.AddHook(t.dials)
 	}
 	return redis.NewServer(t, opts...)
@@ -113,54 +114,21 @@ func (t *transport) Connections() (int64, bool) {
 // dialWatch is the hook that watches a client's dials: every one, for
 // commands and for Pub/Sub, including those the pool opens on its own
 // (MinIdleConns), passes through the client's dial hooks. It counts those
-// that succeed, and tells the callers waiting of those that fail.
+// that succeed, and hands the error of one that fails while the client
+// holds no connection to failed.
 type dialWatch struct {
 	client *goredis.Client
 	count  redis.DialCount
-
-	mu    sync.Mutex             // serializes the dials' updates of state
-	state atomic.Pointer[dialed] // the last dial's outcome
-}
-
-// dialed is the outcome of a client's last dial: err, nil when it
-// succeeded, and a channel closed at the next dial that fails.
-type dialed struct {
-	err  error
-	next chan struct{}
-}
-
-func newDialWatch(c *goredis.Client) *dialWatch {
-	d := &dialWatch{client: c}
-	d.state.Store(&dialed{next: make(chan struct{})})
-	return d
-}
-
-// next returns a channel closed at the next dial that fails.
-func (d *dialWatch) next() <-chan struct{} { return d.state.Load().next }
-
-// down returns the error of the last dial when it failed and the client
-// holds no connection: the commands waiting cannot be sent.
-func (d *dialWatch) down() (error, bool) {
-	err := d.state.Load().err
-	if err == nil || d.client.PoolStats().TotalConns > 0 {
-		return nil, false
-	}
-	return err, true
+	failed func(error)
 }
 
 func (d *dialWatch) DialHook(next goredis.DialHook) goredis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		d.count.Dialed(err)
-		d.mu.Lock()
-		switch was := d.state.Load(); {
-		case err != nil:
-			d.state.Store(&dialed{err: err, next: make(chan struct{})})
-			close(was.next)
-		case was.err != nil:
-			d.state.Store(&dialed{next: was.next})
+		if err != nil && d.client.PoolStats().TotalConns == 0 {
+			d.failed(err)
 		}
-		d.mu.Unlock()
 		return conn, err
 	}
 }
@@ -175,13 +143,30 @@ func (*dialWatch) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.
 // time. go-redis routes it in a Cluster by its own table of where each
 // command keeps its keys.
 func (t *transport) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
-	words := make([]any, 0, len(cmd)+len(keys)+len(args))
+	return t.p.do(ctx, words(cmd, keys, args))
+}
+
+// StartCommand queues Do's command, in the same pipelines, and hands its
+// reply to to.Answer from the sender's goroutine instead of a caller
+// waiting for it, or returns false, having called nothing, once closed or
+// when too many commands wait. It is keyserver/redis's optional interface
+// of a transport that starts commands, through which a Server starts the
+// redlock client's calls with no goroutine waiting for each (see "Started
+// calls on Redis" in docs/design.md). A command not sent by deadline is
+// not sent: it is answered with context.DeadlineExceeded.
+func (t *transport) StartCommand(cmd, keys, args []string, deadline time.Time, to interface{ Answer(reply any, err error) }) bool {
+	return t.p.start(words(cmd, keys, args), deadline, to)
+}
+
+// words returns a command's words as go-redis takes them.
+func words(cmd, keys, args []string) []any {
+	w := make([]any, 0, len(cmd)+len(keys)+len(args))
 	for _, part := range [][]string{cmd, keys, args} {
-		for _, w := range part {
-			words = append(words, w)
+		for _, s := range part {
+			w = append(w, s)
 		}
 	}
-	return t.p.do(ctx, words)
+	return w
 }
 
 // ReplyText reads a go-redis error reply.
