@@ -36,8 +36,8 @@
 // connections. The client's ProcessPipelineHook sees the commands, not its
 // ProcessHook, under the context values of the pipeline's first command
 // that a caller waits for, or none: a started call's context does not
-// reach go-redis. Even so, go-redis costs about twice the client CPU of
-// FromURL's connections per lock (the figures are in the README).
+// reach go-redis. Even so, go-redis costs 1.5 to 2 times the client CPU
+// of FromURL's connection per lock (the figures are in the README).
 //
 // Every call returns when its context ends, whatever the client's options.
 // go-redis bounds a socket read by the context's deadline only when the
