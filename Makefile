@@ -90,7 +90,9 @@ fuzz:
 ## redis-up: throwaway Redis masters on 127.0.0.1, one per port of
 ## REDIS_PORTS (default 7001-7005), for examples/multiredis, which reads the
 ## same REDIS_PORTS from the environment; no persistence, files in
-## $(REDIS_DIR). Each server must answer with its own process id within
+## $(REDIS_DIR). Each gets the marker of a store an hour old (docs/redis.md,
+## "How the quarantine reads a server"), as a deployment may at
+## provisioning, before any client: nothing can be held on it yet. Each server must answer with its own process id within
 ## five seconds, or redis-up fails naming the port: a port already taken
 ## makes the daemon die after it has forked.
 REDIS_DIR   ?= $(or $(TMPDIR),/tmp)/goredlock-redis
@@ -119,6 +121,7 @@ redis-up:
 	    tail -n 3 $$d/redis.log 2>/dev/null | sed 's/^/  /'; \
 	    exit 1; \
 	  fi; \
+	  redis-cli -p $$p SET goredlock:incarnation "redis-up-$$p" NX PX 999996400000 >/dev/null; \
 	  echo "redis on 127.0.0.1:$$p"; \
 	done
 
