@@ -107,7 +107,6 @@ func (in *incarnation) knownLocked(dials int64) (keyserver.Incarnation, bool) {
 // clock, so that a process started after a restart knows of it ("Which
 // restarts" in docs/design.md).
 func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.Incarnation, error) {
-	readAt := time.Now()
 	var (
 		wg      sync.WaitGroup
 		id      string
@@ -130,6 +129,8 @@ func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.In
 	if err := firstError(errs[:]); err != nil {
 		return keyserver.Incarnation{}, err
 	}
+	// Aged from the answers, not the asking: never older than the truth.
+	readAt := time.Now()
 	if srv.runID != "" {
 		// A restart that loaded its data from disk keeps the marker and
 		// loses what came after the last save: the run id tells it.
