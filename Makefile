@@ -5,9 +5,9 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
 # Nested modules: their own go.mod, so the core module's users never
-# download go-redis, rueidis, valkey-go, OpenTelemetry, gocron, SQL drivers
-# or the peers of the comparison.
-NESTED      := keyserver/goredis keyserver/rueidis keyserver/valkey bench redlockotel integration/gocronlock fence/sqlfence
+# download go-redis, rueidis, valkey-go, OpenTelemetry, gocron, SQL drivers,
+# miniredis or the peers of the comparison.
+NESTED      := keyserver/goredis keyserver/rueidis keyserver/valkey bench redlockotel integration/gocronlock integration/miniredis fence/sqlfence
 
 .PHONY: test lint vet demo bench bench-peers chaos fuzz redis-up redis-down release-check
 
@@ -43,7 +43,7 @@ lint: vet
 ## keyserver/goredis@VERSION and builds; prints the tags to push.
 ## RELEASING.md has the procedure; CI runs it for the next version
 ## (.ci/release/next-version). Nested modules that are not tagged:
-RELEASE_UNPUBLISHED := bench
+RELEASE_UNPUBLISHED := bench integration/miniredis
 release-check:
 	@test -n "$(VERSION)" || { echo "usage: make release-check VERSION=vX.Y.Z (RELEASING.md)"; exit 2; }
 	GO='$(GO)' NESTED='$(NESTED)' UNPUBLISHED='$(RELEASE_UNPUBLISHED)' ./.ci/release/check '$(VERSION)'
