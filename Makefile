@@ -49,9 +49,13 @@ test-engines:
 	  if [ -n "$$CI" ]; then echo "test-engines: FAIL: $(ENGINES_BUILD) failed"; exit 1; fi; \
 	  echo "test-engines: skipped: $(ENGINES_BUILD) failed (it needs gcc, make and libssl-dev)"; exit 0; \
 	fi; \
+	bin_of() { printf '%s\n' "$$built" | awk -v e="$$1" '$$1 == e { print $$2 }'; }; \
 	for e in $(ENGINES); do \
-	  bin=$$(printf '%s\n' "$$built" | awk -v e=$$e '$$1 == e { print $$2 }'); \
+	  bin=$$(bin_of $$e); \
 	  if [ -z "$$bin" ] || [ ! -x "$$bin" ]; then echo "test-engines: FAIL: $(ENGINES_BUILD) built no $$e"; exit 1; fi; \
+	done; \
+	for e in $(ENGINES); do \
+	  bin=$$(bin_of $$e); \
 	  echo "== $$e: $$bin ($$($$bin --version))"; \
 	  t0=$$(date +%s); \
 	  GOREDLOCK_REDIS_SERVER=$$bin $(GO) test $(ENGINE_TESTFLAGS) ./keyserver/redis/... || exit 1; \
