@@ -268,7 +268,15 @@ func TestRetryUntilContextEnds(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotAcquired)
 	require.ErrorIs(t, err, context.Canceled)
 	c.bg.Wait()
-	assert.Equal(t, 26, servers[0].Count(static.OpAcquire))
+	// 26 attempts, each decided by two refusals at least: a server still
+	// unasked at the verdict is not asked (a failed attempt sends nothing
+	// more).
+	total := 0
+	for _, s := range servers {
+		assert.LessOrEqual(t, s.Count(static.OpAcquire), 26)
+		total += s.Count(static.OpAcquire)
+	}
+	assert.GreaterOrEqual(t, total, 2*26)
 }
 
 func TestRetryWaitsWithinJitter(t *testing.T) {

@@ -182,6 +182,10 @@ func TestLuaScripts(t *testing.T) {
 	relK := []string{sem + ":1", sem + ":watchers", sem + ":told"}
 	holdK := []string{rw + ":w", rw + ":r", rw + ":watchers", rw + ":told"}
 	now := time.Now().UnixMilli() // for the watchers' scores and the promises' deadlines: the test and Redis share a clock
+	// live is how long after now a promise set up as live stays so: every
+	// case runs within it, on a loaded machine too (300 ms was seen to
+	// lapse before the last cases ran).
+	const live = 3000
 	// promiseOf is one promise of a semaphore's key:told.
 	promiseOf := func(promise string, deadline int64) string {
 		return promise + " " + strconv.FormatInt(deadline, 10) + ","
@@ -428,34 +432,34 @@ func TestLuaScripts(t *testing.T) {
 			keys: semK, args: []string{"3", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(-1), int64(2)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1")) }},
 		{file: "acquire_permit.lua", name: "the free slot is promised to another: refused, none listed",
-			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":0", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
-			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(400)},
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":0", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+live+100), "PX", 3000}},
+			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(live + 100)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1"), "the slot is kept")
-				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", sem+":told"))
+				assert.Equal(t, promiseOf(waiterM, now+live+100), n.str("GET", sem+":told"))
 			}},
 		{file: "acquire_permit.lua", name: "a slot beside the promised one: granted",
-			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+live+100), "PX", 3000}},
 			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaCaller, n.str("GET", sem+":1"))
-				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", sem+":told"), "the other's promise stands")
+				assert.Equal(t, promiseOf(waiterM, now+live+100), n.str("GET", sem+":told"), "the other's promise stands")
 			}},
 		{file: "acquire_permit.lua", name: "two promised, the caller's claimed: the other's stays",
-			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+400) + promiseOf(callerM, now+450), "PX", 3000},
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now+live+100) + promiseOf(callerM, now+live+150), "PX", 3000},
 				{"ZADD", sem + ":watchers", now, callerM, now, waiterM}},
 			keys: semK, args: []string{"2", "1", luaCaller, ttl, "32", callerM, callerP}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaCaller, n.str("GET", sem+":1"))
-				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", sem+":told"))
+				assert.Equal(t, promiseOf(waiterM, now+live+100), n.str("GET", sem+":told"))
 				n.pttlNear(t, sem+":told", 3000)
 				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "unwatched")
 			}},
 		{file: "acquire_permit.lua", name: "its promise, asking a held slot: refused, free slots listed",
-			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":1", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(callerM, now+400), "PX", 3000}},
+			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":1", luaHolder, "PX", 9000}, {"SET", sem + ":told", promiseOf(callerM, now+live+100), "PX", 3000}},
 			keys:  semK, args: []string{"2", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(9000), int64(0)},
 			check: func(n luaNode, t *testing.T) {
-				assert.Equal(t, promiseOf(callerM, now+400), n.str("GET", sem+":told"), "kept")
+				assert.Equal(t, promiseOf(callerM, now+live+100), n.str("GET", sem+":told"), "kept")
 			}},
 		{file: "acquire_permit.lua", name: "a lapsed promise keeps nothing, its watcher taken out",
 			setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":told", promiseOf(waiterM, now-10), "PX", 3000}, {"ZADD", sem + ":watchers", now, waiterM}},
@@ -488,11 +492,11 @@ func TestLuaScripts(t *testing.T) {
 			told: []string{waiterP + sem}},
 		{file: "release_permit.lua", name: "a watcher promised a slot already is passed over, one whose promise lapsed taken out",
 			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", 1, earlyM, 2, callerM, 3, waiterM},
-				{"SET", sem + ":told", promiseOf(callerM, now+300) + promiseOf(earlyM, now-5), "PX", 3000}},
+				{"SET", sem + ":told", promiseOf(callerM, now+live) + promiseOf(earlyM, now-5), "PX", 3000}},
 			keys: relK, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				promise := n.str("GET", sem+":told")
-				assert.True(t, strings.HasPrefix(promise, promiseOf(callerM, now+300)+waiterM+" "), "the lapsed promise dropped, the waiter's added: %q", promise)
+				assert.True(t, strings.HasPrefix(promise, promiseOf(callerM, now+live)+waiterM+" "), "the lapsed promise dropped, the waiter's added: %q", promise)
 				assert.Equal(t, []any{callerM, waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
 			},
 			told: []string{waiterP + sem}},
@@ -517,8 +521,8 @@ func TestLuaScripts(t *testing.T) {
 		{file: "acquire_read.lua", name: "a writer waits", setup: [][]any{{"SET", rw + ":wait", "w", "PX", 900}},
 			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(0), about(900)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":r")) }},
-		{file: "acquire_read.lua", name: "a writer is promised the lock", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
-			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(0), about(400)},
+		{file: "acquire_read.lua", name: "a writer is promised the lock", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now+live+100), "PX", 3000}},
+			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(0), about(live + 100)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":r")) }},
 		{file: "acquire_read.lua", name: "a lapsed promise keeps nobody out", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now-10), "PX", 3000}},
 			keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(1), int64(0)}},
@@ -532,13 +536,13 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, "m", n.str("GET", rw+":wait"))
 				n.pttlNear(t, rw+":wait", 1000)
 			}},
-		{file: "acquire_write.lua", name: "promised to another writer: refused, taken back", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now+400), "PX", 3000}},
-			keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", "", callerP}, want: []any{int64(0), about(400)},
+		{file: "acquire_write.lua", name: "promised to another writer: refused, taken back", setup: [][]any{{"SET", rw + ":told", promiseOf(waiterM, now+live+100), "PX", 3000}},
+			keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", "", callerP}, want: []any{int64(0), about(live + 100)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":w"), "taken back")
-				assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", rw+":told"))
+				assert.Equal(t, promiseOf(waiterM, now+live+100), n.str("GET", rw+":told"))
 			}},
-		{file: "acquire_write.lua", name: "claims its promise", setup: [][]any{{"SET", rw + ":told", promiseOf(callerM, now+400), "PX", 3000}, {"ZADD", rw + ":watchers", now, callerM}},
+		{file: "acquire_write.lua", name: "claims its promise", setup: [][]any{{"SET", rw + ":told", promiseOf(callerM, now+live+100), "PX", 3000}, {"ZADD", rw + ":watchers", now, callerM}},
 			keys: rwK, args: []string{luaCaller, ttl, "1", "m", "1000", callerM, callerP}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaCaller, n.str("GET", rw+":w"))
@@ -582,9 +586,11 @@ func TestLuaScripts(t *testing.T) {
 			},
 			told: []string{callerP + rw}},
 		{file: "release_hold.lua", name: "promised already: nobody else told",
-			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"SET", rw + ":told", promiseOf(waiterM, now+400), "PX", 3000}, {"ZADD", rw + ":watchers", now, callerM}},
+			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"SET", rw + ":told", promiseOf(waiterM, now+live+100), "PX", 3000}, {"ZADD", rw + ":watchers", now, callerM}},
 			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
-			check: func(n luaNode, t *testing.T) { assert.Equal(t, promiseOf(waiterM, now+400), n.str("GET", rw+":told")) }},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, promiseOf(waiterM, now+live+100), n.str("GET", rw+":told"))
+			}},
 		{file: "release_hold.lua", name: "a lapsed promise: its watcher out, the next promised",
 			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"SET", rw + ":told", promiseOf(waiterM, now-10), "PX", 3000}, {"ZADD", rw + ":watchers", 1, waiterM, 2, callerM}},
 			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
@@ -601,26 +607,26 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
 			}},
 		{file: "leave_watch.lua", name: "a semaphore's promise passed on",
-			setup: [][]any{{"ZADD", sem + ":watchers", 1, callerM, 2, earlyM, 3, waiterM}, {"SET", sem + ":told", promiseOf(callerM, now+300) + promiseOf(earlyM, now+300), "PX", 3000}},
+			setup: [][]any{{"ZADD", sem + ":watchers", 1, callerM, 2, earlyM, 3, waiterM}, {"SET", sem + ":told", promiseOf(callerM, now+live) + promiseOf(earlyM, now+live), "PX", 3000}},
 			keys:  []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				promise := n.str("GET", sem+":told")
-				assert.True(t, strings.HasPrefix(promise, promiseOf(earlyM, now+300)+waiterM+" "), "the caller's promise now the waiter's: %q", promise)
+				assert.True(t, strings.HasPrefix(promise, promiseOf(earlyM, now+live)+waiterM+" "), "the caller's promise now the waiter's: %q", promise)
 				assert.Equal(t, []any{earlyM, waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "the one promised already passed over")
 			},
 			told: []string{waiterP + sem}},
 		{file: "leave_watch.lua", name: "a read-write lock's promise passed on",
-			setup: [][]any{{"ZADD", rw + ":watchers", now, waiterM}, {"SET", rw + ":told", promiseOf(callerM, now+300), "PX", 3000}},
+			setup: [][]any{{"ZADD", rw + ":watchers", now, waiterM}, {"SET", rw + ":told", promiseOf(callerM, now+live), "PX", 3000}},
 			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), waiterM+" "))
 			},
 			told: []string{waiterP + rw}},
 		{file: "leave_watch.lua", name: "another's promise stays",
-			setup: [][]any{{"ZADD", rw + ":watchers", now, callerM}, {"SET", rw + ":told", promiseOf(waiterM, now+300), "PX", 3000}},
+			setup: [][]any{{"ZADD", rw + ":watchers", now, callerM}, {"SET", rw + ":told", promiseOf(waiterM, now+live), "PX", 3000}},
 			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
-				assert.Equal(t, promiseOf(waiterM, now+300), n.str("GET", rw+":told"))
+				assert.Equal(t, promiseOf(waiterM, now+live), n.str("GET", rw+":told"))
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers"))
 			}},
 
