@@ -113,25 +113,19 @@ func launch(ctx context.Context, bin string, port int) (*node, error) {
 }
 
 // setHistory writes the node's goredlock marker as if the node had held
-// its data for age, as a Redis that has served for a while would have: a
-// fresh process is otherwise quarantined (its grants not counted) for a
-// TTL after goredlock's first read of it, and every goredlock case would
-// start with its nodes refusing.
+// its data for age, as a Redis that has served for a while would have
+// (and as redistest and make redis-up do): a fresh process is otherwise
+// quarantined (its grants not counted) for a TTL after goredlock's first
+// read of it, and every goredlock case would start with its nodes refusing.
+// The marker's age is what is gone of its TTL, layout.IncarnationTTL.
 func (nd *node) setHistory(age time.Duration) error {
 	c, err := redigo.Dial("tcp", nd.addr, redigo.DialConnectTimeout(time.Second), redigo.DialReadTimeout(time.Second))
 	if err != nil {
 		return fmt.Errorf("setting the marker on %s: %w", nd.addr, err)
 	}
 	defer c.Close()
-	now, err := redigo.Int64s(c.Do("TIME"))
-	if err == nil && len(now) != 2 {
-		err = fmt.Errorf("TIME replied %v", now)
-	}
-	if err == nil {
-		born := time.Unix(now[0], now[1]*1000).Add(-age)
-		_, err = c.Do("SET", layout.IncarnationKey, layout.Marker(fmt.Sprintf("bench-%d-%d", nd.port, born.UnixNano()), born))
-	}
-	if err != nil {
+	id := fmt.Sprintf("bench-%d-%d", nd.port, time.Now().UnixNano())
+	if _, err := c.Do("SET", layout.IncarnationKey, id, "PX", (layout.IncarnationTTL - age).Milliseconds()); err != nil {
 		return fmt.Errorf("setting the marker on %s: %w", nd.addr, err)
 	}
 	return nil
