@@ -2,8 +2,8 @@
 // keyserver/redis does not ship: [Detach] for a client whose commands do
 // not return when their context ends, [HookedPubSub] and [Confirm] for one
 // that delivers Pub/Sub events to hooks. keyserver/rueidis and
-// keyserver/valkey are built with them; keyserver/goredis pipelines its
-// commands itself, and uses them for Pub/Sub.
+// keyserver/valkey are built with them; keyserver/goredis pipelines and
+// starts its commands itself.
 package adapt
 
 import (
