@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -69,7 +70,11 @@ func (e *ServerError) Unwrap() error { return e.Err }
 // extension or a release that a quorum did not grant. errors.As finds it
 // in every such error; errors.Is matches ErrNotAcquired, ErrHeldElsewhere,
 // ErrNotHeld or ErrLockLost as the case may be, the context's error when
-// the context ended first, and each server's failure.
+// the caller's context ended first, and each server's failure but for a
+// context's error: a server call that ran past the server timeout fails
+// with context.DeadlineExceeded, which its *ServerError in Failed keeps,
+// and errors.Is(err, context.DeadlineExceeded) reports the caller's
+// deadline alone.
 type QuorumError struct {
 	Op       string // "acquire", "extend", "release", "read" (Election.Leader), or "inspect" (Client.Inspect)
 	Name     string // the lock's name, or the primitive's
@@ -140,34 +145,38 @@ func (e *QuorumError) Error() string {
 		}
 		fmt.Fprintf(&b, "; %v", e.ctxErr)
 	}
-	if m := e.serverErrors(); m != nil {
+	if m := e.serverErrors(false); m != nil {
 		fmt.Fprintf(&b, " (%v)", m)
 	}
 	return b.String()
 }
 
-// Unwrap exposes the sentinel, the context's error and the per-server
-// errors to errors.Is and errors.As.
+// Unwrap exposes the sentinel, the caller's context's error and the
+// per-server errors to errors.Is and errors.As; a server's context error
+// is not the caller's, and errors.Is does not find it (see QuorumError).
 func (e *QuorumError) Unwrap() []error {
 	errs := append([]error(nil), e.sentinels...)
 	if e.ctxErr != nil {
 		errs = append(errs, e.ctxErr)
 	}
-	if m := e.serverErrors(); m != nil {
+	if m := e.serverErrors(true); m != nil {
 		errs = append(errs, m)
 	}
 	return errs
 }
 
 // serverErrors returns the *ServerErrors as a go-multierror, printed on one
-// line.
-func (e *QuorumError) serverErrors() *multierror.Error {
+// line; shielded, each behind a serverFailure, as Unwrap exposes them.
+func (e *QuorumError) serverErrors(shielded bool) *multierror.Error {
 	if len(e.Failed) == 0 {
 		return nil
 	}
 	m := &multierror.Error{Errors: make([]error, len(e.Failed))}
 	for i, se := range e.Failed {
 		m.Errors[i] = se
+		if shielded {
+			m.Errors[i] = serverFailure{se}
+		}
 	}
 	m.ErrorFormat = func(es []error) string {
 		parts := make([]string, len(es))
@@ -178,6 +187,23 @@ func (e *QuorumError) serverErrors() *multierror.Error {
 	}
 	return m
 }
+
+// serverFailure is a server's failure as a QuorumError exposes it to
+// errors.Is and errors.As: it matches what the *ServerError matches, but
+// for a context's errors, which are the server call's own (its timeout),
+// not the caller's; errors.As finds the *ServerError itself.
+type serverFailure struct{ se *ServerError }
+
+func (f serverFailure) Error() string { return f.se.Error() }
+
+func (f serverFailure) Is(target error) bool {
+	if target == context.DeadlineExceeded || target == context.Canceled {
+		return false
+	}
+	return errors.Is(f.se, target)
+}
+
+func (f serverFailure) As(target any) bool { return errors.As(f.se, target) }
 
 // kind is what a Lock holds: a lock, or a primitive's hold, which errors
 // name in its own words (a semaphore's permit, an election's leadership).
