@@ -82,7 +82,9 @@ type QuorumError struct {
 
 	// The votes of the last attempt when its outcome was decided: servers
 	// asked, servers that granted, servers that answered that another
-	// token holds the key, and the servers that failed to answer.
+	// token holds the key (for a release: that they did not hold this
+	// one's, the key being absent or another token's), and the servers
+	// that failed to answer.
 	Servers, Granted, Refused int
 	Failed                    []*ServerError
 
@@ -124,7 +126,9 @@ func (e *QuorumError) Error() string {
 	case "read", "check fence", "inspect":
 		granted = "answered"
 	case "release":
-		granted, refused = "deleted it", "held another token"
+		// A server that deleted nothing does not say whether the key
+		// was absent (lost) or another token's.
+		granted, refused = "deleted it", "did not hold it"
 		if e.Servers > 0 && e.Refused > e.Servers-quorum(e.Servers) {
 			b.WriteString(": not held")
 		}
