@@ -116,9 +116,10 @@
 // # Options
 //
 // [Option] values configure a Client in New, or one call, where they
-// override the client's for that call only. [WithLogger], [WithHooks]
-// and [WithFencing] configure a Client only: they are [ClientOption]s,
-// which New takes and a call does not. For every duration option but
+// override the client's for that call only. [WithLogger], [WithHooks],
+// [WithFencing] and [WithKeyPrefix] configure a Client only: they are
+// [ClientOption]s, which New takes and a call does not (a client has one
+// key prefix, which its reads of a name use as its calls do). For every duration option but
 // [WithRetryJitter], 0 means the default. A bad option is
 // [ErrInvalidArgument], reported before any server is asked.
 //
