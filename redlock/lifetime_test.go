@@ -526,7 +526,12 @@ func TestFailedAttemptIsBoundedByOneServerTimeout(t *testing.T) {
 	fc.Advance(timeout)
 	err := res() // no further clock movement needed
 	require.ErrorIs(t, err, ErrNotAcquired)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	require.NotEmpty(t, qe.Failed)
+	for _, se := range qe.Failed {
+		require.ErrorIs(t, se, context.DeadlineExceeded, "server %d timed out", se.Server)
+	}
 	assert.Equal(t, t0.Add(timeout), fc.Now())
 	// Undone before returning when its grant was counted before the
 	// verdict; on a loaded machine the grant's goroutine may bring it
