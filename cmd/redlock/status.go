@@ -115,7 +115,7 @@ func describe(v redlock.View) string {
 		fmt.Fprintf(&b, ", lock-delay %v", v.DelayLeft)
 	}
 	if s := v.Semaphore; s.Permits > 0 || s.InUse > 0 || s.Waiters > 0 {
-		fmt.Fprintf(&b, "; semaphore %d of %d permits", s.InUse, s.Permits)
+		fmt.Fprintf(&b, "; semaphore %d of %s", s.InUse, count(s.Permits, "permit"))
 		if s.Waiters > 0 {
 			fmt.Fprintf(&b, ", %d waiting", s.Waiters)
 		}
@@ -125,7 +125,7 @@ func describe(v redlock.View) string {
 		if rw.Writer != "" {
 			b.WriteString(" writer " + rw.Writer)
 		} else {
-			fmt.Fprintf(&b, " %d readers", rw.Readers)
+			b.WriteString(" " + count(rw.Readers, "reader"))
 		}
 		if rw.WriterWaiting {
 			b.WriteString(", a writer waiting")
@@ -144,6 +144,14 @@ func describe(v redlock.View) string {
 		}
 	}
 	return b.String()
+}
+
+// count writes n things: "1 reader", "2 readers".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }
 
 // left writes a TTL left, or says that the key has none.
