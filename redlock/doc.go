@@ -99,6 +99,11 @@
 //	leadership, err := e.Campaign(ctx, 10*time.Second, "host-a:8080")
 //	leader, err := e.Leader(ctx)                  // "host-a:8080", or ErrNoLeader
 //
+// Campaign waits until it leads, without a retry limit, also while the
+// servers fail: against servers that are down it waits until its ctx ends,
+// saying nothing unless the client has a logger ([WithLogger]); bound it
+// with a deadline or [WithRetryCount].
+//
 // Each needs servers that implement keyserver.HoldKeeper (and an
 // election keyserver.Fencer, as its term is a fence), and keeps its own
 // keys: a lock, a semaphore, a read-write lock and an election of one
