@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
@@ -57,8 +58,11 @@ type ServerError struct {
 // this package (ErrQuarantined) is written without its "redlock: ", which
 // the QuorumError that carries it already starts with.
 func (e *ServerError) Error() string {
-	return fmt.Sprintf("server %d: %s", e.Server, strings.ReplaceAll(e.Err.Error(), prefix, ""))
+	return fmt.Sprintf("server %d: %s", e.Server, e.said())
 }
+
+// said is the server's failure as Error writes it after the server.
+func (e *ServerError) said() string { return strings.ReplaceAll(e.Err.Error(), prefix, "") }
 
 // prefix starts every error message of the package, once.
 const prefix = "redlock: "
@@ -138,7 +142,21 @@ func (e *QuorumError) Error() string {
 		}
 	}
 	if e.Attempts > 0 {
-		fmt.Fprintf(&b, ": %d of %d servers %s, %d %s, %d failed", e.Granted, e.Servers, granted, e.Refused, refused, len(e.Failed))
+		fmt.Fprintf(&b, ": %d of %d servers %s, %d %s", e.Granted, e.Servers, granted, e.Refused, refused)
+		// A semaphore's servers that hold it with another permit count
+		// answered, and failed only the caller.
+		differ := 0
+		for _, se := range e.Failed {
+			if errors.Is(se, keyserver.ErrPermitsDiffer) {
+				differ++
+			}
+		}
+		if failed := len(e.Failed) - differ; failed > 0 || differ == 0 {
+			fmt.Fprintf(&b, ", %d failed", failed)
+		}
+		if differ > 0 {
+			fmt.Fprintf(&b, ", %d hold it with another permit count", differ)
+		}
 		if rest := e.Servers - e.Granted - e.Refused - len(e.Failed); rest > 0 {
 			fmt.Fprintf(&b, ", %d not waited for", rest)
 		}
@@ -182,14 +200,40 @@ func (e *QuorumError) serverErrors(shielded bool) *multierror.Error {
 			m.Errors[i] = serverFailure{se}
 		}
 	}
-	m.ErrorFormat = func(es []error) string {
-		parts := make([]string, len(es))
-		for i, err := range es {
-			parts[i] = err.Error()
-		}
-		return strings.Join(parts, "; ")
-	}
+	m.ErrorFormat = joinServerErrors
+
 	return m
+}
+
+// joinServerErrors writes the servers' failures on one line, each failure
+// once with the servers that failed so ("servers 0, 1: ..."), in the order
+// of their first server.
+func joinServerErrors(es []error) string {
+	var said []string
+	servers := make(map[string][]string)
+	for _, err := range es {
+		msg, server := err.Error(), ""
+		var se *ServerError
+		if errors.As(err, &se) {
+			msg, server = se.said(), strconv.Itoa(se.Server)
+		}
+		if _, ok := servers[msg]; !ok {
+			said = append(said, msg)
+		}
+		servers[msg] = append(servers[msg], server)
+	}
+	parts := make([]string, len(said))
+	for i, msg := range said {
+		switch ss := servers[msg]; {
+		case ss[0] == "":
+			parts[i] = msg
+		case len(ss) == 1:
+			parts[i] = "server " + ss[0] + ": " + msg
+		default:
+			parts[i] = "servers " + strings.Join(ss, ", ") + ": " + msg
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // serverFailure is a server's failure as a QuorumError exposes it to
