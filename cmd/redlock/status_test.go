@@ -332,3 +332,17 @@ func TestDescribeCountsInWords(t *testing.T) {
 		assert.Equal(t, c.want, describe(c.v))
 	}
 }
+
+// TestDescribeTruncated: a verdict that counts only what the servers list
+// says "at least", in words and in JSON.
+func TestDescribeTruncated(t *testing.T) {
+	v := redlock.View{Semaphore: redlock.SemaphoreView{Permits: 10_000, InUse: 1024, Truncated: true},
+		RW: redlock.RWView{Readers: 1024, Truncated: true}}
+	assert.Equal(t, "free; semaphore at least 1024 of 10000 permits; read-write at least 1024 readers", describe(v))
+	js := toJSON(v)
+	assert.Equal(t, jsonSemaphore{Permits: 10_000, InUse: 1024, Truncated: true}, js.Semaphore)
+	assert.True(t, js.RW.Truncated)
+	b, err := json.Marshal(js.Semaphore)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"permits": 10000, "in_use": 1024, "waiters": 0, "truncated": true}`, string(b))
+}
