@@ -201,7 +201,6 @@ func (e *QuorumError) serverErrors(shielded bool) *multierror.Error {
 		}
 	}
 	m.ErrorFormat = joinServerErrors
-
 	return m
 }
 

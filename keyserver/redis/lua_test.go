@@ -434,22 +434,6 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":watchers"), "unwatched")
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":held"), "a slot below 1024 is not recorded")
 			}},
-		{file: "acquire_permit.lua", name: "granted past slot 1023: recorded in key:held, which drops a lapsed slot and keeps its longer TTL",
-			setup: [][]any{{"ZADD", sem + ":held", now - 5, "1500", now + 9000, "1502"}, {"PEXPIRE", sem + ":held", 9000}},
-			keys:  []string{sem, sem + ":1501", sem + ":watchers", sem + ":told"}, args: []string{"2000", "1501", luaCaller, ttl, "32", "", callerP},
-			want: []any{int64(1), int64(0)},
-			check: func(n luaNode, t *testing.T) {
-				assert.Equal(t, []any{"1501", "1502"}, plain(n.MustDo("ZRANGE", sem+":held", 0, -1)))
-				n.heldNear(t, sem, "1501", 5000)
-				n.pttlNear(t, sem+":held", 9000)
-			}},
-		{file: "acquire_permit.lua", name: "granted past slot 1023, the first recorded: key:held lives as long as the slot",
-			keys: []string{sem, sem + ":1501", sem + ":watchers", sem + ":told"}, args: []string{"2000", "1501", luaCaller, ttl, "32", "", callerP},
-			want: []any{int64(1), int64(0)},
-			check: func(n luaNode, t *testing.T) {
-				n.heldNear(t, sem, "1501", 5000)
-				n.pttlNear(t, sem+":held", 5000)
-			}},
 		{file: "acquire_permit.lua", name: "refused: free slots listed", setup: [][]any{{"SET", sem, 3, "PX", 9000}, {"SET", sem + ":1", luaHolder, "PX", 9000}},
 			keys: semK, args: []string{"3", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(9000), int64(0), int64(2)}},
 		{file: "acquire_permit.lua", name: "count differs", setup: [][]any{{"SET", sem, 2, "PX", 9000}, {"SET", sem + ":0", luaHolder, "PX", 9000}},
@@ -498,13 +482,6 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, "3", n.str("GET", sem))
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":held"), "a slot below 1024 is not recorded")
 			}},
-		{file: "extend_permit.lua", name: "past slot 1023: recorded in key:held", setup: [][]any{{"SET", sem, 3000, "PX", 9000}, {"SET", sem + ":2500", luaCaller, "PX", 1000}},
-			keys: []string{sem, sem + ":2500"}, args: []string{"2500", luaCaller, ttl}, want: int64(1),
-			check: func(n luaNode, t *testing.T) {
-				n.pttlNear(t, sem+":2500", 5000)
-				n.heldNear(t, sem, "2500", 5000)
-				n.pttlNear(t, sem+":held", 5000)
-			}},
 		{file: "extend_permit.lua", name: "held by another", setup: [][]any{{"SET", sem + ":2", luaHolder, "PX", 9000}},
 			keys: []string{sem, sem + ":2"}, args: []string{"2", luaCaller, ttl}, want: int64(0)},
 
@@ -522,13 +499,6 @@ func TestLuaScripts(t *testing.T) {
 				n.pttlNear(t, sem+":told", keyserver.LineTTL.Milliseconds())
 			},
 			told: []string{waiterP + sem}},
-		{file: "release_permit.lua", name: "past slot 1023: out of key:held",
-			setup: [][]any{{"SET", sem + ":1500", luaHolder, "PX", 9000}, {"ZADD", sem + ":held", now + 9000, "1500", now + 9000, "1511"}},
-			keys:  []string{sem + ":1500", sem + ":watchers", sem + ":told"}, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
-			check: func(n luaNode, t *testing.T) {
-				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1500"))
-				assert.Equal(t, []any{"1511"}, plain(n.MustDo("ZRANGE", sem+":held", 0, -1)), "the slot left key:held")
-			}},
 		{file: "release_permit.lua", name: "a watcher promised a slot already is passed over, one whose promise lapsed taken out",
 			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", 1, earlyM, 2, callerM, 3, waiterM},
 				{"SET", sem + ":told", promiseOf(callerM, now+300) + promiseOf(earlyM, now-5), "PX", 3000}},
@@ -711,6 +681,45 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, luaHolder+"+", n.str("GET", k), "nothing written")
 				assert.Equal(t, int64(2), n.MustDo("ZCARD", named.RW+":r"), "an expired reader is left for the writes to drop")
 			}},
+		{file: "inspect.lua", name: "a writer; the lock in its delay; no permit held", keys: inspectKeys(named),
+			setup: [][]any{{"SET", k, luaHolder, "PX", 5000}, {"SET", k + ":delay", "9000", "PX", 5000}, // past its lease: in its delay
+				{"SET", named.RW + ":w", luaCaller}, {"SET", named.Semaphore, 3, "PX", 9000}}, // a count without slots binds nothing
+			args: []string{maxInspected},
+			want: []any{"", int64(0), int64(0), int64(0), about(5000), int64(0), int64(0), luaCaller, int64(-1), int64(0), int64(0),
+				"", "", int64(0), int64(0), int64(0), int64(0), int64(0)}},
+
+		// The record of the slots past the first 1,024 (key:held), last,
+		// after the cases whose promises' deadlines run from the start.
+		{file: "acquire_permit.lua", name: "granted past slot 1023: recorded in key:held, which drops a lapsed slot and keeps its longer TTL",
+			setup: [][]any{{"ZADD", sem + ":held", now - 5, "1500", now + 9000, "1502"}, {"PEXPIRE", sem + ":held", 9000}},
+			keys:  []string{sem, sem + ":1501", sem + ":watchers", sem + ":told"}, args: []string{"2000", "1501", luaCaller, ttl, "32", "", callerP},
+			want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, []any{"1501", "1502"}, plain(n.MustDo("ZRANGE", sem+":held", 0, -1)))
+				n.heldNear(t, sem, "1501", 5000)
+				n.pttlNear(t, sem+":held", 9000)
+			}},
+		{file: "acquire_permit.lua", name: "granted past slot 1023, the first recorded: key:held lives as long as the slot",
+			keys: []string{sem, sem + ":1501", sem + ":watchers", sem + ":told"}, args: []string{"2000", "1501", luaCaller, ttl, "32", "", callerP},
+			want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				n.heldNear(t, sem, "1501", 5000)
+				n.pttlNear(t, sem+":held", 5000)
+			}},
+		{file: "extend_permit.lua", name: "past slot 1023: recorded in key:held", setup: [][]any{{"SET", sem, 3000, "PX", 9000}, {"SET", sem + ":2500", luaCaller, "PX", 1000}},
+			keys: []string{sem, sem + ":2500"}, args: []string{"2500", luaCaller, ttl}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				n.pttlNear(t, sem+":2500", 5000)
+				n.heldNear(t, sem, "2500", 5000)
+				n.pttlNear(t, sem+":held", 5000)
+			}},
+		{file: "release_permit.lua", name: "past slot 1023: out of key:held",
+			setup: [][]any{{"SET", sem + ":1500", luaHolder, "PX", 9000}, {"ZADD", sem + ":held", now + 9000, "1500", now + 9000, "1511"}},
+			keys:  []string{sem + ":1500", sem + ":watchers", sem + ":told"}, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1500"))
+				assert.Equal(t, []any{"1511"}, plain(n.MustDo("ZRANGE", sem+":held", 0, -1)), "the slot left key:held")
+			}},
 		{file: "inspect.lua", name: "10,000 permits: the slots key:held records, past the first 1,024; one lapsed, one gone", keys: inspectKeys(named),
 			setup: [][]any{
 				{"SET", named.Semaphore, 10000, "PX", 9000},
@@ -724,12 +733,6 @@ func TestLuaScripts(t *testing.T) {
 			want: []any{"", int64(0), int64(0), int64(0), int64(0), int64(10000), int64(0), "", int64(0), int64(0), int64(0),
 				"", "", int64(0), int64(0), int64(2), int64(3), int64(2), luaCaller, about(9000), luaWaiter, about(8000),
 				luaEarly, about(9000), luaWaiter, about(9500)}},
-		{file: "inspect.lua", name: "a writer; the lock in its delay; no permit held", keys: inspectKeys(named),
-			setup: [][]any{{"SET", k, luaHolder, "PX", 5000}, {"SET", k + ":delay", "9000", "PX", 5000}, // past its lease: in its delay
-				{"SET", named.RW + ":w", luaCaller}, {"SET", named.Semaphore, 3, "PX", 9000}}, // a count without slots binds nothing
-			args: []string{maxInspected},
-			want: []any{"", int64(0), int64(0), int64(0), about(5000), int64(0), int64(0), luaCaller, int64(-1), int64(0), int64(0),
-				"", "", int64(0), int64(0), int64(0), int64(0), int64(0)}},
 	}
 
 	covered := make(map[string]bool)
