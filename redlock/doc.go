@@ -134,7 +134,9 @@
 // the last attempt and each server's *[ServerError]. [ErrNotAcquired]: a
 // quorum did not grant the lock in time; [ErrHeldElsewhere], which also
 // matches ErrNotAcquired, when a quorum answered that another token holds
-// it; errors.Is also matches the context's error when it ended first.
+// it; errors.Is also matches the context's error when it ended first,
+// and only then: a server's own timeout is in its ServerError, so that
+// errors.Is(err, context.DeadlineExceeded) means the caller's deadline.
 // [ErrNotHeld]: the lock is not this process's to extend or release any
 // more. [ErrLockLost]: it was declared lost before it was released.
 // [ErrClosed]: the client was closed. [ErrInvalidArgument]: bad input.
