@@ -58,13 +58,15 @@ func TestLuaNumbers(t *testing.T) {
 		"acquire_all_in_line.lua": {rank, fmt.Sprintf("#v == %d and string.byte(v, %d) == 46 then\n\t\t\tif string.byte(v, -1) ~= 126", layout.TokenLen, dot)},
 		"acquire_in_line.lua":     {ranked, rank},
 		"release.lua":             {ranked},
-		"release_permit.lua":      promised,
-		"acquire_permit.lua":      {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint), fmt.Sprintf("string.sub(m, 1, %d) == ARGV[7]", promiseLen)},
-		"leave_watch.lua":         append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
-		"release_hold.lua":        append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
-		"acquire_write.lua":       {fmt.Sprintf("string.sub(m, 1, %d) ~= ARGV[7]", promiseLen)},
-		"acquire_leader.lua":      {tell},
-		"release_leader.lua":      {tell},
+		"release_permit.lua":      append(promised, fmt.Sprintf("tonumber(slot) >= %d then", keyserver.MaxInspected)),
+		"acquire_permit.lua": {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint), fmt.Sprintf("string.sub(m, 1, %d) == ARGV[7]", promiseLen),
+			fmt.Sprintf("tonumber(slot) < %d then", keyserver.MaxInspected)},
+		"extend_permit.lua":  {fmt.Sprintf("tonumber(slot) < %d then", keyserver.MaxInspected)},
+		"leave_watch.lua":    append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
+		"release_hold.lua":   append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
+		"acquire_write.lua":  {fmt.Sprintf("string.sub(m, 1, %d) ~= ARGV[7]", promiseLen)},
+		"acquire_leader.lua": {tell},
+		"release_leader.lua": {tell},
 	} {
 		src, err := luaFiles.ReadFile("lua/" + file)
 		require.NoError(t, err)
@@ -111,6 +113,15 @@ func (n luaNode) pttlNear(t *testing.T, key string, ms int64) {
 	t.Helper()
 	left := n.MustDo("PTTL", key).(int64)
 	assert.True(t, left > ms-1000 && left <= ms, "PTTL %s is %d, want about %d", key, left, ms)
+}
+
+// heldNear checks that sem:held records slot as lapsing in about ms.
+func (n luaNode) heldNear(t *testing.T, sem, slot string, ms int64) {
+	t.Helper()
+	score, err := redigo.Int64(n.Do("ZSCORE", sem+":held", slot))
+	require.NoError(t, err, "slot %s in %s:held", slot, sem)
+	left := score - time.Now().UnixMilli()
+	assert.True(t, left > ms-1000 && left <= ms, "slot %s lapses in %d ms, want about %d", slot, left, ms)
 }
 
 // about stands in a want for a TTL left of about so many milliseconds:
@@ -425,6 +436,7 @@ func TestLuaScripts(t *testing.T) {
 				n.pttlNear(t, sem, 5000)
 				assert.Equal(t, luaCaller, n.str("GET", sem+":1"))
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":watchers"), "unwatched")
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":held"), "a slot below 1024 is not recorded")
 			}},
 		{file: "acquire_permit.lua", name: "refused: free slots listed", setup: [][]any{{"SET", sem, 3, "PX", 9000}, {"SET", sem + ":1", luaHolder, "PX", 9000}},
 			keys: semK, args: []string{"3", "1", luaCaller, ttl, "32", "", callerP}, want: []any{int64(0), about(9000), int64(0), int64(2)}},
@@ -472,6 +484,7 @@ func TestLuaScripts(t *testing.T) {
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaCaller, n.str("GET", sem+":2"))
 				assert.Equal(t, "3", n.str("GET", sem))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":held"), "a slot below 1024 is not recorded")
 			}},
 		{file: "extend_permit.lua", name: "held by another", setup: [][]any{{"SET", sem + ":2", luaHolder, "PX", 9000}},
 			keys: []string{sem, sem + ":2"}, args: []string{"2", luaCaller, ttl}, want: int64(0)},
@@ -669,7 +682,7 @@ func TestLuaScripts(t *testing.T) {
 			},
 			args: []string{maxInspected},
 			want: []any{luaHolder, about(4000), int64(2), int64(7), int64(0), int64(3), int64(1), "", int64(0), int64(1), int64(0),
-				luaCaller, "host-a", about(9000), int64(4), int64(2), luaCaller, about(9000), luaWaiter, about(8000), luaEarly, about(9000)},
+				luaCaller, "host-a", about(9000), int64(4), int64(2), int64(2), int64(1), luaCaller, about(9000), luaWaiter, about(8000), luaEarly, about(9000)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaHolder+"+", n.str("GET", k), "nothing written")
 				assert.Equal(t, int64(2), n.MustDo("ZCARD", named.RW+":r"), "an expired reader is left for the writes to drop")
@@ -679,7 +692,51 @@ func TestLuaScripts(t *testing.T) {
 				{"SET", named.RW + ":w", luaCaller}, {"SET", named.Semaphore, 3, "PX", 9000}}, // a count without slots binds nothing
 			args: []string{maxInspected},
 			want: []any{"", int64(0), int64(0), int64(0), about(5000), int64(0), int64(0), luaCaller, int64(-1), int64(0), int64(0),
-				"", "", int64(0), int64(0), int64(0)}},
+				"", "", int64(0), int64(0), int64(0), int64(0), int64(0)}},
+
+		// The record of the slots past the first 1,024 (key:held), last,
+		// after the cases whose promises' deadlines run from the start.
+		{file: "acquire_permit.lua", name: "granted past slot 1023: recorded in key:held, which drops a lapsed slot and keeps its longer TTL",
+			setup: [][]any{{"ZADD", sem + ":held", now - 5, "1500", now + 9000, "1502"}, {"PEXPIRE", sem + ":held", 9000}},
+			keys:  []string{sem, sem + ":1501", sem + ":watchers", sem + ":told"}, args: []string{"2000", "1501", luaCaller, ttl, "32", "", callerP},
+			want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, []any{"1501", "1502"}, plain(n.MustDo("ZRANGE", sem+":held", 0, -1)))
+				n.heldNear(t, sem, "1501", 5000)
+				n.pttlNear(t, sem+":held", 9000)
+			}},
+		{file: "acquire_permit.lua", name: "granted past slot 1023, the first recorded: key:held lives as long as the slot",
+			keys: []string{sem, sem + ":1501", sem + ":watchers", sem + ":told"}, args: []string{"2000", "1501", luaCaller, ttl, "32", "", callerP},
+			want: []any{int64(1), int64(0)},
+			check: func(n luaNode, t *testing.T) {
+				n.heldNear(t, sem, "1501", 5000)
+				n.pttlNear(t, sem+":held", 5000)
+			}},
+		{file: "extend_permit.lua", name: "past slot 1023: recorded in key:held", setup: [][]any{{"SET", sem, 3000, "PX", 9000}, {"SET", sem + ":2500", luaCaller, "PX", 1000}},
+			keys: []string{sem, sem + ":2500"}, args: []string{"2500", luaCaller, ttl}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				n.pttlNear(t, sem+":2500", 5000)
+				n.heldNear(t, sem, "2500", 5000)
+				n.pttlNear(t, sem+":held", 5000)
+			}},
+		{file: "release_permit.lua", name: "past slot 1023: out of key:held",
+			setup: [][]any{{"SET", sem + ":1500", luaHolder, "PX", 9000}, {"ZADD", sem + ":held", now + 9000, "1500", now + 9000, "1511"}},
+			keys:  []string{sem + ":1500", sem + ":watchers", sem + ":told"}, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1500"))
+				assert.Equal(t, []any{"1511"}, plain(n.MustDo("ZRANGE", sem+":held", 0, -1)), "the slot left key:held")
+			}},
+		{file: "inspect.lua", name: "10,000 permits: the slots key:held records, past the first 1,024; one lapsed, one gone", keys: inspectKeys(named),
+			setup: [][]any{
+				{"SET", named.Semaphore, 10000, "PX", 9000},
+				{"SET", named.Semaphore + ":5000", luaWaiter, "PX", 8000}, {"SET", named.Semaphore + ":9999", luaEarly, "PX", 9000},
+				{"SET", named.Semaphore + ":1", luaCaller, "PX", 9000}, // an earlier version's, unrecorded: among the first ARGV[1]
+				{"SET", named.Semaphore + ":7000", luaHolder, "PX", 9000},
+				{"ZADD", named.Semaphore + ":held", now + 8000, "5000", now + 9000, "9999", now - 5, "7000", now + 9000, "8000"}, // 7000 lapsed there, 8000 released by hand
+			},
+			args: []string{"2"}, // lists two
+			want: []any{"", int64(0), int64(0), int64(0), int64(0), int64(10000), int64(0), "", int64(0), int64(0), int64(0),
+				"", "", int64(0), int64(0), int64(2), int64(3), int64(0), luaCaller, about(9000), luaWaiter, about(8000)}},
 	}
 
 	covered := make(map[string]bool)
