@@ -7,6 +7,8 @@
 //	cd bench && go run . -clients 8     # every workload over 8 independent clients
 //	cd bench && go run . -states healthy,silent1,dead1 -workloads 1-distinct,64-distinct
 //	                                    # also with a node silent, and dead
+//	cd bench && go run . -peers goredlock-goredis -workloads 64-distinct -cpuprofile cpu.out
+//	                                    # then: go tool pprof -top cpu.out
 //
 // Every library runs the same workloads in turn (never two at once, so
 // that the process's CPU time and the nodes' command counters belong to
@@ -33,6 +35,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -50,26 +53,56 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
+	stopProfile, err := startProfile(cfg.cpuProfile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	_, err = run(ctx, cfg, os.Stdout, os.Stderr)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		stop()
 		os.Exit(1)
 	}
 }
 
+// startProfile writes a CPU profile of the whole run to path, when path
+// is not empty (-cpuprofile), until the call it returns.
+func startProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close() //nolint:errcheck // reporting the first error
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}
+
 // config is what the flags ask for.
 type config struct {
-	nodes     int
-	reps      int
-	clients   int // for the workloads that do not set their own
-	timing    timing
-	settings  settings
-	peers     []peer
-	workloads []workload
-	states    []nodeState
-	startWait time.Duration // how long a library's clients may take to open
-	server    string        // redis-server binary
-	args      []string      // the flags as given, for the report
+	nodes      int
+	reps       int
+	clients    int // for the workloads that do not set their own
+	timing     timing
+	settings   settings
+	peers      []peer
+	workloads  []workload
+	states     []nodeState
+	startWait  time.Duration // how long a library's clients may take to open
+	server     string        // redis-server binary
+	cpuProfile string        // -cpuprofile: where the run's CPU profile goes
+	args       []string      // the flags as given, for the report
 }
 
 func parse(args []string) (config, error) {
@@ -103,6 +136,7 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&stateList, "states", "healthy", "node states to run every workload in, each library in turn: healthy, silent1 and silent2 (the last 1 or 2 nodes stopped with SIGSTOP before the clients are created), silent-mid (the last node stopped halfway through the measured window), dead1 (the last node killed before the clients are created, its port refusing connections); each case puts the nodes back (SIGCONT, restart on the same port) and waits until they answer. All: "+stateNames())
 	fs.DurationVar(&cfg.startWait, "start-wait", 5*time.Second, "how long a library's clients may take to be created: past it, or on an error, a degraded state's row says cannot start (a healthy case fails the run)")
 	fs.StringVar(&cfg.server, "redis-server", "redis-server", "the redis-server binary")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (every case: name one peer and one workload to profile them) to this file, for go tool pprof")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}

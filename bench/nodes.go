@@ -13,6 +13,8 @@ import (
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
+
+	"github.com/goredlock/goredlock/internal/layout"
 )
 
 // node is one redis-server process this program started. Its files (the
@@ -103,7 +105,30 @@ func launch(ctx context.Context, bin string, port int) (*node, error) {
 		nd.stop()
 		return nil, fmt.Errorf("%w\n%s", err, log)
 	}
+	if err := nd.setHistory(time.Hour); err != nil {
+		nd.stop()
+		return nil, err
+	}
 	return nd, nil
+}
+
+// setHistory writes the node's goredlock marker as if the node had held
+// its data for age, as a Redis that has served for a while would have
+// (and as redistest and make redis-up do): a fresh process is otherwise
+// quarantined (its grants not counted) for a TTL after goredlock's first
+// read of it, and every goredlock case would start with its nodes refusing.
+// The marker's age is what is gone of its TTL, layout.IncarnationTTL.
+func (nd *node) setHistory(age time.Duration) error {
+	c, err := redigo.Dial("tcp", nd.addr, redigo.DialConnectTimeout(time.Second), redigo.DialReadTimeout(time.Second))
+	if err != nil {
+		return fmt.Errorf("setting the marker on %s: %w", nd.addr, err)
+	}
+	defer c.Close()
+	id := fmt.Sprintf("bench-%d-%d", nd.port, time.Now().UnixNano())
+	if _, err := c.Do("SET", layout.IncarnationKey, id, "PX", (layout.IncarnationTTL - age).Milliseconds()); err != nil {
+		return fmt.Errorf("setting the marker on %s: %w", nd.addr, err)
+	}
+	return nil
 }
 
 // ready waits until the node answers PING.

@@ -67,6 +67,10 @@ type NameStatus struct {
 	// Slots are the semaphore's held slots, lowest slot first, at most
 	// MaxInspected of them.
 	Slots []Hold
+	// SlotsHeld counts the semaphore's held slots, also those past the
+	// MaxInspected that Slots lists; a server that does not count them
+	// leaves it 0, and len(Slots) stands for it.
+	SlotsHeld int
 	// PermitWaiters counts the calls that watch the semaphore
 	// (WatchHolds): those waiting for a permit.
 	PermitWaiters int
@@ -75,6 +79,10 @@ type NameStatus struct {
 	Writer Hold
 	// Readers are its readers, at most MaxInspected of them.
 	Readers []Hold
+	// ReadersHeld counts its readers, also those past the MaxInspected
+	// that Readers lists; 0 from a server that does not count them, when
+	// len(Readers) stands for it.
+	ReadersHeld int
 	// WriterWaiting reports a waiting writer's mark, which keeps new
 	// readers out (see HoldKeeper).
 	WriterWaiting bool
@@ -99,6 +107,7 @@ type Hold struct {
 	Left time.Duration
 }
 
-// MaxInspected bounds the slots and readers one Inspect reports, so that
-// its reply stays small however many permits or readers there are.
+// MaxInspected bounds the slots and readers one Inspect lists, so that
+// its reply stays small however many permits or readers there are;
+// SlotsHeld and ReadersHeld count them all.
 const MaxInspected = 1024

@@ -204,7 +204,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		// The tokens are drawn while the keys are held, before the
 		// verdict: a failure undoes the grant like any other.
 		var ft tally
-		if fences, ft = a.drawFences(ctx, t.maxN); fences == nil {
+		if fences, ft = a.drawFences(ctx, t.maxN, start); fences == nil {
 			granted, t = false, ft
 		}
 		elapsed = c.clock.Since(start)

@@ -107,6 +107,11 @@
 //	leadership, err := e.Campaign(ctx, 10*time.Second, "host-a:8080")
 //	leader, err := e.Leader(ctx)                  // "host-a:8080", or ErrNoLeader
 //
+// Campaign waits until it leads, without a retry limit, also while the
+// servers fail: against servers that are down it waits until its ctx ends,
+// saying nothing unless the client has a logger ([WithLogger]); bound it
+// with a deadline or [WithRetryCount].
+//
 // Each needs servers that implement keyserver.HoldKeeper (and an
 // election keyserver.Fencer, as its term is a fence), and keeps its own
 // keys: a lock, a semaphore, a read-write lock and an election of one
@@ -124,9 +129,10 @@
 // # Options
 //
 // [Option] values configure a Client in New, or one call, where they
-// override the client's for that call only. [WithLogger], [WithHooks]
-// and [WithFencing] configure a Client only: they are [ClientOption]s,
-// which New takes and a call does not. For every duration option but
+// override the client's for that call only. [WithLogger], [WithHooks],
+// [WithFencing] and [WithKeyPrefix] configure a Client only: they are
+// [ClientOption]s, which New takes and a call does not (a client has one
+// key prefix, which its reads of a name use as its calls do). For every duration option but
 // [WithRetryJitter], 0 means the default. A bad option is
 // [ErrInvalidArgument], reported before any server is asked.
 //
@@ -136,7 +142,9 @@
 // the last attempt and each server's *[ServerError]. [ErrNotAcquired]: a
 // quorum did not grant the lock in time; [ErrHeldElsewhere], which also
 // matches ErrNotAcquired, when a quorum answered that another token holds
-// it; errors.Is also matches the context's error when it ended first.
+// it; errors.Is also matches the context's error when it ended first,
+// and only then: a server's own timeout is in its ServerError, so that
+// errors.Is(err, context.DeadlineExceeded) means the caller's deadline.
 // [ErrNotHeld]: the lock is not this process's to extend or release any
 // more. [ErrLockLost]: it was declared lost before it was released.
 // [ErrClosed]: the client was closed. [ErrInvalidArgument]: bad input.

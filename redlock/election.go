@@ -31,6 +31,12 @@ type Election struct {
 // token); an empty name, or a server that does not, makes
 // every method fail with ErrInvalidArgument before any server is asked
 // (Observe's channel is then closed at once).
+//
+// Campaign waits without a retry limit by default, also while the servers
+// fail: against servers that are down it tries again at the retry delay
+// until its ctx ends, and nothing says so unless the client was given a
+// logger (WithLogger: one warning per failing server). Give its ctx a
+// deadline, or the call WithRetryCount(n), to bound the wait.
 func (c *Client) Election(name string) *Election {
 	e := &Election{c: c, name: name}
 	if name == "" {
@@ -51,6 +57,12 @@ func (c *Client) Election(name string) *Election {
 // resign. So ctx bounds the leadership, not only the wait: bound the wait
 // alone with WithRetryCount(n) ("Elections" in docs/design.md). The
 // leadership's Fence is its term, greater than every earlier leader's.
+//
+// Without a retry limit Campaign does not give up while the servers fail
+// either: against servers that are down or unreachable it waits, trying
+// at the retry delay, until ctx ends, and then returns a *QuorumError with
+// their failures. Only a logger (WithLogger) tells meanwhile that they
+// fail; the default logs nothing.
 func (e *Election) Campaign(ctx context.Context, ttl time.Duration, value string, opts ...Option) (l *Lock, err error) {
 	c := e.c
 	ctx = c.callBegins(ctx, "campaign", e.name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -357,4 +358,59 @@ func TestCampaignRetryLimitIsACallOption(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, waiting(), context.Canceled, "a campaign without a limit ends with its ctx")
 	require.NoError(t, l.Release(bg))
+}
+
+// TestCampaignWaitsWhileServersFail is what Client.Election's and
+// Campaign's docs say: with the defaults, a Campaign against servers that
+// always fail does not give up; it tries again at the retry delay until
+// its ctx ends, and only a logger (WithLogger) tells that the servers fail,
+// one warning each. WithRetryCount(n) bounds it.
+func TestCampaignWaitsWhileServersFail(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3)
+	down := errors.New("connection refused")
+	for _, s := range servers {
+		s.Script(static.OpAcquireLeader, static.Fail(down))
+		s.Script(static.OpReleaseLeader, static.Fail(down))
+	}
+	var mu sync.Mutex
+	var log strings.Builder
+	c := testClient(t, fc, servers.KeyServers(), WithLogger(newTestLogger(&mu, &log)))
+	e := c.Election("primary")
+
+	ctx, stop := fc.WithTimeout(bg, 10*time.Minute)
+	defer stop()
+	done := make(chan struct{})
+	got := async(t, func() error {
+		defer close(done)
+		_, err := e.Campaign(ctx, 10*time.Second, "host-a")
+		return err
+	})
+	advanceTimersUntil(t, fc, 2, done) // ctx's timer and the call's
+	err := got()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "it waited until its ctx ended")
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Greater(t, qe.Attempts, 100, "trying all along")
+	require.NotEmpty(t, qe.Failed)
+	for _, se := range qe.Failed {
+		assert.ErrorIs(t, se, down)
+	}
+	mu.Lock()
+	for i := range servers {
+		warned := strings.Count(log.String(), fmt.Sprintf(`level=WARN msg="redlock: key server failing" op=acquire lock=primary server=%d`, i))
+		assert.Positive(t, warned, "a logger hears that server %d fails", i)
+		assert.Less(t, warned, 3, "once (twice if another call answered meanwhile), not once per attempt")
+	}
+	mu.Unlock()
+
+	// A retry count bounds it.
+	done = make(chan struct{})
+	got = async(t, func() error {
+		defer close(done)
+		_, err := e.Campaign(bg, 10*time.Second, "host-a", WithRetryCount(3))
+		return err
+	})
+	advanceTimersUntil(t, fc, 1, done)
+	require.ErrorIs(t, got(), ErrNotAcquired)
 }

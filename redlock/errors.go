@@ -1,8 +1,10 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
@@ -56,8 +58,11 @@ type ServerError struct {
 // this package (ErrQuarantined) is written without its "redlock: ", which
 // the QuorumError that carries it already starts with.
 func (e *ServerError) Error() string {
-	return fmt.Sprintf("server %d: %s", e.Server, strings.ReplaceAll(e.Err.Error(), prefix, ""))
+	return fmt.Sprintf("server %d: %s", e.Server, e.said())
 }
+
+// said is the server's failure as Error writes it after the server.
+func (e *ServerError) said() string { return strings.ReplaceAll(e.Err.Error(), prefix, "") }
 
 // prefix starts every error message of the package, once.
 const prefix = "redlock: "
@@ -69,7 +74,11 @@ func (e *ServerError) Unwrap() error { return e.Err }
 // extension or a release that a quorum did not grant. errors.As finds it
 // in every such error; errors.Is matches ErrNotAcquired, ErrHeldElsewhere,
 // ErrNotHeld or ErrLockLost as the case may be, the context's error when
-// the context ended first, and each server's failure.
+// the caller's context ended first, and each server's failure but for a
+// context's error: a server call that ran past the server timeout fails
+// with context.DeadlineExceeded, which its *ServerError in Failed keeps,
+// and errors.Is(err, context.DeadlineExceeded) reports the caller's
+// deadline alone.
 type QuorumError struct {
 	Op       string // "acquire", "extend", "release", "read" (Election.Leader), or "inspect" (Client.Inspect)
 	Name     string // the lock's name, or the primitive's
@@ -77,7 +86,9 @@ type QuorumError struct {
 
 	// The votes of the last attempt when its outcome was decided: servers
 	// asked, servers that granted, servers that answered that another
-	// token holds the key, and the servers that failed to answer.
+	// token holds the key (for a release: that they did not hold this
+	// one's, the key being absent or another token's), and the servers
+	// that failed to answer.
 	Servers, Granted, Refused int
 	Failed                    []*ServerError
 
@@ -119,7 +130,9 @@ func (e *QuorumError) Error() string {
 	case "read", "check fence", "inspect":
 		granted = "answered"
 	case "release":
-		granted, refused = "deleted it", "held another token"
+		// A server that deleted nothing does not say whether the key
+		// was absent (lost) or another token's.
+		granted, refused = "deleted it", "did not hold it"
 		if e.Servers > 0 && e.Refused > e.Servers-quorum(e.Servers) {
 			b.WriteString(": not held")
 		}
@@ -129,7 +142,21 @@ func (e *QuorumError) Error() string {
 		}
 	}
 	if e.Attempts > 0 {
-		fmt.Fprintf(&b, ": %d of %d servers %s, %d %s, %d failed", e.Granted, e.Servers, granted, e.Refused, refused, len(e.Failed))
+		fmt.Fprintf(&b, ": %d of %d servers %s, %d %s", e.Granted, e.Servers, granted, e.Refused, refused)
+		// A semaphore's servers that hold it with another permit count
+		// answered, and failed only the caller.
+		differ := 0
+		for _, se := range e.Failed {
+			if errors.Is(se, keyserver.ErrPermitsDiffer) {
+				differ++
+			}
+		}
+		if failed := len(e.Failed) - differ; failed > 0 || differ == 0 {
+			fmt.Fprintf(&b, ", %d failed", failed)
+		}
+		if differ > 0 {
+			fmt.Fprintf(&b, ", %d hold it with another permit count", differ)
+		}
 		if rest := e.Servers - e.Granted - e.Refused - len(e.Failed); rest > 0 {
 			fmt.Fprintf(&b, ", %d not waited for", rest)
 		}
@@ -140,44 +167,90 @@ func (e *QuorumError) Error() string {
 		}
 		fmt.Fprintf(&b, "; %v", e.ctxErr)
 	}
-	if m := e.serverErrors(); m != nil {
+	if m := e.serverErrors(false); m != nil {
 		fmt.Fprintf(&b, " (%v)", m)
 	}
 	return b.String()
 }
 
-// Unwrap exposes the sentinel, the context's error and the per-server
-// errors to errors.Is and errors.As.
+// Unwrap exposes the sentinel, the caller's context's error and the
+// per-server errors to errors.Is and errors.As; a server's context error
+// is not the caller's, and errors.Is does not find it (see QuorumError).
 func (e *QuorumError) Unwrap() []error {
 	errs := append([]error(nil), e.sentinels...)
 	if e.ctxErr != nil {
 		errs = append(errs, e.ctxErr)
 	}
-	if m := e.serverErrors(); m != nil {
+	if m := e.serverErrors(true); m != nil {
 		errs = append(errs, m)
 	}
 	return errs
 }
 
 // serverErrors returns the *ServerErrors as a go-multierror, printed on one
-// line.
-func (e *QuorumError) serverErrors() *multierror.Error {
+// line; shielded, each behind a serverFailure, as Unwrap exposes them.
+func (e *QuorumError) serverErrors(shielded bool) *multierror.Error {
 	if len(e.Failed) == 0 {
 		return nil
 	}
 	m := &multierror.Error{Errors: make([]error, len(e.Failed))}
 	for i, se := range e.Failed {
 		m.Errors[i] = se
-	}
-	m.ErrorFormat = func(es []error) string {
-		parts := make([]string, len(es))
-		for i, err := range es {
-			parts[i] = err.Error()
+		if shielded {
+			m.Errors[i] = serverFailure{se}
 		}
-		return strings.Join(parts, "; ")
 	}
+	m.ErrorFormat = joinServerErrors
 	return m
 }
+
+// joinServerErrors writes the servers' failures on one line, each failure
+// once with the servers that failed so ("servers 0, 1: ..."), in the order
+// of their first server.
+func joinServerErrors(es []error) string {
+	var said []string
+	servers := make(map[string][]string)
+	for _, err := range es {
+		msg, server := err.Error(), ""
+		var se *ServerError
+		if errors.As(err, &se) {
+			msg, server = se.said(), strconv.Itoa(se.Server)
+		}
+		if _, ok := servers[msg]; !ok {
+			said = append(said, msg)
+		}
+		servers[msg] = append(servers[msg], server)
+	}
+	parts := make([]string, len(said))
+	for i, msg := range said {
+		switch ss := servers[msg]; {
+		case ss[0] == "":
+			parts[i] = msg
+		case len(ss) == 1:
+			parts[i] = "server " + ss[0] + ": " + msg
+		default:
+			parts[i] = "servers " + strings.Join(ss, ", ") + ": " + msg
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// serverFailure is a server's failure as a QuorumError exposes it to
+// errors.Is and errors.As: it matches what the *ServerError matches, but
+// for a context's errors, which are the server call's own (its timeout),
+// not the caller's; errors.As finds the *ServerError itself.
+type serverFailure struct{ se *ServerError }
+
+func (f serverFailure) Error() string { return f.se.Error() }
+
+func (f serverFailure) Is(target error) bool {
+	if target == context.DeadlineExceeded || target == context.Canceled {
+		return false
+	}
+	return errors.Is(f.se, target)
+}
+
+func (f serverFailure) As(target any) bool { return errors.As(f.se, target) }
 
 // kind is what a Lock holds: a lock, or a primitive's hold, which errors
 // name in its own words (a semaphore's permit, an election's leadership).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/keyserver/static"
 )
 
 // lockWord finds "lock" as a word of its own (not the "lock" of
@@ -164,4 +166,89 @@ func TestErrorsSayRedlockOnceInTheirHoldsWords(t *testing.T) {
 		}
 		t.Errorf("%s: %q matches none of the package's sentinels", tc.what, msg)
 	}
+}
+
+// TestDeadlineExceededIsTheCallersOwn: a server that does not answer
+// within the server timeout fails its call with context.DeadlineExceeded,
+// which its *ServerError in QuorumError.Failed keeps; the QuorumError
+// itself matches a context's error only as the caller's context's, so that
+// errors.Is(err, context.DeadlineExceeded) means the caller's deadline
+// passed.
+func TestDeadlineExceededIsTheCallersOwn(t *testing.T) {
+	fc := clock.NewFake(t0)
+	// cancel, when set, is called once an attempt's votes are in.
+	var cancel atomic.Pointer[context.CancelFunc]
+	hooks := Hooks{Attempt: func(context.Context, Attempt) {
+		if f := cancel.Load(); f != nil {
+			(*f)()
+		}
+	}}
+	// client is a client of three servers, two of which never answer.
+	client := func() *Client {
+		servers := static.NewCluster(3)
+		for _, s := range servers[:2] {
+			s.Script(static.OpAcquire, static.Hang)
+		}
+		return testClient(t, fc, servers.KeyServers(), WithServerTimeout(time.Second), WithHooks(hooks))
+	}
+	// call runs acquire on its own goroutine, moving the fake clock past
+	// each server timeout and retry wait until it returns.
+	call := func(acquire func() error) error {
+		t.Helper()
+		done := make(chan struct{})
+		stepped := make(chan struct{})
+		go func() {
+			defer close(stepped)
+			advanceTimersUntil(t, fc, 1, done)
+		}()
+		err := async(t, func() error {
+			defer close(done)
+			return acquire()
+		})()
+		<-stepped
+		return err
+	}
+	perServer := func(t *testing.T, err error) {
+		t.Helper()
+		var qe *QuorumError
+		require.ErrorAs(t, err, &qe)
+		require.NotEmpty(t, qe.Failed)
+		for _, se := range qe.Failed {
+			assert.ErrorIs(t, se, context.DeadlineExceeded, "server %d's own timeout", se.Server)
+		}
+		var se *ServerError
+		require.ErrorAs(t, err, &se, "errors.As finds each server's failure")
+		assert.ErrorIs(t, se.Err, context.DeadlineExceeded)
+		assert.Contains(t, err.Error(), ": context deadline exceeded", "the message names each server's failure")
+	}
+
+	// No deadline: TryAcquire fails as two of three servers time out.
+	c := client()
+	err := call(func() error { _, err := c.TryAcquire(bg, "job", 10*time.Second); return err })
+	require.ErrorIs(t, err, ErrNotAcquired)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded, "the caller's context had no deadline")
+	assert.NotErrorIs(t, err, context.Canceled)
+	perServer(t, err)
+
+	// The caller's deadline passes while it retries.
+	ctx, stop := fc.WithTimeout(bg, 5*time.Second)
+	defer stop()
+	c = client()
+	err = call(func() error { _, err := c.Acquire(ctx, "job", 10*time.Second, WithRetryCount(-1)); return err })
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
+	assert.ErrorIs(t, err, ctx.Err(), "the caller's deadline")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// The caller cancels after an attempt whose servers timed out.
+	cctx, cancelCall := context.WithCancel(bg)
+	defer cancelCall()
+	cancel.Store(&cancelCall)
+	c = client()
+	err = call(func() error { _, err := c.Acquire(cctx, "job", 10*time.Second, WithRetryCount(-1)); return err })
+	cancel.Store(nil)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	assert.ErrorIs(t, err, context.Canceled, "the caller's cancellation")
+	assert.NotErrorIs(t, err, context.DeadlineExceeded, "the servers' timeouts are not the caller's")
+	perServer(t, err)
 }

@@ -544,6 +544,10 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 		c.logger.Debug("redlock: key server call cancelled", "op", op, "lock", name, "server", server)
 		return
 	}
+	if errors.Is(err, keyserver.ErrPermitsDiffer) { // the caller's count, not the server's health
+		c.logger.Debug("redlock: semaphore held with another permit count", "op", op, "lock", name, "server", server, "error", err)
+		return
+	}
 	if errors.Is(err, ErrQuarantined) { // it answers: no failure to count
 		c.logger.Debug("redlock: grant of a quarantined key server not counted", "op", op, "lock", name, "server", server, "error", err)
 		return

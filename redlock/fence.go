@@ -32,18 +32,30 @@ func checkFencers(servers []keyserver.KeyServer) error {
 	return checkServers(servers, "WithFencing", "Fencer", implements[keyserver.Fencer])
 }
 
-// maxFenceRounds bounds the write rounds of one grant: each round proposes
-// more than every value seen, so a third means servers keep failing
-// ("How a token is drawn" in docs/design.md).
+// maxFenceRounds bounds the write rounds of one grant while they fail
+// for want of answers: each round proposes more than every value seen, so
+// a third means servers keep failing ("How a token is drawn" in
+// docs/design.md).
 const maxFenceRounds = 3
+
+// maxRivalFenceRounds bounds the write rounds of one grant that other
+// grants of the name keep outbidding: the permits of a semaphore, the
+// readers of a read-write lock draw on one counter at once, and a round
+// lost to them is no failure. The grant's validity bounds them first.
+const maxRivalFenceRounds = 64
 
 // fence draws the fencing token of a grant whose acquisition read at most
 // hint from the counters ("How a token is drawn" in docs/design.md); 0,
-// with the last round's tally, when no round reached a quorum.
-func (c *Client) fence(ctx context.Context, name, key string, timeout time.Duration, hint uint64) (uint64, tally) {
+// with the last round's tally, when no round reached a quorum. A round
+// lost to higher counters, which other grants drew meanwhile, is followed
+// by one that proposes more while worth reports that the grant still has
+// validity to give; a round lost to failures ends the draw after
+// maxFenceRounds.
+func (c *Client) fence(ctx context.Context, name, key string, timeout time.Duration, hint uint64, worth func() bool) (uint64, tally) {
 	proposed := hint + 1
 	var t tally
-	for round := 0; round < maxFenceRounds && proposed <= keyserver.MaxFence; round++ {
+	outbid := false // the last round lost to higher counters, not to failures
+	for round := 1; proposed <= keyserver.MaxFence; round++ {
 		p := proposed
 		f := fan{op: opRaiseFence, name: name, key: key, fence: p, timeout: timeout, rule: earliest}
 		res := c.fanOut(ctx, f)
@@ -51,10 +63,18 @@ func (c *Client) fence(ctx context.Context, name, key string, timeout time.Durat
 		if t = res.tally; t.won() {
 			return p, t
 		}
-		if t.maxN < p {
+		if outbid = t.maxN >= p; !outbid {
 			break // failures, not higher counters: another round would not help
 		}
+		if round >= maxFenceRounds && (round >= maxRivalFenceRounds || !worth() || ctx.Err() != nil) {
+			break
+		}
 		proposed = t.maxN + 1
+	}
+	if outbid { // no server failed: the grant gives way to the others, and its call tries again
+		c.logger.Debug("redlock: fencing token outbid by other grants", "lock", name,
+			"accepted", t.granted, "refused", t.refused, "failed", len(t.errs))
+		return 0, t
 	}
 	c.logger.Warn("redlock: fencing token not written to a quorum", "lock", name,
 		"accepted", t.granted, "refused", t.refused, "failed", len(t.errs))
@@ -95,18 +115,23 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 }
 
 // drawFences draws the fencing token of each key the call holds (a set's
-// acquisition read no hint); nil, with the failed round's votes, when one
-// was not written to a quorum.
-func (a *acquisition) drawFences(ctx context.Context, hint uint64) ([]uint64, tally) {
+// acquisition read no hint) for the grant of the attempt begun at start;
+// nil, with the failed round's votes, when one was not written to a
+// quorum.
+func (a *acquisition) drawFences(ctx context.Context, hint uint64, start time.Time) ([]uint64, tally) {
 	keys := []string{a.key}
 	if so, ok := a.p.(*setOps); ok {
 		keys = so.keys
 		hint = 0
 	}
+	// A grant is worth a token while its validity exceeds the loss margin.
+	worth := func() bool {
+		return validity(a.b.ttl, a.c.clock.Since(start), a.o.driftFactor) > a.b.margin
+	}
 	fences := make([]uint64, len(keys))
 	var t tally
 	for i, k := range keys {
-		if fences[i], t = a.c.fence(ctx, a.name, k, a.b.timeout, hint); fences[i] == 0 {
+		if fences[i], t = a.c.fence(ctx, a.name, k, a.b.timeout, hint, worth); fences[i] == 0 {
 			return nil, t
 		}
 	}

@@ -272,7 +272,9 @@ func (a *acquisition) takePass(ctx context.Context) (*Lock, error) {
 			c.giveBack(ctx, a.name, a.key, p, false)
 			return nil, err
 		}
-		fence, _ = c.fence(ctx, a.name, a.key, p.b.timeout, p.fence)
+		// Worth another round while the pass keeps its validity floor.
+		worth := func() bool { return p.until.Sub(c.clock.Now()) > p.b.passFloor() }
+		fence, _ = c.fence(ctx, a.name, a.key, p.b.timeout, p.fence, worth)
 		c.exit()
 		if fence == 0 {
 			c.giveBack(ctx, a.name, a.key, p, false)

@@ -127,8 +127,9 @@ func (r quarantineRule) answer(i int, ttl time.Duration, ok bool, err error, in 
 
 // sight records server i's incarnation in, current at seen or later, and
 // returns when its data was last born: as old as it says at the first
-// sight, later when it restarted while the client ran. seen is a bound, not the time of judging: an answer judged
-// after its server restarted must not date the old ID past the restart.
+// sight, later when it restarted while the client ran. seen is a bound,
+// not the time of judging: an answer judged after its server restarted
+// must not date the old ID past the restart.
 func (q *quarantine) sight(i int, in keyserver.Incarnation, seen time.Time) time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()

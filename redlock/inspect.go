@@ -73,6 +73,12 @@ type SemaphoreView struct {
 	Permits int // the permit count its holders gave; 0 when none is held
 	InUse   int // permits held
 	Waiters int // calls waiting for a permit
+	// Truncated reports, in the verdict, that a server held more permits
+	// than it lists (keyserver.MaxInspected, the lowest slots first):
+	// InUse then counts those a quorum holds among the listed ones, the
+	// least number in use. A server's own InUse counts every permit it
+	// holds, and its Truncated is false.
+	Truncated bool
 }
 
 // RWView is a read-write lock's holds.
@@ -81,6 +87,11 @@ type RWView struct {
 	Writer        string // the writer's tag; "" when none holds it
 	WriterWaiting bool   // a writer waits, and keeps new readers out
 	Waiters       int    // calls waiting for a read or write hold
+	// Truncated reports, in the verdict, that a server held more read
+	// holds than it lists (keyserver.MaxInspected): Readers then counts
+	// those a quorum holds among the listed ones, the least number held.
+	// A server's own Readers counts every read hold it has.
+	Truncated bool
 }
 
 // ElectionView is an election's leader.
@@ -101,10 +112,12 @@ type ElectionView struct {
 // quorum holds it with one token, a permit or read hold when a quorum holds
 // its token, and Left is how long that quorum holds it. Waiters and Permits
 // are the largest number a quorum reports at least (0 when fewer than a
-// quorum answered), WriterWaiting needs a quorum, Fence and Term are the
-// largest counters reported (the latest when a quorum answered), and
-// DelayLeft is how long until the lock-delay no longer keeps a quorum from
-// granting.
+// quorum answered), InUse and Readers count the holds a quorum holds
+// among those the servers list (exact unless Truncated says that a server
+// held more than keyserver.MaxInspected lists), WriterWaiting needs a
+// quorum, Fence and Term are the largest counters reported (the latest
+// when a quorum answered), and DelayLeft is how long until the lock-delay
+// no longer keeps a quorum from granting.
 //
 // When the servers that failed could change the verdict, Inspect returns
 // the Status of those that answered with a *QuorumError: what a quorum
@@ -201,8 +214,8 @@ func serverView(s keyserver.NameStatus) View {
 	return View{
 		Held: s.Lock.Token != "", Holder: tag(s.Lock.Token), Left: s.Lock.Left,
 		Waiters: s.Waiters, Fence: s.Fence, DelayLeft: s.Delay,
-		Semaphore: SemaphoreView{Permits: s.Permits, InUse: len(s.Slots), Waiters: s.PermitWaiters},
-		RW:        RWView{Readers: len(s.Readers), Writer: tag(s.Writer.Token), WriterWaiting: s.WriterWaiting, Waiters: s.RWWaiters},
+		Semaphore: SemaphoreView{Permits: s.Permits, InUse: max(s.SlotsHeld, len(s.Slots)), Waiters: s.PermitWaiters},
+		RW:        RWView{Readers: max(s.ReadersHeld, len(s.Readers)), Writer: tag(s.Writer.Token), WriterWaiting: s.WriterWaiting, Waiters: s.RWWaiters},
 		Election:  ElectionView{Leader: s.Leader.Value, Left: s.Leader.Left, Term: s.Term},
 	}
 }
@@ -293,7 +306,10 @@ func verdict(answered []keyserver.NameStatus, n, quorum int) (View, bool) {
 	var waiters, semPerms, semWaiters, rwWaiters, writerWaits []int
 	var delays []time.Duration
 	var v View
+	var slotsCut, readersCut bool // a server held more than it listed
 	for _, s := range answered {
+		slotsCut = slotsCut || s.SlotsHeld > len(s.Slots)
+		readersCut = readersCut || s.ReadersHeld > len(s.Readers)
 		lock.add(s.Lock)
 		permits.add(s.Slots...)
 		readers.add(s.Readers...)
@@ -320,9 +336,11 @@ func verdict(answered []keyserver.NameStatus, n, quorum int) (View, bool) {
 	// A grant needs a quorum of servers out of their delay: it waits
 	// while more than n-quorum are in it.
 	v.DelayLeft = atLeast(delays, n-quorum+1)
-	v.Semaphore = SemaphoreView{Permits: atLeast(semPerms, quorum), InUse: len(permits.held(quorum)), Waiters: atLeast(semWaiters, quorum)}
+	v.Semaphore = SemaphoreView{Permits: atLeast(semPerms, quorum), InUse: len(permits.held(quorum)), Waiters: atLeast(semWaiters, quorum),
+		Truncated: slotsCut}
 	w, _ := writer.single(quorum)
-	v.RW = RWView{Readers: len(readers.held(quorum)), Writer: tag(w), WriterWaiting: len(writerWaits) >= quorum, Waiters: atLeast(rwWaiters, quorum)}
+	v.RW = RWView{Readers: len(readers.held(quorum)), Writer: tag(w), WriterWaiting: len(writerWaits) >= quorum, Waiters: atLeast(rwWaiters, quorum),
+		Truncated: readersCut}
 	var l string
 	l, v.Election.Left = leader.single(quorum)
 	v.Election.Leader = values[l]

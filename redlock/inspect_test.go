@@ -94,6 +94,50 @@ func TestInspectKeyPrefix(t *testing.T) {
 	require.NoError(t, l.Release(bg))
 }
 
+// TestInspectLargeSemaphore: on memory servers, a semaphore of 10,000
+// permits with 50 held is 50 in use; with more held than a server lists
+// (keyserver.MaxInspected), each server counts them all and the verdict
+// says it is truncated, never a wrong number; read holds alike.
+func TestInspectLargeSemaphore(t *testing.T) {
+	fc := clock.NewFake(t0)
+	c := testClient(t, fc, memoryServers(t, fc, 3))
+	sem := c.Semaphore("encoders", 10_000)
+	rw := c.RWMutex("encoders")
+	take := func(n int, try func() (*Lock, error)) {
+		t.Helper()
+		for refused := 0; n > 0; {
+			_, err := try()
+			if errors.Is(err, ErrHeldElsewhere) { // a slot picked at random was held
+				refused++
+				require.Less(t, refused, 100, "too many refusals: %v", err)
+				continue
+			}
+			require.NoError(t, err)
+			n--
+		}
+	}
+	permit := func() (*Lock, error) { return sem.TryAcquire(bg, time.Minute) }
+	take(50, permit)
+	st, err := c.Inspect(bg, "encoders")
+	require.NoError(t, err)
+	assert.Equal(t, SemaphoreView{Permits: 10_000, InUse: 50}, st.Semaphore)
+
+	held := keyserver.MaxInspected + 100
+	take(held-50, permit)
+	take(held, func() (*Lock, error) { return rw.TryRLock(bg, time.Minute) })
+	st, err = c.Inspect(bg, "encoders")
+	require.NoError(t, err)
+	assert.True(t, st.Semaphore.Truncated)
+	assert.Equal(t, keyserver.MaxInspected, st.Semaphore.InUse, "the listed ones, which a quorum holds")
+	assert.True(t, st.RW.Truncated)
+	assert.LessOrEqual(t, st.RW.Readers, keyserver.MaxInspected)
+	for i, s := range st.Servers {
+		assert.Equal(t, held, s.Semaphore.InUse, "server %d counts every permit", i)
+		assert.Equal(t, held, s.RW.Readers, "server %d counts every reader", i)
+		assert.False(t, s.Semaphore.Truncated || s.RW.Truncated)
+	}
+}
+
 // TestInspectOneServerFailing: the quorum's verdict stands when one of
 // three servers fails; when the failed servers could complete a quorum for
 // a holder the others show, Inspect cannot tell and says so, with what

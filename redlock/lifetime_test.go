@@ -352,8 +352,27 @@ func TestReleaseRefusedByTooManyIsNotHeld(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotHeld)
 	var qe *QuorumError
 	require.ErrorAs(t, err, &qe)
-	assert.Equal(t, `redlock: release of lock "job" not confirmed: not held: 0 of 4 servers deleted it, 2 held another token, 0 failed, 2 not waited for`, err.Error())
+	assert.Equal(t, `redlock: release of lock "job" not confirmed: not held: 0 of 4 servers deleted it, 2 did not hold it, 0 failed, 2 not waited for`, err.Error())
 	advanceTimersUntil(t, fc, 1, doneWaiting(c))
+}
+
+// TestReleaseAfterKeysLostSaysWhatServersAnswered: a release after three
+// of five servers lost the lock's key (it expired there) says that they
+// did not hold it, which is what they answered: a server's "not deleted"
+// does not tell an absent key from another token's.
+func TestReleaseAfterKeysLostSaysWhatServersAnswered(t *testing.T) {
+	fc, lost := clock.NewFake(t0), clock.NewFake(t0)
+	servers := memoryServers(t, fc, 2)
+	servers = append(servers, memoryServers(t, lost, 3)...)
+	c := testClient(t, fc, servers)
+	l, err := c.Acquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	c.bg.Wait()
+	lost.Advance(time.Hour) // the key expires on the last three
+	err = l.Release(bg)
+	require.ErrorIs(t, err, ErrNotHeld)
+	assert.Equal(t, `redlock: release of lock "job" not confirmed: not held: 2 of 5 servers deleted it, 3 did not hold it, 0 failed`, err.Error())
+	assert.NotContains(t, err.Error(), "another token", "none holds another token")
 }
 
 // doneWaiting returns a channel closed once every call c left running has
@@ -507,7 +526,12 @@ func TestFailedAttemptIsBoundedByOneServerTimeout(t *testing.T) {
 	fc.Advance(timeout)
 	err := res() // no further clock movement needed
 	require.ErrorIs(t, err, ErrNotAcquired)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	require.NotEmpty(t, qe.Failed)
+	for _, se := range qe.Failed {
+		require.ErrorIs(t, se, context.DeadlineExceeded, "server %d timed out", se.Server)
+	}
 	assert.Equal(t, t0.Add(timeout), fc.Now())
 	// Undone before returning when its grant was counted before the
 	// verdict; on a loaded machine the grant's goroutine may bring it

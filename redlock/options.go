@@ -12,9 +12,9 @@ import (
 )
 
 // ClientOption configures a Client when given to New. Every Option is a
-// ClientOption, the client's default for every call; WithLogger, WithHooks
-// and WithFencing are ClientOptions only, so giving one to a call does not
-// compile.
+// ClientOption, the client's default for every call; WithLogger, WithHooks,
+// WithFencing and WithKeyPrefix are ClientOptions only, so giving one to a
+// call does not compile.
 type ClientOption interface {
 	applyClient(*options)
 }
@@ -127,10 +127,13 @@ func WithLossMargin(d time.Duration) Option {
 	return func(o *options) { o.lossMargin = o.duration("loss margin", d, 0) }
 }
 
-// WithKeyPrefix puts p before every lock name to make the key stored on the
-// servers, to keep lock keys apart from other data. Default "".
-func WithKeyPrefix(p string) Option {
-	return func(o *options) { o.keyPrefix = p }
+// WithKeyPrefix puts p before every name to make the keys stored on the
+// servers, to keep lock keys apart from other data. It is a ClientOption,
+// for New only: a client has one prefix, which every call and every read
+// of a name (Election.Leader and Observe, Inspect, CheckFence) puts before
+// it, so that they all find what the client's calls stored. Default "".
+func WithKeyPrefix(p string) ClientOption {
+	return clientOnly(func(o *options) { o.keyPrefix = p })
 }
 
 // WithLogger sends the client's reports of server failures, failed

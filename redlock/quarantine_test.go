@@ -232,6 +232,7 @@ func TestAnswerJudgedLateDoesNotHideARestart(t *testing.T) {
 	fc.Advance(time.Minute)
 	late.Store(true)
 	granted(t, c, "k", ttl)
+	c.bg.Wait() // server 0's answer may come after the two others decided
 	require.False(t, late.Load(), "server 0's incarnation read during the grant")
 
 	ok, err := cl[2].Acquire(bg, "j", "someone else", ttl)

@@ -3,15 +3,20 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/redlock"
 )
 
@@ -50,6 +55,72 @@ func TestRedisFencesIncreaseWithPausedMinorities(t *testing.T) {
 // TestRedisCheckFence: on three real nodes, the newest grant's fence is
 // current and an older one is not; with one node stopped the quorum still
 // answers, with two CheckFence fails.
+// TestRedisFencedSemaphoreLogsNoWarning: 8 goroutines × 20 Do on a
+// fenced semaphore of 3 permits over 5 healthy Redis nodes (a TTL of 10 s,
+// so that a loaded machine's race detector stays within the server
+// timeout), twice (with a
+// permit count that differs in between): every hold gets a distinct
+// fence, and the log has no warning. Permits drawing their fences at once
+// used to log "fencing token not written to a quorum" once or twice a
+// run, and the other count "key server failing" five times.
+func TestRedisFencedSemaphoreLogsNoWarning(t *testing.T) {
+	var log syncBuffer
+	c, _ := redisClient(t, 5, redlock.WithFencing(),
+		redlock.WithLogger(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	sem := c.Semaphore("encoders", 3)
+	run := func() {
+		t.Helper()
+		var mu sync.Mutex
+		fences := make(map[uint64]bool)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 20 {
+					err := sem.Do(context.Background(), 10*time.Second, func(ctx context.Context) error {
+						l, _ := redlock.LockFromContext(ctx)
+						mu.Lock()
+						fences[l.Fence()] = true
+						mu.Unlock()
+						time.Sleep(time.Millisecond)
+						return nil
+					})
+					assert.NoError(t, err)
+				}
+			}()
+		}
+		wg.Wait()
+		assert.Len(t, fences, 8*20, "a distinct fence per hold")
+	}
+	run()
+	p, err := sem.Acquire(context.Background(), 10*time.Second)
+	require.NoError(t, err)
+	_, err = c.Semaphore("encoders", 4).TryAcquire(context.Background(), 10*time.Second)
+	require.ErrorIs(t, err, keyserver.ErrPermitsDiffer)
+	require.NoError(t, p.Release(context.Background()))
+	run()
+	assert.NotContains(t, log.String(), "level=WARN")
+}
+
+// syncBuffer is a strings.Builder safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func TestRedisCheckFence(t *testing.T) {
 	c, cluster := redisClient(t, 3, redlock.WithFencing(), redlock.WithServerTimeout(200*time.Millisecond))
 	ctx := context.Background()

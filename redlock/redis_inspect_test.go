@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/redlock"
 )
 
@@ -176,4 +178,53 @@ func TestRedisInspectOneRedisTwice(t *testing.T) {
 	_, err = c.Inspect(context.Background(), "job")
 	require.ErrorIs(t, err, redlock.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "reach the same store")
+}
+
+// TestRedisInspectLargeSemaphore: a semaphore of 10,000 permits with 50
+// held (each at a random slot, most past the first 1,024) is 50 in use on
+// every server and in the verdict; with more held than a server lists
+// (keyserver.MaxInspected), each server still counts them all, and the
+// verdict says it is truncated.
+func TestRedisInspectLargeSemaphore(t *testing.T) {
+	c, _ := redisClient(t, 3)
+	ctx := context.Background()
+	sem := c.Semaphore("encoders", 10_000)
+	// take takes n permits; a TryAcquire that met a held slot (picked at
+	// random) tries again.
+	take := func(n int) {
+		t.Helper()
+		for refused := 0; n > 0; {
+			_, err := sem.TryAcquire(ctx, time.Minute)
+			if errors.Is(err, redlock.ErrHeldElsewhere) {
+				refused++
+				require.Less(t, refused, 100, "too many refusals: %v", err)
+				continue
+			}
+			require.NoError(t, err)
+			n--
+		}
+	}
+	inspect := func() redlock.Status {
+		t.Helper()
+		st, err := c.Inspect(ctx, "encoders")
+		require.NoError(t, err)
+		return st
+	}
+	take(50)
+	st := inspect()
+	assert.Equal(t, redlock.SemaphoreView{Permits: 10_000, InUse: 50}, st.Semaphore)
+	for i, s := range st.Servers {
+		assert.Equal(t, 50, s.Semaphore.InUse, "server %d", i)
+	}
+
+	take(keyserver.MaxInspected + 50)
+	held := keyserver.MaxInspected + 100
+	st = inspect()
+	assert.True(t, st.Semaphore.Truncated, "more held than listed")
+	assert.LessOrEqual(t, st.Semaphore.InUse, held)
+	assert.GreaterOrEqual(t, st.Semaphore.InUse, keyserver.MaxInspected-50, "the listed ones a quorum holds")
+	for i, s := range st.Servers {
+		assert.Equal(t, held, s.Semaphore.InUse, "server %d counts every permit", i)
+		assert.False(t, s.Semaphore.Truncated)
+	}
 }

@@ -59,8 +59,9 @@ func TestRedisDeadMinorityCostsNothing(t *testing.T) {
 }
 
 // assertMinorityFree checks that one goroutine's median lock+unlock takes
-// under 50 ms, and that 16 goroutines on distinct keys make at least 2,000
-// in 2 s (or what check says of their count).
+// under 50 ms, and that 16 goroutines on distinct keys make at least a
+// fifth of what they make in 2 s on a healthy cluster (or what check says
+// of their count).
 func assertMinorityFree(t *testing.T, c *redlock.Client, check func(n int)) {
 	t.Helper()
 	var took []time.Duration
@@ -76,7 +77,13 @@ func assertMinorityFree(t *testing.T, c *redlock.Client, check func(n int)) {
 		check(n)
 		return
 	}
-	assert.GreaterOrEqual(t, n, 2000, "lock+unlock of 16 goroutines in 2 s")
+	// Beside a healthy cluster's count, measured now on the same machine:
+	// a fixed floor failed on loaded cores (1,100 to 1,700 of 2,000). A
+	// call that waited for the silent server would make a few percent of
+	// it; a fifth is a bound only that breaks.
+	healthy := lockUnlocks(t, clientOn(t, redistest.Start(t, 3)), 16, 2*time.Second)
+	assert.GreaterOrEqual(t, float64(n), 0.2*float64(healthy),
+		"16 goroutines with a silent minority: %d lock+unlock in 2 s against %d healthy", n, healthy)
 }
 
 // lockUnlock takes name for minorityTTL and releases it.

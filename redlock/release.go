@@ -13,8 +13,9 @@ import (
 // Release gives the lock up on every server (a permit, a read or write
 // hold, a leadership alike). It returns nil when a quorum deleted this
 // holder's key; an error matching ErrNotHeld when the lock was lost or
-// released before, or so many servers hold another token that no quorum
-// can hold this one ("The even-N release" in docs/design.md); otherwise a
+// released before, or so many servers do not hold its token (the key
+// absent there, or another token's) that no quorum can hold it ("The
+// even-N release" in docs/design.md); otherwise a
 // *QuorumError: too few servers answered, and their keys expire with TTL.
 //
 // Release ignores ctx's cancellation and deadline, each server's call

@@ -332,7 +332,12 @@ func TestStartDeclinedAfterTheDeadline(t *testing.T) {
 	if r := got(); r.err == nil {
 		require.NoError(t, r.lock.Release(bg))
 	} else {
-		require.ErrorIs(t, r.err, context.DeadlineExceeded, "refused only by lateness")
+		var qe *QuorumError
+		require.ErrorAs(t, r.err, &qe)
+		require.NotEmpty(t, qe.Failed)
+		for _, se := range qe.Failed {
+			require.ErrorIs(t, se, context.DeadlineExceeded, "refused only by lateness")
+		}
 	}
 	require.NoError(t, c.Close())
 	assert.Zero(t, slow.acquires.Load(), "the call counted late was made again with the blocking method")

@@ -21,7 +21,8 @@ const (
 // comes first: a caller that gave up waiting for a held lock cancelled
 // it, whatever the last votes were. It is the caller's context that
 // decides, not errors.Is(err, context.DeadlineExceeded) alone, which
-// also matches a key server's own timeout carried in err.
+// before goredlock's QuorumError matched the caller's context only also
+// matched a key server's own timeout carried in err.
 func acquireOutcome(ctx context.Context, err error) string {
 	switch {
 	case err == nil:

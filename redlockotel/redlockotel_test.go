@@ -86,7 +86,8 @@ func TestAcquireOutcomes(t *testing.T) {
 		wantErrType:  "redlock.ErrHeldElsewhere",
 	}, {
 		// A server's own timeout is its failure, not the caller's
-		// cancellation, though errors.Is(err, context.DeadlineExceeded).
+		// cancellation (errors.Is(err, context.DeadlineExceeded) is
+		// the caller's deadline alone).
 		name: "unavailable",
 		servers: func(context.CancelFunc) static.Cluster {
 			return static.Cluster{

@@ -130,8 +130,9 @@
 // per server, in the order given: host:port, then "held", the time the
 // lock has left and its holder's tag, or "free"; then, when there is
 // something to say, the waiters in the lock's line, its fence, a
-// lock-delay in force, "semaphore I of N permits", the read-write lock's
-// readers or writer, and the election's leader (its value), the time its
+// lock-delay in force, "semaphore I of N permits" ("at least I" when the
+// servers hold more permits than one read lists, 1,024), the read-write
+// lock's readers (likewise) or writer, and the election's leader (its value), the time its
 // leadership has left and its term; or "error:" and why. A last line,
 // "quorum:", is the verdict: what a quorum of the servers agrees on (a
 // hold counts when a quorum holds it with one token), or "too few servers
@@ -149,8 +150,8 @@
 //	{"name": "job", "held": true, "decided": true, "quorum": 2,
 //	 "lock": {"held": true, "holder": "5f3a9c21", "ttl_ms": 19500, "waiters": 1,
 //	          "fence": 12, "delay_ms": 0},
-//	 "semaphore": {"permits": 3, "in_use": 2, "waiters": 0},
-//	 "rw": {"readers": 0, "writer": "", "writer_waiting": false, "waiters": 0},
+//	 "semaphore": {"permits": 3, "in_use": 2, "waiters": 0, "truncated": false},
+//	 "rw": {"readers": 0, "writer": "", "writer_waiting": false, "waiters": 0, "truncated": false},
 //	 "election": {"leader": "host-a", "ttl_ms": 9000, "term": 3},
 //	 "servers": [{"server": "10.0.0.1:6379", "lock": {...}, "semaphore": {...},
 //	              "rw": {...}, "election": {...}},
@@ -161,8 +162,9 @@
 // server, or only "error" when it could not be read. "held" is what exit
 // status 1 means; "decided" is false when too few servers answered to tell
 // (exit status 69 unless held). ttl_ms is the time left (-1 for a key
-// without a TTL, 0 when not held), delay_ms a lock-delay's time left, and
-// holder and writer are tags.
+// without a TTL, 0 when not held), delay_ms a lock-delay's time left,
+// holder and writer are tags, and "truncated" says that in_use or readers
+// is the least number held: a server held more than one read lists.
 //
 // # redlock leader
 //

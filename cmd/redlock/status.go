@@ -115,7 +115,7 @@ func describe(v redlock.View) string {
 		fmt.Fprintf(&b, ", lock-delay %v", v.DelayLeft)
 	}
 	if s := v.Semaphore; s.Permits > 0 || s.InUse > 0 || s.Waiters > 0 {
-		fmt.Fprintf(&b, "; semaphore %d of %d permits", s.InUse, s.Permits)
+		fmt.Fprintf(&b, "; semaphore %s%d of %s", atLeast(s.Truncated), s.InUse, count(s.Permits, "permit"))
 		if s.Waiters > 0 {
 			fmt.Fprintf(&b, ", %d waiting", s.Waiters)
 		}
@@ -125,7 +125,7 @@ func describe(v redlock.View) string {
 		if rw.Writer != "" {
 			b.WriteString(" writer " + rw.Writer)
 		} else {
-			fmt.Fprintf(&b, " %d readers", rw.Readers)
+			b.WriteString(" " + atLeast(rw.Truncated) + count(rw.Readers, "reader"))
 		}
 		if rw.WriterWaiting {
 			b.WriteString(", a writer waiting")
@@ -144,6 +144,23 @@ func describe(v redlock.View) string {
 		}
 	}
 	return b.String()
+}
+
+// atLeast says that the count it comes before is the least number held:
+// the servers held more than they list (redlock.SemaphoreView.Truncated).
+func atLeast(truncated bool) string {
+	if truncated {
+		return "at least "
+	}
+	return ""
+}
+
+// count writes n things: "1 reader", "2 readers".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }
 
 // left writes a TTL left, or says that the key has none.
@@ -186,15 +203,17 @@ type (
 		DelayMs int64  `json:"delay_ms"`
 	}
 	jsonSemaphore struct {
-		Permits int `json:"permits"`
-		InUse   int `json:"in_use"`
-		Waiters int `json:"waiters"`
+		Permits   int  `json:"permits"`
+		InUse     int  `json:"in_use"`
+		Waiters   int  `json:"waiters"`
+		Truncated bool `json:"truncated"` // in_use is the least number in use
 	}
 	jsonRW struct {
 		Readers       int    `json:"readers"`
 		Writer        string `json:"writer"`
 		WriterWaiting bool   `json:"writer_waiting"`
 		Waiters       int    `json:"waiters"`
+		Truncated     bool   `json:"truncated"` // readers is the least number held
 	}
 	jsonElection struct {
 		Leader string `json:"leader"`
@@ -206,8 +225,8 @@ type (
 func toJSON(v redlock.View) NameView {
 	return NameView{
 		Lock:      jsonLock{Held: v.Held, Holder: v.Holder, TTLMs: ms(v.Left), Waiters: v.Waiters, Fence: v.Fence, DelayMs: ms(v.DelayLeft)},
-		Semaphore: jsonSemaphore{Permits: v.Semaphore.Permits, InUse: v.Semaphore.InUse, Waiters: v.Semaphore.Waiters},
-		RW:        jsonRW{Readers: v.RW.Readers, Writer: v.RW.Writer, WriterWaiting: v.RW.WriterWaiting, Waiters: v.RW.Waiters},
+		Semaphore: jsonSemaphore{Permits: v.Semaphore.Permits, InUse: v.Semaphore.InUse, Waiters: v.Semaphore.Waiters, Truncated: v.Semaphore.Truncated},
+		RW:        jsonRW{Readers: v.RW.Readers, Writer: v.RW.Writer, WriterWaiting: v.RW.WriterWaiting, Waiters: v.RW.Waiters, Truncated: v.RW.Truncated},
 		Election:  jsonElection{Leader: v.Election.Leader, TTLMs: ms(v.Election.Left), Term: v.Election.Term},
 	}
 }

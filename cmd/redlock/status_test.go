@@ -315,3 +315,34 @@ func TestStatusJSONWithAServerDown(t *testing.T) {
 	assert.False(t, js.Decided)
 	assert.True(t, js.Servers[2].Lock.Held)
 }
+
+// TestDescribeCountsInWords: status writes a count of one in the singular
+// ("1 reader", "1 of 1 permit"), any other in the plural.
+func TestDescribeCountsInWords(t *testing.T) {
+	for _, c := range []struct {
+		v    redlock.View
+		want string
+	}{
+		{redlock.View{RW: redlock.RWView{Readers: 1}}, "free; read-write 1 reader"},
+		{redlock.View{RW: redlock.RWView{Readers: 2}}, "free; read-write 2 readers"},
+		{redlock.View{RW: redlock.RWView{Readers: 1, Waiters: 1}}, "free; read-write 1 reader, 1 waiting"},
+		{redlock.View{Semaphore: redlock.SemaphoreView{Permits: 1, InUse: 1}}, "free; semaphore 1 of 1 permit"},
+		{redlock.View{Semaphore: redlock.SemaphoreView{Permits: 3, InUse: 1}}, "free; semaphore 1 of 3 permits"},
+	} {
+		assert.Equal(t, c.want, describe(c.v))
+	}
+}
+
+// TestDescribeTruncated: a verdict that counts only what the servers list
+// says "at least", in words and in JSON.
+func TestDescribeTruncated(t *testing.T) {
+	v := redlock.View{Semaphore: redlock.SemaphoreView{Permits: 10_000, InUse: 1024, Truncated: true},
+		RW: redlock.RWView{Readers: 1024, Truncated: true}}
+	assert.Equal(t, "free; semaphore at least 1024 of 10000 permits; read-write at least 1024 readers", describe(v))
+	js := toJSON(v)
+	assert.Equal(t, jsonSemaphore{Permits: 10_000, InUse: 1024, Truncated: true}, js.Semaphore)
+	assert.True(t, js.RW.Truncated)
+	b, err := json.Marshal(js.Semaphore)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"permits": 10000, "in_use": 1024, "waiters": 0, "truncated": true}`, string(b))
+}

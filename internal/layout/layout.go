@@ -6,7 +6,6 @@
 package layout
 
 import (
-	"strconv"
 	"strings"
 	"time"
 
@@ -130,25 +129,13 @@ func beside(key, suffix string) string {
 func DelayKey(key string) string { return beside(key, ":delay") }
 
 // IncarnationKey is the key in which a Redis key server keeps its store's
-// marker: an ID drawn by the first client that found the key absent, and
-// the time on the store's own clock when it did. The store loses it with
-// its data (a restart without persistence, a flush), so that its age is
-// how long the store has held what it holds ("Which restarts" in
+// marker: an ID drawn by the first client that found the key absent, set
+// with a TTL of IncarnationTTL, so that IncarnationTTL less the TTL left is
+// how long ago it was set, on the store's own clock. The store loses it
+// with its data (a restart without persistence, a flush), so that its age
+// is how long the store has held what it holds ("Which restarts" in
 // docs/design.md).
 const IncarnationKey = "goredlock:incarnation"
 
-// Marker returns the value of IncarnationKey for id, set when the store's
-// clock read created.
-func Marker(id string, created time.Time) string {
-	return id + " " + strconv.FormatInt(created.UnixMicro(), 10)
-}
-
-// ParseMarker reads a value Marker wrote: false when v is not one.
-func ParseMarker(v string) (id string, created time.Time, ok bool) {
-	id, us, found := strings.Cut(v, " ")
-	n, err := strconv.ParseInt(us, 10, 64)
-	if !found || id == "" || err != nil {
-		return "", time.Time{}, false
-	}
-	return id, time.UnixMicro(n), true
-}
+// IncarnationTTL is the TTL the marker is set with: about 31 years.
+const IncarnationTTL = 1_000_000_000_000 * time.Millisecond

@@ -5,8 +5,15 @@
 // crash without fsync, or, started WithAppendFsyncAlways, restarted with
 // every acknowledged write. Everything is stopped when the test ends.
 //
-// When redis-server is not installed, tests fail with an install hint if
-// the CI environment variable is set, and skip with that hint otherwise.
+// The server binary is redis-server from PATH, or the one the environment
+// variable GOREDLOCK_REDIS_SERVER names (a path, or a name looked up on
+// PATH): another build of Redis, or an engine that takes redis-server's
+// flags and prints its ready line, such as valkey-server. `make
+// test-engines` runs the Redis suites once per engine that way.
+//
+// When the server is not installed (or GOREDLOCK_REDIS_SERVER names no
+// executable), tests fail with a hint if the CI environment variable is
+// set, and skip with that hint otherwise.
 package redistest
 
 import (
@@ -118,15 +125,25 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	return c
 }
 
-// RequireServer returns the path of redis-server, or ends the test: with a
-// failure when CI is set, with a skip otherwise.
+// ServerEnv names the environment variable that selects the server binary
+// in place of redis-server from PATH.
+const ServerEnv = "GOREDLOCK_REDIS_SERVER"
+
+// RequireServer returns the path of the server binary (GOREDLOCK_REDIS_SERVER,
+// or redis-server from PATH), or ends the test: with a failure when CI is
+// set, with a skip otherwise.
 func RequireServer(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	hint := "redis-server not found on PATH; install it with: apt-get install redis-server"
+	name := "redis-server"
+	if env := os.Getenv(ServerEnv); env != "" {
+		name = env
+		hint = ServerEnv + "=" + env + " names no executable server; unset it for redis-server from PATH, or build the engines with ../shared/servers/build.sh"
+	}
+	bin, err := exec.LookPath(name)
 	if err == nil {
 		return bin
 	}
-	const hint = "redis-server not found on PATH; install it with: apt-get install redis-server"
 	if os.Getenv("CI") != "" {
 		t.Fatal(hint)
 	}

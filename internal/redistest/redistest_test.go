@@ -43,6 +43,11 @@ func toString(args []any) string {
 
 func requireWith(t *testing.T, ci string) *recorder {
 	t.Setenv("PATH", t.TempDir()) // no redis-server here
+	t.Setenv(ServerEnv, "")
+	return require(t, ci)
+}
+
+func require(t *testing.T, ci string) *recorder {
 	t.Setenv("CI", ci)
 	r := &recorder{TB: t}
 	func() {
@@ -67,6 +72,32 @@ func TestMissingServerSkipsOutsideCI(t *testing.T) {
 	r := requireWith(t, "")
 	if r.ended != "skip" || !strings.Contains(r.msg, "apt-get install redis-server") {
 		t.Fatalf("without CI: ended %q with %q, want a skip with the install hint", r.ended, r.msg)
+	}
+}
+
+func TestServerEnvMissingFailsUnderCI(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "valkey-server")
+	t.Setenv(ServerEnv, missing)
+	r := require(t, "true")
+	if r.ended != "fatal" || !strings.Contains(r.msg, ServerEnv+"="+missing) {
+		t.Fatalf("with CI set and %s naming no file: ended %q with %q, want a failure naming it", ServerEnv, r.ended, r.msg)
+	}
+	r = require(t, "")
+	if r.ended != "skip" || !strings.Contains(r.msg, ServerEnv+"="+missing) {
+		t.Fatalf("without CI and %s naming no file: ended %q with %q, want a skip naming it", ServerEnv, r.ended, r.msg)
+	}
+}
+
+func TestServerEnvSelectsTheBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "some-server")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", t.TempDir()) // no redis-server here
+	t.Setenv(ServerEnv, bin)
+	t.Setenv("CI", "true")
+	if got := RequireServer(t); got != bin {
+		t.Fatalf("RequireServer with %s=%s = %q", ServerEnv, bin, got)
 	}
 }
 

@@ -73,15 +73,11 @@ func (n *Node) MustDo(cmd string, args ...any) any {
 // empty loses it, as it must.
 func (n *Node) SetHistory(age time.Duration) {
 	n.t.Helper()
-	now, err := redigo.Int64s(n.MustDo("TIME"), nil)
-	if err != nil || len(now) != 2 {
-		n.t.Fatalf("redistest: TIME on %s: %v", n.Addr(), err)
-	}
-	born := time.Unix(now[0], now[1]*1000).Add(-age)
-	marker := layout.Marker(fmt.Sprintf("redistest-%d-%d", n.port, born.UnixNano()), born)
+	id := fmt.Sprintf("redistest-%d-%d", n.port, time.Now().UnixNano())
+	ttl := (layout.IncarnationTTL - age).Milliseconds()
 	for db := 0; db < 16; db++ {
 		// A Cluster node has database 0 only.
-		if _, err := n.doIn(db, "SET", layout.IncarnationKey, marker); err != nil {
+		if _, err := n.doIn(db, "SET", layout.IncarnationKey, id, "PX", ttl); err != nil {
 			if db == 0 {
 				n.t.Fatalf("redistest: setting the marker on %s: %v", n.Addr(), err)
 			}

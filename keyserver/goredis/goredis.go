@@ -28,6 +28,17 @@
 // the same for every Redis client. The lock keys, lines and counters are
 // thus shared with the other Redis key servers of this module.
 //
+// go-redis has no automatic pipelining: each command of its own checks a
+// connection out of the pool (with a health-check read), writes and reads,
+// a system call each. So the commands the server makes while others are
+// on their way go together, as one go-redis pipeline, and a lock's calls
+// are started on it with no goroutine waiting for each, as on FromURL's
+// connections. The client's ProcessPipelineHook sees the commands, not its
+// ProcessHook, under the context values of the pipeline's first command
+// that a caller waits for, or none: a started call's context does not
+// reach go-redis. Even so, go-redis costs 1.5 to 2 times the client CPU
+// of FromURL's connection per lock (the figures are in the README).
+//
 // Every call returns when its context ends, whatever the client's options.
 // go-redis bounds a socket read by the context's deadline only when the
 // client was made with ContextTimeoutEnabled, and never by cancellation, so
@@ -35,17 +46,28 @@
 // background until go-redis gives up on it (by its ReadTimeout, 3 s by
 // default). Close waits for those; setting ContextTimeoutEnabled makes them
 // end at the context's deadline too.
+//
+// A Redis that refuses connections fails the calls at the first refused
+// dial, with its error ("connect: connection refused"), for a
+// *redis.Client (see New); the redlock client then calls it no more than
+// its probes. go-redis itself goes on with the pipeline it was sending:
+// it dials DialerRetries times (5 by default) per attempt, 100 ms apart,
+// and makes MaxRetries attempts more (3), logging each failed attempt
+// through its own logger, which is the process's (redis.SetLogger; this
+// package leaves it alone): a few lines a second while a server is dead.
+// Options with DialerRetries 1 and MaxRetries -1 make it give up at the
+// first refusal, with one line.
 package goredis
 
 import (
 	"context"
 	"errors"
 	"net"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/goredlock/goredlock/keyserver/redis"
-	"github.com/goredlock/goredlock/keyserver/redis/adapt"
 )
 
 // New returns a key server over client, named after the address in the
@@ -58,61 +80,97 @@ import (
 // Redis's INFO again only after a new connection (see
 // [redis.ConnectionCounter]): an uncontended lock then costs Redis four
 // commands, as on FromURL's servers, where over other clients it costs
-// five.
+// five. The same hook hears of a failed dial: while the client has no
+// connection, the calls waiting then fail at once with the dial's error
+// ("connect: connection refused"), not by the end of their context after
+// go-redis's own retries.
 func New(client goredis.UniversalClient, opts ...redis.Option) *redis.Server {
-	t := transport{c: client}
+	t := &transport{c: client, p: &pipeline{c: client}}
 	if c, ok := client.(*goredis.Client); ok {
-		t.DialCount = new(redis.DialCount)
-		c.AddHook(dialCount{t.DialCount})
+		t.dials = &dialWatch{client: c, failed: t.p.failAll}
+		c.AddHook(t.dials)
 	}
-	return redis.NewServer(adapt.Detach(t), opts...)
+	return redis.NewServer(t, opts...)
 }
 
-// transport is a redis.Transport over a go-redis client. Its DialCount,
-// for a client whose dials New hooks, is the count of the client's
-// connections (redis.ConnectionCounter); nil for the others.
+// transport is a redis.Transport over a go-redis client. Its dials, for a
+// client whose dials New hooks, count the client's connections
+// (redis.ConnectionCounter); nil for the others.
 type transport struct {
-	c goredis.UniversalClient
-	*redis.DialCount
+	c     goredis.UniversalClient
+	p     *pipeline
+	dials *dialWatch
 }
 
-// dialCount is the hook that counts a client's connections: every one, for
-// commands and for Pub/Sub, including those the pool opens on its own
-// (MinIdleConns), passes through the client's dial hooks.
-type dialCount struct{ n *redis.DialCount }
+// Connections is the count of the client's connections, for a client
+// whose dials New hooks.
+func (t *transport) Connections() (int64, bool) {
+	if t.dials == nil {
+		return 0, false
+	}
+	return t.dials.count.Connections()
+}
 
-func (d dialCount) DialHook(next goredis.DialHook) goredis.DialHook {
+// dialWatch is the hook that watches a client's dials: every one, for
+// commands and for Pub/Sub, including those the pool opens on its own
+// (MinIdleConns), passes through the client's dial hooks. It counts those
+// that succeed, and hands the error of one that fails while the client
+// holds no connection to failed.
+type dialWatch struct {
+	client *goredis.Client
+	count  redis.DialCount
+	failed func(error)
+}
+
+func (d *dialWatch) DialHook(next goredis.DialHook) goredis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
-		d.n.Dialed(err)
+		d.count.Dialed(err)
+		if err != nil && d.client.PoolStats().TotalConns == 0 {
+			d.failed(err)
+		}
 		return conn, err
 	}
 }
 
-func (dialCount) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+func (*dialWatch) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
 
-func (dialCount) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+func (*dialWatch) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return next
 }
 
-// Do runs one command. go-redis routes it in a Cluster by its own table
-// of where each command keeps its keys.
-func (t transport) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
-	words := make([]any, 0, len(cmd)+len(keys)+len(args))
+// Do runs one command, in the pipeline of the commands made at the same
+// time. go-redis routes it in a Cluster by its own table of where each
+// command keeps its keys.
+func (t *transport) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
+	return t.p.do(ctx, words(cmd, keys, args))
+}
+
+// StartCommand queues Do's command, in the same pipelines, and hands its
+// reply to to.Answer from the sender's goroutine instead of a caller
+// waiting for it, or returns false, having called nothing, once closed or
+// when too many commands wait. It is keyserver/redis's optional interface
+// of a transport that starts commands, through which a Server starts the
+// redlock client's calls with no goroutine waiting for each (see "Started
+// calls on Redis" in docs/design.md). A command not sent by deadline is
+// not sent: it is answered with context.DeadlineExceeded.
+func (t *transport) StartCommand(cmd, keys, args []string, deadline time.Time, to interface{ Answer(reply any, err error) }) bool {
+	return t.p.start(words(cmd, keys, args), deadline, to)
+}
+
+// words returns a command's words as go-redis takes them.
+func words(cmd, keys, args []string) []any {
+	w := make([]any, 0, len(cmd)+len(keys)+len(args))
 	for _, part := range [][]string{cmd, keys, args} {
-		for _, w := range part {
-			words = append(words, w)
+		for _, s := range part {
+			w = append(w, s)
 		}
 	}
-	reply, err := t.c.Do(ctx, words...).Result()
-	if errors.Is(err, goredis.Nil) {
-		return nil, nil
-	}
-	return reply, err
+	return w
 }
 
 // ReplyText reads a go-redis error reply.
-func (transport) ReplyText(err error) (string, bool) {
+func (*transport) ReplyText(err error) (string, bool) {
 	var reply goredis.Error
 	if errors.As(err, &reply) && !errors.Is(err, goredis.Nil) {
 		return reply.Error(), true
@@ -120,5 +178,9 @@ func (transport) ReplyText(err error) (string, bool) {
 	return "", false
 }
 
-// Close leaves the caller's client open.
-func (transport) Close() error { return nil }
+// Close waits for the commands still on their way, and leaves the
+// caller's client open.
+func (t *transport) Close() error {
+	t.p.close()
+	return nil
+}

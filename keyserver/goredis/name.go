@@ -14,7 +14,7 @@ const failoverAddr = "FailoverClient"
 // String names the server after what its client's options say it talks
 // to. Options hold no password outside their Password fields, so the name
 // is safe to log.
-func (t transport) String() string {
+func (t *transport) String() string {
 	switch c := t.c.(type) {
 	case *goredis.Client:
 		switch addr := c.Options().Addr; addr {

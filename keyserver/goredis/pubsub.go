@@ -11,7 +11,7 @@ import (
 
 // PubSub opens a go-redis PubSub. go-redis dials on the first SUBSCRIBE,
 // so its reader starts after that.
-func (t transport) PubSub(_ context.Context, h redis.PubSubHandler) (redis.PubSub, error) {
+func (t *transport) PubSub(_ context.Context, h redis.PubSubHandler) (redis.PubSub, error) {
 	return &pubsub{ps: t.c.Subscribe(context.Background()), h: h, read: make(chan struct{})}, nil
 }
 

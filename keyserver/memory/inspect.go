@@ -56,6 +56,7 @@ func (s *Server) inspectLocked(keys keyserver.NameKeys) keyserver.NameStatus {
 			slots = append(slots, i)
 		}
 		sort.Ints(slots)
+		st.SlotsHeld = len(slots)
 		for _, i := range slots[:min(len(slots), keyserver.MaxInspected)] {
 			e := m.slots[i]
 			st.Slots = append(st.Slots, keyserver.Hold{Token: e.token, Left: left(e.expires, now)})
@@ -72,6 +73,7 @@ func (s *Server) inspectLocked(keys keyserver.NameKeys) keyserver.NameStatus {
 			readers = append(readers, t)
 		}
 		sort.Strings(readers)
+		st.ReadersHeld = len(readers)
 		for _, t := range readers[:min(len(readers), keyserver.MaxInspected)] {
 			st.Readers = append(st.Readers, keyserver.Hold{Token: t, Left: left(h.readers[t], now)})
 		}

@@ -101,21 +101,36 @@ func (in *incarnation) knownLocked(dials int64) (keyserver.Incarnation, bool) {
 }
 
 // readIncarnation reads the store's marker, INFO (where an ACL allows it)
-// and, when the ID is new, CONFIG, and keeps what it read. The marker is
-// what the quarantine rests on: a store loses it with its data, and the
-// age it gives is read on the store's own clock, so that a process started
-// after a restart knows of it ("Which restarts" in docs/design.md).
+// and CONFIG, all at once (one round trip on a pipelined connection), and
+// keeps what it read. The marker is what the quarantine rests on: a store
+// loses it with its data, and the age it gives is read on the store's own
+// clock, so that a process started after a restart knows of it ("Which
+// restarts" in docs/design.md).
 func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.Incarnation, error) {
-	in := &s.inc
+	var (
+		wg      sync.WaitGroup
+		id      string
+		up      time.Duration
+		srv     serverInfo
+		durable bool
+		errs    [3]error
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		id, up, errs[0] = s.marker(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		srv, errs[1] = s.info(ctx)
+	}()
+	durable, errs[2] = s.durable(ctx)
+	wg.Wait()
+	if err := firstError(errs[:]); err != nil {
+		return keyserver.Incarnation{}, err
+	}
+	// Aged from the answers, not the asking: never older than the truth.
 	readAt := time.Now()
-	id, up, err := s.marker(ctx)
-	if err != nil {
-		return keyserver.Incarnation{}, err
-	}
-	srv, err := s.info(ctx)
-	if err != nil {
-		return keyserver.Incarnation{}, err
-	}
 	if srv.runID != "" {
 		// A restart that loaded its data from disk keeps the marker and
 		// loses what came after the last save: the run id tells it.
@@ -126,23 +141,49 @@ func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.In
 			up = min(up, max(srv.up-time.Second, 0))
 		}
 	}
-	in.mu.Lock()
-	durable, known := in.durable, in.read && in.id == id
-	in.mu.Unlock()
-	if !known {
-		if durable, err = s.durable(ctx); err != nil {
-			return keyserver.Incarnation{}, err
-		}
-	}
 	if now, counted := s.dials(); counted && dials == 0 && now == 1 {
 		// The read opened the transport's first and only connection, which a
 		// restart since would have broken: it is up to date (one read, not two).
 		dials = now
 	}
+	in := &s.inc
 	in.mu.Lock()
 	in.read, in.id, in.up, in.readAt, in.durable, in.dials = true, id, up, readAt, durable, dials
 	in.mu.Unlock()
 	return keyserver.Incarnation{ID: id, Up: up + time.Since(readAt), Durable: durable}, nil
+}
+
+// together runs reads at once where the transport pipelines them over one
+// connection (one round trip for all), and one after another elsewhere,
+// where each would take a connection of its own.
+func (s *Server) together(reads ...func()) {
+	if _, pipelined := s.t.(pipelinedTransport); !pipelined {
+		for _, r := range reads {
+			r()
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for _, r := range reads[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r()
+		}()
+	}
+	reads[0]()
+	wg.Wait()
+}
+
+// firstError returns the first of errs that is not nil: the marker's
+// before INFO's, so that a replica is named by its refusal to write.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // durable reports whether Redis persists every write before it answers (one
@@ -219,56 +260,60 @@ func (s *Server) dials() (int64, bool) {
 }
 
 // marker returns the store's marker (layout.IncarnationKey), set first if
-// absent: its ID, and how long ago it was set on the store's clock. A
-// replica refuses the write, and is refused by name.
+// absent: its ID, and how long ago it was set, on the store's clock (its
+// TTL left, read at the same time: a key still absent when PTTL ran was
+// set just now). A replica refuses the write, and is refused by name (see
+// fail).
 func (s *Server) marker(ctx context.Context) (id string, age time.Duration, err error) {
-	now, err := s.time(ctx)
-	if err != nil {
-		return "", 0, err
-	}
 	var b [12]byte
 	rand.Read(b[:]) //nolint:errcheck // never fails (crypto/rand)
-	mine := layout.Marker(hex.EncodeToString(b[:]), now)
+	mine := hex.EncodeToString(b[:])
 	keys := []string{layout.IncarnationKey}
-	reply, err := s.t.Do(ctx, []string{"SET"}, keys, mine, "NX", "GET")
-	if msg, ok := s.t.ReplyText(err); ok && strings.Contains(msg, "syntax") {
-		// Redis before 7.0 and miniredis take NX and GET apart.
-		if _, err = s.t.Do(ctx, []string{"SET"}, keys, mine, "NX"); err == nil {
-			reply, err = s.t.Do(ctx, []string{"GET"}, keys)
+	var (
+		reply, pttl any
+		perr        error
+	)
+	ttl := strconv.FormatInt(layout.IncarnationTTL.Milliseconds(), 10)
+	s.together(func() {
+		reply, err = s.t.Do(ctx, []string{"SET"}, keys, mine, "NX", "PX", ttl, "GET")
+		if msg, ok := s.t.ReplyText(err); ok && strings.Contains(msg, "syntax") {
+			// Redis before 7.0 and miniredis take NX and GET apart.
+			if _, err = s.t.Do(ctx, []string{"SET"}, keys, mine, "NX", "PX", ttl); err == nil {
+				reply, err = s.t.Do(ctx, []string{"GET"}, keys)
+				if reply == mine {
+					reply = nil
+				}
+			}
 		}
+	}, func() {
+		pttl, perr = s.t.Do(ctx, []string{"PTTL"}, keys)
+	})
+	if err == nil {
+		err = perr
 	}
 	if err != nil {
 		return "", 0, s.fail("incarnation", "", err)
 	}
-	if reply == nil {
-		reply = mine // absent: set now
+	if reply == nil { // absent: set now
+		return mine, 0, nil
 	}
-	v, _ := reply.(string)
-	id, created, ok := layout.ParseMarker(v)
-	if !ok {
-		return "", 0, s.fail("incarnation", layout.IncarnationKey, fmt.Errorf("unexpected value %q (not a goredlock marker)", v))
+	id, _ = reply.(string)
+	left, ok := pttl.(int64)
+	switch {
+	case id == "" || !ok:
+		return "", 0, s.fail("incarnation", layout.IncarnationKey, fmt.Errorf("unexpected replies %v and %v (not a goredlock marker)", reply, pttl))
+	case left == -2: // absent when PTTL ran, before the SET: set just now
+		return id, 0, nil
+	case left < 0:
+		return "", 0, s.fail("incarnation", layout.IncarnationKey, errors.New("the marker has no TTL (set by hand?): its age cannot be read"))
 	}
-	return id, max(now.Sub(created), 0), nil
+	// The TTL left is in whole milliseconds of the store's clock: take one
+	// off, so that the age never overstates.
+	return id, max(layout.IncarnationTTL-time.Duration(left+1)*time.Millisecond, 0), nil
 }
 
 // errReplica is what a replica given as a key server fails with.
 var errReplica = errors.New("is a replica: a replica cannot be a key server (its grants are lost in a failover); give its master")
-
-// time reads the store's clock (TIME).
-func (s *Server) time(ctx context.Context) (time.Time, error) {
-	reply, err := s.t.Do(ctx, []string{"TIME"}, nil)
-	if err != nil {
-		return time.Time{}, s.fail("incarnation", "", err)
-	}
-	if r, ok := reply.([]any); ok && len(r) == 2 {
-		sec, err1 := strconv.ParseInt(fmt.Sprint(r[0]), 10, 64)
-		usec, err2 := strconv.ParseInt(fmt.Sprint(r[1]), 10, 64)
-		if err1 == nil && err2 == nil {
-			return time.Unix(sec, usec*1000), nil
-		}
-	}
-	return time.Time{}, s.fail("incarnation", "", fmt.Errorf("unexpected reply %v to TIME", reply))
-}
 
 // serverInfo is what INFO says of a Redis's life; zero where an ACL denies
 // INFO (the marker alone then tells restarts).

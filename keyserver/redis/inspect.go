@@ -50,7 +50,7 @@ func decodeInspect(reply any) (keyserver.NameStatus, error) {
 	var st keyserver.NameStatus
 	bad := fmt.Errorf("unexpected reply %v to the inspect script", reply)
 	r, ok := reply.([]any)
-	if !ok || len(r) < 16 {
+	if !ok || len(r) < 18 {
 		return st, bad
 	}
 	var d decoder
@@ -63,11 +63,12 @@ func decodeInspect(reply any) (keyserver.NameStatus, error) {
 		st.Leader = keyserver.Leadership{Token: ld.Token, Value: d.text(r[12]), Left: ld.Left}
 	}
 	st.Term = uint64(d.int(r[14]))
-	slots := 16 + 2*int(d.int(r[15]))
-	if slots > len(r) || slots < 16 {
+	st.SlotsHeld, st.ReadersHeld = int(d.int(r[16])), int(d.int(r[17]))
+	slots := 18 + 2*int(d.int(r[15]))
+	if slots > len(r) || slots < 18 {
 		return keyserver.NameStatus{}, bad
 	}
-	st.Slots, st.Readers = d.holds(r[16:slots]), d.holds(r[slots:])
+	st.Slots, st.Readers = d.holds(r[18:slots]), d.holds(r[slots:])
 	if d.bad {
 		return keyserver.NameStatus{}, bad
 	}

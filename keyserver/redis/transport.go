@@ -47,9 +47,11 @@ type ConnectionCounter interface {
 	Connections() (opened int64, ok bool)
 }
 
-// commandStarter is an optional interface of a Transport (FromURL's) that
-// sends a command with no goroutine of the caller's waiting for it, so that a
-// Server over it starts calls (see "Started calls on Redis" in docs/design.md).
+// commandStarter is an optional interface of a Transport (FromURL's, and
+// keyserver/goredis's, which matches it without naming it: its
+// TestStartedCalls fails if this changes) that sends a command with no
+// goroutine of the caller's waiting for it, so that a Server over it starts
+// calls (see "Started calls on Redis" in docs/design.md).
 type commandStarter interface {
 	// StartCommand queues a copy of Do's command, bounded by deadline, or
 	// returns false having called nothing. Once queued, to.Answer gets Do's

@@ -1,8 +1,9 @@
 // Package adapt helps write a [redis.Transport] over a Redis client that
 // keyserver/redis does not ship: [Detach] for a client whose commands do
 // not return when their context ends, [HookedPubSub] and [Confirm] for one
-// that delivers Pub/Sub events to hooks. keyserver/goredis,
-// keyserver/rueidis and keyserver/valkey are built with them.
+// that delivers Pub/Sub events to hooks. keyserver/rueidis and
+// keyserver/valkey are built with them; keyserver/goredis pipelines and
+// starts its commands itself.
 package adapt
 
 import (

@@ -89,18 +89,18 @@ end
 -- joining the line again; but never to a later rank, whose promise the
 -- caller would take back at once (and a later waiter that a lock's
 -- waiter overtook would overtake the caller).
-local promised = {}
+local promised, plen = {}, tonumber(ARGV[7]) -- see release.lua
 for i = 1, n do
 	promised[i] = '0'
 end
 for _, i in ipairs(kept) do
 	local k, line = KEYS[2 * i - 1], KEYS[2 * i]
 	local first = yield and redis.call('ZRANGE', line, 0, 0)[1]
-	if first and string.sub(first, 1, ARGV[7]) < promise then
+	if first and string.sub(first, 1, plen) < promise then
 		redis.call('ZPOPMIN', line)
-		local p = string.sub(first, 1, ARGV[7])
+		local p = string.sub(first, 1, plen)
 		redis.call('SET', k, p, 'PX', ARGV[6])
-		pcall(redis.call, 'PUBLISH', string.sub(first, ARGV[7] + 1), p .. k)
+		pcall(redis.call, 'PUBLISH', string.sub(first, plen + 1), p .. k)
 		redis.call('ZADD', line, 0, member)
 		redis.call('PEXPIRE', line, ARGV[5])
 	else

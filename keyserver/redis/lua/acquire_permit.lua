@@ -15,8 +15,9 @@
 -- when the promises to others keep every free slot.
 --
 -- The count lives at least as long as every slot taken under it: set
--- with a TTL, it needs only PEXPIRE GT. Slot keys built here from KEYS[1]
--- share its hash tag, and so its Cluster slot. A refusal looks at the
+-- with a TTL, it needs only PEXPIRE GT; key:held, the held slots past
+-- the first 1024 that Inspect counts, too. Slot keys built here from KEYS[1] share its hash
+-- tag, and so its Cluster slot. A refusal looks at the
 -- first 64 slots (2*keyserver.MaxFreeHint), a differing count at the
 -- first 1024, so that it costs a few dozen commands however many permits
 -- a semaphore has; slots past the first 64 count as free. Promises only
@@ -35,6 +36,29 @@ local function semHeld(n)
 		end
 	end
 	return false
+end
+
+-- held records slot, taken or renewed for ttl ms, in key:held: the
+-- semaphore's held slots past the first 1024 (keyserver.MaxInspected,
+-- which Inspect reads itself), each scored by the server time (ms) at
+-- which it lapses, so that Inspect counts them however many permits there
+-- are. It first drops the slots that lapsed. A slot below 1024 costs
+-- nothing.
+local function held(slot, ttl)
+	if tonumber(slot) < 1024 then
+		return
+	end
+	local idx = KEYS[1] .. ':held'
+	local t = redis.call('TIME')
+	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+	redis.call('ZREMRANGEBYSCORE', idx, '-inf', now)
+	local fresh = redis.call('EXISTS', idx) == 0
+	redis.call('ZADD', idx, now + tonumber(ttl), slot)
+	if fresh then
+		redis.call('PEXPIRE', idx, ttl)
+	else
+		redis.call('PEXPIRE', idx, ttl, 'GT')
+	end
 end
 
 -- unwatch takes the granted caller, member ARGV[i] unless empty, out of
@@ -111,6 +135,7 @@ if ok then
 	else
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
 	end
+	held(ARGV[2], ARGV[4])
 	unwatch(KEYS[3], 6)
 	if told and kept == '' then
 		redis.call('DEL', KEYS[4])

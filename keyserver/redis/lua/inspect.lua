@@ -11,9 +11,14 @@
 -- '', its TTL, waiters, fence, delay left; permits, the semaphore's
 -- watchers; writer or '', its TTL, 1 if a writer waits else 0, the
 -- read-write lock's watchers; leader token or '', value, its TTL, term;
--- the number of held slots, then a token and its TTL for each held slot
--- and then for each reader. A TTL is at least 1, or -1 for a key without
--- one.
+-- the number of held slots listed, the number of held slots, the number
+-- of readers; then a token and its TTL for each held slot listed (the
+-- lowest first) and then for each reader listed. A TTL is at least 1, or
+-- -1 for a key without one.
+--
+-- The held slots are found without a scan however many permits there
+-- are: the first ARGV[1] slots, and the slots past them that key:held
+-- records live (acquire_permit.lua); each is looked up.
 
 -- left is key's TTL as the reply gives it.
 local function left(key)
@@ -65,28 +70,52 @@ if cur[1] then
 	r[12], r[13], r[14] = cur[1], cur[2] or '', left(KEYS[7])
 end
 
-r[16] = 0
-local n = math.min(permits, max)
-if n > 0 then
-	local slots = {}
-	for i = 0, n - 1 do
-		slots[i + 1] = KEYS[5] .. ':' .. i
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- The slots that may be held, lowest first: the first max, and those
+-- key:held records live.
+local seen, slots = {}, {}
+local function candidate(i)
+	if i and i < permits and not seen[i] then
+		seen[i] = true
+		slots[#slots + 1] = i
 	end
-	local held = redis.call('MGET', unpack(slots))
-	for i = 1, n do
-		if held[i] then
-			r[#r + 1] = held[i]
-			r[#r + 1] = left(slots[i])
-			r[16] = r[16] + 1
+end
+for _, m in ipairs(redis.call('ZRANGE', KEYS[5] .. ':held', '(' .. now, '+inf', 'BYSCORE')) do
+	candidate(tonumber(m))
+end
+for i = 0, math.min(permits, max) - 1 do
+	candidate(i)
+end
+table.sort(slots)
+r[16], r[17] = 0, 0
+local listed = {}
+for c = 1, #slots, 512 do
+	local keys = {}
+	for j = c, math.min(c + 511, #slots) do
+		keys[#keys + 1] = KEYS[5] .. ':' .. slots[j]
+	end
+	local held = redis.call('MGET', unpack(keys))
+	for j = 1, #keys do
+		if held[j] then
+			r[17] = r[17] + 1
+			if r[16] < max then
+				r[16] = r[16] + 1
+				listed[#listed + 1] = held[j]
+				listed[#listed + 1] = left(keys[j])
+			end
 		end
 	end
 end
-if r[16] == 0 then
+if r[17] == 0 then
 	r[6] = 0 -- a count binds nothing while no slot is held
 end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+r[18] = redis.call('ZCOUNT', rw .. ':r', '(' .. now, '+inf')
+for _, v in ipairs(listed) do
+	r[#r + 1] = v
+end
 local readers = redis.call('ZRANGE', rw .. ':r', '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
 for i = 1, #readers, 2 do
 	r[#r + 1] = readers[i]

@@ -4,7 +4,8 @@
 -- was not.
 -- KEYS[1]: the lock key; KEYS[2]: its line (keyserver.LineKey).
 -- ARGV[1]: the waiter's member; ARGV[2]: its promise; ARGV[3]: claim TTL
--- in ms (keyserver.ClaimTTL); ARGV[4]: a promise's length.
+-- in ms (keyserver.ClaimTTL); ARGV[4]: a promise's length (tonumber: see
+-- release.lua).
 -- Reply: 1.
 
 -- handOver: see release.lua.
@@ -20,6 +21,6 @@ local function handOver(claimTTL, n)
 end
 
 if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 and redis.call('GET', KEYS[1]) == ARGV[2] then
-	handOver(ARGV[3], ARGV[4])
+	handOver(ARGV[3], tonumber(ARGV[4]))
 end
 return 1

@@ -4,7 +4,9 @@
 -- the first waiter in line, or is deleted when nobody waits.
 -- KEYS[1]: the lock key; KEYS[2]: its line (keyserver.LineKey).
 -- ARGV[1]: token; ARGV[2]: claim TTL in ms (keyserver.ClaimTTL);
--- ARGV[3]: a promise's length (keyserver.TokenLen).
+-- ARGV[3]: a promise's length (keyserver.TokenLen), a number for
+-- string.sub only once tonumber made it one: Redis's Lua takes a numeric
+-- string there, gopher-lua (miniredis) fails with "bad argument #3 to sub".
 -- KEYS[3]: with a lock-delay (keyserver.Delayer), the delay's record
 -- (layout.DelayKey), deleted with the key or its hand-over: a clean
 -- release leaves no delay.
@@ -44,7 +46,7 @@ local function handOver(claimTTL, n)
 	end
 end
 
-handOver(ARGV[2], ARGV[3])
+handOver(ARGV[2], tonumber(ARGV[3]))
 if KEYS[3] then
 	redis.call('DEL', KEYS[3])
 end

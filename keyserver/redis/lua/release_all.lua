@@ -26,7 +26,7 @@ if plain then
 	return #keys
 end
 
-local n = 0
+local n, plen = 0, tonumber(ARGV[3]) -- see release.lua
 for i, key in ipairs(keys) do
 	local v, line = vals[i], KEYS[2 * i]
 	if v == ARGV[1] and #v == 49 and string.byte(v, 17) == 46 and string.byte(v, -1) ~= 126 then
@@ -36,9 +36,9 @@ for i, key in ipairs(keys) do
 		n = n + 1
 		local next = redis.call('ZPOPMIN', line)
 		if next[1] then
-			local promise = string.sub(next[1], 1, ARGV[3])
+			local promise = string.sub(next[1], 1, plen)
 			redis.call('SET', key, promise, 'PX', ARGV[2])
-			pcall(redis.call, 'PUBLISH', string.sub(next[1], ARGV[3] + 1), promise .. key)
+			pcall(redis.call, 'PUBLISH', string.sub(next[1], plen + 1), promise .. key)
 		else
 			redis.call('DEL', key)
 		end

@@ -6,7 +6,8 @@
 -- ARGV[1]: token; ARGV[2]: the promises' key's TTL in ms
 -- (keyserver.LineTTL); ARGV[3]: a promise's TTL in ms
 -- (keyserver.ClaimTTL); ARGV[4]: the semaphore key, which names the turn.
--- Reply: 1 or 0.
+-- Reply: 1 or 0. A freed slot leaves key:held, if there (see
+-- acquire_permit.lua).
 --
 -- key:watchers holds each watching call (its promise, 49 bytes, then its
 -- Server's channel), scored by the server's time of its first watch: the
@@ -28,6 +29,10 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
 redis.call('DEL', KEYS[1])
+local slot = string.sub(KEYS[1], #ARGV[4] + 2)
+if tonumber(slot) >= 1024 then -- recorded past keyserver.MaxInspected
+	redis.call('ZREM', ARGV[4] .. ':held', slot)
+end
 local ws = redis.call('ZRANGE', KEYS[2], 0, -1)
 if #ws == 0 then
 	return 1

@@ -19,8 +19,11 @@
 //	}
 //
 // Run closes each server when its test ends (before the cleanups the
-// function registered). Without redis-server on PATH the suite skips,
-// unless the CI environment variable is set: it then fails.
+// function registered). The nodes run redis-server from PATH, or the
+// server binary the environment variable GOREDLOCK_REDIS_SERVER names (a
+// Redis of another version, or valkey-server: make test-engines runs the
+// suite once per engine so). Without that server the suite skips, unless
+// the CI environment variable is set: it then fails.
 package transporttest
 
 import (

@@ -49,13 +49,14 @@ func TestExpiryEndsTheWaitAtTheDeadline(t *testing.T) {
 	p := &pipeline{}
 	defer p.expiry.stop()
 	c, ctx := expiring(t, p, context.Background(), 20*time.Millisecond)
-	start := time.Now()
 	reply, err := p.await(ctx, c, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || reply != nil {
 		t.Fatalf("await = %v, %v; want DeadlineExceeded", reply, err)
 	}
-	if took := time.Since(start); took < 20*time.Millisecond {
-		t.Fatalf("the wait ended after %v, before the deadline", took)
+	// The deadline itself, not 20 ms from a start taken after the context
+	// was made (a loaded machine can let that start come late).
+	if early := time.Until(c.due); early > 0 {
+		t.Fatalf("the wait ended %v before the deadline", early)
 	}
 	if c.state.Load() != abandoned || c.linked {
 		t.Fatalf("state %d, linked %v: want abandoned, unlinked", c.state.Load(), c.linked)

@@ -127,13 +127,16 @@ func (p *Pooled) Connections() (int64, bool) {
 }
 
 // retry runs c on a pooled connection. A connection that turns out to be
-// broken (the server restarted since it was pooled) is replaced once:
-// running a lock operation twice is harmless (the scripts are idempotent,
-// and a SET NX that had run answers nil the second time, so that Acquire
-// runs its script, which finds its own token).
+// broken (the server restarted since it was pooled) is replaced, as are
+// the other idle ones a restart broke with it, up to the pool's idle
+// connections and one more: running a lock operation twice is harmless
+// (the scripts are idempotent, and a SET NX that had run answers nil the
+// second time, so that Acquire runs its script, which finds its own
+// token). A failed dial is tried once more, not per idle connection.
 func (p *Pooled) retry(ctx context.Context, c *call) (any, error) {
 	var err error
-	for try := 0; try < 2; try++ {
+	dials := 0
+	for try := 0; try < maxIdle+2 && dials < 2; try++ {
 		var reply any
 		reply, err = p.once(ctx, c)
 		if err == nil {
@@ -141,6 +144,9 @@ func (p *Pooled) retry(ctx context.Context, c *call) (any, error) {
 		}
 		if !retryable(ctx, err) {
 			break
+		}
+		if errors.Is(err, errConnecting) {
+			dials++
 		}
 	}
 	return nil, err
@@ -182,4 +188,7 @@ func retryable(ctx context.Context, err error) bool {
 
 // connecting marks a failure to open a connection, so that it reads
 // differently from a call that failed on an open one.
-func connecting(err error) error { return fmt.Errorf("connecting: %w", err) }
+func connecting(err error) error { return fmt.Errorf("%w: %w", errConnecting, err) }
+
+// errConnecting is what connecting marks.
+var errConnecting = errors.New("connecting")
