@@ -121,7 +121,7 @@ func (s *Server) diagnose(ctx context.Context) Diagnosis {
 	}
 	defer s.inflight.Done()
 	if _, err := s.time(ctx); err != nil {
-		msg := err.Error()
+		msg := d.trim(err)
 		if _, isReply := s.t.ReplyText(err); !isReply && !strings.Contains(msg, "authentication failed") {
 			msg = "unreachable: " + msg
 		}
@@ -136,7 +136,7 @@ func (s *Server) diagnose(ctx context.Context) Diagnosis {
 			d.Role = "replica"
 		}
 	case err != nil:
-		d.Problems = append(d.Problems, "the store's marker: "+err.Error())
+		d.Problems = append(d.Problems, "the store's marker: "+d.trim(err))
 	default:
 		d.Store = id
 		if d.Role == "" {
@@ -229,6 +229,12 @@ func (s *Server) configFields(ctx context.Context, params ...string) map[string]
 		}
 	}
 	return out
+}
+
+// trim is err's message without the server's name and the operation,
+// which a diagnosis says already.
+func (d *Diagnosis) trim(err error) string {
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), d.Server+": "), "incarnation: ")
 }
 
 // readInfo takes what INFO says the server is.
