@@ -43,7 +43,7 @@ func TestDoctor(t *testing.T) {
 			verdict[addr] = rest
 		}
 	}
-	assert.True(t, strings.HasPrefix(verdict[healthy.Addr()], "usable (redis "), verdict[healthy.Addr()])
+	assert.True(t, strings.HasPrefix(verdict[healthy.Addr()], "usable ("), verdict[healthy.Addr()])
 	assert.True(t, strings.HasPrefix(verdict[replica.Addr()], "UNUSABLE"), verdict[replica.Addr()])
 	assert.True(t, strings.HasPrefix(verdict[evicting.Addr()], "UNUSABLE"), verdict[evicting.Addr()])
 	assert.True(t, strings.HasPrefix(verdict[primary.Addr()], "usable"), "least privilege: %s", verdict[primary.Addr()])

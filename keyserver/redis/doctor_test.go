@@ -57,8 +57,20 @@ func TestDiagnose(t *testing.T) {
 
 	d := ds[0]
 	assert.True(t, d.Usable(), "healthy: %v", d.Problems)
-	assert.Equal(t, "redis", d.Engine)
-	assert.NotEmpty(t, d.Version)
+	engine, version := "redis", ""
+	for _, line := range strings.Split(redistest.Text(healthy.MustDo("INFO", "server")), "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "server_name":
+			engine = v // valkey
+		case "redis_version", "valkey_version":
+			if version == "" || k != "redis_version" {
+				version = v
+			}
+		}
+	}
+	assert.Equal(t, engine, d.Engine)
+	assert.Equal(t, version, d.Version)
 	assert.Equal(t, "master", d.Role)
 	assert.False(t, d.Cluster)
 	assert.Equal(t, "no AOF, no RDB snapshots", d.Persistence)
