@@ -15,12 +15,13 @@ import (
 // No grant the client cannot undo (rule 15): a lock's extend and release
 // are scripts, so a server that cannot run them must grant nothing, where
 // a plain SET NX would succeed and leave a key nobody can release before
-// its TTL. Before a Server's first write (its first SET NX or script) it
-// makes sure, once, that the server runs EVAL and EVALSHA for this user,
-// and that the user may run every command the scripts call (Redis 7.0 and
-// later tell it to a script: redis.acl_check_cmd). A refusal names what is
-// missing (a *RefusedError, keyserver.ErrPermanent) and is returned by
-// every write, without asking again, for recheckRefused.
+// its TTL. Before a Server's first write (its first SET NX or granting
+// script) it makes sure, once, that the server runs EVAL and EVALSHA for
+// this user, and that the user may run every command the scripts call
+// (Redis 7.0 and later tell it to a script: redis.acl_check_cmd). A
+// refusal names what is missing (a *RefusedError, keyserver.ErrPermanent)
+// and is returned by every write, without asking again, for
+// recheckRefused.
 
 // recheckRefused is how long a Server answers its writes with a refusal
 // it found before asking the server again (an operator may have changed
