@@ -172,12 +172,52 @@ func (s *Server) checkScripting(ctx context.Context, op, key string, sc *script)
 	}
 }
 
+// checkScriptingAlongside starts the check of the first write, unless it
+// has passed, beside a call that reads the server first (the client reads
+// a server's incarnation before its first vote), so that over FromURL's
+// pipelined connection it costs that vote no round trip of its own; the
+// returned function waits for it. Its answer is kept for the write
+// (checkScripting); the call beside it does not fail by it. Over another
+// transport the write checks alone: commands at once take a pool's
+// connections at once, and more idle connections than a pooled call
+// replaces are then broken by a restart. The caller has entered.
+func (s *Server) checkScriptingAlongside(ctx context.Context) (wait func()) {
+	if s.scripting.ok.Load() || !s.pipelined() {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.checkScripting(ctx, "check", "", nil) // the write returns it
+	}()
+	return func() { <-done }
+}
+
+// pipelined reports whether the Server's transport is FromURL's
+// pipelined connection, where commands sent at once share a round trip.
+func (s *Server) pipelined() bool { return s.starter != nil }
+
 // askScripting asks the server whether it runs EVAL, EVALSHA and every
 // command of the scripts for this user: a *RefusedError if not, or an
-// error when it could not tell.
+// error when it could not tell. Over a pipelined connection the two
+// commands go together, in one round trip.
 func (s *Server) askScripting(ctx context.Context) (refused *RefusedError, err error) {
 	const why = "a lock's extend and release are scripts, so this server grants nothing (no key was written)"
+	evalsha := func() error {
+		_, err := s.t.Do(ctx, []string{"EVALSHA", noDigest, "0"}, nil)
+		return err
+	}
+	shaErr := make(chan error, 1)
+	if s.pipelined() {
+		go func() { shaErr <- evalsha() }()
+	}
 	reply, err := s.t.Do(ctx, []string{"EVAL", checkSrc(), "0"}, nil)
+	var evalshaErr error
+	if s.pipelined() {
+		evalshaErr = <-shaErr
+	} else if err == nil {
+		evalshaErr = evalsha()
+	}
 	if err != nil {
 		if r := s.refusedCommand(err, "EVAL"); r != nil {
 			r.why = why
@@ -192,15 +232,14 @@ func (s *Server) askScripting(ctx context.Context) (refused *RefusedError, err e
 		}
 		return &RefusedError{Commands: missing, Rule: rule, why: "the lock scripts call these commands, so this server grants nothing (no key was written)"}, nil
 	}
-	_, err = s.t.Do(ctx, []string{"EVALSHA", noDigest, "0"}, nil)
-	if err == nil || s.noScript(err) {
+	if evalshaErr == nil || s.noScript(evalshaErr) {
 		return nil, nil
 	}
-	if r := s.refusedCommand(err, "EVALSHA"); r != nil {
+	if r := s.refusedCommand(evalshaErr, "EVALSHA"); r != nil {
 		r.why = why
 		return r, nil
 	}
-	return nil, err
+	return nil, evalshaErr
 }
 
 // refusedCommand returns the refusal of cmd that err is, with the rule
