@@ -42,7 +42,7 @@ func Idle(s *Server) bool { return pipelineOf(s).Idle() }
 // ScriptCheck is the scripting check's source, and the commands the
 // scripts call with the arguments it checks them with.
 func ScriptCheck() (src string, commands []string, args map[string][]string) {
-	return checkSrc(), scriptCommands(), checkArgs
+	return checkSrc, scriptCommands, checkArgs
 }
 
 // SetRecheckRefused sets how long a Server keeps a scripting refusal

@@ -2,8 +2,10 @@ package redis
 
 import (
 	"context"
-	"regexp"
+	"errors"
+	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,18 +40,12 @@ type scriptCheck struct {
 	checking  chan struct{} // while a check runs; closed when it ends
 }
 
-// checkSrc is the check's script: of the commands the scripts call,
-// those the user may not run (one the server lacks counts), none where
-// the server cannot tell (before Redis 7.0). Each is checked with whole
-// arguments on the store's marker, a key the user must reach anyway:
-// Redis 7.0 reads past the arguments of a command checked without them
-// for a user limited to some keys (wrong answers, and a crash seen). The
-// commands are written in the source: as arguments they would pass the
-// transports' bound on a command's words.
-var checkSrc = sync.OnceValue(func() string {
+// checkBody is the check's loop, which leaves the commands refused in the
+// table missing.
+func checkBody(cmds []string) string {
 	var b strings.Builder
 	b.WriteString("local K = '" + layout.IncarnationKey + "'\nlocal missing = {}\nif redis.acl_check_cmd then\n\tfor _, c in ipairs({")
-	for i, c := range scriptCommands() {
+	for i, c := range cmds {
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -69,10 +65,9 @@ var checkSrc = sync.OnceValue(func() string {
 			missing[#missing + 1] = c[1]
 		end
 	end
-end
-return missing`)
+end`)
 	return b.String()
-})
+}
 
 // checkArgs are, for each command the scripts call, arguments that make a
 // whole call of it, K standing for the marker's key. TestCheckArgs keeps
@@ -90,15 +85,60 @@ var checkArgs = map[string][]string{
 // NOSCRIPT where EVALSHA may run, and a refusal where it may not.
 const noDigest = "0000000000000000000000000000000000000000"
 
-// scriptCommands is every command the scripts call with redis.call, read
-// from their sources; the PUBLISH they call in pcall is left out, as a
-// user denied it still locks (its waiters are not woken: they poll).
-var scriptCommands = sync.OnceValue(func() []string {
+// The check's commands and scripts, made once when the package starts
+// (init runs after every script is registered), not within a first
+// call's deadline.
+var (
+	// scriptCommands is every command the scripts call with redis.call,
+	// read from their sources; the PUBLISH they call in pcall is left
+	// out, as a user denied it still locks (its waiters poll).
+	scriptCommands []string
+	// checkSrc is the check's script: of scriptCommands, those the user
+	// may not run (one the server lacks counts), none where the server
+	// cannot tell (before Redis 7.0). Each is checked with whole
+	// arguments on the store's marker, a key the user must reach anyway:
+	// Redis 7.0 reads past the arguments of a command checked without
+	// them for a user limited to some keys (wrong answers, and a crash
+	// seen). The commands are written in the source: as arguments they
+	// would pass the transports' bound on a command's words.
+	checkSrc string
+	// checkSetSrc is the check and a lock's SET NX in one script, for a
+	// Server's first SET NX: KEYS[1] the lock key, ARGV[1] the token,
+	// ARGV[2] the TTL in milliseconds. Reply: {0, the commands
+	// refused...} with nothing written, {1} when it stored the token, {2}
+	// when the key exists.
+	checkSetSrc string
+)
+
+func init() {
+	scriptCommands = commandsCalled()
+	checkSrc = checkBody(scriptCommands) + "\nreturn missing"
+	checkSetSrc = checkBody(scriptCommands) + `
+if #missing > 0 then
+	table.insert(missing, 1, 0)
+	return missing
+end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	return {1}
+end
+return {2}`
+}
+
+// commandsCalled reads the commands the scripts call with redis.call
+// ('NAME' in capitals), sorted.
+func commandsCalled() []string {
+	const call = "redis.call('"
 	seen := map[string]bool{}
-	call := regexp.MustCompile(`redis\.call\('([A-Z]+)'`)
 	for _, sc := range scripts {
-		for _, m := range call.FindAllStringSubmatch(sc.src, -1) {
-			seen[m[1]] = true
+		for rest := sc.src; ; {
+			i := strings.Index(rest, call)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(call):]
+			if name, _, ok := strings.Cut(rest, "'"); ok && name != "" && strings.ToUpper(name) == name {
+				seen[name] = true
+			}
 		}
 	}
 	cmds := make([]string, 0, len(seen))
@@ -107,7 +147,7 @@ var scriptCommands = sync.OnceValue(func() []string {
 	}
 	sort.Strings(cmds)
 	return cmds
-})
+}
 
 // scriptingChecked reports whether the server is known to run the
 // scripts, without asking it.
@@ -121,35 +161,71 @@ func (s *Server) scriptingChecked() bool { return s.scripting.ok.Load() }
 // (a release, leaving a line, a read) is not held up: a release queued on
 // a paused server runs when it resumes. The caller has entered.
 func (s *Server) checkScripting(ctx context.Context, op, key string, sc *script) error {
-	c := &s.scripting
-	if c.ok.Load() || sc != nil && !sc.grants {
+	if s.scripting.ok.Load() || sc != nil && !sc.grants {
 		return nil
 	}
+	_, err := s.runCheck(ctx, op, key, true, func() (bool, *RefusedError, error) {
+		refused, err := s.askScripting(ctx)
+		return false, refused, err
+	})
+	return err
+}
+
+// firstSetNX is a Server's SET NX while the check has not passed: the
+// check and the SET NX in one script (checkSetSrc), so that the first
+// write costs no round trip more than a SET NX; false for handled when a
+// check has passed or runs, or a refusal is kept: the caller then goes
+// the usual way. The caller has entered.
+func (s *Server) firstSetNX(ctx context.Context, key, token string, ttl time.Duration) (set, handled bool, err error) {
+	handled = true
+	set, err = s.runCheck(ctx, "acquire", key, false, func() (bool, *RefusedError, error) {
+		return s.checkAndSet(ctx, key, token, ttl)
+	})
+	if errors.Is(err, errCheckBusy) {
+		return false, false, nil
+	}
+	return set, handled, err
+}
+
+// errCheckBusy is runCheck's answer to a caller that does not wait.
+var errCheckBusy = errors.New("a scripting check has passed, runs or was refused")
+
+// runCheck runs check, the scripting check and what a write does with
+// it, unless it has passed (nil) or a refusal is kept (the refusal); one
+// at a time: wait says whether to wait for one that runs, or return
+// errCheckBusy (also for a passed or refused check). check's refusal is
+// kept, its error is not (the next write asks again).
+func (s *Server) runCheck(ctx context.Context, op, key string, wait bool, check func() (bool, *RefusedError, error)) (bool, error) {
+	c := &s.scripting
 	for {
 		c.mu.Lock()
-		if c.ok.Load() {
+		kept := c.refused != nil && time.Since(c.refusedAt) < recheckRefused
+		switch {
+		case !wait && (c.ok.Load() || kept || c.checking != nil):
 			c.mu.Unlock()
-			return nil
-		}
-		if c.refused != nil && time.Since(c.refusedAt) < recheckRefused {
+			return false, errCheckBusy
+		case c.ok.Load():
+			c.mu.Unlock()
+			return false, nil
+		case kept:
 			err := c.refused
 			c.mu.Unlock()
-			return s.fail(op, key, err)
+			return false, s.fail(op, key, err)
 		}
-		if wait := c.checking; wait != nil {
+		if running := c.checking; running != nil {
 			c.mu.Unlock()
 			select {
-			case <-wait:
+			case <-running:
 				continue
 			case <-ctx.Done():
-				return s.fail(op, key, ctx.Err())
+				return false, s.fail(op, key, ctx.Err())
 			}
 		}
 		done := make(chan struct{})
 		c.checking = done
 		c.mu.Unlock()
 
-		refused, err := s.askScripting(ctx)
+		result, refused, err := check()
 		c.mu.Lock()
 		c.checking = nil
 		switch {
@@ -164,33 +240,124 @@ func (s *Server) checkScripting(ctx context.Context, op, key string, sc *script)
 		close(done)
 		switch {
 		case err != nil:
-			return s.fail(op, key, err)
+			return false, s.fail(op, key, err)
 		case refused != nil:
-			return s.fail(op, key, refused)
+			return false, s.fail(op, key, refused)
 		}
-		return nil
+		return result, nil
 	}
 }
 
-// checkScriptingAlongside starts the check of the first write, unless it
-// has passed, beside a call that reads the server first (the client reads
-// a server's incarnation before its first vote), so that over FromURL's
-// pipelined connection it costs that vote no round trip of its own; the
-// returned function waits for it. Its answer is kept for the write
-// (checkScripting); the call beside it does not fail by it. Over another
-// transport the write checks alone: commands at once take a pool's
-// connections at once, and more idle connections than a pooled call
-// replaces are then broken by a restart. The caller has entered.
-func (s *Server) checkScriptingAlongside(ctx context.Context) (wait func()) {
-	if s.scripting.ok.Load() || !s.pipelined() {
-		return func() {}
+// checkAndSet runs checkSetSrc on key, with EVALSHA beside it as
+// askScripting sends it: whether it stored token, or the refusal. A key
+// stored where EVALSHA turns out refused, or unanswered, is deleted again
+// (by EVAL, which ran): no grant stays that a release could not undo.
+func (s *Server) checkAndSet(ctx context.Context, key, token string, ttl time.Duration) (set bool, refused *RefusedError, err error) {
+	const why = "a lock's extend and release are scripts, so this server grants nothing (no key was written)"
+	reply, err, evalshaErr := s.evalWithEvalsha(ctx, []string{"EVAL", checkSetSrc, "1"}, []string{key}, token, ms(ttl))
+	if err != nil {
+		if msg, ok := s.t.ReplyText(err); ok {
+			if r := refusalOf(msg, key); r != nil && len(r.Commands) == 0 && strings.Contains(msg, "key") {
+				return false, nil, err // the key's, not the scripts': SET NX would be refused too
+			}
+		}
+		if r := s.refusedCommand(err, "EVAL"); r != nil {
+			r.why = why
+			return false, r, nil
+		}
+		return false, nil, err
 	}
-	done := make(chan struct{})
+	list, _ := reply.([]any)
+	var verdict int64 = -1
+	if len(list) > 0 {
+		verdict, _ = list[0].(int64)
+	}
+	switch verdict {
+	case 0:
+		return false, missingRefusal(commandsIn(list[1:])), nil
+	case 1, 2:
+		set = verdict == 1
+	default:
+		return false, nil, fmt.Errorf("unexpected reply %v to the scripting check", reply)
+	}
+	if evalshaErr == nil || s.noScript(evalshaErr) {
+		return set, nil, nil
+	}
+	if set { // EVALSHA refused, or not answered: let go at once
+		keys, args := releaseWords(key, token)
+		_, _ = s.t.Do(ctx, []string{"EVAL", releaseScript.src, strconv.Itoa(len(keys))}, keys, args...)
+	}
+	if r := s.refusedCommand(evalshaErr, "EVALSHA"); r != nil {
+		r.why = why
+		return false, r, nil
+	}
+	return false, nil, evalshaErr
+}
+
+// evalWithEvalsha runs the command cmd, keys, args and the EVALSHA of the
+// check (noDigest): together over a pipelined connection (one round
+// trip), one after the other otherwise, the EVALSHA only if cmd ran.
+func (s *Server) evalWithEvalsha(ctx context.Context, cmd, keys []string, args ...string) (reply any, err, evalshaErr error) {
+	evalsha := func() error {
+		_, err := s.t.Do(ctx, []string{"EVALSHA", noDigest, "0"}, nil)
+		return err
+	}
+	if !s.pipelined() {
+		if reply, err = s.t.Do(ctx, cmd, keys, args...); err == nil {
+			evalshaErr = evalsha()
+		}
+		return reply, err, evalshaErr
+	}
+	shaErr := make(chan error, 1)
+	go func() { shaErr <- evalsha() }()
+	reply, err = s.t.Do(ctx, cmd, keys, args...)
+	return reply, err, <-shaErr
+}
+
+// missingRefusal is the refusal of the commands the check found refused.
+func missingRefusal(missing []string) *RefusedError {
+	rule := "the ACL rule"
+	for _, c := range missing {
+		rule += " +" + strings.ToLower(c)
+	}
+	return &RefusedError{Commands: missing, Rule: rule, why: "the lock scripts call these commands, so this server grants nothing (no key was written)"}
+}
+
+// startScriptingCheck starts the check of the first write, unless it has
+// passed or runs, when a call reads the server before any write (the
+// client reads a server's incarnation before its first vote): sent with
+// that call's first command, it is answered before the write needs it, so
+// that over FromURL's pipelined connection it costs the vote no round trip
+// of its own. It runs by ctx's deadline, not its cancellation (the caller
+// does not wait for it), and Close waits for it. Its answer is kept for
+// the write (checkScripting). Over another transport the write checks
+// alone: commands at once take a pool's connections at once, and more idle
+// connections than a pooled call replaces are then broken by a restart.
+func (s *Server) startScriptingCheck(ctx context.Context) {
+	c := &s.scripting
+	if c.ok.Load() || !s.pipelined() {
+		return
+	}
+	c.mu.Lock()
+	busy := c.checking != nil || c.refused != nil && time.Since(c.refusedAt) < recheckRefused
+	c.mu.Unlock()
+	if busy {
+		return
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(5 * time.Second)
+	}
+	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	if s.enter(cctx, "check", "") != nil {
+		cancel()
+		return
+	}
 	go func() {
-		defer close(done)
-		_ = s.checkScripting(ctx, "check", "", nil) // the write returns it
+		defer cancel()
+		defer s.inflight.Done()
+		_ = s.checkScripting(cctx, "check", "", nil) // the write returns it
 	}()
-	return func() { <-done }
 }
 
 // pipelined reports whether the Server's transport is FromURL's
@@ -203,21 +370,7 @@ func (s *Server) pipelined() bool { return s.starter != nil }
 // commands go together, in one round trip.
 func (s *Server) askScripting(ctx context.Context) (refused *RefusedError, err error) {
 	const why = "a lock's extend and release are scripts, so this server grants nothing (no key was written)"
-	evalsha := func() error {
-		_, err := s.t.Do(ctx, []string{"EVALSHA", noDigest, "0"}, nil)
-		return err
-	}
-	shaErr := make(chan error, 1)
-	if s.pipelined() {
-		go func() { shaErr <- evalsha() }()
-	}
-	reply, err := s.t.Do(ctx, []string{"EVAL", checkSrc(), "0"}, nil)
-	var evalshaErr error
-	if s.pipelined() {
-		evalshaErr = <-shaErr
-	} else if err == nil {
-		evalshaErr = evalsha()
-	}
+	reply, err, evalshaErr := s.evalWithEvalsha(ctx, []string{"EVAL", checkSrc, "0"}, nil)
 	if err != nil {
 		if r := s.refusedCommand(err, "EVAL"); r != nil {
 			r.why = why
@@ -226,11 +379,7 @@ func (s *Server) askScripting(ctx context.Context) (refused *RefusedError, err e
 		return nil, err
 	}
 	if missing := commandsIn(reply); len(missing) > 0 {
-		rule := "the ACL rule"
-		for _, c := range missing {
-			rule += " +" + strings.ToLower(c)
-		}
-		return &RefusedError{Commands: missing, Rule: rule, why: "the lock scripts call these commands, so this server grants nothing (no key was written)"}, nil
+		return missingRefusal(missing), nil
 	}
 	if evalshaErr == nil || s.noScript(evalshaErr) {
 		return nil, nil

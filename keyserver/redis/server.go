@@ -230,6 +230,11 @@ func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration
 		return false, err
 	}
 	defer s.inflight.Done()
+	if s.wait == nil && !s.scriptingChecked() {
+		if set, handled, err := s.firstSetNX(ctx, key, token, ttl); handled {
+			return set, err // checked and set in one script (scripting.go)
+		}
+	}
 	if err := s.checkScripting(ctx, "acquire", key, nil); err != nil {
 		return false, err // no key written that a release could not undo
 	}
