@@ -10,6 +10,7 @@
 //	redlock run --permits 2 --wait 1h reindex -- ./reindex   # at most 2 hosts at once
 //	redlock run --also ledger accounts -- ./transfer         # both locks or neither
 //	redlock leader scheduler                                # who leads the election "scheduler"
+//	redlock doctor                                          # what each server is, and allows
 //
 // Install it with
 //
@@ -175,19 +176,66 @@
 // of the servers agree on the same leader; it only reads, at most 2s. As
 // with status, two servers that are one Redis are a usage error (64).
 //
+// # redlock doctor
+//
+//	redlock doctor [--servers URL,...] [--json]
+//
+// doctor asks each server, all at once and at most 5s in all, what it is and
+// what goredlock will do there, and prints, per server in the order given, a
+// line with its host:port, "usable" or "UNUSABLE", and what it is (engine
+// and version, role, cluster mode, persistence, eviction policy, as far as
+// the server lets the URL's user read them); then one indented line per
+// problem, per feature and per warning, and a last line, "verdict:". Each
+// feature "works", or works "degraded" (and how), or is "refused" (and the
+// command or ACL rule that would allow it):
+//
+//	locks              every kind of hold: refused where the server cannot run
+//	                   the scripts that extend and release (EVAL, EVALSHA, a
+//	                   command they call), which then grants nothing
+//	wake-ups           waiters woken by Pub/Sub; degraded: they poll
+//	script digests     scripts run by digest; degraded: sent by their source
+//	restart detection  the store's marker and INFO's run id; degraded without
+//	                   INFO: a restart that reloads a snapshot is not told
+//	durability         CONFIG says whether every write is fsynced; degraded
+//	                   when denied: every restart quarantines for a TTL
+//
+// A server is unusable or unsafe when it is unreachable or refuses the
+// password, is a replica, has a policy that can evict lock keys (allkeys-*,
+// or volatile-* with maxmemory set), is one store named twice (two URLs
+// whose stores hold one marker), or refuses locks. What it could not read
+// (INFO or CONFIG denied, as for a user with +@all -@dangerous, which is
+// usable) is a warning. doctor writes nothing but the store's marker key
+// (goredlock:incarnation), as any client's first call does. The same checks
+// are redis.Diagnose in package github.com/goredlock/goredlock/keyserver/redis.
+//
+// With --json, doctor prints one JSON object on one line instead, with the
+// same exit status; a field that does not apply is left out:
+//
+//	{"usable": false,
+//	 "servers": [{"server": "10.0.0.1:6379", "engine": "redis", "version": "7.0.15",
+//	              "role": "master", "cluster": false,
+//	              "persistence": "no AOF, no RDB snapshots", "eviction": "noeviction",
+//	              "store": "4059d48737bbc1fc6d413650",
+//	              "features": [{"name": "locks", "support": "works", "detail": "..."}, ...],
+//	              "problems": ["..."], "warnings": ["..."]}, ...]}
+//
+// "usable" is true when every server is (exit status 0); a server is usable
+// when it has no "problems".
+//
 // # redlock help, redlock --version
 //
 // redlock help (or redlock -h) prints this manual; redlock help run and
-// redlock run -h, redlock help status and redlock status -h (and leader),
-// a subcommand's flags. redlock --version (or redlock version) prints the module version
+// redlock run -h, redlock help status and redlock status -h (and leader
+// and doctor), a subcommand's flags. redlock --version (or redlock version) prints the module version
 // the binary was built from, "(devel)" for a build from a checkout.
 //
 // # Exit status
 //
 //	0        run: COMMAND exited 0, or --skip skipped it; status: no quorum holds anything of NAME;
-//	         leader: a leader's value printed; help and --version
+//	         leader: a leader's value printed; doctor: every server usable; help and --version
 //	1        status: a quorum of servers holds the lock, a permit, a read or write hold
-//	         or the leadership NAME (each with one token); leader: no leader
+//	         or the leadership NAME (each with one token); leader: no leader;
+//	         doctor: a server is unusable or unsafe
 //	N        run: COMMAND's exit status; 128+N when signal N ended it
 //	64       usage: bad flags, missing NAME, "--" or COMMAND, no servers, a bad URL
 //	         (no server was contacted), or two servers that are one Redis (found

@@ -14,10 +14,11 @@ import (
 
 // synopsis is the one line of help each usage error ends with.
 var synopsis = map[string]string{
-	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] [--json] NAME | redlock leader [--servers URL,...] NAME | redlock help | redlock --version",
+	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] [--json] NAME | redlock leader [--servers URL,...] NAME | redlock doctor [--servers URL,...] [--json] | redlock help | redlock --version",
 	"run":    "redlock run [--servers URL,...] [--ttl D] [--wait D] [--skip] [--fence] [--permits N] [--also NAME2 ...] [--grace D] NAME -- COMMAND [ARGS...]",
 	"status": "redlock status [--servers URL,...] [--json] NAME",
 	"leader": "redlock leader [--servers URL,...] NAME",
+	"doctor": "redlock doctor [--servers URL,...] [--json]",
 }
 
 // manual is what redlock help and redlock -h print: the package doc.
@@ -79,6 +80,20 @@ servers agree on it (what the leader passed to Election.Campaign).
 
 Exit status: 0 and the value on stdout when a quorum agrees on a leader, 1
 when none leads, 64 usage, 69 when too few servers answered to tell.
+`,
+	"doctor": `usage: ` + synopsis["doctor"] + `
+
+Asks each server what it is (engine and version, role, cluster mode,
+persistence, eviction policy) and what goredlock will do there: each feature
+works, works degraded (and how) or is refused (and what would allow it). It
+writes nothing but the store's marker key, at most 5s in all.
+
+  --servers URL,...  redis:// or rediss:// URLs (default: $REDLOCK_SERVERS)
+  --json             print one JSON object instead (its shape: redlock help)
+
+Exit status: 0 when every server is usable, 1 when one is unusable or unsafe
+(unreachable, a replica, a policy that can evict lock keys, one store named
+twice, locks refused), 64 usage.
 `,
 }
 
@@ -182,6 +197,32 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 	return c, nil
 }
 
+// doctorConfig is a parsed command line of redlock doctor.
+type doctorConfig struct {
+	servers []string
+	json    bool
+}
+
+// parseDoctor reads the arguments of redlock doctor: flags only.
+func parseDoctor(args []string, getenv func(string) string) (*doctorConfig, error) {
+	fs := newFlagSet("doctor")
+	servers := fs.String("servers", "", "")
+	c := &doctorConfig{}
+	fs.BoolVar(&c.json, "json", false, "")
+	if err := parseFlags(fs, "doctor", args); err != nil {
+		return nil, err
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		return nil, usagef("doctor", "unexpected %q: doctor takes flags only", rest[0])
+	}
+	urls, err := serverList("doctor", *servers, getenv)
+	if err != nil {
+		return nil, err
+	}
+	c.servers = urls
+	return c, nil
+}
+
 // parseStatus reads the arguments of redlock status, or of redlock
 // leader (sub): flags, then NAME.
 func parseStatus(sub string, args []string, getenv func(string) string) (*statusConfig, error) {
@@ -240,10 +281,10 @@ func helpFor(args []string) error {
 		return errHelp("")
 	case len(args) > 1:
 		return usagef("", "unexpected %q after help %s", args[1], args[0])
-	case args[0] == "run" || args[0] == "status" || args[0] == "leader":
+	case args[0] == "run" || args[0] == "status" || args[0] == "leader" || args[0] == "doctor":
 		return errHelp(args[0])
 	}
-	return usagef("", "no help for %q: redlock help, redlock help run, redlock help status or redlock help leader", args[0])
+	return usagef("", "no help for %q: redlock help, redlock help run, redlock help status, redlock help leader or redlock help doctor", args[0])
 }
 
 // duration is a flag.Value for a time.Duration whose error says what a

@@ -56,6 +56,8 @@ func (t *tool) main(args []string) int {
 		err = t.status(args[1:])
 	case "leader":
 		err = t.leader(args[1:])
+	case "doctor":
+		err = t.doctor(args[1:])
 	case "-h", "-help", "--help":
 		err = errHelp("")
 	case "help":

@@ -52,6 +52,9 @@ func TestBadUsageExits64WithOneLine(t *testing.T) {
 		{"status no servers", nil, []string{"status", "job"}, "no servers", true},
 		{"status bad port", nil, []string{"status", "--servers", "redis://127.0.0.1:99999", "job"}, "port", false},
 		{"status unknown flag", nil, []string{"status", "--wait", "1s", "--servers", u, "job"}, "-wait", true},
+		{"doctor no servers", nil, []string{"doctor"}, "no servers", true},
+		{"doctor with a name", nil, []string{"doctor", "--servers", u, "job"}, `unexpected "job"`, true},
+		{"doctor unknown flag", nil, []string{"doctor", "--ttl", "1s", "--servers", u}, "-ttl", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, env(tc.env...), tc.args...)
@@ -73,7 +76,7 @@ func TestBadUsageExits64WithOneLine(t *testing.T) {
 // TestHelp prints the help of each subcommand on stdout and exits 0.
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"-h"}, {"help"}, {"run", "-h"}, {"run", "--help"}, {"status", "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"run", "-h"}, {"run", "--help"}, {"status", "-h"}, {"doctor", "-h"}, {"help", "doctor"}} {
 		r := run(t, env(), args...)
 		assert.Equal(t, exitOK, r.code, args)
 		assert.Empty(t, r.stderr, args)

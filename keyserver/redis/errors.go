@@ -65,6 +65,7 @@ func (s *Server) fail(op, key string, err error) error {
 	if msg, ok := s.t.ReplyText(err); ok && strings.HasPrefix(msg, "READONLY") {
 		err = keyserver.Permanent(fmt.Errorf("%w: %w", errReplica, err))
 	}
+	err = s.refusal(key, err) // names what is missing and what grants it
 	if s.permanent(err) {
 		err = keyserver.Permanent(err)
 	}

@@ -127,3 +127,30 @@ func ExampleServer_WatchTurn() {
 		stop()
 	}
 }
+
+// At start-up a program can check its servers as redlock doctor does, and
+// refuse to run on one that is unusable or unsafe (a replica, a policy
+// that evicts lock keys, one store named twice, unreachable).
+func ExampleDiagnose() {
+	var servers []*redis.Server
+	for _, u := range []string{"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"} {
+		s, err := redis.FromURL(u)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer s.Close()
+		servers = append(servers, s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, d := range redis.Diagnose(ctx, servers...) {
+		for _, f := range d.Features {
+			if f.Support != "works" {
+				log.Printf("%s: %s %s: %s", d.Server, f.Name, f.Support, f.Detail)
+			}
+		}
+		if !d.Usable() {
+			log.Fatalf("%s: %v", d.Server, d.Problems)
+		}
+	}
+}

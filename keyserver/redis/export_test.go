@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
@@ -37,3 +38,27 @@ const IdleLook = redigotransport.IdleLook
 // nothing unanswered and nobody reading it, so that a call alone is made
 // inline.
 func Idle(s *Server) bool { return pipelineOf(s).Idle() }
+
+// ScriptCheck is the scripting check's source, and the commands the
+// scripts call with the arguments it checks them with.
+func ScriptCheck() (src string, commands []string, args map[string][]string) {
+	return checkSrc, scriptCommands, checkArgs
+}
+
+// SetRecheckRefused sets how long a Server keeps a scripting refusal
+// before it asks again, until the returned function puts it back.
+func SetRecheckRefused(d time.Duration) (restore func()) {
+	old := recheckRefused
+	recheckRefused = d
+	return func() { recheckRefused = old }
+}
+
+// CheckScripting runs the check a Server makes before its first write
+// (see scripting.go), as a write would.
+func CheckScripting(ctx context.Context, s *Server) error {
+	if err := s.enter(ctx, "check", ""); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	return s.checkScripting(ctx, "check", "", nil)
+}

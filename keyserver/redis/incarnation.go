@@ -107,6 +107,7 @@ func (in *incarnation) knownLocked(dials int64) (keyserver.Incarnation, bool) {
 // clock, so that a process started after a restart knows of it ("Which
 // restarts" in docs/design.md).
 func (s *Server) readIncarnation(ctx context.Context, dials int64) (keyserver.Incarnation, error) {
+	s.startScriptingCheck(ctx) // the first write's, meanwhile
 	var (
 		wg      sync.WaitGroup
 		id      string

@@ -28,7 +28,8 @@ type Server struct {
 	closed   bool
 	inflight sync.WaitGroup
 
-	inc incarnation // what it last read of its Redis's life
+	inc       incarnation // what it last read of its Redis's life
+	scripting scriptCheck // whether it runs the scripts (scripting.go)
 	// counter counts the connections that carry its commands: the
 	// transport's, if it is a ConnectionCounter.
 	counter ConnectionCounter
@@ -157,6 +158,9 @@ func (s *Server) evalAny(ctx context.Context, op string, sc *script, keys []stri
 		return nil, err
 	}
 	defer s.inflight.Done()
+	if err := s.checkScripting(ctx, op, keys[0], sc); err != nil {
+		return nil, err
+	}
 	if s.wait == nil || !sc.grants {
 		return s.evalEntered(ctx, op, sc, keys, args...)
 	}
@@ -226,6 +230,14 @@ func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration
 		return false, err
 	}
 	defer s.inflight.Done()
+	if s.wait == nil && !s.scriptingChecked() {
+		if set, handled, err := s.firstSetNX(ctx, key, token, ttl); handled {
+			return set, err // checked and set in one script (scripting.go)
+		}
+	}
+	if err := s.checkScripting(ctx, "acquire", key, nil); err != nil {
+		return false, err // no key written that a release could not undo
+	}
 	// The words share one array: one allocation where three slices
 	// escaping to the transport cost three.
 	w := []string{"SET", key, token, "NX", "PX", ms(ttl)}

@@ -72,6 +72,9 @@ func (st *started) put() {
 // reports them), a key watched here (SET NX would be refused), no digest yet.
 func (st *started) first() (cmd, keys, args []string, ok bool) {
 	s, c, w := st.s, st.c, &st.words
+	if !s.scriptingChecked() {
+		return nil, nil, nil, false // the blocking method checks first
+	}
 	if len(c.Keys) > 0 {
 		return st.firstOfSet()
 	}
