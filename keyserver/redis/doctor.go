@@ -120,23 +120,30 @@ func (s *Server) diagnose(ctx context.Context) Diagnosis {
 		return d
 	}
 	defer s.inflight.Done()
-	if _, err := s.time(ctx); err != nil {
-		msg := d.trim(err)
-		if _, isReply := s.t.ReplyText(err); !isReply && !strings.Contains(msg, "authentication failed") {
-			msg = "unreachable: " + msg
+	// The store's marker first: the first command of any client, and the
+	// one that tells an unreachable server, a refused password or a
+	// replica (READONLY).
+	id, _, markerErr := s.marker(ctx)
+	if markerErr != nil && !errors.Is(markerErr, errReplica) {
+		msg := d.trim(markerErr)
+		_, isReply := s.t.ReplyText(markerErr)
+		if !isReply || strings.Contains(msg, "authentication failed") {
+			if !strings.Contains(msg, "authentication failed") {
+				msg = "unreachable: " + msg
+			}
+			d.Problems = append(d.Problems, msg)
+			return d
 		}
-		d.Problems = append(d.Problems, msg)
-		return d
 	}
 	info, infoErr := s.infoFields(ctx)
 	d.readInfo(info)
-	switch id, _, err := s.marker(ctx); {
-	case errors.Is(err, errReplica): // READONLY: the role switch below says so
+	switch {
+	case errors.Is(markerErr, errReplica): // the role switch below says so
 		if d.Role == "" {
 			d.Role = "replica"
 		}
-	case err != nil:
-		d.Problems = append(d.Problems, "the store's marker: "+d.trim(err))
+	case markerErr != nil:
+		d.Problems = append(d.Problems, "the store's marker: "+d.trim(markerErr))
 	default:
 		d.Store = id
 		if d.Role == "" {
@@ -170,7 +177,7 @@ func (s *Server) diagnose(ctx context.Context) Diagnosis {
 			because(infoErr, "the ACL rule +info")}
 	}
 	if d.Store == "" && d.Role != "replica" {
-		restart = Feature{Name: "restart detection", Support: refused, Detail: "the store's marker could not be read; to allow it: ~" + layout.IncarnationKey + " and +set +get +time"}
+		restart = Feature{Name: "restart detection", Support: refused, Detail: "the store's marker could not be read; to allow it: ~" + layout.IncarnationKey + " and +set +get +pttl"}
 	}
 	d.Features = append(d.Features, restart)
 	durability := Feature{Name: "durability", Support: works, Detail: "read from CONFIG"}
