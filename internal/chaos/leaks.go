@@ -170,7 +170,7 @@ func scanKeys(addr string, wait time.Duration) ([]string, error) {
 			if pttl == -2 || pttl >= 0 && time.Duration(pttl)*time.Millisecond <= wait {
 				continue // gone, or gone by then
 			}
-			if pttl == -1 && (strings.HasSuffix(k, ":fence") || k == layout.IncarnationKey) {
+			if k == layout.IncarnationKey || pttl == -1 && strings.HasSuffix(k, ":fence") {
 				continue
 			}
 			if pttl > 0 && pttl <= keyserver.LineTTL.Milliseconds() && (strings.HasSuffix(k, ":line") || strings.HasSuffix(k, ":watchers") || strings.HasSuffix(k, ":told")) {
