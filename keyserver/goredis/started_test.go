@@ -82,6 +82,7 @@ func newServer(t *testing.T, addr string) *redis.Server {
 func TestStartedCalls(t *testing.T) {
 	node := redistest.Start(t, 1).Nodes[0]
 	s := newServer(t, node.Addr())
+	checkScripting(t, s)
 	const ttl = time.Minute
 	call := func(op startcall.CallOp, key, token string) startcall.Call {
 		return startcall.Call{Op: op, Key: key, Token: token, TTL: ttl}
@@ -152,10 +153,27 @@ func TestStartedCalls(t *testing.T) {
 	}
 }
 
+// checkScripting makes a blocking call, which runs the Server's check that
+// its Redis runs scripts (a Server starts no call before it passed).
+func checkScripting(t *testing.T, s *redis.Server) {
+	t.Helper()
+	ok, err := s.Acquire(context.Background(), "scripting-checked", "t0", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("first call: %v, %v", ok, err)
+	}
+	if _, err := s.Release(context.Background(), "scripting-checked", "t0"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestStartedCallRefused: a started call to a Redis that refuses
-// connections is answered with the refusal, at once.
+// connections (it stopped after the Server's first call) is answered with
+// the refusal, at once.
 func TestStartedCallRefused(t *testing.T) {
-	s := newServer(t, closedPort(t))
+	node := redistest.Start(t, 1).Nodes[0]
+	s := newServer(t, node.Addr())
+	checkScripting(t, s)
+	node.Kill()
 	begun := time.Now()
 	a := start(t, s, startcall.Call{Op: startcall.CallAcquire, Key: "k", Token: "t", TTL: time.Minute})
 	if !errors.Is(a.Err, syscall.ECONNREFUSED) || !strings.Contains(a.Err.Error(), "refused") {
