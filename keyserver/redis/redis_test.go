@@ -188,7 +188,7 @@ func TestRedissToAPlainServerSaysTLS(t *testing.T) {
 				start := time.Now()
 				_, err := s.Acquire(ctx, "k", "t", time.Second)
 				cancel()
-				check(t, err, time.Since(start), 300*time.Millisecond+250*time.Millisecond)
+				check(t, err, time.Since(start), 300*time.Millisecond+time.Second) // a hang waits 5 s or more
 				assert.ErrorIs(t, err, context.DeadlineExceeded)
 			}
 			// No deadline on the call: the dial timeout ends the dial,
@@ -197,7 +197,7 @@ func TestRedissToAPlainServerSaysTLS(t *testing.T) {
 			s = fromURL(t, base+"?dial_timeout=400ms", mode.opts...)
 			start := time.Now()
 			_, err := s.Acquire(bg, "k", "t", time.Second)
-			check(t, err, time.Since(start), 400*time.Millisecond+250*time.Millisecond)
+			check(t, err, time.Since(start), 400*time.Millisecond+time.Second)
 		})
 	}
 	t.Run("redlock", func(t *testing.T) {
