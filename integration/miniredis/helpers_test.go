@@ -25,9 +25,12 @@ var bg = context.Background()
 var steady = redlock.WithServerTimeout(200 * time.Millisecond)
 
 // incarnationKey is the key of a store's marker (layout.IncarnationKey in
-// the core module, internal there): "<id> <unix microseconds of its
-// creation on the store's clock>" (layout.Marker).
-const incarnationKey = "goredlock:incarnation"
+// the core module): an ID set with a TTL of incarnationTTL
+// (layout.IncarnationTTL), whose age is what is gone of that TTL.
+const (
+	incarnationKey = "goredlock:incarnation"
+	incarnationTTL = 1_000_000_000_000 * time.Millisecond
+)
 
 // start runs n miniredis servers, each with a marker an hour old (seed),
 // closed when the test ends.
@@ -46,8 +49,8 @@ func start(t *testing.T, n int) []*miniredis.Miniredis {
 // a deployment that has run for a while looks like to a client's
 // quarantine (redistest's SetHistory).
 func seed(mr *miniredis.Miniredis, now time.Time, age time.Duration) {
-	born := now.Add(-age)
-	mr.Set(incarnationKey, fmt.Sprintf("miniredis-%d %d", born.UnixNano(), born.UnixMicro()))
+	mr.Set(incarnationKey, fmt.Sprintf("miniredis-%d", now.UnixNano()))
+	mr.SetTTL(incarnationKey, incarnationTTL-age)
 }
 
 // serversOn returns a key server (redis.FromURL) per miniredis, closed
