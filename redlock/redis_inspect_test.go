@@ -181,18 +181,25 @@ func TestRedisInspectOneRedisTwice(t *testing.T) {
 }
 
 // TestRedisInspectLargeSemaphore: a semaphore of 10,000 permits with 50
-// held (each at a random slot, most past the first 1,024) is 50 in use on
-// every server and in the verdict; with more held than a server lists
-// (keyserver.MaxInspected), each server still counts them all, and the
-// verdict says it is truncated.
+// held (each at a random slot, most past the first 1,024) is 50 in use in
+// the verdict and on each server that took them; with more held than a
+// server lists (keyserver.MaxInspected), each server still counts them
+// all, and the verdict says it is truncated.
+//
+// A grant returns once a majority voted, so the permits are taken by a
+// client that is closed before the inspection: Close waits for the calls
+// still under way. A server's call may still fail on a loaded machine (its
+// timeout), so a server is held to the permits it took, no fewer than all
+// but a few, and never more.
 func TestRedisInspectLargeSemaphore(t *testing.T) {
-	c, _ := redisClient(t, 3)
+	cluster := redistest.Start(t, 3)
 	ctx := context.Background()
-	sem := c.Semaphore("encoders", 10_000)
 	// take takes n permits; a TryAcquire that met a held slot (picked at
 	// random) tries again.
 	take := func(n int) {
 		t.Helper()
+		c := clientOn(t, cluster)
+		sem := c.Semaphore("encoders", 10_000)
 		for refused := 0; n > 0; {
 			_, err := sem.TryAcquire(ctx, time.Minute)
 			if errors.Is(err, redlock.ErrHeldElsewhere) {
@@ -203,19 +210,32 @@ func TestRedisInspectLargeSemaphore(t *testing.T) {
 			require.NoError(t, err)
 			n--
 		}
+		require.NoError(t, c.Close())
 	}
+	c := clientOn(t, cluster)
 	inspect := func() redlock.Status {
 		t.Helper()
 		st, err := c.Inspect(ctx, "encoders")
 		require.NoError(t, err)
 		return st
 	}
+	// perServer checks that each server counts close to held permits, and
+	// that together they hold each on a majority.
+	perServer := func(st redlock.Status, held int) {
+		t.Helper()
+		sum := 0
+		for i, s := range st.Servers {
+			assert.LessOrEqual(t, s.Semaphore.InUse, held, "server %d", i)
+			assert.GreaterOrEqual(t, s.Semaphore.InUse, held-held/10, "server %d counts every permit it took", i)
+			assert.False(t, s.Semaphore.Truncated, "server %d", i)
+			sum += s.Semaphore.InUse
+		}
+		assert.GreaterOrEqual(t, sum, 2*held, "each permit on a majority")
+	}
 	take(50)
 	st := inspect()
 	assert.Equal(t, redlock.SemaphoreView{Permits: 10_000, InUse: 50}, st.Semaphore)
-	for i, s := range st.Servers {
-		assert.Equal(t, 50, s.Semaphore.InUse, "server %d", i)
-	}
+	perServer(st, 50)
 
 	take(keyserver.MaxInspected + 50)
 	held := keyserver.MaxInspected + 100
@@ -223,8 +243,6 @@ func TestRedisInspectLargeSemaphore(t *testing.T) {
 	assert.True(t, st.Semaphore.Truncated, "more held than listed")
 	assert.LessOrEqual(t, st.Semaphore.InUse, held)
 	assert.GreaterOrEqual(t, st.Semaphore.InUse, keyserver.MaxInspected-50, "the listed ones a quorum holds")
-	for i, s := range st.Servers {
-		assert.Equal(t, held, s.Semaphore.InUse, "server %d counts every permit", i)
-		assert.False(t, s.Semaphore.Truncated)
-	}
+	perServer(st, held)
+	assert.Greater(t, st.Servers[0].Semaphore.InUse, keyserver.MaxInspected, "a server counts past what it lists")
 }
