@@ -391,13 +391,18 @@ func (h *probeHandler) Broken(err error) {
 	h.once.Do(func() { h.done <- err })
 }
 
-// diagnoseDigests loads a one-line script, as the Server loads each of
-// its scripts after its first run.
+// diagnoseDigests loads a one-line script and runs it by its digest, as
+// the Server runs each of its scripts after its first run.
 func (s *Server) diagnoseDigests(ctx context.Context) Feature {
-	f := Feature{Name: "script digests", Support: works, Detail: "scripts run by digest (SCRIPT LOAD)"}
-	if _, err := s.t.Do(ctx, []string{"SCRIPT", "LOAD"}, nil, "return 1"); err != nil {
+	f := Feature{Name: "script digests", Support: works, Detail: "scripts run by digest (SCRIPT LOAD, EVALSHA)"}
+	reply, err := s.t.Do(ctx, []string{"SCRIPT", "LOAD"}, nil, "return 1")
+	if err == nil {
+		digest, _ := reply.(string)
+		_, err = s.t.Do(ctx, []string{"EVALSHA", digest, "0"}, nil)
+	}
+	if err != nil {
 		f.Support = degraded
-		f.Detail = "every script is sent by its source: " + because(s.refusal("", err), "the ACL rule +script|load")
+		f.Detail = "every script is sent by its source: " + because(s.refusal("", err), "the ACL rules +script|load +evalsha")
 	}
 	return f
 }

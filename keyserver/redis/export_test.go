@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
@@ -51,14 +50,4 @@ func SetRecheckRefused(d time.Duration) (restore func()) {
 	old := recheckRefused
 	recheckRefused = d
 	return func() { recheckRefused = old }
-}
-
-// CheckScripting runs the check a Server makes before its first write
-// (see scripting.go), as a write would.
-func CheckScripting(ctx context.Context, s *Server) error {
-	if err := s.enter(ctx, "check", ""); err != nil {
-		return err
-	}
-	defer s.inflight.Done()
-	return s.checkScripting(ctx, "check", "", nil)
 }

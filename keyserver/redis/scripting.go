@@ -2,28 +2,30 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/goredlock/goredlock/internal/layout"
+	"github.com/goredlock/goredlock/internal/startcall"
+	"github.com/goredlock/goredlock/keyserver"
 )
 
 // No grant the client cannot undo (rule 15): a lock's extend and release
 // are scripts, so a server that cannot run them must grant nothing, where
 // a plain SET NX would succeed and leave a key nobody can release before
-// its TTL. Before a Server's first write (its first SET NX or granting
-// script) it makes sure, once, that the server runs EVAL and EVALSHA for
-// this user, and that the user may run every command the scripts call
-// (Redis 7.0 and later tell it to a script: redis.acl_check_cmd). A
-// refusal names what is missing (a *RefusedError, keyserver.ErrPermanent)
-// and is returned by every write, without asking again, for
-// recheckRefused.
+// its TTL. A Server's first write (its first SET NX or granting script)
+// makes sure, once, that the server runs EVAL for this user, and that the
+// user may run every command the scripts call (Redis 7.0 and later tell it
+// to a script: redis.acl_check_cmd); the first SET NX does it in the same
+// script (checkSetSrc), started or not, so it costs no round trip of its
+// own. A refusal names what is missing (a *RefusedError,
+// keyserver.ErrPermanent) and is returned by every write, without asking
+// again, for recheckRefused. EVALSHA is not needed: where it is refused,
+// each script is sent by its source (see byDigestRefused).
 
 // recheckRefused is how long a Server answers its writes with a refusal
 // it found before asking the server again (an operator may have changed
@@ -80,10 +82,6 @@ var checkArgs = map[string][]string{
 	"ZRANGE": {"K", "0", "1"}, "ZRANK": {"K", "m"}, "ZREM": {"K", "m"},
 	"ZREMRANGEBYSCORE": {"K", "0", "1"}, "ZSCORE": {"K", "m"},
 }
-
-// noDigest is a script digest no server knows: EVALSHA of it answers
-// NOSCRIPT where EVALSHA may run, and a refusal where it may not.
-const noDigest = "0000000000000000000000000000000000000000"
 
 // The check's commands and scripts, made once when the package starts
 // (init runs after every script is registered), not within a first
@@ -164,7 +162,7 @@ func (s *Server) checkScripting(ctx context.Context, op, key string, sc *script)
 	if s.scripting.ok.Load() || sc != nil && !sc.grants {
 		return nil
 	}
-	_, err := s.runCheck(ctx, op, key, true, func() (bool, *RefusedError, error) {
+	_, err := s.runCheck(ctx, op, key, func() (bool, *RefusedError, error) {
 		refused, err := s.askScripting(ctx)
 		return false, refused, err
 	})
@@ -173,37 +171,43 @@ func (s *Server) checkScripting(ctx context.Context, op, key string, sc *script)
 
 // firstSetNX is a Server's SET NX while the check has not passed: the
 // check and the SET NX in one script (checkSetSrc), so that the first
-// write costs no round trip more than a SET NX; false for handled when a
-// check has passed or runs, or a refusal is kept: the caller then goes
-// the usual way. The caller has entered.
+// write costs no round trip more than a SET NX, also while another check
+// runs (each such script checks for itself); false for handled where a
+// refusal is kept, which the caller's check returns. The caller has
+// entered.
 func (s *Server) firstSetNX(ctx context.Context, key, token string, ttl time.Duration) (set, handled bool, err error) {
-	handled = true
-	set, err = s.runCheck(ctx, "acquire", key, false, func() (bool, *RefusedError, error) {
-		return s.checkAndSet(ctx, key, token, ttl)
-	})
-	if errors.Is(err, errCheckBusy) {
+	if s.scripting.refusalKept() {
 		return false, false, nil
 	}
-	return set, handled, err
+	set, refused, err := s.checkAndSet(ctx, key, token, ttl)
+	s.scripting.settle(refused, err)
+	switch {
+	case err != nil:
+		return false, true, s.fail("acquire", key, err)
+	case refused != nil:
+		return false, true, s.fail("acquire", key, refused)
+	}
+	return set, true, nil
 }
 
-// errCheckBusy is runCheck's answer to a caller that does not wait.
-var errCheckBusy = errors.New("a scripting check has passed, runs or was refused")
+// refusalKept reports whether a refusal found less than recheckRefused
+// ago stands.
+func (c *scriptCheck) refusalKept() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refused != nil && time.Since(c.refusedAt) < recheckRefused
+}
 
 // runCheck runs check, the scripting check and what a write does with
 // it, unless it has passed (nil) or a refusal is kept (the refusal); one
-// at a time: wait says whether to wait for one that runs, or return
-// errCheckBusy (also for a passed or refused check). check's refusal is
-// kept, its error is not (the next write asks again).
-func (s *Server) runCheck(ctx context.Context, op, key string, wait bool, check func() (bool, *RefusedError, error)) (bool, error) {
+// at a time, which the others wait for. check's refusal is kept, its
+// error is not (the next write asks again).
+func (s *Server) runCheck(ctx context.Context, op, key string, check func() (bool, *RefusedError, error)) (bool, error) {
 	c := &s.scripting
 	for {
 		c.mu.Lock()
 		kept := c.refused != nil && time.Since(c.refusedAt) < recheckRefused
 		switch {
-		case !wait && (c.ok.Load() || kept || c.checking != nil):
-			c.mu.Unlock()
-			return false, errCheckBusy
 		case c.ok.Load():
 			c.mu.Unlock()
 			return false, nil
@@ -228,15 +232,8 @@ func (s *Server) runCheck(ctx context.Context, op, key string, wait bool, check 
 		result, refused, err := check()
 		c.mu.Lock()
 		c.checking = nil
-		switch {
-		case err != nil: // no answer: asked again by the next write
-		case refused != nil:
-			c.refused, c.refusedAt = refused, time.Now()
-		default:
-			c.refused = nil
-			c.ok.Store(true)
-		}
 		c.mu.Unlock()
+		c.settle(refused, err)
 		close(done)
 		switch {
 		case err != nil:
@@ -248,13 +245,17 @@ func (s *Server) runCheck(ctx context.Context, op, key string, wait bool, check 
 	}
 }
 
-// checkAndSet runs checkSetSrc on key, with EVALSHA beside it as
-// askScripting sends it: whether it stored token, or the refusal. A key
-// stored where EVALSHA turns out refused, or unanswered, is deleted again
-// (by EVAL, which ran): no grant stays that a release could not undo.
+// checkAndSet runs checkSetSrc on key: whether it stored token, or the
+// refusal; nothing is stored where the check finds one.
 func (s *Server) checkAndSet(ctx context.Context, key, token string, ttl time.Duration) (set bool, refused *RefusedError, err error) {
-	const why = "a lock's extend and release are scripts, so this server grants nothing (no key was written)"
-	reply, err, evalshaErr := s.evalWithEvalsha(ctx, []string{"EVAL", checkSetSrc, "1"}, []string{key}, token, ms(ttl))
+	reply, err := s.t.Do(ctx, []string{"EVAL", checkSetSrc, "1"}, []string{key}, token, ms(ttl))
+	return s.checkSetVerdict(key, reply, err)
+}
+
+// checkSetVerdict reads the answer to checkSetSrc on key (reply, err):
+// whether it stored the token, or the refusal, or an error that is none
+// (not kept: the next write checks again).
+func (s *Server) checkSetVerdict(key string, reply any, err error) (set bool, refused *RefusedError, _ error) {
 	if err != nil {
 		if msg, ok := s.t.ReplyText(err); ok {
 			if r := refusalOf(msg, key); r != nil && len(r.Commands) == 0 && strings.Contains(msg, "key") {
@@ -262,7 +263,6 @@ func (s *Server) checkAndSet(ctx context.Context, key, token string, ttl time.Du
 			}
 		}
 		if r := s.refusedCommand(err, "EVAL"); r != nil {
-			r.why = why
 			return false, r, nil
 		}
 		return false, nil, err
@@ -276,42 +276,36 @@ func (s *Server) checkAndSet(ctx context.Context, key, token string, ttl time.Du
 	case 0:
 		return false, missingRefusal(commandsIn(list[1:])), nil
 	case 1, 2:
-		set = verdict == 1
-	default:
-		return false, nil, fmt.Errorf("unexpected reply %v to the scripting check", reply)
+		return verdict == 1, nil, nil
 	}
-	if evalshaErr == nil || s.noScript(evalshaErr) {
-		return set, nil, nil
-	}
-	if set { // EVALSHA refused, or not answered: let go at once
-		keys, args := releaseWords(key, token)
-		_, _ = s.t.Do(ctx, []string{"EVAL", releaseScript.src, strconv.Itoa(len(keys))}, keys, args...)
-	}
-	if r := s.refusedCommand(evalshaErr, "EVALSHA"); r != nil {
-		r.why = why
-		return false, r, nil
-	}
-	return false, nil, evalshaErr
+	return false, nil, fmt.Errorf("unexpected reply %v to the scripting check", reply)
 }
 
-// evalWithEvalsha runs the command cmd, keys, args and the EVALSHA of the
-// check (noDigest): together over a pipelined connection (one round
-// trip), one after the other otherwise, the EVALSHA only if cmd ran.
-func (s *Server) evalWithEvalsha(ctx context.Context, cmd, keys []string, args ...string) (reply any, err, evalshaErr error) {
-	evalsha := func() error {
-		_, err := s.t.Do(ctx, []string{"EVALSHA", noDigest, "0"}, nil)
-		return err
+// settle keeps what a check found: passed (refused and err nil), a
+// refusal, or nothing for an error (the next write checks again).
+func (c *scriptCheck) settle(refused *RefusedError, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err != nil:
+	case refused != nil:
+		c.refused, c.refusedAt = refused, time.Now()
+	default:
+		c.refused = nil
+		c.ok.Store(true)
 	}
-	if !s.pipelined() {
-		if reply, err = s.t.Do(ctx, cmd, keys, args...); err == nil {
-			evalshaErr = evalsha()
-		}
-		return reply, err, evalshaErr
+}
+
+// byDigestRefused reports whether err is the server's refusal of EVALSHA
+// (an ACL, a renamed command) for sc, and then has sc sent by its source
+// from now on, as where SCRIPT LOAD is refused.
+func (s *Server) byDigestRefused(sc *script, err error) bool {
+	msg, ok := s.t.ReplyText(err)
+	if !ok || !(strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command")) {
+		return false
 	}
-	shaErr := make(chan error, 1)
-	go func() { shaErr <- evalsha() }()
-	reply, err = s.t.Do(ctx, cmd, keys, args...)
-	return reply, err, <-shaErr
+	s.digests[sc.id].Store(new(string))
+	return true
 }
 
 // missingRefusal is the refusal of the commands the check found refused.
@@ -364,16 +358,13 @@ func (s *Server) startScriptingCheck(ctx context.Context) {
 // pipelined connection, where commands sent at once share a round trip.
 func (s *Server) pipelined() bool { return s.starter != nil }
 
-// askScripting asks the server whether it runs EVAL, EVALSHA and every
-// command of the scripts for this user: a *RefusedError if not, or an
-// error when it could not tell. Over a pipelined connection the two
-// commands go together, in one round trip.
+// askScripting asks the server whether it runs EVAL and every command of
+// the scripts for this user: a *RefusedError if not, or an error when it
+// could not tell.
 func (s *Server) askScripting(ctx context.Context) (refused *RefusedError, err error) {
-	const why = "a lock's extend and release are scripts, so this server grants nothing (no key was written)"
-	reply, err, evalshaErr := s.evalWithEvalsha(ctx, []string{"EVAL", checkSrc, "0"}, nil)
+	reply, err := s.t.Do(ctx, []string{"EVAL", checkSrc, "0"}, nil)
 	if err != nil {
 		if r := s.refusedCommand(err, "EVAL"); r != nil {
-			r.why = why
 			return r, nil
 		}
 		return nil, err
@@ -381,14 +372,7 @@ func (s *Server) askScripting(ctx context.Context) (refused *RefusedError, err e
 	if missing := commandsIn(reply); len(missing) > 0 {
 		return missingRefusal(missing), nil
 	}
-	if evalshaErr == nil || s.noScript(evalshaErr) {
-		return nil, nil
-	}
-	if r := s.refusedCommand(evalshaErr, "EVALSHA"); r != nil {
-		r.why = why
-		return r, nil
-	}
-	return nil, evalshaErr
+	return nil, nil
 }
 
 // refusedCommand returns the refusal of cmd that err is, with the rule
@@ -413,6 +397,7 @@ func (s *Server) refusedCommand(err error, cmd string) *RefusedError {
 		r.Rule = "enable " + cmd + " on the server (it is renamed, disabled or absent in this engine)"
 	}
 	r.Err = err
+	r.why = "a lock's extend and release are scripts, so this server grants nothing (no key was written)"
 	return r
 }
 
@@ -426,4 +411,58 @@ func commandsIn(reply any) []string {
 		}
 	}
 	return cmds
+}
+
+// stepCheckSet is the step of a started acquire's scripting check and SET
+// NX (see firstCheck), apart from start.go's steps.
+const stepCheckSet step = 100
+
+// firstCheck is first for a Server whose check has not passed: an
+// acquire of one key starts as checkSetSrc (stepCheckSet), which checks
+// and sets at once; any other call, or one while a refusal is kept, is
+// left to the blocking method, which checks first.
+func (st *started) firstCheck() (cmd, keys, args []string, ok bool) {
+	s, c, w := st.s, st.c, &st.words
+	switch c.Op {
+	case startcall.CallAcquire, startcall.CallAcquireOrHolder, startcall.CallAcquireInLine:
+	default:
+		return nil, nil, nil, false
+	}
+	if len(c.Keys) > 0 || keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || layout.PromiseOf(c.Next) != "" ||
+		(c.Op != startcall.CallAcquire && s.sub.contended(c.Key)) {
+		return nil, nil, nil, false
+	}
+	if s.scripting.refusalKept() {
+		return nil, nil, nil, false
+	}
+	st.step = stepCheckSet
+	*w = [8]string{"EVAL", checkSetSrc, "1", c.Key, c.Token, ms(c.TTL)}
+	return w[:3:3], w[3:4:4], w[4:6:6], true
+}
+
+// checkSetAnswer is Answer for stepCheckSet, on the reader's goroutine:
+// it keeps what the check found, and returns the call's answer, or false
+// when the key was taken and the call goes on as after a refused SET NX.
+func (st *started) checkSetAnswer(reply any, err error) (a startcall.Answer, done bool) {
+	s, c := st.s, st.c
+	set, refused, err := s.checkSetVerdict(c.Key, reply, err)
+	s.scripting.settle(refused, err)
+	switch {
+	case err != nil:
+		a.Err = s.fail("acquire", c.Key, err)
+	case refused != nil:
+		a.Err = s.fail("acquire", c.Key, refused)
+	case !set:
+		go st.finishBlocking(st.acquireTaken, true)
+		return a, false
+	default:
+		a.OK = true
+	}
+	return a, true
+}
+
+// scriptOnly is the script of st's Extend, Release or set call.
+func (st *started) scriptOnly() *script {
+	sc, _, _ := st.script()
+	return sc
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/internal/startcall"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
 )
@@ -143,4 +144,41 @@ func rejectedEvals(t *testing.T, node *redistest.Node) int {
 		}
 	}
 	return 0
+}
+
+// TestStartedFirstAcquireChecks: a fresh FromURL Server starts its first
+// acquire as the scripting check and the SET NX in one script: where the
+// user may not run a command the scripts call, the started call is
+// answered with the refusal and writes nothing; where EVALSHA alone is
+// refused, the scripts are sent by their source and locks work.
+func TestStartedFirstAcquireChecks(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	const token = "0000019a2b3c4d01.00000001000000000000000000000001"
+	c := startcall.Call{Op: startcall.CallAcquire, Key: "k", Token: token, TTL: time.Minute}
+
+	s := fromURL(t, userURL(t, node, "~*", "&*", "+@all", "-@dangerous", "-zpopmin"))
+	a := start(t, s, c)
+	require.Error(t, a.Err)
+	assert.ErrorIs(t, a.Err, keyserver.ErrPermanent)
+	var re *redis.RefusedError
+	require.ErrorAs(t, a.Err, &re)
+	assert.Equal(t, []string{"ZPOPMIN"}, re.Commands)
+	keys, err := redigo.Strings(node.MustDo("KEYS", "*"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"goredlock:incarnation"}, keys, "nothing written but the marker")
+	assert.False(t, s.Start(bg, c, newCompletion(true)), "the refusal kept: the blocking method returns it")
+
+	s = fromURL(t, userURL(t, node, "~*", "&*", "+@all", "-@dangerous", "-evalsha"))
+	a = start(t, s, c)
+	require.NoError(t, a.Err)
+	assert.True(t, a.OK)
+	for i := 0; i < 3; i++ { // by digest once SCRIPT LOAD gave it, refused, then by source
+		ok, err := s.Extend(bg, "k", token, time.Minute)
+		require.NoError(t, err, "EVALSHA refused: the script by its source")
+		assert.True(t, ok)
+	}
+	ok, err := s.Release(bg, "k", token)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Nil(t, node.MustDo("GET", "k"))
 }

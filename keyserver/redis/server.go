@@ -180,7 +180,7 @@ func (s *Server) evalEntered(ctx context.Context, op string, sc *script, keys []
 	d := s.digests[sc.id].Load()
 	if d != nil && *d != "" {
 		reply, err := s.t.Do(ctx, []string{"EVALSHA", *d, strconv.Itoa(len(keys))}, keys, args...)
-		if !s.noScript(err) {
+		if !s.noScript(err) && !s.byDigestRefused(sc, err) {
 			if err != nil {
 				return nil, s.fail(op, keys[0], err)
 			}

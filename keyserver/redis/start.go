@@ -73,7 +73,7 @@ func (st *started) put() {
 func (st *started) first() (cmd, keys, args []string, ok bool) {
 	s, c, w := st.s, st.c, &st.words
 	if !s.scriptingChecked() {
-		return nil, nil, nil, false // the blocking method checks first
+		return st.firstCheck() // the scripting check with the SET NX (scripting.go)
 	}
 	if len(c.Keys) > 0 {
 		return st.firstOfSet()
@@ -150,7 +150,13 @@ func (st *started) Answer(reply any, err error) {
 	case st.step == stepSetNX && err == nil && reply == nil: // taken: the script decides
 		go st.finishBlocking(st.acquireTaken, true)
 		return
-	case st.step != stepSetNX && s.noScript(err): // a restart or SCRIPT FLUSH: the source
+	case st.step == stepCheckSet:
+		var done bool
+		if a, done = st.checkSetAnswer(reply, err); !done {
+			return
+		}
+	case st.step != stepSetNX && err != nil && (s.noScript(err) || s.byDigestRefused(st.scriptOnly(), err)):
+		// A restart or SCRIPT FLUSH (NOSCRIPT), or EVALSHA refused: the source.
 		go st.finishBlocking(st.evalSource, true)
 		return
 	case st.step == stepSet && err == nil && st.inLineRefused(reply): // a set to put in line
