@@ -21,6 +21,7 @@ type Client struct {
 	inProcess bool // every server is a keyserver.InProcess
 	options
 	health health
+	polled polled // servers whose waiters poll (see polled)
 	// notifiers are the indexes of the servers that are Notifiers, where a
 	// waiting call waits in line; notifierMask their bits (all from 64 on).
 	notifiers    []int
@@ -97,6 +98,7 @@ func New(servers []keyserver.KeyServer, opts ...ClientOption) (*Client, error) {
 		quorum:  quorum(len(servers)),
 		options: o,
 		health:  health{failures: make([]atomic.Int64, len(servers)), breakers: make(breakers, len(servers))},
+		polled:  make(polled, len(servers)),
 	}
 	c.closing, c.stopClosing = context.WithCancel(context.Background())
 	c.identities.init(c.servers)

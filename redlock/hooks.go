@@ -43,6 +43,11 @@ type Hooks struct {
 	// (clean-ups too), "raise_fence", "read_fence", "leave_line" or
 	// "identify" (keyserver.Incarnator's read before a server's first vote).
 	ServerFailed func(ctx context.Context, op, name string, server int, err error)
+	// Degraded reports, once per server and feature, that a server serves
+	// a feature worse than it could, for good: feature "watch" when it
+	// refused a waiter's watch (an ACL without Pub/Sub), after which the
+	// client's waiters poll it at the retry delay. err is the refusal.
+	Degraded func(ctx context.Context, server int, feature string, err error)
 }
 
 // Attempt is one acquisition attempt, as the votes stood when its outcome

@@ -83,9 +83,10 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 	c := a.c
 	a.watch(ctx, true)
 	d := linePoll
-	if _, set := a.p.(*setOps); set || len(c.notifiers) < len(c.servers) {
-		// Servers that keep no line give no turn; a set's undone attempt
-		// gave its keys on ("Several names without deadlock" in docs/design.md).
+	if _, set := a.p.(*setOps); set || len(c.notifiers) < len(c.servers) || a.armed() < c.turnsNeeded() {
+		// Servers that keep no line give no turn, nor do those whose
+		// watch failed; a set's undone attempt gave its keys on
+		// ("Several names without deadlock" in docs/design.md).
 		d = min(d, a.o.retryWait())
 	}
 	return a.awaitTurns(ctx, c.turnsNeeded(), c.clock.Now().Add(a.untilPatience(d)))
@@ -163,6 +164,17 @@ type watch struct {
 	anew    bool      // to be set anew at the next watch (see ignoreOwnUndo)
 }
 
+// armed is how many of the call's watches are armed.
+func (a *acquisition) armed() int {
+	n := 0
+	for i := range a.watches {
+		if a.watches[i].armed() {
+			n++
+		}
+	}
+	return n
+}
+
 // armed reports whether w watches anything.
 func (w *watch) armed() bool { return w.changed != nil }
 
@@ -197,7 +209,7 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 	)
 	// The goroutines take copies, not a: a captured a would move every
 	// acquisition, a lock's too, to the heap.
-	p, key, token, timeout := a.p, a.key, a.token, a.b.timeout
+	p, name, key, token, timeout := a.p, a.name, a.key, a.token, a.b.timeout
 	for i, ks := range c.servers {
 		w := &a.watches[i]
 		due := renew && (w.fired() || !turns && now.Sub(w.at) >= renewWatches)
@@ -208,17 +220,19 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 			old = append(old, w.stop)
 		}
 		*w = watch{}
-		if a.last.failed(i) || c.health.breakers[i].open.Load() {
-			continue // a server down would hold up every wait
+		if a.last.failed(i) || c.health.breakers[i].open.Load() || c.polled[i].Load() {
+			continue // a server down would hold up every wait; one that refused a watch is polled
 		}
 		promised := a.last.promisedOn(i)
 		arm := func() {
 			wctx, cancel := c.clock.WithTimeout(ctx, timeout)
 			changed, stop, err := watchOn(wctx, p, ks, key, token, promised)
 			cancel()
-			if err == nil {
-				*w = watch{changed: changed, stop: stop, at: now}
+			if err != nil {
+				c.watchFailed(ctx, i, name, err)
+				return
 			}
+			*w = watch{changed: changed, stop: stop, at: now}
 		}
 		// Turns one server after another: the call's place in the lines is
 		// taken. A primitive's at once: one armed late lets a release pass it by.

@@ -53,7 +53,9 @@ func (cn *subConn) Unsubscribed(string) {}
 
 // Broken ends cn: every waiter on it is woken, so that it looks at its key
 // again, and the WatchTurn calls still waiting for the confirmation fail
-// with ErrConnectionLost. The next WatchTurn opens a new connection.
+// with ErrConnectionLost, or with the error reply that ended it (a
+// subscription the server refused). The next WatchTurn opens a new
+// connection.
 func (cn *subConn) Broken(err error) {
 	s := cn.s
 	s.mu.Lock()
@@ -61,7 +63,13 @@ func (cn *subConn) Broken(err error) {
 	if cn.dead {
 		return
 	}
-	s.endLocked(cn, fmt.Errorf("%w: %w", ErrConnectionLost, err))
+	if _, reply := s.s.t.ReplyText(err); reply {
+		// The server refused a subscription (an ACL without Pub/Sub):
+		// the connection is fine, the command is not allowed.
+		s.endLocked(cn, fmt.Errorf("the subscriber connection ended at an error reply: %w", err))
+	} else {
+		s.endLocked(cn, fmt.Errorf("%w: %w", ErrConnectionLost, err))
+	}
 	if cn.ps != nil {
 		// Closed by the next dial or by Close: Close waits for the
 		// transport's reader, which may be the caller.
