@@ -75,8 +75,8 @@ func TestChaos(t *testing.T) {
 					t.Logf("availability: %s; the floor fails the full and long runs only", short)
 				}
 			}
-			t.Logf("%d grants, %d lost, %d violations, %d overlaps (longest %v), failures %v, skips %d, fence order broken by counters lost in empty restarts %d; faults: %s",
-				r.Grants, r.Lost, len(r.Violations), r.Overlaps, r.MaxOverlap.Round(time.Millisecond),
+			t.Logf("%d grants (%d passed inside a client), %d lost, %d violations, %d overlaps (longest %v), failures %v, skips %d, fence order broken by counters lost in empty restarts %d; faults: %s",
+				r.Grants, r.Passes, r.Lost, len(r.Violations), r.Overlaps, r.MaxOverlap.Round(time.Millisecond),
 				r.ByKind, r.Skips, r.FenceResets, r.Faults)
 			if sc.Procs {
 				t.Logf("store: %d fenced writes, %d unfenced; %s; grants returned past Until to a process stopped meanwhile %d",
@@ -107,6 +107,9 @@ func TestChaos(t *testing.T) {
 			}
 			if r.Writes.Errors > 0 {
 				t.Errorf("%d writes failed in the store's data Redis: the guard's verdicts on them are not known", r.Writes.Errors)
+			}
+			if sc.Name == baselineName && settings.Load.Goroutines > 1 && r.Passes == 0 {
+				t.Errorf("no lock passed inside a client in %q, whose clients run %d goroutines each: is hand-over on?", sc.Name, settings.Load.Goroutines)
 			}
 			if fullLength && sc.LockDelay > 0 && r.Delays == 0 {
 				t.Errorf("no grant ran out unreleased in %q: did the stops miss the holders?", sc.Name)

@@ -64,6 +64,7 @@ func (v Violation) String() string {
 type Report struct {
 	Grants     int
 	Lost       int           // grants whose holder heard they were lost
+	Passes     int           // grants passed from a holder of the same client (the holder's token), not granted by the servers
 	Overlaps   int           // pairs of grants of one name that overlapped (instants over the permits, for a semaphore)
 	MaxOverlap time.Duration // the longest of those overlaps
 	MostAtOnce int           // the most holds of one name at once: 1 for a lock that kept its promise
@@ -132,12 +133,31 @@ func check(grants []Grant, of Primitive, perName func(r *Report, gs []Grant)) Re
 		slices.SortFunc(gs, func(a, b Grant) int {
 			return cmp.Or(cmp.Compare(a.Granted, b.Granted), cmp.Compare(a.ID, b.ID))
 		})
+		r.Passes += passes(gs)
 		perName(&r, gs)
 	}
 	for i := range r.Violations {
 		r.Violations[i].Of = of
 	}
 	return r
+}
+
+// passes counts the grants of gs, sorted by grant time, that carry the
+// token of an earlier grant: a lock passed inside its client keeps the
+// token the servers hold, while each grant of the servers draws its own.
+func passes(gs []Grant) int {
+	n := 0
+	seen := make(map[string]bool, len(gs))
+	for _, g := range gs {
+		if g.Token == "" {
+			continue
+		}
+		if seen[g.Token] {
+			n++
+		}
+		seen[g.Token] = true
+	}
+	return n
 }
 
 // lossSlack is how late after Until − margin a holder may hear of a loss

@@ -161,3 +161,22 @@ func ExampleCheck() {
 	// 1 20ms
 	// overlap: lock "jobs": grant #0 (client 1, acquire, at 0s) and grant #1 (client 2, acquire, at 100ms) held it together for 20ms
 }
+
+// TestCheckCountsPasses: a grant with the token of an earlier grant of its
+// name is a lock passed inside a client; the servers' grants each draw a
+// token of their own, and a hold with no token (a primitive's) is none.
+func TestCheckCountsPasses(t *testing.T) {
+	g := func(id int, token string, from, to time.Duration) Grant {
+		return Grant{ID: id, Name: "a", Token: token, Granted: from, FirstUntil: Never, Until: Never, Released: to, Lost: Never}
+	}
+	r := Check([]Grant{
+		g(1, "t1", 0, 10),
+		g(2, "t1", 11, 20), // passed
+		g(3, "t1", 21, 30), // passed again
+		g(4, "t2", 31, 40),
+		g(5, "", 41, 50),
+	})
+	if r.Passes != 2 || len(r.Violations) != 0 {
+		t.Fatalf("passes %d, violations %v; want 2 and none", r.Passes, r.Violations)
+	}
+}

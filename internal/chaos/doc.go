@@ -27,7 +27,11 @@
 // loss margin in force. Check reports two holders of one name whose holds
 // [granted, min(released, Until)] intersect, a loss heard after Until −
 // margin, a grant returned after its Until, and fencing tokens that do not
-// rise in grant order (every other client takes fenced locks). Fence
+// rise in grant order (every other client takes fenced locks). Each
+// Acquire and Do client runs two goroutines over its one redlock.Client,
+// so that a lock released while the other waits for it is passed inside
+// the client (hand-over), with the holder's token: the same checks hold
+// the passes to the same promises, and the report counts them. Fence
 // counters have no TTL, so a node restarted empty loses them even when it
 // stayed down longer than the largest TTL: in a scenario whose nodes
 // restart empty without fsync, fence-order breaks are counted apart and do

@@ -212,7 +212,11 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 		wg.Wait()
 	}()
 	working := h.Now()
+	var workers []*client
 	for _, c := range clients {
+		workers = append(workers, c.workers()...)
+	}
+	for _, c := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -298,7 +302,7 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	res.Violations = append(res.Violations, leaks...)
 
 	byKind := make(map[string]int)
-	for _, c := range clients {
+	for _, c := range workers {
 		if c.work.Primitive() != LockPrim {
 			continue // in its primitive's result
 		}

@@ -118,6 +118,7 @@ var defaultLoad = Load{
 	RetryDelay:  20 * time.Millisecond,
 	RetryJitter: 10 * time.Millisecond,
 	Patience:    time.Second,
+	Goroutines:  2,
 	Semaphores:  []Semaphore{{Name: "P0", Permits: 3}, {Name: "P1", Permits: 2}},
 	RWNames:     []string{"R0"},
 	Elections:   []string{"E0"},

@@ -22,16 +22,16 @@ func WriteTable(w io.Writer, results []Result) error {
 		if !r.Scenario.Safe {
 			safe = "NO"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%d\t%d\t%v\t%d\t%d\t%d\t%v\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%d\t%d\t%v\t%d\t%d\t%d\t%d\t%v\t%s\t%s\n",
 			r.Scenario.Name, safe, r.Grants, r.Availability.PerSecond, r.Availability.ofBaselineCell(), r.floorCell(),
 			len(r.Violations), r.Overlaps, r.MaxOverlap.Round(time.Millisecond),
-			r.Lost, r.Failures, r.Skips, r.Elapsed.Round(time.Second), r.Faults, r.Writes)
+			r.Lost, r.Passes, r.Failures, r.Skips, r.Elapsed.Round(time.Second), r.Faults, r.Writes)
 		if r.Scenario.Safe {
 			grants += r.Grants
 			violations += len(r.Violations)
 		}
 	}
-	fmt.Fprintf(tw, "safe scenarios\t\t%d\t\t\t\t%d\t\t\t\t\t\t\t\t\n", grants, violations)
+	fmt.Fprintf(tw, "safe scenarios\t\t%d\t\t\t\t%d\t\t\t\t\t\t\t\t\t\n", grants, violations)
 	return tw.Flush()
 }
 

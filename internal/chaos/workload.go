@@ -29,6 +29,12 @@ type Load struct {
 	RetryJitter time.Duration
 	Patience    time.Duration // how long an Acquire client waits for a lock
 
+	// Goroutines is how many goroutines of each Acquire and Do client take
+	// its locks at once, over its one redlock.Client: a lock released with
+	// another of them waiting for it is passed without the servers
+	// (hand-over inside a process), which Report.Passes counts. 0 is 1.
+	Goroutines int
+
 	SetNames []string // taken two or three at a time by AcquireAll clients
 
 	Quarantine time.Duration // redlock.WithQuarantine's: 0 the default, NoQuarantine off
@@ -109,6 +115,22 @@ func newClient(id int, work Workload, addrs []string, load *Load, h *History, se
 	}
 	c.rc = rc
 	return c, nil
+}
+
+// workers returns the client's goroutines (Load.Goroutines for an Acquire
+// or Do client, else the client alone): each a client of its own for its
+// draws and its counts, over the same redlock.Client, which the client
+// itself owns and closes.
+func (c *client) workers() []*client {
+	ws := []*client{c}
+	if c.work != Acquire && c.work != Do {
+		return ws
+	}
+	for k := 1; k < c.load.Goroutines; k++ {
+		ws = append(ws, &client{id: c.id, work: c.work, rc: c.rc, h: c.h, load: c.load, failures: make(map[string]int),
+			rng: rand.New(rand.NewPCG(c.rng.Uint64(), uint64(k)))})
+	}
+	return ws
 }
 
 // close closes the redlock client, then its key servers and their pools.
