@@ -125,7 +125,7 @@ func (nd *node) setHistory(age time.Duration) error {
 	}
 	defer c.Close()
 	id := fmt.Sprintf("bench-%d-%d", nd.port, time.Now().UnixNano())
-	if _, err := c.Do("SET", layout.IncarnationKey, id, "PX", (layout.IncarnationTTL - age).Milliseconds()); err != nil {
+	if _, err := c.Do(layout.MarkerAged(id, age)); err != nil {
 		return fmt.Errorf("setting the marker on %s: %w", nd.addr, err)
 	}
 	return nil

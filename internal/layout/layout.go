@@ -139,3 +139,13 @@ const IncarnationKey = "goredlock:incarnation"
 
 // IncarnationTTL is the TTL the marker is set with: about 31 years.
 const IncarnationTTL = 1_000_000_000_000 * time.Millisecond
+
+// MarkerAged is the command that sets a store's marker to id as if it had
+// been set age ago (IncarnationTTL less age, in milliseconds): how the
+// tests, the benchmarks and a provisioning step give a fresh store the
+// history of one that has served for a while, so that its grants count at
+// once. Never after a crash: the quarantine is what keeps a restarted
+// store from granting a name another holder still has.
+func MarkerAged(id string, age time.Duration) (cmd string, args []any) {
+	return "SET", []any{IncarnationKey, id, "PX", (IncarnationTTL - age).Milliseconds()}
+}

@@ -74,10 +74,10 @@ func (n *Node) MustDo(cmd string, args ...any) any {
 func (n *Node) SetHistory(age time.Duration) {
 	n.t.Helper()
 	id := fmt.Sprintf("redistest-%d-%d", n.port, time.Now().UnixNano())
-	ttl := (layout.IncarnationTTL - age).Milliseconds()
+	cmd, args := layout.MarkerAged(id, age)
 	for db := 0; db < 16; db++ {
 		// A Cluster node has database 0 only.
-		if _, err := n.doIn(db, "SET", layout.IncarnationKey, id, "PX", ttl); err != nil {
+		if _, err := n.doIn(db, cmd, args...); err != nil {
 			if db == 0 {
 				n.t.Fatalf("redistest: setting the marker on %s: %v", n.Addr(), err)
 			}
