@@ -270,7 +270,9 @@ func TestRedisOneServerDownLogsQuietly(t *testing.T) {
 		require.NoError(t, l.Release(ctx))
 		mu.Lock()
 		defer mu.Unlock()
-		return strings.Contains(buf.String(), "key server recovered")
+		// Server 1's: on a loaded machine a healthy server may time out
+		// and recover too.
+		return strings.Contains(buf.String(), `msg="redlock: key server recovered" server=1 `)
 	}, 10*time.Second, 50*time.Millisecond)
 	require.NoError(t, c.Close())
 	mu.Lock()

@@ -150,7 +150,11 @@ func TestRedisRetriesKeepTheirDelayWhenServersFail(t *testing.T) {
 	took := time.Since(began)
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	assert.Less(t, took, 1500*time.Millisecond)
-	assert.InDelta(t, 21, attempts.Load(), 6, "attempts about retries+1")
+	// Retries+1 at most; on a loaded machine fewer fit in the patience,
+	// but far more than the two or three a call polling at its line's
+	// pace (linePoll) would make.
+	assert.LessOrEqual(t, attempts.Load(), int64(21+2), "attempts about retries+1")
+	assert.GreaterOrEqual(t, attempts.Load(), int64(6), "tries at its retry delay, not at the line's poll")
 }
 
 // TestRedisClosedServersFailAtOnce: a key server the program closed is a
