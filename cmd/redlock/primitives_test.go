@@ -26,8 +26,11 @@ func TestPermitsLetNRunAtOnce(t *testing.T) {
 	// Each run adds a file while it runs and counts the files it sees.
 	job := script(`f=$(mktemp -p "$D" in.XXXXXX); sleep 0.3; ls "$D" | grep -c '^in\.' >> "$D/seen"; rm "$f"`)
 	var ps []*proc
+	// A TTL of 10 s, for a server timeout of 500 ms: each run releases its
+	// permit when its job ends, and a shorter TTL's timeout (100 ms for
+	// 2 s) was missed under CI's load, which lost a permit mid-job.
 	for range 6 {
-		ps = append(ps, start(t, environ, append([]string{"run", "--permits", "2", "--ttl", "2s", "--wait", "18s", "batch", "--"}, job...)...))
+		ps = append(ps, start(t, environ, append([]string{"run", "--permits", "2", "--ttl", "10s", "--wait", "18s", "batch", "--"}, job...)...))
 	}
 	for _, p := range ps {
 		r := p.wait(t)
