@@ -125,7 +125,8 @@ func (nd *node) setHistory(age time.Duration) error {
 	}
 	defer c.Close()
 	id := fmt.Sprintf("bench-%d-%d", nd.port, time.Now().UnixNano())
-	if _, err := c.Do(layout.MarkerAged(id, age)); err != nil {
+	cmd, args := layout.MarkerAged(id, age)
+	if _, err := c.Do(cmd, args...); err != nil {
 		return fmt.Errorf("setting the marker on %s: %w", nd.addr, err)
 	}
 	return nil
