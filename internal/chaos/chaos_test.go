@@ -108,7 +108,9 @@ func TestChaos(t *testing.T) {
 			if r.Writes.Errors > 0 {
 				t.Errorf("%d writes failed in the store's data Redis: the guard's verdicts on them are not known", r.Writes.Errors)
 			}
-			if sc.Name == baselineName && settings.Load.Goroutines > 1 && r.Passes == 0 {
+			// With enough grants for a waiter to have met a release in its
+			// own client (a run starved by a loaded machine may grant none).
+			if sc.Name == baselineName && settings.Load.Goroutines > 1 && r.Grants >= 50 && r.Passes == 0 {
 				t.Errorf("no lock passed inside a client in %q, whose clients run %d goroutines each: is hand-over on?", sc.Name, settings.Load.Goroutines)
 			}
 			if fullLength && sc.LockDelay > 0 && r.Delays == 0 {
