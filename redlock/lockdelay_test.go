@@ -216,3 +216,24 @@ func TestLockDelayIsIgnoredByPrimitives(t *testing.T) {
 	require.NoError(t, err, "an expired permit is free at once: no delay")
 	require.NoError(t, p.Release(bg))
 }
+
+// TestLockDelayIsQuarantined: a server that lost its data may have lost a
+// key kept for a TTL and then the delay, so a restarted server's grants
+// of a lock with a lock-delay count once the TTL plus the delay has
+// passed since it came back, not the TTL alone.
+func TestLockDelayIsQuarantined(t *testing.T) {
+	const ttl, d = 10 * time.Second, 5 * time.Second
+	fc := clock.NewFake(t0)
+	l, cl := livesCluster(fc, 3)
+	c := testClient(t, fc, cl.KeyServers(), WithLockDelay(d))
+	granted(t, c, "before", ttl)
+	fc.Advance(time.Minute)
+	l.restart(1)
+	l.restart(2)
+	fc.Advance(ttl + d - time.Millisecond)
+	_, err := c.TryAcquire(bg, "after", ttl)
+	assert.Equal(t, []int{1, 2}, quarantined(t, err), "a millisecond before the TTL plus the delay")
+	assert.ErrorContains(t, err, "its grants count in 1ms")
+	fc.Advance(time.Millisecond)
+	granted(t, c, "after", ttl)
+}
