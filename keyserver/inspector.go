@@ -6,13 +6,13 @@ import (
 )
 
 // Inspector is a KeyServer that can tell what it holds under one name, in
-// one read that writes nothing: the lock, its line, fence counter and
-// lock-delay, and the semaphore, read-write lock and election of the same
-// name. It exists for people, not for locking: the redlock client's
-// Client.Inspect and the redlock command's status ask it, so that "who
-// holds what, and who waits" has an answer without reading a store's keys
-// by hand. A server that does not implement it is reported as one that
-// cannot tell; nothing else of the client needs it.
+// one read that writes nothing: the lock, its line and fence counter, and
+// the semaphore, read-write lock and election of the same name. It exists
+// for people, not for locking: the redlock client's Client.Inspect and the
+// redlock command's status ask it, so that "who holds what, and who waits"
+// has an answer without reading a store's keys by hand. A server that
+// does not implement it is reported as one that cannot tell; nothing else
+// of the client needs it.
 //
 // The keys are those the client passes to the other calls for the name
 // (see NameKeys): a server reads them, and the keys of its own beside
@@ -30,9 +30,9 @@ type Inspector interface {
 // NameKeys are the keys the redlock client passes to a server's calls for
 // one name, which Inspect reads together. The client fills every field.
 type NameKeys struct {
-	// Lock is the lock key, as Acquire gets it. Its line (Notifier), its
-	// fence counter (Fencer: "{key}:fence") and its lock-delay are kept
-	// by the server beside it, as it keeps them for those calls.
+	// Lock is the lock key, as Acquire gets it. Its line (Notifier) and
+	// its fence counter (Fencer: "{key}:fence") are kept by the server
+	// beside it, as it keeps them for those calls.
 	Lock string
 	// Semaphore is a PermitHold's key ("{key}:semaphore").
 	Semaphore string
@@ -50,17 +50,14 @@ type NameKeys struct {
 type NameStatus struct {
 	// Lock is the lock key's holder; its Token is "" when the key is
 	// free. A key promised to a waiter (see Notifier) holds the promise.
+	// Left is the key's whole TTL: a lock-delay is the client's, which
+	// sets the key for the lock's TTL plus the delay.
 	Lock Hold
 	// Waiters counts the calls in the lock key's line (Notifier); 0 for a
 	// server that keeps no line.
 	Waiters int
 	// Fence is the lock key's fence counter (Fencer); 0 when none.
 	Fence uint64
-	// Delay is how long the server goes on refusing the lock key after its
-	// holder let it expire without a release (a lock-delay); 0 when none
-	// is in force, also while the lock is held.
-	Delay time.Duration
-
 	// Permits is the semaphore's stored permit count (see HoldKeeper),
 	// which binds while a slot is held; 0 when no slot is held.
 	Permits int

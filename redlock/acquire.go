@@ -75,9 +75,6 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 	if err := checkHold(o, lockKind, name, ttl); err != nil {
 		return nil, err
 	}
-	if err := c.checkLockDelay(o); err != nil {
-		return nil, err
-	}
 	return c.acquireHold(ctx, o, name, o.keyPrefix+name, ttl, m, false, nil)
 }
 
@@ -241,8 +238,8 @@ func (a *acquisition) fan() fan {
 			a.tails = c.released.take(a.key)
 		}
 	}
-	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.b.ttl, timeout: a.b.timeout,
-		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o), delay: a.o.delayOf(a.p != nil)}
+	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.o.keyTTL(a.b.ttl, a.p != nil), timeout: a.b.timeout,
+		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o)}
 	switch {
 	case a.p != nil:
 		a.ops = a.p.ops() // a semaphore picks the slot it asks for
@@ -326,7 +323,7 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		a.inLine = a.calls.mayJoinLine(a.inLine)
 	}
 	if (l == nil || a.passed) && a.kept {
-		a.c.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails, delay: a.o.delayOf(a.p != nil)})
+		a.c.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails})
 	}
 	if a.inLine != 0 {
 		// After the last attempt's calls, which would put it back in

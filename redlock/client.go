@@ -84,11 +84,6 @@ func New(servers []keyserver.KeyServer, opts ...ClientOption) (*Client, error) {
 			return nil, err
 		}
 	}
-	if o.lockDelay > 0 {
-		if err := checkDelayers(servers); err != nil {
-			return nil, err
-		}
-	}
 	if n := len(servers); n%2 == 0 {
 		o.logger.Warn("redlock: an even number of key servers tolerates no more failures than one fewer",
 			"servers", n, "failures_tolerated", n-quorum(n))

@@ -50,10 +50,15 @@ type fan struct {
 	op         opKind
 	name       string // the lock's name, for logs
 	key, token string
-	ttl        time.Duration // acquire and extend
-	fence      uint64        // raise_fence
-	timeout    time.Duration // bound on each server's call
-	rule       rule          // when the votes settle the outcome
+	// ttl is how long acquire and extend ask the servers to keep the key:
+	// the hold's TTL, plus a lock's lock-delay (see options.keyTTL). The
+	// caller's validity is its own, from the hold's TTL alone; the
+	// quarantine judges a grant by this one, which a restarted server may
+	// have lost a key of.
+	ttl     time.Duration
+	fence   uint64        // raise_fence
+	timeout time.Duration // bound on each server's call
+	rule    rule          // when the votes settle the outcome
 	// final marks a lock's release (also one that only cuts the TTL to a
 	// minimum hold): its calls go all the way even when overtaken.
 	final bool
@@ -77,9 +82,6 @@ type fan struct {
 	prim primOps
 	// quarantine judges grants of restarted servers (incarnation.go).
 	quarantine quarantineRule
-	// delay, if not 0, makes a lock's calls through the server's
-	// keyserver.Delayer view (see WithLockDelay).
-	delay time.Duration
 }
 
 // asks reports whether f's call goes to server i (see only); the others
@@ -305,7 +307,7 @@ func (f *fan) storedNothing(ok bool, err error) bool {
 func (c *Client) undo(ctx context.Context, f *fan, i int) {
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
-	u := fan{op: opRelease, key: f.key, token: f.token, prim: f.prim, delay: f.delay}
+	u := fan{op: opRelease, key: f.key, token: f.token, prim: f.prim}
 	_, _, _, err := u.call(uctx, i, c.servers[i])
 	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt
 }
@@ -468,9 +470,6 @@ func (f *fan) judge(ctx context.Context, i int, ok bool, err error) (bool, error
 
 // lockCall makes f's call to ks for a lock key.
 func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
-	if f.delay != 0 && f.op != opLeaveLine && f.op != opRaiseFence && f.op != opReadFence {
-		ks = delayed(ks, f.delay)
-	}
 	switch f.op {
 	case opAcquire, opAcquireInLine:
 		ns, is := ks.(keyserver.Notifier)

@@ -56,8 +56,9 @@ type View struct {
 	// (0 when the name was never taken WithFencing).
 	Fence uint64
 	// DelayLeft is how long the lock's name stays ungranted by its
-	// lock-delay after a holder let it expire (see WithLockDelay); 0 when
-	// no lock-delay is in force.
+	// lock-delay after a holder let it expire (see WithLockDelay), as
+	// the inspecting Client's own lock-delay reads the key (see
+	// Client.Inspect); 0 when no lock-delay is in force.
 	DelayLeft time.Duration
 
 	// Semaphore is the semaphore called name.
@@ -119,6 +120,13 @@ type ElectionView struct {
 // when a quorum answered), and DelayLeft is how long until the lock-delay
 // no longer keeps a quorum from granting.
 //
+// A lock taken WithLockDelay(d) keeps its key for its TTL plus d, and a
+// server holds nothing else of the delay: Inspect reads the key with the
+// Client's own lock-delay, the Left it reports being the key's TTL less
+// d, and a key with d or less left being in its delay (not held, its
+// DelayLeft the time left). Inspect with the lock-delay the lock's holders
+// use; a lock taken with another is misread by the difference.
+//
 // When the servers that failed could change the verdict, Inspect returns
 // the Status of those that answered with a *QuorumError: what a quorum
 // holds is held whatever the others say.
@@ -156,6 +164,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 	defer r.mu.Unlock()
 	answered := make([]keyserver.NameStatus, 0, len(c.servers))
 	var failedErrs []*ServerError
+	var delays []time.Duration
 	for i := range c.servers {
 		ss := &st.Servers[i]
 		if ss.Err == nil && some {
@@ -169,10 +178,17 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 			failedErrs = append(failedErrs, &ServerError{Server: i, Err: ss.Err})
 			continue
 		}
-		ss.View = serverView(r.got[i])
-		answered = append(answered, r.got[i])
+		got := r.got[i]
+		delay := splitDelay(&got, c.options.lockDelay)
+		ss.View = serverView(got)
+		ss.DelayLeft = delay
+		answered = append(answered, got)
+		delays = append(delays, delay)
 	}
 	v, undecided := verdict(answered, len(c.servers), c.quorum)
+	// A grant needs a quorum of servers out of their delay: it waits
+	// while more than n-quorum are in it.
+	v.DelayLeft = atLeast(delays, len(c.servers)-c.quorum+1)
 	st.View = v
 	if undecided {
 		qt := tally{n: len(c.servers), granted: len(answered), errs: failedErrs}
@@ -213,7 +229,7 @@ func tag(token string) string {
 func serverView(s keyserver.NameStatus) View {
 	return View{
 		Held: s.Lock.Token != "", Holder: tag(s.Lock.Token), Left: s.Lock.Left,
-		Waiters: s.Waiters, Fence: s.Fence, DelayLeft: s.Delay,
+		Waiters: s.Waiters, Fence: s.Fence,
 		Semaphore: SemaphoreView{Permits: s.Permits, InUse: max(s.SlotsHeld, len(s.Slots)), Waiters: s.PermitWaiters},
 		RW:        RWView{Readers: max(s.ReadersHeld, len(s.Readers)), Writer: tag(s.Writer.Token), WriterWaiting: s.WriterWaiting, Waiters: s.RWWaiters},
 		Election:  ElectionView{Leader: s.Leader.Value, Left: s.Leader.Left, Term: s.Term},
@@ -304,7 +320,6 @@ func verdict(answered []keyserver.NameStatus, n, quorum int) (View, bool) {
 	lock, permits, readers, writer, leader := holders{}, holders{}, holders{}, holders{}, holders{}
 	values := map[string]string{} // leader token → value
 	var waiters, semPerms, semWaiters, rwWaiters, writerWaits []int
-	var delays []time.Duration
 	var v View
 	var slotsCut, readersCut bool // a server held more than it listed
 	for _, s := range answered {
@@ -325,7 +340,6 @@ func verdict(answered []keyserver.NameStatus, n, quorum int) (View, bool) {
 		if s.WriterWaiting {
 			writerWaits = append(writerWaits, 1)
 		}
-		delays = append(delays, s.Delay)
 		v.Fence = max(v.Fence, s.Fence)
 		v.Election.Term = max(v.Election.Term, s.Term)
 	}
@@ -333,9 +347,6 @@ func verdict(answered []keyserver.NameStatus, n, quorum int) (View, bool) {
 	token, v.Left = lock.single(quorum)
 	v.Held, v.Holder = token != "", tag(token)
 	v.Waiters = atLeast(waiters, quorum)
-	// A grant needs a quorum of servers out of their delay: it waits
-	// while more than n-quorum are in it.
-	v.DelayLeft = atLeast(delays, n-quorum+1)
 	v.Semaphore = SemaphoreView{Permits: atLeast(semPerms, quorum), InUse: len(permits.held(quorum)), Waiters: atLeast(semWaiters, quorum),
 		Truncated: slotsCut}
 	w, _ := writer.single(quorum)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/static"
 )
@@ -259,25 +260,18 @@ func TestTag(t *testing.T) {
 	assert.Empty(t, tag(""))
 }
 
-// TestVerdict: counts are what a quorum reports at least; the lock-delay
-// lasts while too many servers are in it for a quorum to grant; a TTL-less
-// key outlasts the others.
+// TestVerdict: counts are what a quorum reports at least; a TTL-less key
+// outlasts the others.
 func TestVerdict(t *testing.T) {
 	hold := func(tok string, left time.Duration) keyserver.Hold { return keyserver.Hold{Token: tok, Left: left} }
 	answered := []keyserver.NameStatus{
-		{Lock: hold("a", -time.Millisecond), Waiters: 3, Delay: 0, Fence: 4},
-		{Lock: hold("a", 2*time.Second), Waiters: 1, Delay: 0, Fence: 9},
-		{Lock: hold("a", 5*time.Second), Waiters: 2, Delay: 0, Fence: 7},
+		{Lock: hold("a", -time.Millisecond), Waiters: 3, Fence: 4},
+		{Lock: hold("a", 2*time.Second), Waiters: 1, Fence: 9},
+		{Lock: hold("a", 5*time.Second), Waiters: 2, Fence: 7},
 	}
 	v, undecided := verdict(answered, 3, 2)
 	assert.False(t, undecided)
 	assert.Equal(t, View{Held: true, Holder: tag("a"), Left: 5 * time.Second, Waiters: 2, Fence: 9}, v)
-
-	delays := []keyserver.NameStatus{{Delay: 5 * time.Second}, {Delay: 3 * time.Second}, {}, {}, {Delay: time.Second}}
-	v, _ = verdict(delays, 5, 3)
-	assert.Equal(t, time.Second, v.DelayLeft, "5 servers: a grant waits while 3 are in their delay")
-	v, _ = verdict(delays[:3], 3, 2)
-	assert.Equal(t, 3*time.Second, v.DelayLeft, "3 servers: while 2 are")
 
 	// Two permits on a quorum, a third on one server of three, one failed.
 	permits := []keyserver.NameStatus{
@@ -290,4 +284,93 @@ func TestVerdict(t *testing.T) {
 	v, undecided = verdict(permits[1:], 3, 2)
 	assert.Equal(t, SemaphoreView{}, v.Semaphore, "fewer than a quorum answered")
 	assert.True(t, undecided)
+}
+
+// TestInspectLockDelay: Inspect reads a lock key with the client's own
+// lock-delay d: the key lives the lease plus d, so Left is its TTL less
+// d, and a key with d or less left is in its delay, held by nobody. The
+// verdict's DelayLeft lasts while too many servers are in their delay for
+// a quorum to grant. A client without the delay reads the whole TTL.
+func TestInspectLockDelay(t *testing.T) {
+	const ttl, d = 2 * time.Second, 5 * time.Second
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 5)
+	c := testClient(t, fc, servers, WithLockDelay(d))
+	plain := testClient(t, fc, servers)
+	l, err := c.Acquire(bg, "job", ttl)
+	require.NoError(t, err)
+	st, err := c.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.True(t, st.Held)
+	assert.Equal(t, ttl, st.Left, "the lease, not the key's TTL")
+	assert.Zero(t, st.DelayLeft, "held: no delay in force")
+
+	fc.Advance(ttl + time.Second) // the holder stopped extending
+	st, err = c.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.False(t, st.Held, "in its delay, the lock is nobody's")
+	assert.Empty(t, st.Holder)
+	assert.Equal(t, d-time.Second, st.DelayLeft)
+	for i, s := range st.Servers {
+		assert.Equal(t, View{DelayLeft: d - time.Second}, s.View, "server %d", i)
+	}
+	st, err = plain.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.True(t, st.Held, "a client without the delay reads the key as held")
+	assert.Equal(t, d-time.Second, st.Left)
+	assert.Zero(t, st.DelayLeft)
+	require.ErrorIs(t, l.Release(bg), ErrNotHeld, "released late, after its loss")
+	st, err = c.Inspect(bg, "job")
+	require.NoError(t, err)
+	assert.Equal(t, View{}, st.View, "a release ends the delay")
+
+	// Servers in their delays for different times, one not: a grant waits
+	// while more than n-quorum (2 of 5) are in theirs.
+	for i, left := range []time.Duration{5 * time.Second, 3 * time.Second, 0, 9 * time.Second, time.Second} {
+		if left > 0 {
+			ok, err := servers[i].Acquire(bg, "staggered", "token", left)
+			require.True(t, ok && err == nil, "server %d: %v", i, err)
+		}
+	}
+	st, err = c.Inspect(bg, "staggered")
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, st.DelayLeft, "5 servers: 3 in their delay for at least 1s")
+	var lefts []time.Duration
+	for _, s := range st.Servers {
+		lefts = append(lefts, s.DelayLeft)
+	}
+	assert.Equal(t, []time.Duration{5 * time.Second, 3 * time.Second, 0, 0, time.Second}, lefts)
+	assert.Equal(t, 4*time.Second, st.Servers[3].Left, "a key with more than d left is held, for its TTL less d")
+	assert.False(t, st.Held, "one server holds it")
+}
+
+// TestSplitDelay: a lock key's TTL read as a lease and a lock-delay d
+// after it; a promise, a key without a TTL, a free key, and any key when
+// d is 0, are read as they are.
+func TestSplitDelay(t *testing.T) {
+	const d = 5 * time.Second
+	promise := layout.PromiseOf(newToken(newRank(t0)))
+	require.True(t, layout.IsPromise(promise), "%q", promise)
+	for _, tc := range []struct {
+		name      string
+		d         time.Duration
+		lock      keyserver.Hold
+		want      keyserver.Hold
+		delayLeft time.Duration
+	}{
+		{"held", d, keyserver.Hold{Token: "a", Left: 7 * time.Second}, keyserver.Hold{Token: "a", Left: 2 * time.Second}, 0},
+		{"a millisecond of its lease left", d, keyserver.Hold{Token: "a", Left: d + time.Millisecond}, keyserver.Hold{Token: "a", Left: time.Millisecond}, 0},
+		{"its lease over", d, keyserver.Hold{Token: "a", Left: d}, keyserver.Hold{}, d},
+		{"in its delay", d, keyserver.Hold{Token: "a", Left: time.Second}, keyserver.Hold{}, time.Second},
+		{"no delay", 0, keyserver.Hold{Token: "a", Left: time.Second}, keyserver.Hold{Token: "a", Left: time.Second}, 0},
+		{"free", d, keyserver.Hold{}, keyserver.Hold{}, 0},
+		{"no TTL", d, keyserver.Hold{Token: "a", Left: -1}, keyserver.Hold{Token: "a", Left: -1}, 0},
+		{"a promise", d, keyserver.Hold{Token: promise, Left: time.Second}, keyserver.Hold{Token: promise, Left: time.Second}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := keyserver.NameStatus{Lock: tc.lock, Waiters: 2}
+			assert.Equal(t, tc.delayLeft, splitDelay(&s, tc.d))
+			assert.Equal(t, keyserver.NameStatus{Lock: tc.want, Waiters: 2}, s)
+		})
+	}
 }

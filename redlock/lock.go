@@ -224,8 +224,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	defer c.exit()
 	b := l.o.budget(ttl)
 	start := c.clock.Now()
-	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: ttl, timeout: b.timeout, after: l.tails, prim: l.prim,
-		quarantine: c.quarantineRule(l.o), delay: l.o.delayOf(l.prim != nil)}
+	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: l.o.keyTTL(ttl, l.prim != nil), timeout: b.timeout, after: l.tails,
+		prim: l.prim, quarantine: c.quarantineRule(l.o)}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
 	l.tails = res.tails

@@ -3,6 +3,7 @@ package redlock
 import (
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -19,11 +20,12 @@ const MaxLockDelay = time.Minute
 // outside stores that check fencing tokens ("Lock-delay" in
 // docs/design.md).
 //
-// It applies to locks, not to the primitives' holds; refused callers wait
-// through it as for a holder. Every key server must implement
-// keyserver.Delayer, or New (or the call) fails with ErrInvalidArgument.
-// d must be at most MaxLockDelay; 0, the default, means no delay and costs
-// nothing.
+// The servers keep the lock's key for its TTL plus d (its validity is
+// the TTL's, as without a delay), so every key server keeps one, and the
+// lock runs the commands it would without. It applies to locks, not to
+// the primitives' holds; refused callers wait through it as for a holder.
+// A Client's own d is also how Inspect tells a lock's lease from its
+// delay. d must be at most MaxLockDelay; 0, the default, means no delay.
 func WithLockDelay(d time.Duration) Option {
 	return func(o *options) {
 		switch {
@@ -37,52 +39,33 @@ func WithLockDelay(d time.Duration) Option {
 	}
 }
 
-// noDelay is fan.delay for a call made through Delayed(0): the lock has a
-// delay, but this call (a cut to WithMinHold's rest) must leave none.
-const noDelay time.Duration = -1
-
-// checkDelayers refuses a lock-delay over servers that cannot keep one,
-// or whose view (keyserver.Delayer) lacks an interface of the server's
-// that the lock's calls use.
-func checkDelayers(servers []keyserver.KeyServer) error {
-	for i, s := range servers {
-		ds, ok := s.(keyserver.Delayer)
-		if !ok {
-			return invalidArgument("WithLockDelay needs every key server to implement keyserver.Delayer; server %d (%T) does not", i, s)
-		}
-		v := ds.Delayed(0)
-		if implements[keyserver.Notifier](s) && !implements[keyserver.Notifier](v) {
-			return invalidArgument("key server %d (%T) is a keyserver.Notifier, but its Delayed view (%T) is not", i, s, v)
-		}
-		if implements[keyserver.Fencer](s) && !implements[keyserver.Fencer](v) {
-			return invalidArgument("key server %d (%T) is a keyserver.Fencer, but its Delayed view (%T) is not", i, s, v)
-		}
-	}
-	return nil
-}
-
-// checkLockDelay refuses a call's lock-delay when a server cannot keep it.
-func (c *Client) checkLockDelay(o *options) error {
-	if o.lockDelay == 0 {
-		return nil
-	}
-	return checkDelayers(c.servers)
-}
-
-// delayed is ks as a call of a lock with delay d sees it (see fan.delay).
-func delayed(ks keyserver.KeyServer, d time.Duration) keyserver.KeyServer {
-	ds, ok := ks.(keyserver.Delayer)
-	if !ok { // checked by New or the call: not reached
-		return ks
-	}
-	return ds.Delayed(max(d, 0))
-}
-
-// delayOf is the lock-delay of the calls of a lock, or of a primitive's
-// hold (prim), which has none.
-func (o *options) delayOf(prim bool) time.Duration {
+// keyTTL is how long the servers keep the key of a hold with ttl: a
+// lock's ttl plus its lock-delay, so that the key outlives the lease by
+// the delay whoever asks for it next; a primitive's hold (prim) has no
+// delay. A release deletes the key, delay and all.
+func (o *options) keyTTL(ttl time.Duration, prim bool) time.Duration {
 	if prim {
-		return 0
+		return ttl
 	}
-	return o.lockDelay
+	return ttl + o.lockDelay
+}
+
+// splitDelay reads a server's lock key, which lives a lease and then the
+// lock-delay d after it, as the lease alone: a key with d or less left is
+// in its delay, held by nobody, and splitDelay returns the time left of
+// the delay. A promise to a waiter (keyserver.Notifier) is set for a claim
+// without a delay, and a key without a TTL has none to split; both are
+// read as they are.
+func splitDelay(s *keyserver.NameStatus, d time.Duration) time.Duration {
+	l := &s.Lock
+	switch {
+	case d == 0 || l.Token == "" || l.Left < 0 || layout.IsPromise(l.Token):
+		return 0
+	case l.Left <= d:
+		left := l.Left
+		*l = keyserver.Hold{}
+		return left
+	}
+	l.Left -= d
+	return 0
 }

@@ -13,10 +13,11 @@ import (
 	"github.com/goredlock/goredlock/keyserver/static"
 )
 
-// notADelayer is a key server that keeps no lock-delay.
-type notADelayer struct{ keyserver.KeyServer }
+// plainServer is a key server with the KeyServer methods alone: no line,
+// no fence, no started calls.
+type plainServer struct{ keyserver.KeyServer }
 
-func TestLockDelayIsBoundedAndNeedsDelayers(t *testing.T) {
+func TestLockDelayIsBounded(t *testing.T) {
 	fc := clock.NewFake(t0)
 	servers := memoryServers(t, fc, 3)
 	for _, d := range []time.Duration{-time.Millisecond, MaxLockDelay + time.Millisecond} {
@@ -30,16 +31,24 @@ func TestLockDelayIsBoundedAndNeedsDelayers(t *testing.T) {
 	l, err := c.TryAcquire(bg, "job", 10*time.Second)
 	require.NoError(t, err)
 	require.NoError(t, l.Release(bg))
+}
 
-	mixed := []keyserver.KeyServer{servers[0], notADelayer{servers[1]}, servers[2]}
-	_, err = New(mixed, WithLockDelay(time.Second))
-	require.ErrorIs(t, err, ErrInvalidArgument)
-	assert.Contains(t, err.Error(), "server 1")
-	c = testClient(t, fc, mixed)
-	_, err = c.Acquire(bg, "job", 10*time.Second, WithLockDelay(time.Second))
-	require.ErrorIs(t, err, ErrInvalidArgument, "a call's lock-delay over a server that keeps none")
-	l, err = c.Acquire(bg, "job", 10*time.Second) // without one: fine
+// TestLockDelayOverPlainServers: the delay needs nothing of a server but
+// the KeyServer methods, so it holds over servers that have nothing else.
+func TestLockDelayOverPlainServers(t *testing.T) {
+	const ttl, d = 2 * time.Second, 5 * time.Second
+	fc := clock.NewFake(t0)
+	servers := memoryServers(t, fc, 3)
+	plain := []keyserver.KeyServer{plainServer{servers[0]}, plainServer{servers[1]}, servers[2]}
+	c := testClient(t, fc, plain, WithLockDelay(d), WithRetryCount(0))
+	_, err := c.Acquire(bg, "job", ttl)
 	require.NoError(t, err)
+	fc.Advance(ttl + d - time.Millisecond) // past the lease, a millisecond before the delay's end
+	_, err = c.TryAcquire(bg, "job", ttl)
+	require.ErrorIs(t, err, ErrHeldElsewhere, "in the delay")
+	fc.Advance(time.Millisecond)
+	l, err := c.TryAcquire(bg, "job", ttl)
+	require.NoError(t, err, "once the delay has passed")
 	require.NoError(t, l.Release(bg))
 }
 
@@ -55,6 +64,7 @@ func TestLockDelayKeepsAnAbandonedLockUngranted(t *testing.T) {
 	l, err := holder.Acquire(bg, "job", ttl)
 	require.NoError(t, err)
 	until := l.Until()
+	assert.False(t, until.After(t0.Add(ttl)), "validity %v past the TTL: the delay is the servers', not the holder's", until.Sub(t0))
 
 	fc.Advance(ttl) // the lease is over on every server
 	require.ErrorIs(t, l.Err(), ErrLockLost, "the holder hears of its loss as without a delay")
@@ -119,11 +129,13 @@ func TestLockDelayEndsWithARelease(t *testing.T) {
 	require.NoError(t, l.Release(bg))
 }
 
-// TestLockDelayReachesEveryCallOfTheLock: every call of a lock taken with
-// a delay, its failed attempt's clean-up included, goes through the
-// servers' Delayed view; a primitive's do not, nor a lock's without one.
+// TestLockDelayReachesEveryCallOfTheLock: every acquire and extension of
+// a lock taken with a delay, a failed attempt's included, asks the servers
+// for its TTL plus the delay; its releases and the failed attempt's
+// clean-up are plain releases; a cut to WithMinHold carries no delay; a
+// primitive's calls and a lock's without a delay carry none.
 func TestLockDelayReachesEveryCallOfTheLock(t *testing.T) {
-	const ttl, d = 2 * time.Second, 7 * time.Second
+	const ttl, d, minHold = 2 * time.Second, 7 * time.Second, time.Second
 	fc := clock.NewFake(t0)
 	servers := static.NewCluster(3)
 	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(0))
@@ -137,19 +149,36 @@ func TestLockDelayReachesEveryCallOfTheLock(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Extend(bg, ttl))
 	require.NoError(t, l.Release(bg))
+	l, err = c.Acquire(bg, "cut", ttl, WithLockDelay(d), WithMinHold(minHold))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(bg))
 	l, err = c.Acquire(bg, "plain", ttl)
 	require.NoError(t, err)
 	require.NoError(t, l.Release(bg))
+	p, err := c.Semaphore("sem", 2).Acquire(bg, ttl, WithLockDelay(d))
+	require.NoError(t, err)
+	require.NoError(t, p.Release(bg))
 	require.NoError(t, c.Close()) // waits for the calls left running
 
 	for i, s := range servers {
+		extends := 0
 		for _, call := range s.Calls() {
-			delayed := call.Key == "job"
-			assert.Equal(t, delayed, call.Delayed, "server %d: %+v", i, call)
-			if delayed {
-				assert.Equal(t, d, call.LockDelay, "server %d: %+v", i, call)
+			switch {
+			case call.Op == static.OpRelease:
+				assert.Zero(t, call.TTL, "server %d: %+v", i, call)
+			case call.Key == "cut" && call.Op == static.OpExtend: // the cut, at once: the rest of the minimum hold
+				assert.Equal(t, minHold, call.TTL, "server %d: the cut to the minimum hold: %+v", i, call)
+			case call.Key == "job" || call.Key == "cut":
+				assert.Equal(t, ttl+d, call.TTL, "server %d: %+v", i, call)
+				if call.Op == static.OpExtend {
+					extends++
+				}
+			case call.Op == static.OpAcquire || call.Op == static.OpExtend || call.Op == static.OpAcquirePermit:
+				assert.Equal(t, ttl, call.TTL, "server %d: %+v", i, call)
 			}
 		}
+		assert.Equal(t, 1, extends, "server %d: the extension", i)
+		assert.Equal(t, 1, countOf(s.Calls(), static.OpExtend, "cut"), "server %d: the cut", i)
 	}
 	// Rule 1, token by token: an acquire on server 0 that may have stored
 	// is followed by a release of its token there. (The failed attempt's
@@ -163,7 +192,6 @@ func TestLockDelayReachesEveryCallOfTheLock(t *testing.T) {
 		released := slices.ContainsFunc(calls[i+1:], func(c static.Call) bool { return c.Op == static.OpRelease && c.Token == call.Token })
 		assert.True(t, released, "acquire %d not followed by its release: %+v", i, calls)
 	}
-	assert.Equal(t, 1, countOf(servers[0].Calls(), static.OpExtend, "job"), "the extension")
 }
 
 // countOf counts the calls of op on key.
@@ -187,4 +215,25 @@ func TestLockDelayIsIgnoredByPrimitives(t *testing.T) {
 	p, err = sem.TryAcquire(bg, 2*time.Second)
 	require.NoError(t, err, "an expired permit is free at once: no delay")
 	require.NoError(t, p.Release(bg))
+}
+
+// TestLockDelayIsQuarantined: a server that lost its data may have lost a
+// key kept for a TTL and then the delay, so a restarted server's grants
+// of a lock with a lock-delay count once the TTL plus the delay has
+// passed since it came back, not the TTL alone.
+func TestLockDelayIsQuarantined(t *testing.T) {
+	const ttl, d = 10 * time.Second, 5 * time.Second
+	fc := clock.NewFake(t0)
+	l, cl := livesCluster(fc, 3)
+	c := testClient(t, fc, cl.KeyServers(), WithLockDelay(d))
+	granted(t, c, "before", ttl)
+	fc.Advance(time.Minute)
+	l.restart(1)
+	l.restart(2)
+	fc.Advance(ttl + d - time.Millisecond)
+	_, err := c.TryAcquire(bg, "after", ttl)
+	assert.Equal(t, []int{1, 2}, quarantined(t, err), "a millisecond before the TTL plus the delay")
+	assert.ErrorContains(t, err, "its grants count in 1ms")
+	fc.Advance(time.Millisecond)
+	granted(t, c, "after", ttl)
 }

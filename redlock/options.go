@@ -188,7 +188,8 @@ const NoQuarantine time.Duration = -1
 // (keyserver.Incarnators that do not persist every write) have their
 // grants not counted toward a quorum, and for how long ("The quarantine of
 // restarted servers" in docs/design.md). Default (or 0): a server whose
-// data is younger than the call's TTL, whenever the client was made, so
+// data is younger than the call's TTL (plus a lock's WithLockDelay, which
+// the servers keep the key for too), whenever the client was made, so
 // that a fresh process is not granted what a restart took from another
 // holder; a brand-new deployment's first grant then waits up to a TTL.
 // d > 0: every server whose data is younger than d; give the largest TTL

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/redlock"
@@ -20,7 +19,7 @@ import (
 // TestRedisInspect checks Inspect against three real Redis with known
 // holders of each kind under one name: a lock and a waiter in its line,
 // two permits of three, two readers and then a writer, a leader with its
-// value and term, and a lock-delay.
+// value and term, and a lock taken with a lock-delay.
 func TestRedisInspect(t *testing.T) {
 	cluster := redistest.Start(t, 3)
 	c := clientOn(t, cluster, redlock.WithFencing())
@@ -133,20 +132,40 @@ func TestRedisInspect(t *testing.T) {
 	st = inspect()
 	assert.Equal(t, redlock.View{Fence: l.Fence(), Election: redlock.ElectionView{Term: lead.Fence()}}, st.View)
 
-	// A lock-delay in force on two of three servers, as WithLockDelay
-	// leaves one: the lock key of a lease that ran out lives on for the
-	// delay, which its delay key records: no quorum can grant until the
-	// shorter of the two ends, and nobody holds the lock meanwhile.
-	dk := layout.DelayKey(name)
-	cluster.Nodes[0].MustDo("SET", name, l.Token(), "PX", 30000)
-	cluster.Nodes[0].MustDo("SET", dk, "30000", "PX", 30000)
-	cluster.Nodes[1].MustDo("SET", name, l.Token(), "PX", 20000)
-	cluster.Nodes[1].MustDo("SET", dk, "25000", "PX", 20000)
-	st = inspect()
+	// A lock taken with a lock-delay d, read by a client with the same d:
+	// its keys live the lease plus d, and Left is the lease.
+	const d = 30 * time.Second
+	delayed := clientOn(t, cluster, redlock.WithLockDelay(d))
+	ld, err := delayed.Acquire(ctx, name, 20*time.Second)
+	require.NoError(t, err)
+	st, err = delayed.Inspect(ctx, name)
+	require.NoError(t, err)
+	assert.True(t, st.Held)
+	assert.Equal(t, ld.Token()[17:25], st.Holder)
+	assert.True(t, st.Left > 10*time.Second && st.Left <= 20*time.Second, "left %v: the lease, not the lease plus the delay", st.Left)
+	assert.Zero(t, st.DelayLeft)
+
+	// Its lease ran out on two of three servers (their keys set as the
+	// lease's end would leave them) and it was released on the third:
+	// the keys live on for the delay, no quorum can grant until the
+	// shorter of the two ends, and nobody holds the lock meanwhile. A
+	// client without the delay reads the keys as held.
+	require.NoError(t, ld.Release(ctx))
+	for _, n := range cluster.Nodes {
+		require.Eventually(t, func() bool { return n.MustDo("EXISTS", name) == int64(0) }, 5*time.Second, time.Millisecond, "the release")
+	}
+	cluster.Nodes[0].MustDo("SET", name, ld.Token(), "PX", 30000)
+	cluster.Nodes[1].MustDo("SET", name, ld.Token(), "PX", 20000)
+	st, err = delayed.Inspect(ctx, name)
+	require.NoError(t, err)
 	assert.False(t, st.Held, "in its delay, the lock is nobody's")
 	assert.True(t, st.DelayLeft > 10*time.Second && st.DelayLeft <= 20*time.Second, "delay left %v", st.DelayLeft)
 	assert.True(t, st.Servers[0].DelayLeft > 20*time.Second, "delay left %v", st.Servers[0].DelayLeft)
+	assert.False(t, st.Servers[0].Held)
 	assert.Zero(t, st.Servers[2].DelayLeft)
+	st = inspect()
+	assert.True(t, st.Held, "to a client without the delay")
+	assert.Zero(t, st.DelayLeft)
 }
 
 // TestRedisInspectWithAServerDown: two of three servers hold the lock and

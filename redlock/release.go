@@ -81,17 +81,15 @@ func (l *Lock) release(ctx context.Context, b budget, expires time.Time, lost bo
 	// Sent even for a lost lock: our keys may sit on slow-clocked servers,
 	// and the calls are owner-checked.
 	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: b.timeout, after: l.tails, prim: l.prim, final: true,
-		rule: untilKnownReleased, delay: l.o.delayOf(l.prim != nil)}
+		rule: untilKnownReleased}
 	if l.o.minHold > 0 && !lost { // a clock read saved for most locks
 		// Never beyond the rest of the lock's own TTL, or Release would
 		// extend it; the keys were set no sooner than their call began, so
 		// expires is no later than their end on the servers.
 		now := c.clock.Now()
+		// The cut is a release: keep carries no lock-delay.
 		if keep := earlier(l.acquired.Add(l.o.minHold), expires).Sub(now); keep >= keyserver.MinTTL {
 			f.op, f.ttl = opExtend, keep
-			if f.delay > 0 {
-				f.delay = noDelay // a release: the cut leaves no delay
-			}
 		}
 	}
 	if ctx.Done() != nil {

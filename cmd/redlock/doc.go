@@ -123,7 +123,7 @@
 //
 // # redlock status
 //
-//	redlock status [--servers URL,...] [--json] NAME
+//	redlock status [--servers URL,...] [--json] [--lock-delay D] NAME
 //
 // status shows who holds what under NAME, for every kind of hold: the lock
 // NAME, the semaphore NAME (run --permits), and the read-write lock and the
@@ -131,7 +131,7 @@
 // per server, in the order given: host:port, then "held", the time the
 // lock has left and its holder's tag, or "free"; then, when there is
 // something to say, the waiters in the lock's line, its fence, a
-// lock-delay in force, "semaphore I of N permits" ("at least I" when the
+// lock-delay in force (see --lock-delay), "semaphore I of N permits" ("at least I" when the
 // servers hold more permits than one read lists, 1,024), the read-write
 // lock's readers (likewise) or writer, and the election's leader (its value), the time its
 // leadership has left and its term; or "error:" and why. A last line,
@@ -144,6 +144,13 @@
 // connection of its own, at most 2s each) and never prints a token. Two
 // servers that are one Redis under two names (127.0.0.1 and localhost) are
 // a usage error (64) that names both: that Redis would count twice.
+//
+// A lock taken with a lock-delay D (package redlock's WithLockDelay; run
+// takes none) keeps its key for its TTL and then D, and the servers keep
+// no other trace of the delay: --lock-delay D, the delay its holders use,
+// has status read the last D of the key's TTL as the delay in force
+// ("free", and "lock-delay" with the time left) and the rest as the lock
+// held. Without it, the whole TTL is read as held.
 //
 // With --json, status prints one JSON object on one line instead, with the
 // same exit status (an unset count is 0, an unset string ""):

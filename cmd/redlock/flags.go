@@ -16,7 +16,7 @@ import (
 var synopsis = map[string]string{
 	"":       "redlock run [flags] NAME -- COMMAND [ARGS...] | redlock status [--servers URL,...] [--json] NAME | redlock leader [--servers URL,...] NAME | redlock doctor [--servers URL,...] [--json] | redlock help | redlock --version",
 	"run":    "redlock run [--servers URL,...] [--ttl D] [--wait D] [--skip] [--fence] [--permits N] [--also NAME2 ...] [--grace D] NAME -- COMMAND [ARGS...]",
-	"status": "redlock status [--servers URL,...] [--json] NAME",
+	"status": "redlock status [--servers URL,...] [--json] [--lock-delay D] NAME",
 	"leader": "redlock leader [--servers URL,...] NAME",
 	"doctor": "redlock doctor [--servers URL,...] [--json]",
 }
@@ -66,6 +66,9 @@ leader and term); or "error" and why. A last line gives the quorum's verdict.
 
   --servers URL,...  redis:// or rediss:// URLs (default: $REDLOCK_SERVERS)
   --json             print one JSON object instead (its shape: redlock help)
+  --lock-delay D     the lock-delay the lock's holders take it with
+                     (redlock.WithLockDelay): the lock key lives its lease
+                     and then D, which status tells apart (default 0)
 
 Exit status: 0 when no quorum holds anything of NAME, 1 when a quorum holds
 the lock, a permit, a read or write hold or the leadership NAME, 64 usage, 69
@@ -129,6 +132,10 @@ type statusConfig struct {
 	servers []string
 	name    string
 	json    bool // status --json
+	// lockDelay is status --lock-delay: a server keeps no trace of a
+	// lock-delay but the key's TTL, so status needs the holders' delay to
+	// tell the lease from the delay after it.
+	lockDelay time.Duration
 }
 
 // newFlagSet returns a flag set that reports errors to its caller only:
@@ -231,6 +238,7 @@ func parseStatus(sub string, args []string, getenv func(string) string) (*status
 	c := &statusConfig{}
 	if sub == "status" {
 		fs.BoolVar(&c.json, "json", false, "")
+		fs.Var(duration{&c.lockDelay}, "lock-delay", "")
 	}
 	if err := parseFlags(fs, sub, args); err != nil {
 		return nil, err
@@ -243,6 +251,8 @@ func parseStatus(sub string, args []string, getenv func(string) string) (*status
 		return nil, usagef(sub, "unexpected %q after NAME: flags go before NAME", rest[1])
 	case rest[0] == "":
 		return nil, usagef(sub, "empty NAME")
+	case c.lockDelay < 0 || c.lockDelay > redlock.MaxLockDelay:
+		return nil, badf("--lock-delay %v is not between 0 and %v", c.lockDelay, redlock.MaxLockDelay)
 	}
 	urls, err := serverList(sub, *servers, getenv)
 	if err != nil {

@@ -33,7 +33,8 @@ func (t *tool) status(args []string) error {
 	defer srv.close()
 	t.addrs = srv.addrs
 	t.quiet.Store(true) // each server's line says what failed
-	client, err := redlock.New(srv.keyServers(), redlock.WithLogger(t.logger()), redlock.WithServerTimeout(statusTimeout))
+	client, err := redlock.New(srv.keyServers(), redlock.WithLogger(t.logger()), redlock.WithServerTimeout(statusTimeout),
+		redlock.WithLockDelay(cfg.lockDelay))
 	if err != nil {
 		return badf("%v", err)
 	}

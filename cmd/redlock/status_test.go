@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
 	"github.com/goredlock/goredlock/redlock"
 )
 
@@ -345,4 +347,64 @@ func TestDescribeTruncated(t *testing.T) {
 	b, err := json.Marshal(js.Semaphore)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"permits": 10000, "in_use": 1024, "waiters": 0, "truncated": true}`, string(b))
+}
+
+// TestStatusLockDelay: a lock taken with a lock-delay D keeps its key for
+// its TTL and then D; status --lock-delay D reads the last D of the key's
+// TTL as the delay in force and the rest as the lock held, and without
+// the flag the whole TTL as held. A delay past redlock.MaxLockDelay, or
+// negative, is a usage error.
+func TestStatusLockDelay(t *testing.T) {
+	t.Parallel()
+	c, environ := cluster(t, 3)
+	a, b, d := regexp.QuoteMeta(c.Nodes[0].Addr()), regexp.QuoteMeta(c.Nodes[1].Addr()), regexp.QuoteMeta(c.Nodes[2].Addr())
+	var ks []keyserver.KeyServer
+	for _, u := range c.URLs("") {
+		s, err := redis.FromURL(u)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		ks = append(ks, s)
+	}
+	client, err := redlock.New(ks, redlock.WithLockDelay(40*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	l, err := client.Acquire(context.Background(), "job", 20*time.Second)
+	require.NoError(t, err)
+	by := " by " + l.Token()[17:25]
+	for _, n := range c.Nodes { // the grant came from a quorum; the third may still be on its way
+		require.Eventually(t, func() bool { return get(n, "job") != nil }, 5*time.Second, time.Millisecond)
+	}
+
+	const lease = `held 1\d\.\d+s`
+	r := run(t, environ, "status", "--lock-delay", "40s", "job")
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	statusLines(t, r, a+" "+lease+by, b+" "+lease+by, d+" "+lease+by, "quorum: "+lease+by)
+	r = run(t, environ, "status", "job")
+	assert.Equal(t, exitHeld, r.code, r.stderr)
+	const whole = `held [56]\d\.\d+s` // the lease and the delay
+	statusLines(t, r, a+" "+whole+by, b+" "+whole+by, d+" "+whole+by, "quorum: "+whole+by)
+
+	// The lease ran out on two servers (their keys set as its end leaves
+	// them): in the delay there, which keeps a quorum from granting.
+	for _, n := range c.Nodes[:2] {
+		n.MustDo("PEXPIRE", "job", 30000)
+	}
+	r = run(t, environ, "status", "--lock-delay", "40s", "job")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	const inDelay = `free, lock-delay [23]\d(\.\d+)?s`
+	statusLines(t, r, a+" "+inDelay, b+" "+inDelay, d+" "+lease+by, "quorum: "+inDelay)
+	r = run(t, environ, "status", "--json", "--lock-delay", "40s", "job")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	var js jsonStatus
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &js), r.stdout)
+	assert.False(t, js.Lock.Held)
+	assert.True(t, js.Lock.DelayMs > 20000 && js.Lock.DelayMs <= 30000, "delay_ms %d", js.Lock.DelayMs)
+
+	for _, bad := range []string{"-1s", "2m"} {
+		r := run(t, environ, "status", "--lock-delay", bad, "job")
+		assert.Equal(t, exitUsage, r.code, "%s: %s", bad, r.stderr)
+		assert.Len(t, r.lines(), 1, r.stderr)
+		assert.Contains(t, r.stderr, "--lock-delay", bad)
+	}
+	require.NoError(t, l.Release(context.Background()))
 }

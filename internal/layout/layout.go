@@ -118,16 +118,6 @@ func beside(key, suffix string) string {
 	return "{" + key + "}" + suffix
 }
 
-// DelayKey is the record of a lock's lock-delay on a server (see
-// keyserver.Delayer and redlock.WithLockDelay): set beside the lock key by
-// each grant and extension of a lock taken with a delay d, holding d in
-// milliseconds, with the lock key's own TTL (the lease plus d: the lock key
-// itself outlives the lease by d, which is what refuses every acquire
-// during the delay), and deleted by a clean release. A reader tells the
-// lease from the delay by it: the lease ends d before the lock key's TTL
-// runs out, and the name is in its delay while less than d is left.
-func DelayKey(key string) string { return beside(key, ":delay") }
-
 // IncarnationKey is the key in which a Redis key server keeps its store's
 // marker: an ID drawn by the first client that found the key absent, set
 // with a TTL of IncarnationTTL, so that IncarnationTTL less the TTL left is

@@ -19,12 +19,12 @@
 // of a waiter (WatchContention); and the
 // primitives' holds (primitives.go, [keyserver.HoldKeeper]): a
 // semaphore's slots, stored count and wakes, a read-write lock's modes and
-// waiting writers, an election's leader, term and wakes; [keyserver.Delayer]'s
-// lock-delay (delayer.go); [keyserver.SetLocker]'s all-or-nothing sets
-// (sets.go), with a Notifier's promises and lines; and the started calls
-// of a server that can start them (starter.go: this module's own
-// protocol), which must answer as the blocking methods do, once, and not
-// at all when told not to go on. Keys carry a random prefix,
+// waiting writers, an election's leader, term and wakes;
+// [keyserver.SetLocker]'s all-or-nothing sets (sets.go), with a
+// Notifier's promises and lines; and the started calls of a server that
+// can start them (starter.go: this module's own protocol), which must
+// answer as the blocking methods do, once, and not at all when told not
+// to go on. Keys carry a random prefix,
 // so a shared server (one Redis for the whole test run) does no harm.
 package keyservertest
 
@@ -99,7 +99,6 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 	}
 	tests = append(tests, s.primitiveChecks()...)
 	tests = append(tests, s.starterChecks()...)
-	tests = append(tests, s.delayerChecks()...)
 	tests = append(tests, s.setChecks()...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,13 +36,7 @@ func (s *Server) inspectLocked(keys keyserver.NameKeys) keyserver.NameStatus {
 	now := s.now()
 	var st keyserver.NameStatus
 	if e, ok := s.keys[keys.Lock]; ok && now.Before(e.expires) {
-		// A key kept a lock-delay past its lease is in its delay, held by
-		// nobody (see Delayed).
-		if lease := e.expires.Add(-e.delay); now.Before(lease) {
-			st.Lock = keyserver.Hold{Token: e.token, Left: left(lease, now)}
-		} else {
-			st.Delay = e.expires.Sub(now)
-		}
+		st.Lock = keyserver.Hold{Token: e.token, Left: left(e.expires, now)}
 	}
 	if q := s.lineLocked(keys.Lock); q != nil {
 		st.Waiters = len(q.waiters)

@@ -66,9 +66,6 @@ type Server struct {
 type entry struct {
 	token   string
 	expires time.Time
-	// delay is the lock-delay the key was set with (see Delayed): expires
-	// is the lease's end plus delay.
-	delay time.Duration
 }
 
 var (
@@ -188,26 +185,21 @@ func (s *Server) Len() int {
 // Acquire stores key=token for ttl if key is absent or expired, or renews
 // it if it already holds token.
 func (s *Server) Acquire(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return s.set(ctx, key, token, ttl, 0)
+	return s.set(ctx, key, token, ttl)
 }
 
 // Extend renews key if it holds token, and stores it again if it is absent
 // or expired.
 func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return s.set(ctx, key, token, ttl, 0)
+	return s.set(ctx, key, token, ttl)
 }
 
 // AcquireFenced is Acquire, and reads key's fence counter in the same step.
 func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
-	return s.acquireFenced(ctx, key, token, ttl, 0)
-}
-
-// acquireFenced is AcquireFenced with a lock-delay (see Delayed).
-func (s *Server) acquireFenced(ctx context.Context, key, token string, ttl, delay time.Duration) (bool, uint64, error) {
 	var fence uint64
 	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		fence = s.fences[key]
-		return s.setLocked(key, token, ttl, delay), nil
+		return s.setLocked(key, token, ttl), nil
 	})
 	return ok, fence, err
 }
@@ -228,9 +220,8 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 
 // set is both Acquire and Extend: on a map that never loses keys behind the
 // client's back, "store if absent" and "re-create if absent" are one rule.
-// The key is kept delay past ttl (see Delayed).
-func (s *Server) set(ctx context.Context, key, token string, ttl, delay time.Duration) (bool, error) {
-	return s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) { return s.setLocked(key, token, ttl, delay), nil })
+func (s *Server) set(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	return s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) { return s.setLocked(key, token, ttl), nil })
 }
 
 // locked runs f under the server's mutex, unless the call's arguments
@@ -251,15 +242,15 @@ func (s *Server) locked(ctx context.Context, bad error, f func() (bool, error)) 
 	return f()
 }
 
-// setLocked stores key=token, kept delay past ttl, unless another token
-// holds it: a key promised to token's call is its own (see
-// keyserver.Notifier). s.mu must be held.
-func (s *Server) setLocked(key, token string, ttl, delay time.Duration) bool {
+// setLocked stores key=token for ttl unless another token holds it: a
+// key promised to token's call is its own (see keyserver.Notifier). s.mu
+// must be held.
+func (s *Server) setLocked(key, token string, ttl time.Duration) bool {
 	now := s.now()
 	if e, ok := s.keys[key]; ok && !owns(e.token, token) && now.Before(e.expires) {
 		return false
 	}
-	s.keys[key] = entry{token: token, expires: now.Add((ttl + delay).Truncate(time.Millisecond)), delay: delay}
+	s.keys[key] = entry{token: token, expires: now.Add(ttl.Truncate(time.Millisecond))}
 	return true
 }
 

@@ -37,15 +37,10 @@ func (w *turnWatch) fire() {
 // AcquireOrHolder is Acquire that, when another token holds key, also
 // returns how long that key has left and how the holder ranks.
 func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	return s.acquireOrHolder(ctx, key, token, ttl, 0)
-}
-
-// acquireOrHolder is AcquireOrHolder with a lock-delay (see Delayed).
-func (s *Server) acquireOrHolder(ctx context.Context, key, token string, ttl, delay time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
 	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		var ok bool
-		ok, h = s.acquireLocked(key, token, ttl, delay)
+		ok, h = s.acquireLocked(key, token, ttl)
 		return ok, nil
 	})
 	return ok, h, err
@@ -55,15 +50,10 @@ func (s *Server) acquireOrHolder(ctx context.Context, key, token string, ttl, de
 // refused caller takes or keeps its place in key's line, a granted one
 // leaves it; next, if not empty, takes or keeps its place either way.
 func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
-	return s.acquireInLine(ctx, key, token, ttl, next, 0)
-}
-
-// acquireInLine is AcquireInLine with a lock-delay (see Delayed).
-func (s *Server) acquireInLine(ctx context.Context, key, token string, ttl time.Duration, next string, delay time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
 	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		var ok bool
-		ok, h = s.acquireLocked(key, token, ttl, delay)
+		ok, h = s.acquireLocked(key, token, ttl)
 		if n := layout.PromiseOf(next); n != "" {
 			s.joinLocked(key, n)
 		}
@@ -104,8 +94,8 @@ func (s *Server) joinLocked(key, p string) int {
 
 // acquireLocked stores key=token unless another token holds it, and
 // describes the holder that refused. s.mu must be held.
-func (s *Server) acquireLocked(key, token string, ttl, delay time.Duration) (bool, keyserver.Holder) {
-	if s.setLocked(key, token, ttl, delay) {
+func (s *Server) acquireLocked(key, token string, ttl time.Duration) (bool, keyserver.Holder) {
+	if s.setLocked(key, token, ttl) {
 		return true, keyserver.Holder{}
 	}
 	k := s.keys[key]

@@ -18,7 +18,7 @@ func (s *Server) AcquireAll(ctx context.Context, keys []string, token string, tt
 			return false, nil
 		}
 		for _, k := range keys {
-			s.setLocked(k, token, ttl, 0)
+			s.setLocked(k, token, ttl)
 		}
 		return true, nil
 	})

@@ -27,7 +27,7 @@ func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token stri
 				if e, ok := s.keys[k]; ok && p != "" && takesOver(e.token, p) {
 					delete(s.keys, k)
 				}
-				s.setLocked(k, token, ttl, 0)
+				s.setLocked(k, token, ttl)
 				if p != "" {
 					s.leaveLocked(k, p)
 				}

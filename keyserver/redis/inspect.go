@@ -18,11 +18,11 @@ var inspectScript = newScript("inspect.lua")
 // maxInspected is keyserver.MaxInspected, as the script takes it.
 var maxInspected = strconv.Itoa(keyserver.MaxInspected)
 
-// inspectKeys are the keys inspect.lua is given: the lock key with its line,
-// fence counter and lock-delay, and the primitives' keys, beside which it finds
-// theirs. They share a Cluster slot, as each carries the name's hash tag.
+// inspectKeys are the keys inspect.lua is given: the lock key with its line
+// and fence counter, and the primitives' keys, beside which it finds theirs.
+// They share a Cluster slot, as each carries the name's hash tag.
 func inspectKeys(keys keyserver.NameKeys) []string {
-	return []string{keys.Lock, layout.LineKey(keys.Lock), layout.FenceKey(keys.Lock), layout.DelayKey(keys.Lock),
+	return []string{keys.Lock, layout.LineKey(keys.Lock), layout.FenceKey(keys.Lock),
 		keys.Semaphore, keys.RW, keys.Election}
 }
 
@@ -50,25 +50,25 @@ func decodeInspect(reply any) (keyserver.NameStatus, error) {
 	var st keyserver.NameStatus
 	bad := fmt.Errorf("unexpected reply %v to the inspect script", reply)
 	r, ok := reply.([]any)
-	if !ok || len(r) < 18 {
+	if !ok || len(r) < 17 {
 		return st, bad
 	}
 	var d decoder
 	st.Lock = d.hold(r[0], r[1])
-	st.Waiters, st.Fence, st.Delay = int(d.int(r[2])), uint64(d.int(r[3])), d.ms(r[4])
-	st.Permits, st.PermitWaiters = int(d.int(r[5])), int(d.int(r[6]))
-	st.Writer = d.hold(r[7], r[8])
-	st.WriterWaiting, st.RWWaiters = d.int(r[9]) == 1, int(d.int(r[10]))
-	if ld := d.hold(r[11], r[13]); ld.Token != "" {
-		st.Leader = keyserver.Leadership{Token: ld.Token, Value: d.text(r[12]), Left: ld.Left}
+	st.Waiters, st.Fence = int(d.int(r[2])), uint64(d.int(r[3]))
+	st.Permits, st.PermitWaiters = int(d.int(r[4])), int(d.int(r[5]))
+	st.Writer = d.hold(r[6], r[7])
+	st.WriterWaiting, st.RWWaiters = d.int(r[8]) == 1, int(d.int(r[9]))
+	if ld := d.hold(r[10], r[12]); ld.Token != "" {
+		st.Leader = keyserver.Leadership{Token: ld.Token, Value: d.text(r[11]), Left: ld.Left}
 	}
-	st.Term = uint64(d.int(r[14]))
-	st.SlotsHeld, st.ReadersHeld = int(d.int(r[16])), int(d.int(r[17]))
-	slots := 18 + 2*int(d.int(r[15]))
-	if slots > len(r) || slots < 18 {
+	st.Term = uint64(d.int(r[13]))
+	st.SlotsHeld, st.ReadersHeld = int(d.int(r[15])), int(d.int(r[16]))
+	slots := 17 + 2*int(d.int(r[14]))
+	if slots > len(r) || slots < 17 {
 		return keyserver.NameStatus{}, bad
 	}
-	st.Slots, st.Readers = d.holds(r[18:slots]), d.holds(r[slots:])
+	st.Slots, st.Readers = d.holds(r[17:slots]), d.holds(r[slots:])
 	if d.bad {
 		return keyserver.NameStatus{}, bad
 	}

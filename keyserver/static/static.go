@@ -100,10 +100,6 @@ type Call struct {
 	Token string        // the caller's token; "" for a call that has none (OpRaiseFence, reads, watches of a key)
 	TTL   time.Duration // zero for OpRelease and OpRaiseFence
 	Fence uint64        // the fence OpRaiseFence was asked to set
-	// Delayed marks a call made through Delayed, and LockDelay is the
-	// delay it was made with (see keyserver.Delayer).
-	Delayed   bool
-	LockDelay time.Duration
 	// OK and Err are the answer given; Done is false while the call is
 	// still waiting (a Delay or Block reply).
 	OK   bool
@@ -225,14 +221,9 @@ func (s *Server) Extend(ctx context.Context, key, token string, ttl time.Duratio
 // AcquireFenced answers as Acquire does, with OpAcquire's script, and reads
 // the fence counter from the reply's Fence, or else from the store.
 func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
-	return s.acquireFenced(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, s.store)
-}
-
-// acquireFenced is AcquireFenced of c, answered from store unless scripted.
-func (s *Server) acquireFenced(ctx context.Context, c Call, store keyserver.Fencer) (bool, uint64, error) {
 	var fence uint64
-	r, ok, err := s.call(ctx, c, func(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-		ok, f, err := store.AcquireFenced(ctx, key, token, ttl)
+	r, ok, err := s.call(ctx, Call{Op: OpAcquire, Key: key, Token: token, TTL: ttl}, func(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+		ok, f, err := s.store.AcquireFenced(ctx, key, token, ttl)
 		fence = f
 		return ok, err
 	})
@@ -261,15 +252,9 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 // Release that answers true wakes every watch of key; one the store
 // answers promises key to the next waiter in the store's line.
 func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
-	return s.release(ctx, Call{Op: OpRelease, Key: key, Token: token}, s.store)
-}
-
-// release is Release of c, answered from store unless scripted.
-func (s *Server) release(ctx context.Context, c Call, store keyserver.KeyServer) (bool, error) {
-	key := c.Key
-	r, ok, err := s.call(ctx, c,
+	r, ok, err := s.call(ctx, Call{Op: OpRelease, Key: key, Token: token},
 		func(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
-			return store.Release(ctx, key, token)
+			return s.store.Release(ctx, key, token)
 		})
 	if ok && err == nil && !r.Store {
 		s.Wake(key)

@@ -3,10 +3,6 @@
 -- KEYS[1]: the lock key.
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise
 -- (keyserver.PromiseOf the token; the token itself if it has no rank).
--- KEYS[2], ARGV[4]: with a lock-delay (keyserver.Delayer), the delay's
--- record (layout.DelayKey) and the delay in ms: ARGV[2] is then the TTL
--- plus the delay, and a grant or renewal sets the record to ARGV[4] with
--- the key's TTL ('0': deletes it).
 -- Reply: 1 when the key is the caller's, 0 when another value holds it.
 --
 -- SET NX GET (Redis 7.0) stores the token if the key is free and returns
@@ -24,12 +20,5 @@ if v and (v == ARGV[1] or v == ARGV[3] or v == ARGV[1] .. '+') then
 end
 if v then
 	return 0
-end
-if KEYS[2] then
-	if ARGV[4] == '0' then
-		redis.call('DEL', KEYS[2])
-	else
-		redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[2])
-	end
 end
 return 1

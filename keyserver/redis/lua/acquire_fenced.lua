@@ -2,7 +2,6 @@
 -- atomically with the vote.
 -- KEYS[1]: the lock key; KEYS[2]: its fence counter (keyserver.FenceKey).
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise.
--- KEYS[3], ARGV[4]: a lock-delay's record and delay, as in acquire.lua.
 -- Reply: counter*2 + 1 when granted, counter*2 when refused (an absent
 -- counter is 0). Counters stay far below 2^52, where Lua's numbers are
 -- exact.
@@ -22,11 +21,4 @@ local granted = (function()
 	end
 	return 0
 end)()
-if granted == 1 and KEYS[3] then
-	if ARGV[4] == '0' then
-		redis.call('DEL', KEYS[3])
-	else
-		redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
-	end
-end
 return f * 2 + granted

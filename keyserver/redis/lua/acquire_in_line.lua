@@ -5,7 +5,6 @@
 -- ARGV[4]: the line's TTL in ms (keyserver.LineTTL); ARGV[5]: the
 -- caller's member, or '' (no rank: never in line); ARGV[6]: next's
 -- member, which joins the line whatever the answer, or ''.
--- KEYS[3], ARGV[7]: a lock-delay's record and delay, as in acquire.lua.
 -- Reply: as acquire_or_holder.lua's, ahead counted.
 --
 -- The line is a ZSET whose scores are all 0, so that its members, each a
@@ -42,13 +41,6 @@ elseif not v or v == ARGV[1] or v == mine then
 	granted = true
 end
 if granted then
-	if KEYS[3] then
-		if ARGV[7] == '0' then
-			redis.call('DEL', KEYS[3])
-		else
-			redis.call('SET', KEYS[3], ARGV[7], 'PX', ARGV[2])
-		end
-	end
 	return 1
 end
 local ahead = 0

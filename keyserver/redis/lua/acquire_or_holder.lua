@@ -1,7 +1,6 @@
 -- AcquireOrHolder: acquire.lua, describing the holder that refused.
 -- KEYS[1]: the lock key.
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise.
--- KEYS[2], ARGV[4]: a lock-delay's record and delay, as in acquire.lua.
 -- Reply: 1 when granted, else {left, order, ahead} (decodeHolder): left
 -- is the key's PTTL, at least 1 (a key under a millisecond from expiry
 -- still exists), 0 for a key without one; order compares the holder's
@@ -17,13 +16,6 @@ if v and (v == ARGV[1] or v == ARGV[3] or v == ARGV[1] .. '+') then
 	v = false
 end
 if not v then
-	if KEYS[2] then
-		if ARGV[4] == '0' then
-			redis.call('DEL', KEYS[2])
-		else
-			redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[2])
-		end
-	end
 	return 1
 end
 local ahead = 0

@@ -1,16 +1,16 @@
 -- Inspect: what the server holds under one name, read in one step that
 -- writes nothing.
 -- KEYS[1]: the lock key; KEYS[2]: its line; KEYS[3]: its fence counter;
--- KEYS[4]: its lock-delay d in ms (layout.DelayKey); KEYS[5]: the semaphore
--- key, its stored count; KEYS[6]: the read-write lock's key; KEYS[7]:
--- the election's key. The keys built here from KEYS[5..7] (slot N is
--- key:N; key:watchers, key:w, key:r, key:wait, key:fence) share their
--- hash tag, and so their Cluster slot, and keep the command short.
+-- KEYS[4]: the semaphore key, its stored count; KEYS[5]: the read-write
+-- lock's key; KEYS[6]: the election's key. The keys built here from
+-- KEYS[4..6] (slot N is key:N; key:watchers, key:w, key:r, key:wait,
+-- key:fence) share their hash tag, and so their Cluster slot, and keep
+-- the command short.
 -- ARGV[1]: the most slots and readers to list (keyserver.MaxInspected).
 -- Reply, flat (a transport need not read nested arrays): lock value or
--- '', its TTL, waiters, fence, delay left; permits, the semaphore's
--- watchers; writer or '', its TTL, 1 if a writer waits else 0, the
--- read-write lock's watchers; leader token or '', value, its TTL, term;
+-- '', its whole TTL (a lock-delay is the client's to tell from the
+-- lease), waiters, fence; permits, the semaphore's watchers; writer or
+-- '', its TTL, 1 if a writer waits else 0, the read-write lock's watchers; leader token or '', value, its TTL, term;
 -- the number of held slots listed, the number of held slots, the number
 -- of readers; then a token and its TTL for each held slot listed (the
 -- lowest first) and then for each reader listed. A TTL is at least 1, or
@@ -34,7 +34,7 @@ local function num(key)
 end
 
 local max = tonumber(ARGV[1])
-local r = {'', 0, redis.call('ZCARD', KEYS[2]), num(KEYS[3]), 0}
+local r = {'', 0, redis.call('ZCARD', KEYS[2]), num(KEYS[3])}
 local v = redis.call('GET', KEYS[1])
 if v then
 	-- the waiters' mark ('+', 43) after a ranked token (49 bytes) is the
@@ -43,31 +43,21 @@ if v then
 		v = string.sub(v, 1, 49)
 	end
 	r[1], r[2] = v, left(KEYS[1])
-	-- A lock taken with a lock-delay d (KEYS[4] holds d) lives its lease
-	-- plus d: past its lease it is in its delay, held by nobody.
-	local d = tonumber(redis.call('GET', KEYS[4]) or '') or 0
-	if d > 0 and r[2] > 0 then
-		if r[2] <= d then
-			r[1], r[2], r[5] = '', 0, r[2]
-		else
-			r[2] = r[2] - d
-		end
-	end
 end
 
-local permits = tonumber(redis.call('GET', KEYS[5]) or '0')
-r[6], r[7] = permits, redis.call('ZCARD', KEYS[5] .. ':watchers')
+local permits = tonumber(redis.call('GET', KEYS[4]) or '0')
+r[5], r[6] = permits, redis.call('ZCARD', KEYS[4] .. ':watchers')
 
-local rw = KEYS[6]
-r[8], r[9], r[10], r[11] = redis.call('GET', rw .. ':w') or '', 0, redis.call('EXISTS', rw .. ':wait'), redis.call('ZCARD', rw .. ':watchers')
-if r[8] ~= '' then
-	r[9] = left(rw .. ':w')
+local rw = KEYS[5]
+r[7], r[8], r[9], r[10] = redis.call('GET', rw .. ':w') or '', 0, redis.call('EXISTS', rw .. ':wait'), redis.call('ZCARD', rw .. ':watchers')
+if r[7] ~= '' then
+	r[8] = left(rw .. ':w')
 end
 
-local cur = redis.call('HMGET', KEYS[7], 't', 'v')
-r[12], r[13], r[14], r[15] = '', '', 0, num(KEYS[7] .. ':fence')
+local cur = redis.call('HMGET', KEYS[6], 't', 'v')
+r[11], r[12], r[13], r[14] = '', '', 0, num(KEYS[6] .. ':fence')
 if cur[1] then
-	r[12], r[13], r[14] = cur[1], cur[2] or '', left(KEYS[7])
+	r[11], r[12], r[13] = cur[1], cur[2] or '', left(KEYS[6])
 end
 
 local t = redis.call('TIME')
@@ -82,37 +72,37 @@ local function candidate(i)
 		slots[#slots + 1] = i
 	end
 end
-for _, m in ipairs(redis.call('ZRANGE', KEYS[5] .. ':held', '(' .. now, '+inf', 'BYSCORE')) do
+for _, m in ipairs(redis.call('ZRANGE', KEYS[4] .. ':held', '(' .. now, '+inf', 'BYSCORE')) do
 	candidate(tonumber(m))
 end
 for i = 0, math.min(permits, max) - 1 do
 	candidate(i)
 end
 table.sort(slots)
-r[16], r[17] = 0, 0
+r[15], r[16] = 0, 0
 local listed = {}
 for c = 1, #slots, 512 do
 	local keys = {}
 	for j = c, math.min(c + 511, #slots) do
-		keys[#keys + 1] = KEYS[5] .. ':' .. slots[j]
+		keys[#keys + 1] = KEYS[4] .. ':' .. slots[j]
 	end
 	local held = redis.call('MGET', unpack(keys))
 	for j = 1, #keys do
 		if held[j] then
-			r[17] = r[17] + 1
-			if r[16] < max then
-				r[16] = r[16] + 1
+			r[16] = r[16] + 1
+			if r[15] < max then
+				r[15] = r[15] + 1
 				listed[#listed + 1] = held[j]
 				listed[#listed + 1] = left(keys[j])
 			end
 		end
 	end
 end
-if r[17] == 0 then
-	r[6] = 0 -- a count binds nothing while no slot is held
+if r[16] == 0 then
+	r[5] = 0 -- a count binds nothing while no slot is held
 end
 
-r[18] = redis.call('ZCOUNT', rw .. ':r', '(' .. now, '+inf')
+r[17] = redis.call('ZCOUNT', rw .. ':r', '(' .. now, '+inf')
 for _, v in ipairs(listed) do
 	r[#r + 1] = v
 end

@@ -7,9 +7,6 @@
 -- ARGV[3]: a promise's length (keyserver.TokenLen), a number for
 -- string.sub only once tonumber made it one: Redis's Lua takes a numeric
 -- string there, gopher-lua (miniredis) fails with "bad argument #3 to sub".
--- KEYS[3]: with a lock-delay (keyserver.Delayer), the delay's record
--- (layout.DelayKey), deleted with the key or its hand-over: a clean
--- release leaves no delay.
 -- Reply: 1, or 0 when another value holds the key or none does.
 --
 -- First the common case: a ranked token (49 bytes, '.' at 17, not ending
@@ -19,11 +16,7 @@
 -- made at every run: three cost this script a fifth of its time.
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] and #v == 49 and string.byte(v, 17) == 46 and string.byte(v, -1) ~= 126 then
-	if KEYS[3] then
-		redis.call('DEL', KEYS[1], KEYS[3])
-	else
-		redis.call('DEL', KEYS[1])
-	end
+	redis.call('DEL', KEYS[1])
 	return 1
 end
 if v ~= ARGV[1] and v ~= ARGV[1] .. '+' then
@@ -47,7 +40,4 @@ local function handOver(claimTTL, n)
 end
 
 handOver(ARGV[2], tonumber(ARGV[3]))
-if KEYS[3] then
-	redis.call('DEL', KEYS[3])
-end
 return 1

@@ -96,7 +96,6 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 		{"FastPath", s.fastPath},
 		{"CommandCounts", s.commandCounts},
 		{"SetCommandCounts", s.setCommandCounts},
-		{"LockDelay", s.lockDelay},
 		{"Contention", s.contention},
 		{"PrimitiveCommandCounts", s.primitiveCommandCounts},
 		{"ReleaseWakesOneWatcher", s.releaseWakesOneWatcher},
