@@ -23,11 +23,16 @@ func (cn *subConn) Message(channel, payload string) {
 		return
 	}
 	at := watchKey{key: payload[promiseLen:], promise: payload[:promiseLen]}
-	ws := s.watches[at]
-	for w := range ws {
+	told := false
+	for w := range s.watches[at] {
+		told = told || !w.fired
 		w.fireLocked()
 	}
-	if len(ws) == 0 {
+	if !told {
+		// No watch was waiting for it: kept for the next one. A watch
+		// that fired at an earlier turn stays registered until its waiter
+		// set its next one (see acquisition.watch), and must not swallow
+		// this turn: the waiter would wait for its line's poll, a second.
 		s.keepLocked(at, cn)
 	}
 }

@@ -183,6 +183,48 @@ func (s *suite) turnBeforeWatch(t *testing.T) {
 	}
 }
 
+// turnAfterAFiredWatch checks a waiter whose watch fired at one turn and
+// stays set while the waiter takes its place again (it stops the old watch
+// only once the new one is set): the next turn, which comes before the new
+// watch, is kept for it, not swallowed by the old one.
+func (s *suite) turnAfterAFiredWatch(t *testing.T) {
+	n := node(t)
+	holder, waiter := s.server(t, Target{Addr: n.Addr()}), s.server(t, Target{Addr: n.Addr()})
+	const key, marker = "refired", "refired/marker"
+	w := ranked(100, 1)
+	want(t, "Acquire(holder)", true)(holder.Acquire(bg, key, ranked(1, 1), ttl))
+	ok, _, err := waiter.AcquireInLine(bg, key, w, ttl, "")
+	want(t, "AcquireInLine(waiter)", false)(ok, err)
+	old, stopOld, err := waiter.WatchTurn(bg, key, w)
+	must(t, "WatchTurn", err)
+	defer stopOld()
+	want(t, "Release(holder)", true)(holder.Release(bg, key, ranked(1, 1)))
+	awaitClosed(t, old, 5*time.Second, "the first turn")
+
+	// The waiter gives its promise back and takes its place again, its
+	// old watch still set.
+	must(t, "LeaveLine(waiter)", waiter.LeaveLine(bg, key, w))
+	want(t, "Acquire(holder) again", true)(holder.Acquire(bg, key, ranked(2, 1), ttl))
+	ok, _, err = waiter.AcquireInLine(bg, key, w, ttl, "")
+	want(t, "AcquireInLine(waiter) again", false)(ok, err)
+	// A turn on another key, watched, shows when the subscriber has read
+	// what the release of key published before it.
+	want(t, "Acquire(holder) of the marker", true)(holder.Acquire(bg, marker, ranked(3, 1), ttl))
+	ok, _, err = waiter.AcquireInLine(bg, marker, ranked(101, 1), ttl, "")
+	want(t, "AcquireInLine(waiter) of the marker", false)(ok, err)
+	mark, stopMark, err := waiter.WatchTurn(bg, marker, ranked(101, 1))
+	must(t, "WatchTurn of the marker", err)
+	defer stopMark()
+	want(t, "Release(holder)", true)(holder.Release(bg, key, ranked(2, 1)))
+	want(t, "Release(holder) of the marker", true)(holder.Release(bg, marker, ranked(3, 1)))
+	awaitClosed(t, mark, 5*time.Second, "the marker's turn")
+
+	turn, stop, err := waiter.WatchTurn(bg, key, w)
+	must(t, "WatchTurn after the second release", err)
+	defer stop()
+	awaitClosed(t, turn, 5*time.Second, "the second turn, which came while the first watch was set")
+}
+
 // oneSubscriberConnection checks that the waiters of a server share one
 // Pub/Sub connection, whatever their keys, and each hears its own turn.
 func (s *suite) oneSubscriberConnection(t *testing.T) {

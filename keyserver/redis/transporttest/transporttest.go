@@ -101,6 +101,7 @@ func Run(t *testing.T, newServer NewServer, opts ...Option) {
 		{"ReleaseWakesOneWatcher", s.releaseWakesOneWatcher},
 		{"TurnAcrossServers", s.turnAcrossServers},
 		{"TurnBeforeWatch", s.turnBeforeWatch},
+		{"TurnAfterAFiredWatch", s.turnAfterAFiredWatch},
 		{"OneSubscriberConnection", s.oneSubscriberConnection},
 		{"PermanentErrors", s.permanentErrors},
 		{"WrongPassword", s.wrongPassword},
