@@ -10,17 +10,11 @@ import (
 // served first come, first served and a release wakes only the next of
 // them, instead of every waiter trying at once and splitting the vote.
 //
-// A waiting call is known by the rank its tokens carry: the time the call
-// began and random digits, the same for all of its attempts, so that the
-// attempts of one call, each with a fresh token, share one place in line,
-// and every server orders the waiters alike. The redlock client's tokens
-// are 16 hexadecimal digits of the time its call began (Unix
-// milliseconds), a dot, and 32 random hexadecimal digits, of which the
-// first 8 are drawn once per call; a token of 49 bytes with a dot at index
-// 16 carries a rank, its first 25 bytes, and ranks compare as strings,
-// earliest first. A key promised to a call holds its rank padded with '~'
-// to a token's length, which no token can equal. The life of a wait on
-// one server:
+// A waiting call is known by the rank its tokens carry, the same for all
+// of its attempts (Compare states the rule), so that the attempts of one
+// call, each with a fresh token, share one place in line, and every server
+// orders the waiters alike. A key promised to a call holds PromiseOf its
+// token, which no token can equal. The life of a wait on one server:
 //
 //   - AcquireInLine is refused because another token holds the key: the
 //     caller is put in the key's line (or keeps its place).
@@ -116,11 +110,10 @@ type Holder struct {
 	// Left is how long the holder's key (or the promise) has left to live
 	// on this server; 0 when unknown, such as for a key with no TTL.
 	Left time.Duration
-	// Rank tells whose Acquire began first, the holder's or the caller's,
-	// by the ranks their tokens carry (see Notifier): what contenders who
-	// split the servers between them need to agree on which of them gives
-	// way, without learning anything of each other's tokens. A promised
-	// key ranks as the waiter it is promised to.
+	// Rank tells whose Acquire began first, the holder's or the caller's:
+	// Compare(holder, caller), so that contenders who split the servers
+	// between them agree on which of them gives way. A promised key ranks
+	// as the waiter it is promised to.
 	Rank Order
 	// Ahead is how many waiters the key's line holds before the caller,
 	// as a refused AcquireInLine found it; 0 for AcquireOrHolder. A
@@ -132,15 +125,3 @@ type Holder struct {
 	// it: the caller watches for the turns of the other keys only.
 	Promised uint64
 }
-
-// Order is how a holder's token ranks against a caller's.
-type Order int8
-
-const (
-	// Unranked: either token carries no rank, or both carry the same.
-	Unranked Order = iota
-	// HolderFirst: the holder's rank is lower, its Acquire began first.
-	HolderFirst
-	// CallerFirst: the caller's rank is lower.
-	CallerFirst
-)

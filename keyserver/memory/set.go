@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -49,7 +48,7 @@ func (s *Server) heldLocked(keys []string, token string) (keyserver.Holder, bool
 	now := s.now()
 	for _, k := range keys {
 		if e, ok := s.keys[k]; ok && !owns(e.token, token) && now.Before(e.expires) {
-			return keyserver.Holder{Left: e.expires.Sub(now), Rank: layout.Compare(e.token, token)}, true
+			return keyserver.Holder{Left: e.expires.Sub(now), Rank: keyserver.Compare(e.token, token)}, true
 		}
 	}
 	return keyserver.Holder{}, false

@@ -16,7 +16,7 @@ import (
 func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
 	ok, err := s.locked(ctx, keyserver.CheckKeys(keys, token, ttl), func() (bool, error) {
-		p := layout.PromiseOf(token)
+		p := keyserver.PromiseOf(token)
 		held, refused := s.heldLocked(keys, token)
 		if refused && p != "" {
 			refused = s.refusesLocked(keys, token, p)
@@ -84,7 +84,7 @@ func (s *Server) waitAllLocked(keys []string, token, p string) (h keyserver.Hold
 			ahead := s.joinLocked(k, p)
 			if first {
 				first = false
-				h = keyserver.Holder{Left: e.expires.Sub(now), Rank: layout.Compare(e.token, token), Ahead: ahead}
+				h = keyserver.Holder{Left: e.expires.Sub(now), Rank: keyserver.Compare(e.token, token), Ahead: ahead}
 			}
 			yield = yield || layout.IsPromise(e.token) && e.token < p
 		}
@@ -109,7 +109,7 @@ func (s *Server) waitAllLocked(keys []string, token, p string) (h keyserver.Hold
 // key, and passes each key promised to it on.
 func (s *Server) LeaveLines(ctx context.Context, keys []string, token string) error {
 	_, err := s.locked(ctx, keyserver.CheckKeys(keys, token, 0), func() (bool, error) {
-		if p := layout.PromiseOf(token); p != "" {
+		if p := keyserver.PromiseOf(token); p != "" {
 			for _, k := range keys {
 				s.leaveOneLocked(k, p)
 			}

@@ -31,7 +31,7 @@ const readerMark = '}'
 // watchPromise is what stands for the call that token belongs to among a
 // primitive's watchers, and names its turns.
 func watchPromise(token string, reader bool) string {
-	p := layout.PromiseOf(token)
+	p := keyserver.PromiseOf(token)
 	if p == "" {
 		return primWatch
 	}
@@ -122,7 +122,7 @@ func (s *Server) acquireRW(ctx context.Context, h keyserver.HoldSpec, ttl time.D
 		ok, hd, err = s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(h.Key), h.Token, ms(ttl), member))
 	} else {
 		ok, hd, err = s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(h.Key),
-			h.Token, ms(ttl), flag(h.Kind == keyserver.WaitingWriteHold), layout.WaiterOf(h.Token), ms(keyserver.WriterWaitTTL), member, layout.PromiseOf(h.Token)))
+			h.Token, ms(ttl), flag(h.Kind == keyserver.WaitingWriteHold), layout.WaiterOf(h.Token), ms(keyserver.WriterWaitTTL), member, keyserver.PromiseOf(h.Token)))
 	}
 	s.unwatched(h.Key, member, ok)
 	return ok, hd, err
@@ -135,7 +135,7 @@ func (s *Server) acquirePermit(ctx context.Context, h keyserver.HoldSpec, ttl ti
 	member := s.watcher(key, h.Token, false)
 	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, h.Slot), key + ":watchers", key + ":told"},
 		strconv.Itoa(h.Permits), strconv.Itoa(h.Slot), h.Token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), member,
-		layout.PromiseOf(h.Token))
+		keyserver.PromiseOf(h.Token))
 	if err != nil {
 		s.unwatched(key, member, false)
 		return false, p, err

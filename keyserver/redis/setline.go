@@ -39,7 +39,7 @@ func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token stri
 // without it): the script that takes, keeps or gives up the caller's
 // places in the keys' lines.
 func (s *Server) acquireAllInLineTaken(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	p := layout.PromiseOf(token)
+	p := keyserver.PromiseOf(token)
 	var cn *subConn
 	for _, k := range keys {
 		cn = s.sub.joining(k, p) // before the places are taken: see subscriber.joinedOn
@@ -60,7 +60,7 @@ func (s *Server) LeaveLines(ctx context.Context, keys []string, token string) er
 	if err := keyserver.CheckKeys(keys, token, 0); err != nil {
 		return err
 	}
-	p := layout.PromiseOf(token)
+	p := keyserver.PromiseOf(token)
 	if p == "" {
 		return nil
 	}

@@ -80,7 +80,7 @@ func (st *started) first() (cmd, keys, args []string, ok bool) {
 	}
 	switch c.Op {
 	case startcall.CallAcquire, startcall.CallAcquireOrHolder, startcall.CallAcquireInLine:
-		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || layout.PromiseOf(c.Next) != "" ||
+		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || keyserver.PromiseOf(c.Next) != "" ||
 			(c.Op != startcall.CallAcquire && s.sub.contended(c.Key)) {
 			return nil, nil, nil, false
 		}
@@ -222,7 +222,7 @@ func (st *started) acquireTaken(ctx context.Context) (a startcall.Answer) {
 	switch {
 	case c.Op == startcall.CallAcquire:
 		a.OK, a.Err = s.acquireTaken(ctx, c.Key, c.Token, c.TTL)
-	case c.Op == startcall.CallAcquireInLine && layout.PromiseOf(c.Token) != "":
+	case c.Op == startcall.CallAcquireInLine && keyserver.PromiseOf(c.Token) != "":
 		a.OK, a.Holder, a.Err = s.acquireInLineTaken(ctx, c.Key, c.Token, c.TTL, c.Next)
 	default: // AcquireInLine with nobody to put in line is AcquireOrHolder
 		a.OK, a.Holder, a.Err = s.acquireOrHolderTaken(ctx, c.Key, c.Token, c.TTL)
