@@ -78,16 +78,28 @@ type Notifier interface {
 	// was promised to it, the promise passes to the next waiter, or key is
 	// freed when there is none.
 	LeaveLine(ctx context.Context, key, token string) error
+}
+
+// ContentionWatcher is a Notifier that can also tell the holder of a key
+// that a waiter joined the key's line: the redlock client's
+// Lock.Contended, a hint on which a holder may finish early and release.
+// It is optional, apart from the line it watches: a Notifier without it
+// serves its waiters as well, and the client counts it among the servers
+// that cannot tell, which Lock.Contended does not wait for: it closes once
+// the servers that told, with those that cannot tell, make a quorum and at
+// least one told, and never when no server can tell.
+type ContentionWatcher interface {
+	Notifier
 	// WatchContention watches key's line for the holder whose token is
-	// token: the redlock client's Lock.Contended, set up only when the
-	// holder asks, so that a lock nobody asks about costs nothing more.
-	// contended is closed once a waiter joins the line after the watch
-	// was set up, or at once when the line already holds one (its places
-	// outlive a waiter by LineTTL at most, so a waiter that just left may
-	// still count). broken is closed instead when the watch broke (a lost
-	// connection): a waiter may have joined unseen, and the caller may
-	// watch again. stop ends the watch and must be called exactly once.
-	// ctx bounds only the setting up of the watch.
+	// token, set up only when the holder asks, so that a lock nobody
+	// asks about costs nothing more. contended is closed once a waiter
+	// joins the line after the watch was set up, or at once when the
+	// line already holds one (its places outlive a waiter by LineTTL at
+	// most, so a waiter that just left may still count). broken is
+	// closed instead when the watch broke (a lost connection): a waiter
+	// may have joined unseen, and the caller may watch again. stop ends
+	// the watch and must be called exactly once. ctx bounds only the
+	// setting up of the watch.
 	//
 	// It is advice: a waiter may have left already, and no waiter is ever
 	// granted the key while the holder holds it.

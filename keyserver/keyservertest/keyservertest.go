@@ -15,8 +15,8 @@
 // concurrent takers and invalid input, and the optional interfaces a server
 // implements: [keyserver.Fencer]'s counters, [keyserver.Notifier]'s remaining
 // TTL, and its line of waiters: served in rank order, one wake per
-// release, no turn missed, promises that pass on and lapse, a holder told
-// of a waiter (WatchContention); and the
+// release, no turn missed, promises that pass on and lapse;
+// [keyserver.ContentionWatcher]'s holder told of a waiter; and the
 // primitives' holds (primitives.go, [keyserver.HoldKeeper]): a
 // semaphore's slots, stored count and wakes, a read-write lock's modes and
 // waiting writers, an election's leader, term and wakes; [keyserver.Delayer]'s
@@ -760,12 +760,11 @@ func randomKey(t *testing.T) string {
 	return "keyservertest:" + t.Name() + ":" + hex.EncodeToString(b[:])
 }
 
-// contentionIsTold checks a Notifier's WatchContention: a waiter that
-// joins the holder's line is told, a caller that does not wait
-// (AcquireOrHolder) is not, and a watch set up while a waiter is in line
-// is told at once.
+// contentionIsTold checks a ContentionWatcher: a waiter that joins the
+// holder's line is told, a caller that does not wait (AcquireOrHolder) is
+// not, and a watch set up while a waiter is in line is told at once.
 func (s *suite) contentionIsTold(t *testing.T, ks keyserver.KeyServer, key string) {
-	ns, ok := notifier(ks)
+	ns, ok := ks.(keyserver.ContentionWatcher)
 	if !ok {
 		return
 	}
