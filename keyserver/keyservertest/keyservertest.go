@@ -21,10 +21,7 @@
 // semaphore's slots, stored count and wakes, a read-write lock's modes and
 // waiting writers, an election's leader, term and wakes; [keyserver.Delayer]'s
 // lock-delay (delayer.go); [keyserver.SetLocker]'s all-or-nothing sets
-// (sets.go), with a Notifier's promises and lines; and the started calls
-// of a server that can start them (starter.go: this module's own
-// protocol), which must answer as the blocking methods do, once, and not
-// at all when told not to go on. Keys carry a random prefix,
+// (sets.go), with a Notifier's promises and lines. Keys carry a random prefix,
 // so a shared server (one Redis for the whole test run) does no harm.
 package keyservertest
 
@@ -98,7 +95,6 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"ContentionIsTold", s.contentionIsTold},
 	}
 	tests = append(tests, s.primitiveChecks()...)
-	tests = append(tests, s.starterChecks()...)
 	tests = append(tests, s.delayerChecks()...)
 	tests = append(tests, s.setChecks()...)
 	for _, tc := range tests {
