@@ -134,31 +134,6 @@ type HoldSpec struct {
 	Value string
 }
 
-// CheckHold validates h for AcquireHold and ExtendHold (ttl > 0: a TTL of
-// at least MinTTL, a leader's Value) or ReleaseHold and WatchHolds (ttl
-// 0), so that every server refuses the same input with the same error: a
-// known Kind, a key, a token, and a PermitHold's 0 ≤ Slot < Permits. A
-// LeaderHold's watch, which needs no token, checks its key (CheckKey).
-func CheckHold(h HoldSpec, ttl time.Duration) error {
-	if h.Kind < PermitHold || h.Kind > LeaderHold {
-		return fmt.Errorf("%w: unknown hold kind %d for key %q", ErrInvalidArgument, h.Kind, h.Key)
-	}
-	err := CheckToken(h.Key, h.Token)
-	if ttl != 0 {
-		err = CheckTTL(h.Key, h.Token, ttl)
-	}
-	if err != nil {
-		return err
-	}
-	switch {
-	case h.Kind == PermitHold && (h.Permits < 1 || h.Slot < 0 || h.Slot >= h.Permits):
-		return fmt.Errorf("%w: slot %d of %d permits for semaphore %q", ErrInvalidArgument, h.Slot, h.Permits, h.Key)
-	case h.Kind == LeaderHold && ttl != 0 && h.Value == "":
-		return fmt.Errorf("%w: empty value for election %q", ErrInvalidArgument, h.Key)
-	}
-	return nil
-}
-
 // HoldReply is what AcquireHold tells beside its vote.
 type HoldReply struct {
 	// Left, with a refusal, is how long the hold in the way has left on

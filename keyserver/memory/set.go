@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -11,7 +12,7 @@ import (
 // another token, or none of them (see keyserver.SetLocker).
 func (s *Server) AcquireAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
-	ok, err := s.locked(ctx, keyserver.CheckKeys(keys, token, ttl), func() (bool, error) {
+	ok, err := s.locked(ctx, check.KeysTTL(keys, token, ttl), func() (bool, error) {
 		var held bool
 		if h, held = s.heldLocked(keys, token); held {
 			return false, nil
@@ -33,7 +34,7 @@ func (s *Server) ExtendAll(ctx context.Context, keys []string, token string, ttl
 // ReleaseAll lets go of every key that holds token, and reports whether
 // every one did.
 func (s *Server) ReleaseAll(ctx context.Context, keys []string, token string) (bool, error) {
-	return s.locked(ctx, keyserver.CheckKeys(keys, token, 0), func() (bool, error) {
+	return s.locked(ctx, check.Keys(keys, token), func() (bool, error) {
 		all := true
 		for _, k := range keys {
 			all = s.releaseLocked(k, token) && all

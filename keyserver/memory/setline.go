@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -15,7 +16,7 @@ import (
 // to an earlier rank refused it.
 func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
-	ok, err := s.locked(ctx, keyserver.CheckKeys(keys, token, ttl), func() (bool, error) {
+	ok, err := s.locked(ctx, check.KeysTTL(keys, token, ttl), func() (bool, error) {
 		p := keyserver.PromiseOf(token)
 		held, refused := s.heldLocked(keys, token)
 		if refused && p != "" {
@@ -108,7 +109,7 @@ func (s *Server) waitAllLocked(keys []string, token, p string) (h keyserver.Hold
 // LeaveLines takes the waiter ranked as token out of the lines of every
 // key, and passes each key promised to it on.
 func (s *Server) LeaveLines(ctx context.Context, keys []string, token string) error {
-	_, err := s.locked(ctx, keyserver.CheckKeys(keys, token, 0), func() (bool, error) {
+	_, err := s.locked(ctx, check.Keys(keys, token), func() (bool, error) {
 		if p := keyserver.PromiseOf(token); p != "" {
 			for _, k := range keys {
 				s.leaveOneLocked(k, p)

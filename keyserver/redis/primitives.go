@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -81,7 +82,7 @@ func ints(reply any, want int) ([]int64, error) {
 // stored one, a read or write hold, or a leadership with the election's
 // term counter.
 func (s *Server) AcquireHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
-	if err := keyserver.CheckHold(h, ttl); err != nil {
+	if err := check.HoldTTL(h, ttl); err != nil {
 		return false, keyserver.HoldReply{}, err
 	}
 	// One function per kind: the scripts' arguments, built on the stack,
@@ -158,7 +159,7 @@ func (s *Server) acquirePermit(ctx context.Context, h keyserver.HoldSpec, ttl ti
 // ExtendHold renews h if it holds its token, or stores it again where it
 // would be granted.
 func (s *Server) ExtendHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, error) {
-	if err := keyserver.CheckHold(h, ttl); err != nil {
+	if err := check.HoldTTL(h, ttl); err != nil {
 		return false, err
 	}
 	var (
@@ -185,7 +186,7 @@ func (s *Server) ExtendHold(ctx context.Context, h keyserver.HoldSpec, ttl time.
 
 // ReleaseHold ends h if it holds its token, and tells the watchers.
 func (s *Server) ReleaseHold(ctx context.Context, h keyserver.HoldSpec) (bool, error) {
-	if err := keyserver.CheckHold(h, 0); err != nil {
+	if err := check.Hold(h); err != nil {
 		return false, err
 	}
 	var (
@@ -211,7 +212,7 @@ func (s *Server) WatchHolds(ctx context.Context, h keyserver.HoldSpec) (<-chan s
 	if h.Kind == keyserver.LeaderHold {
 		return s.watchPrim(ctx, h.Key, primWatch, false)
 	}
-	if err := keyserver.CheckHold(h, 0); err != nil {
+	if err := check.Hold(h); err != nil {
 		return nil, nil, err
 	}
 	return s.watchPrim(ctx, h.Key, watchPromise(h.Token, h.Kind == keyserver.ReadHold), true)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -21,7 +22,7 @@ var (
 // process watches is tried with AcquireAll's script first, as AcquireInLine
 // tries a SET NX first.
 func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
+	if err := check.KeysTTL(keys, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
 	if layout.RankOf(token) == "" { // nobody to put in line
@@ -57,7 +58,7 @@ func (s *Server) acquireAllInLineTaken(ctx context.Context, keys []string, token
 // LeaveLines takes the waiter ranked as token out of the lines of every
 // key, and passes each key promised to it on.
 func (s *Server) LeaveLines(ctx context.Context, keys []string, token string) error {
-	if err := keyserver.CheckKeys(keys, token, 0); err != nil {
+	if err := check.Keys(keys, token); err != nil {
 		return err
 	}
 	p := keyserver.PromiseOf(token)
