@@ -3,7 +3,6 @@ package keyserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -153,14 +152,14 @@ const MaxFreeHint = 32
 
 // ErrPermitsDiffer is the error, wrapped and marked Permanent, of a
 // PermitHold's AcquireHold whose permit count differs from the one the
-// server stores for the semaphore while some of its slots are held.
+// server stores for the semaphore while some of its slots are held, such
+// as
+//
+//	keyserver.Permanent(fmt.Errorf("%w: semaphore %q asked with %d permits, stored with %d",
+//		keyserver.ErrPermitsDiffer, h.Key, h.Permits, stored))
+//
+// Retrying cannot help a caller whose count differs, hence Permanent.
 var ErrPermitsDiffer = errors.New("semaphore permit count differs from the stored one")
-
-// PermitsDiffer is the error of a PermitHold's AcquireHold asking for
-// permits when the server holds stored: it names both counts.
-func PermitsDiffer(key string, permits, stored int) error {
-	return Permanent(fmt.Errorf("%w: semaphore %q asked with %d permits, stored with %d while held", ErrPermitsDiffer, key, permits, stored))
-}
 
 // WriterWaitTTL is how long a waiting writer's mark keeps new readers out
 // after its last attempt: writers try again well within it, and one that

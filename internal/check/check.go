@@ -1,6 +1,7 @@
 // Package check holds the argument checks of a set's and a hold's calls
 // that this module's key servers (memory, static, Redis) share, so that
-// they refuse the same input with the same error. They are the checks of
+// they refuse the same input with the same error, and the error of a
+// semaphore asked with a permit count other than the stored one. They are the checks of
 // keyserver.CheckKey, CheckToken and CheckTTL, which are public, applied
 // to every key of a set and to a HoldSpec's documented constraints; a
 // third-party server applies those constraints as it likes (keyservertest
@@ -76,6 +77,14 @@ func HoldTTL(h keyserver.HoldSpec, ttl time.Duration) error {
 		return fmt.Errorf("%w: empty value for election %q", keyserver.ErrInvalidArgument, h.Key)
 	}
 	return slot(h)
+}
+
+// PermitsDiffer is the error of a PermitHold's AcquireHold asking for
+// permits when the server stores another count for the semaphore while
+// some of its slots are held (see keyserver.ErrPermitsDiffer): it names
+// both counts.
+func PermitsDiffer(key string, permits, stored int) error {
+	return keyserver.Permanent(fmt.Errorf("%w: semaphore %q asked with %d permits, stored with %d while held", keyserver.ErrPermitsDiffer, key, permits, stored))
 }
 
 // kind refuses a hold of no known kind.

@@ -146,7 +146,7 @@ func (s *Server) acquirePermitLocked(h keyserver.HoldSpec, ttl time.Duration, p 
 	if m == nil {
 		m = &semaphore{permits: h.Permits, slots: make(map[int]entry)}
 	} else if m.permits != h.Permits {
-		return false, keyserver.PermitsDiffer(h.Key, h.Permits, m.permits)
+		return false, check.PermitsDiffer(h.Key, h.Permits, m.permits)
 	}
 	ok := true
 	if e, held := m.slots[h.Slot]; held && e.token != h.Token {

@@ -147,7 +147,7 @@ func (s *Server) acquirePermit(ctx context.Context, h keyserver.HoldSpec, ttl ti
 		return false, p, s.fail("acquire permit", key, err)
 	}
 	if n[0] < 0 {
-		return false, p, keyserver.PermitsDiffer(key, h.Permits, int(n[1]))
+		return false, p, check.PermitsDiffer(key, h.Permits, int(n[1]))
 	}
 	p.Left = time.Duration(n[1]) * time.Millisecond
 	for _, f := range n[2:] {
