@@ -24,8 +24,8 @@ func transportPeers() []peer {
 			return redis.New(p), p.Close, nil
 		}),
 		transportPeer("goredlock-pool-counted", "keyserver/redis.New over a caller's redigo pool per node, its dials counted (redis.CountDials)", func(addr string) (*redis.Server, func() error, error) {
-			p := redis.CountDials(newPool(addr))
-			return redis.New(p), p.Close, nil
+			p := newPool(addr)
+			return redis.New(redis.CountDials(p)), p.Close, nil
 		}),
 		transportPeer("goredlock-pool-percall", "keyserver/redis.New with WithPooledConnections (a connection per call) over a caller's redigo pool per node", func(addr string) (*redis.Server, func() error, error) {
 			p := newPool(addr)

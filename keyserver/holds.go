@@ -3,7 +3,6 @@ package keyserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -134,31 +133,6 @@ type HoldSpec struct {
 	Value string
 }
 
-// CheckHold validates h for AcquireHold and ExtendHold (ttl > 0: a TTL of
-// at least MinTTL, a leader's Value) or ReleaseHold and WatchHolds (ttl
-// 0), so that every server refuses the same input with the same error: a
-// known Kind, a key, a token, and a PermitHold's 0 ≤ Slot < Permits. A
-// LeaderHold's watch, which needs no token, checks its key (CheckKey).
-func CheckHold(h HoldSpec, ttl time.Duration) error {
-	if h.Kind < PermitHold || h.Kind > LeaderHold {
-		return fmt.Errorf("%w: unknown hold kind %d for key %q", ErrInvalidArgument, h.Kind, h.Key)
-	}
-	err := CheckToken(h.Key, h.Token)
-	if ttl != 0 {
-		err = CheckTTL(h.Key, h.Token, ttl)
-	}
-	if err != nil {
-		return err
-	}
-	switch {
-	case h.Kind == PermitHold && (h.Permits < 1 || h.Slot < 0 || h.Slot >= h.Permits):
-		return fmt.Errorf("%w: slot %d of %d permits for semaphore %q", ErrInvalidArgument, h.Slot, h.Permits, h.Key)
-	case h.Kind == LeaderHold && ttl != 0 && h.Value == "":
-		return fmt.Errorf("%w: empty value for election %q", ErrInvalidArgument, h.Key)
-	}
-	return nil
-}
-
 // HoldReply is what AcquireHold tells beside its vote.
 type HoldReply struct {
 	// Left, with a refusal, is how long the hold in the way has left on
@@ -178,14 +152,14 @@ const MaxFreeHint = 32
 
 // ErrPermitsDiffer is the error, wrapped and marked Permanent, of a
 // PermitHold's AcquireHold whose permit count differs from the one the
-// server stores for the semaphore while some of its slots are held.
+// server stores for the semaphore while some of its slots are held, such
+// as
+//
+//	keyserver.Permanent(fmt.Errorf("%w: semaphore %q asked with %d permits, stored with %d",
+//		keyserver.ErrPermitsDiffer, h.Key, h.Permits, stored))
+//
+// Retrying cannot help a caller whose count differs, hence Permanent.
 var ErrPermitsDiffer = errors.New("semaphore permit count differs from the stored one")
-
-// PermitsDiffer is the error of a PermitHold's AcquireHold asking for
-// permits when the server holds stored: it names both counts.
-func PermitsDiffer(key string, permits, stored int) error {
-	return Permanent(fmt.Errorf("%w: semaphore %q asked with %d permits, stored with %d while held", ErrPermitsDiffer, key, permits, stored))
-}
 
 // WriterWaitTTL is how long a waiting writer's mark keeps new readers out
 // after its last attempt: writers try again well within it, and one that

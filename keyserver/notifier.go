@@ -10,17 +10,11 @@ import (
 // served first come, first served and a release wakes only the next of
 // them, instead of every waiter trying at once and splitting the vote.
 //
-// A waiting call is known by the rank its tokens carry: the time the call
-// began and random digits, the same for all of its attempts, so that the
-// attempts of one call, each with a fresh token, share one place in line,
-// and every server orders the waiters alike. The redlock client's tokens
-// are 16 hexadecimal digits of the time its call began (Unix
-// milliseconds), a dot, and 32 random hexadecimal digits, of which the
-// first 8 are drawn once per call; a token of 49 bytes with a dot at index
-// 16 carries a rank, its first 25 bytes, and ranks compare as strings,
-// earliest first. A key promised to a call holds its rank padded with '~'
-// to a token's length, which no token can equal. The life of a wait on
-// one server:
+// A waiting call is known by the rank its tokens carry, the same for all
+// of its attempts (Compare states the rule), so that the attempts of one
+// call, each with a fresh token, share one place in line, and every server
+// orders the waiters alike. A key promised to a call holds PromiseOf its
+// token, which no token can equal. The life of a wait on one server:
 //
 //   - AcquireInLine is refused because another token holds the key: the
 //     caller is put in the key's line (or keeps its place).
@@ -84,16 +78,28 @@ type Notifier interface {
 	// was promised to it, the promise passes to the next waiter, or key is
 	// freed when there is none.
 	LeaveLine(ctx context.Context, key, token string) error
+}
+
+// ContentionWatcher is a Notifier that can also tell the holder of a key
+// that a waiter joined the key's line: the redlock client's
+// Lock.Contended, a hint on which a holder may finish early and release.
+// It is optional, apart from the line it watches: a Notifier without it
+// serves its waiters as well, and the client counts it among the servers
+// that cannot tell, which Lock.Contended does not wait for: it closes once
+// the servers that told, with those that cannot tell, make a quorum and at
+// least one told, and never when no server can tell.
+type ContentionWatcher interface {
+	Notifier
 	// WatchContention watches key's line for the holder whose token is
-	// token: the redlock client's Lock.Contended, set up only when the
-	// holder asks, so that a lock nobody asks about costs nothing more.
-	// contended is closed once a waiter joins the line after the watch
-	// was set up, or at once when the line already holds one (its places
-	// outlive a waiter by LineTTL at most, so a waiter that just left may
-	// still count). broken is closed instead when the watch broke (a lost
-	// connection): a waiter may have joined unseen, and the caller may
-	// watch again. stop ends the watch and must be called exactly once.
-	// ctx bounds only the setting up of the watch.
+	// token, set up only when the holder asks, so that a lock nobody
+	// asks about costs nothing more. contended is closed once a waiter
+	// joins the line after the watch was set up, or at once when the
+	// line already holds one (its places outlive a waiter by LineTTL at
+	// most, so a waiter that just left may still count). broken is
+	// closed instead when the watch broke (a lost connection): a waiter
+	// may have joined unseen, and the caller may watch again. stop ends
+	// the watch and must be called exactly once. ctx bounds only the
+	// setting up of the watch.
 	//
 	// It is advice: a waiter may have left already, and no waiter is ever
 	// granted the key while the holder holds it.
@@ -116,11 +122,10 @@ type Holder struct {
 	// Left is how long the holder's key (or the promise) has left to live
 	// on this server; 0 when unknown, such as for a key with no TTL.
 	Left time.Duration
-	// Rank tells whose Acquire began first, the holder's or the caller's,
-	// by the ranks their tokens carry (see Notifier): what contenders who
-	// split the servers between them need to agree on which of them gives
-	// way, without learning anything of each other's tokens. A promised
-	// key ranks as the waiter it is promised to.
+	// Rank tells whose Acquire began first, the holder's or the caller's:
+	// Compare(holder, caller), so that contenders who split the servers
+	// between them agree on which of them gives way. A promised key ranks
+	// as the waiter it is promised to.
 	Rank Order
 	// Ahead is how many waiters the key's line holds before the caller,
 	// as a refused AcquireInLine found it; 0 for AcquireOrHolder. A
@@ -132,15 +137,3 @@ type Holder struct {
 	// it: the caller watches for the turns of the other keys only.
 	Promised uint64
 }
-
-// Order is how a holder's token ranks against a caller's.
-type Order int8
-
-const (
-	// Unranked: either token carries no rank, or both carry the same.
-	Unranked Order = iota
-	// HolderFirst: the holder's rank is lower, its Acquire began first.
-	HolderFirst
-	// CallerFirst: the caller's rank is lower.
-	CallerFirst
-)

@@ -64,22 +64,3 @@ type SetLocker interface {
 	// token leaves their lines, and each key promised to it passes on.
 	LeaveLines(ctx context.Context, keys []string, token string) error
 }
-
-// CheckKeys validates a call about the set keys: at least one key, none
-// empty, and with ttl > 0 a TTL of at least MinTTL (see CheckTTL).
-func CheckKeys(keys []string, token string, ttl time.Duration) error {
-	if len(keys) == 0 {
-		return CheckKey("")
-	}
-	for _, k := range keys {
-		if err := CheckToken(k, token); err != nil {
-			return err
-		}
-		if ttl > 0 {
-			if err := CheckTTL(k, token, ttl); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}

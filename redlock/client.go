@@ -116,7 +116,7 @@ func (c *Client) learn(servers []keyserver.KeyServer) {
 		if _, ok := s.(keyserver.InProcess); !ok {
 			c.inProcess = false
 		}
-		if st, ok := s.(startcall.Starter); ok {
+		if st := startcall.Of(s); st != nil {
 			if c.starters == nil {
 				c.starters = make([]startcall.Starter, len(servers))
 			}

@@ -10,8 +10,9 @@ import (
 
 // Contended returns a channel that is closed when a waiter of another
 // call (of any process) joins the line of a quorum of the lock's servers;
-// servers that keep no line (no keyserver.Notifier) count as telling, but
-// at least one must tell. It is advice, not revocation: a program may use
+// servers that cannot tell (no keyserver.ContentionWatcher, such as those
+// that keep no line) count as telling, but at least one must tell, and
+// with none that can, it never closes. It is advice, not revocation: a program may use
 // it to finish early and release. The servers are asked only once it is
 // called, so a lock nobody asks about costs nothing ("Someone is waiting"
 // in docs/design.md). The channel stays open for a lock already released
@@ -41,9 +42,15 @@ func (l *Lock) Contended() <-chan struct{} {
 // enough of them told of a waiter.
 func (l *Lock) watchContention(ch chan struct{}) {
 	c := l.c
-	watchers, need := c.notifiers, c.turnsNeeded()
+	var watchers []keyserver.ContentionWatcher
+	for _, i := range c.notifiers { // a ContentionWatcher is a Notifier
+		if w, ok := c.servers[i].(keyserver.ContentionWatcher); ok {
+			watchers = append(watchers, w)
+		}
+	}
+	need := max(c.quorum-(len(c.servers)-len(watchers)), 1)
 	if len(watchers) < need {
-		return // never: too few servers can tell
+		return // never: no server can tell
 	}
 	done := l.Done()
 	if c.enter() != nil {
@@ -68,11 +75,11 @@ func (l *Lock) watchContention(ch chan struct{}) {
 				}
 			})
 		}
-		for _, i := range watchers {
+		for _, w := range watchers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if l.watchServer(ctx, c.servers[i].(keyserver.Notifier)) {
+				if l.watchServer(ctx, w) {
 					tell()
 				}
 			}()
@@ -91,7 +98,7 @@ func (l *Lock) watchContention(ch chan struct{}) {
 
 // watchServer watches one server's line for the lock, again after a
 // broken watch, until a waiter joins (true) or ctx ends.
-func (l *Lock) watchServer(ctx context.Context, ws keyserver.Notifier) bool {
+func (l *Lock) watchServer(ctx context.Context, ws keyserver.ContentionWatcher) bool {
 	c := l.c
 	l.mu.Lock()
 	timeout := l.b.timeout // as the last grant or extension set it

@@ -82,7 +82,7 @@ func TestContendedSeesAWaiterAlreadyInLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	got := waiter(t, c, ctx, "job")
 	for i, s := range c.servers { // the waiter is in every line
-		contended, _, stop, err := s.(keyserver.Notifier).WatchContention(bg, l.key, l.token)
+		contended, _, stop, err := s.(keyserver.ContentionWatcher).WatchContention(bg, l.key, l.token)
 		require.NoError(t, err)
 		waitFor(t, contended, "the waiter in server "+string(rune('0'+i))+"'s line")
 		stop()

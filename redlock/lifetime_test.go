@@ -673,7 +673,7 @@ func TestTokensCarryTheCallsRank(t *testing.T) {
 	laterRank := newRank(began.Add(time.Millisecond))
 	later := newToken(laterRank)
 	for tok := range seen {
-		require.Equal(t, keyserver.CallerFirst, layout.Compare(later, tok), "a later call ranks behind")
+		require.Equal(t, keyserver.CallerFirst, keyserver.Compare(later, tok), "a later call ranks behind")
 		break
 	}
 }

@@ -30,7 +30,7 @@ func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 	}
 	call := startcall.Call{Key: f.key, Token: f.token, TTL: f.ttl, Deadline: deadline,
 		Incarnation: f.quarantine.q != nil && f.quarantine.q.judged[i] != nil}
-	_, notifier := ks.(keyserver.Notifier)
+	_, notifier := c.servers[i].(keyserver.Notifier)
 	if so, ok := f.prim.(*setOps); ok {
 		call.Keys, notifier = so.keys, true // a set's acquire is AcquireAll, which reports the holder
 		if f.op == opRelease {

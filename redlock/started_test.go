@@ -17,6 +17,15 @@ import (
 	"github.com/goredlock/goredlock/keyserver/memory"
 )
 
+// The test servers below start calls by a method of their own, which
+// the client finds as it finds a Redis server's (startcall.Of).
+func init() {
+	startcall.Register(func(ks keyserver.KeyServer) startcall.Starter {
+		st, _ := ks.(startcall.Starter)
+		return st
+	})
+}
+
 // starter is a startcall.Starter over an in-process store, as a pipelined
 // Redis is one: a started call reaches the store at once, in the order
 // calls were made, and its answer comes later from a goroutine of the

@@ -58,7 +58,7 @@ func (r rank) next() rank {
 }
 
 // token returns a token of the call ranked r that no attempt draws, for
-// the servers to read its rank from (see layout.PromiseOf).
+// the servers to read its rank from (see keyserver.PromiseOf).
 func (r rank) token() string {
 	var s [layout.TokenLen]byte
 	copy(s[:], r[:])

@@ -7,6 +7,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/goredlock/goredlock/internal/startcall/startcalltest"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/keyservertest"
 )
@@ -16,16 +17,19 @@ import (
 // fake: where the suite would wait for time to pass, it moves both of
 // miniredis's clocks, the one its TTLs run on (FastForward) and the one
 // TIME reads (SetTime), which the scripts of the primitives' holds store
-// their expiries by.
+// their expiries by. The checks of the started calls (startcalltest, the
+// core module's own protocol) run on it too, as they do on a Redis.
 func TestConformance(t *testing.T) {
 	mr := miniredis.RunT(t)
 	now := time.Now()
 	mr.SetTime(now)
 	seed(mr, now, time.Hour)
-	var mu sync.Mutex
-	keyservertest.Run(t, func(t *testing.T) keyserver.KeyServer {
+	newServer := func(t *testing.T) keyserver.KeyServer {
 		return serversOn(t, []*miniredis.Miniredis{mr})[0]
-	}, keyservertest.WithAdvance(func(d time.Duration) {
+	}
+	startcalltest.Run(t, newServer)
+	var mu sync.Mutex
+	keyservertest.Run(t, newServer, keyservertest.WithAdvance(func(d time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		now = now.Add(d)

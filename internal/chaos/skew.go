@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
@@ -158,8 +159,15 @@ func (s skewedNotifier) LeaveLine(ctx context.Context, key, token string) error 
 	return s.n.LeaveLine(ctx, key, token)
 }
 
+// WatchContention forwards to the server, a ContentionWatcher as every
+// server the harness runs (memory, Redis) is; another Notifier fails the
+// watch, which a Lock.Contended then retries.
 func (s skewedNotifier) WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error) {
-	return s.n.WatchContention(ctx, key, token)
+	cw, ok := s.n.(keyserver.ContentionWatcher)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("%v cannot watch contention", s)
+	}
+	return cw.WatchContention(ctx, key, token)
 }
 
 // skewedFencer adds the Fencer methods; fence counters have no TTL.
@@ -199,8 +207,9 @@ func (s skewedBoth) String() string { return s.skewedNotifier.String() }
 
 // The wrappers keep the abilities they promise.
 var (
-	_ keyserver.Notifier = skewedNotifier{}
-	_ keyserver.Fencer   = skewedFencer{}
-	_ keyserver.Notifier = skewedBoth{}
-	_ keyserver.Fencer   = skewedBoth{}
+	_ keyserver.Notifier          = skewedNotifier{}
+	_ keyserver.ContentionWatcher = skewedNotifier{}
+	_ keyserver.Fencer            = skewedFencer{}
+	_ keyserver.Notifier          = skewedBoth{}
+	_ keyserver.Fencer            = skewedBoth{}
 )

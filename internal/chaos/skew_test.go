@@ -127,7 +127,7 @@ func TestSkewedScalesEveryTTLAndForwardsEveryMethod(t *testing.T) {
 	_, stop, _ := n.WatchTurn(ctx, "k", "t")
 	stop()
 	n.LeaveLine(ctx, "k", "t") //nolint:errcheck
-	_, _, stop, _ = n.WatchContention(ctx, "k", "t")
+	_, _, stop, _ = n.(keyserver.ContentionWatcher).WatchContention(ctx, "k", "t")
 	stop()
 	_, fence, _ := f.AcquireFenced(ctx, "k", "t", ttl)
 	prev, _ := f.RaiseFence(ctx, "k", 9)

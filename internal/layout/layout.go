@@ -1,29 +1,15 @@
 // Package layout is the layout of the redlock client's tokens and of the
 // keys it asks key servers for: the rank a token carries, the promise a
 // Notifier stores, and the keys of a lock's fence counter and line and of
-// the primitives. The client and this module's key servers share it; a
-// third-party key server reads the rules in package keyserver's docs.
+// the primitives. The client and this module's key servers share it. The
+// rank rule a key server applies is public, as keyserver.Compare and
+// keyserver.PromiseOf, which read tokens by this layout.
 package layout
 
 import (
 	"strings"
 	"time"
-
-	"github.com/goredlock/goredlock/keyserver"
 )
-
-// Compare ranks the token holding a key against a caller's token, by the
-// rule every Notifier applies.
-func Compare(holder, caller string) keyserver.Order {
-	h, c := RankOf(holder), RankOf(caller)
-	switch {
-	case h == "" || c == "" || h == c:
-		return keyserver.Unranked
-	case h < c:
-		return keyserver.HolderFirst
-	}
-	return keyserver.CallerFirst
-}
 
 // RankLen is the length of a rank; TokenLen that of a token carrying one.
 const (
@@ -41,8 +27,8 @@ const (
 // first, two calls in the same millisecond still differ, and the attempts
 // of one call share a rank. A token is taken to carry a rank when it is
 // TokenLen long with a dot at index 16; Redis key servers apply the same
-// rule in Lua. Servers compare ranks and report only the order (see
-// Compare): a refusal tells nothing of the holder's token.
+// rule in Lua. Servers compare ranks and report only the order
+// (keyserver.Compare): a refusal tells nothing of the holder's token.
 func RankOf(token string) string {
 	if len(token) != TokenLen || token[16] != '.' {
 		return ""
@@ -50,10 +36,9 @@ func RankOf(token string) string {
 	return token[:RankLen]
 }
 
-// PromiseOf is the value a Notifier stores in a key promised to the call
-// that token belongs to: its rank padded with '~' to a token's length, so
-// that it compares (RankOf, Compare) as that call and can never equal a
-// token, whose digits are hexadecimal. It is "" for a token that carries no
+// PromiseOf is keyserver.PromiseOf, which documents it: the value a
+// Notifier stores in a key promised to the call that token belongs to, its
+// rank padded with '~' to a token's length; "" for a token that carries no
 // rank. It is also the member that stands for the call in a Redis key
 // server's line, where members sort by rank.
 func PromiseOf(token string) string {

@@ -1,10 +1,6 @@
 package layout
 
-import (
-	"testing"
-
-	"github.com/goredlock/goredlock/keyserver"
-)
+import "testing"
 
 func TestFenceKeyKeepsTheSlot(t *testing.T) {
 	for key, want := range map[string]string{
@@ -29,27 +25,6 @@ func TestRankOf(t *testing.T) {
 	} {
 		if got := RankOf(token); got != want {
 			t.Errorf("RankOf(%q) = %q, want %q", token, got, want)
-		}
-	}
-}
-
-func TestCompare(t *testing.T) {
-	const (
-		early = "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef"
-		late  = "0000019a2b3c4d5f.0000000089abcdef0123456789abcdef"
-	)
-	for _, c := range []struct {
-		holder, caller string
-		want           keyserver.Order
-	}{
-		{early, late, keyserver.HolderFirst},
-		{late, early, keyserver.CallerFirst},
-		{early, early, keyserver.Unranked},
-		{early, "b", keyserver.Unranked},
-		{"a", late, keyserver.Unranked},
-	} {
-		if got := Compare(c.holder, c.caller); got != c.want {
-			t.Errorf("Compare(%q, %q) = %d, want %d", c.holder, c.caller, got, c.want)
 		}
 	}
 }

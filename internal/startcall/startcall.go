@@ -3,30 +3,37 @@
 // answer over when it comes: the client's and keyserver/redis's own
 // plumbing, not part of what a third-party key server implements (the
 // client calls such a server with its blocking methods).
+//
+// A key server's Starter is not one of its methods: the protocol's types
+// are internal, so a method taking them would be an exported method that
+// no program outside this module can call, listed among the server's API
+// all the same. A package whose servers start calls registers, in its
+// init, how to find a server's Starter (Register), and the client asks
+// for it by the server (Of).
 package startcall
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// Starter is implemented by key servers that can start a lock call
-// without blocking and hand its answer over when it comes, such as a
-// Redis server whose calls share one pipelined connection. A client that
-// calls five servers at once then needs no goroutine per server per call:
-// the server's own reader delivers each answer, and the caller is woken
-// once, when the answers decide. Under load, on a machine whose cores the
-// client shares with the servers, the goroutines and their wake-ups were
-// a large part of the client's CPU per lock.
+// Starter starts a key server's lock calls without blocking and hands
+// their answers over when they come, such as a Redis server whose calls
+// share one pipelined connection. A client that calls five servers at
+// once then needs no goroutine per server per call: the server's own
+// reader delivers each answer, and the caller is woken once, when the
+// answers decide. Under load, on a machine whose cores the client shares
+// with the servers, the goroutines and their wake-ups were a large part of
+// the client's CPU per lock.
 //
-// Start is an addition to the blocking methods, never a replacement: a
-// server may decline any call (for example one that takes more than one
-// command, or while it has no connection), and the client then makes it
-// with the blocking method.
+// Start is an addition to the server's blocking methods, never a
+// replacement: a server may decline any call (for example one that takes
+// more than one command, or while it has no connection), and the client
+// then makes it with the blocking method.
 type Starter interface {
-	keyserver.KeyServer
 	// Start starts c and reports whether it did. Once it did, to.Complete
 	// is called exactly once (unless to.Continue said no), with the
 	// answer the blocking method would have given, from a goroutine of
@@ -36,6 +43,44 @@ type Starter interface {
 	// its connection is given up on. ctx's values reach the call; its
 	// cancellation is not watched once the call is sent.
 	Start(ctx context.Context, c Call, to Completion) bool
+}
+
+// StartFunc is a function that is a Starter: what a server's package
+// registers, its server's unexported start method as a value.
+type StartFunc func(ctx context.Context, c Call, to Completion) bool
+
+// Start calls f.
+func (f StartFunc) Start(ctx context.Context, c Call, to Completion) bool { return f(ctx, c, to) }
+
+// finders are the functions Register took, in order.
+var finders struct {
+	mu   sync.RWMutex
+	list []func(keyserver.KeyServer) Starter
+}
+
+// Register adds find to the ways Of finds a key server's Starter: find
+// returns the Starter of a server of its package's, and nil for any other
+// server (or one of its own that starts no calls). Packages call it from
+// init; tests may call it for a type of their own.
+func Register(find func(keyserver.KeyServer) Starter) {
+	finders.mu.Lock()
+	defer finders.mu.Unlock()
+	finders.list = append(finders.list, find)
+}
+
+// Of returns the Starter of ks, the first that a registered function
+// returns, or nil when none does: the client then makes every call of ks
+// with its blocking methods. The client asks once per server, when it is
+// made.
+func Of(ks keyserver.KeyServer) Starter {
+	finders.mu.RLock()
+	defer finders.mu.RUnlock()
+	for _, find := range finders.list {
+		if st := find(ks); st != nil {
+			return st
+		}
+	}
+	return nil
 }
 
 // CallOp names the method a Call stands for.

@@ -67,6 +67,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/goredlock/goredlock/internal/dialcount"
 	"github.com/goredlock/goredlock/keyserver/redis"
 )
 
@@ -118,7 +119,7 @@ func (t *transport) Connections() (int64, bool) {
 // holds no connection to failed.
 type dialWatch struct {
 	client *goredis.Client
-	count  redis.DialCount
+	count  dialcount.Count
 	failed func(error)
 }
 

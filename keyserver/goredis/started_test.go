@@ -58,7 +58,7 @@ func start(t *testing.T, s *redis.Server, c startcall.Call) startcall.Answer {
 		c.Deadline = time.Now().Add(5 * time.Second)
 	}
 	to := newCompletion(t)
-	if !s.Start(context.Background(), c, to) {
+	if !startcall.Of(s).Start(context.Background(), c, to) {
 		t.Fatalf("call %+v not started: the go-redis transport no longer starts commands (keyserver/redis's commandStarter changed?)", c)
 	}
 	return to.answer(t)
@@ -124,7 +124,7 @@ func TestStartedCalls(t *testing.T) {
 					to := newCompletion(t)
 					c := call(startcall.CallAcquire, key, token)
 					c.Deadline = time.Now().Add(5 * time.Second)
-					if !s.Start(ctx, c, to) {
+					if !startcall.Of(s).Start(ctx, c, to) {
 						errs <- fmt.Errorf("%s: not started", key)
 						return
 					}

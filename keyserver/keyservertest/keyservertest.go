@@ -15,16 +15,13 @@
 // concurrent takers and invalid input, and the optional interfaces a server
 // implements: [keyserver.Fencer]'s counters, [keyserver.Notifier]'s remaining
 // TTL, and its line of waiters: served in rank order, one wake per
-// release, no turn missed, promises that pass on and lapse, a holder told
-// of a waiter (WatchContention); and the
+// release, no turn missed, promises that pass on and lapse;
+// [keyserver.ContentionWatcher]'s holder told of a waiter; and the
 // primitives' holds (primitives.go, [keyserver.HoldKeeper]): a
 // semaphore's slots, stored count and wakes, a read-write lock's modes and
 // waiting writers, an election's leader, term and wakes;
-// [keyserver.SetLocker]'s all-or-nothing sets (sets.go), with a
-// Notifier's promises and lines; and the started calls of a server that
-// can start them (starter.go: this module's own protocol), which must
-// answer as the blocking methods do, once, and not at all when told not
-// to go on. Keys carry a random prefix,
+// [keyserver.SetLocker]'s all-or-nothing sets
+// (sets.go), with a Notifier's promises and lines. Keys carry a random prefix,
 // so a shared server (one Redis for the whole test run) does no harm.
 package keyservertest
 
@@ -98,7 +95,6 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"ContentionIsTold", s.contentionIsTold},
 	}
 	tests = append(tests, s.primitiveChecks()...)
-	tests = append(tests, s.starterChecks()...)
 	tests = append(tests, s.setChecks()...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -759,12 +755,11 @@ func randomKey(t *testing.T) string {
 	return "keyservertest:" + t.Name() + ":" + hex.EncodeToString(b[:])
 }
 
-// contentionIsTold checks a Notifier's WatchContention: a waiter that
-// joins the holder's line is told, a caller that does not wait
-// (AcquireOrHolder) is not, and a watch set up while a waiter is in line
-// is told at once.
+// contentionIsTold checks a ContentionWatcher: a waiter that joins the
+// holder's line is told, a caller that does not wait (AcquireOrHolder) is
+// not, and a watch set up while a waiter is in line is told at once.
 func (s *suite) contentionIsTold(t *testing.T, ks keyserver.KeyServer, key string) {
-	ns, ok := notifier(ks)
+	ns, ok := ks.(keyserver.ContentionWatcher)
 	if !ok {
 		return
 	}

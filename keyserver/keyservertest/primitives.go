@@ -195,6 +195,7 @@ func (s *suite) holdArguments(t *testing.T, ks keyserver.KeyServer, key string) 
 		{"an empty key", 2, 0, "", "a", ttl},
 		{"an empty token", 2, 0, m.key, "", ttl},
 		{"a sub-millisecond TTL", 2, 0, m.key, "a", time.Millisecond - 1},
+		{"a zero TTL", 2, 0, m.key, "a", 0},
 	} {
 		h := keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: c.key, Token: c.token, Permits: c.permits, Slot: c.slot}
 		ok, _, err := m.hk.AcquireHold(ctx, h, c.ttl)

@@ -352,7 +352,8 @@ func (s *suite) setYieldsToAnEarlierPromise(t *testing.T, ks keyserver.KeyServer
 	requireFree(t, ks, "after everyone left", keys...)
 }
 
-// setArguments checks that the set's calls refuse what CheckKeys refuses.
+// setArguments checks that the set's calls refuse no keys, an empty key or
+// token, and a TTL under MinTTL (as CheckTTL refuses for one key).
 func (s *suite) setArguments(t *testing.T, ks keyserver.KeyServer, key string) {
 	sl, keys, ok := setLocker(ks, key, 2)
 	if !ok {
@@ -369,6 +370,7 @@ func (s *suite) setArguments(t *testing.T, ks keyserver.KeyServer, key string) {
 		{"an empty key", []string{keys[0], ""}, "a", ttl},
 		{"an empty token", keys, "", ttl},
 		{"a sub-millisecond TTL", keys, "a", time.Millisecond - 1},
+		{"a zero TTL", keys, "a", 0},
 	} {
 		if ok, _, err := sl.AcquireAll(ctx, c.keys, c.token, c.ttl); ok || !errors.Is(err, keyserver.ErrInvalidArgument) {
 			t.Errorf("AcquireAll with %s = %v, %v; want false and ErrInvalidArgument", c.what, ok, err)

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/internal/clock"
-	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -280,5 +279,5 @@ func (s *Server) releaseLocked(key, token string) bool {
 // owns reports whether a key that holds value is token's: it holds token,
 // or is promised to token's call.
 func owns(value, token string) bool {
-	return value == token || value == layout.PromiseOf(token)
+	return value == token || value == keyserver.PromiseOf(token)
 }

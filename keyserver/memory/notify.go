@@ -6,13 +6,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
 var _ keyserver.Notifier = (*Server)(nil)
 
-// line is one key's line of waiters: the promises (layout.PromiseOf)
+// line is one key's line of waiters: the promises (keyserver.PromiseOf)
 // of the calls waiting for it, earliest rank first.
 type line struct {
 	waiters []string
@@ -21,7 +20,7 @@ type line struct {
 
 // turnWatch is one WatchTurn until it is stopped.
 type turnWatch struct {
-	promise string // the waiter's, layout.PromiseOf its token
+	promise string // the waiter's, keyserver.PromiseOf its token
 	turn    chan struct{}
 	fired   bool
 }
@@ -54,13 +53,13 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 	ok, err := s.locked(ctx, keyserver.CheckTTL(key, token, ttl), func() (bool, error) {
 		var ok bool
 		ok, h = s.acquireLocked(key, token, ttl)
-		if n := layout.PromiseOf(next); n != "" {
+		if n := keyserver.PromiseOf(next); n != "" {
 			s.joinLocked(key, n)
 		}
 		if ok && s.lines[key] == nil {
 			return true, nil // no line to leave
 		}
-		p := layout.PromiseOf(token)
+		p := keyserver.PromiseOf(token)
 		if p == "" {
 			return ok, nil
 		}
@@ -99,14 +98,14 @@ func (s *Server) acquireLocked(key, token string, ttl time.Duration) (bool, keys
 		return true, keyserver.Holder{}
 	}
 	k := s.keys[key]
-	return false, keyserver.Holder{Left: k.expires.Sub(s.now()), Rank: layout.Compare(k.token, token)}
+	return false, keyserver.Holder{Left: k.expires.Sub(s.now()), Rank: keyserver.Compare(k.token, token)}
 }
 
 // WatchTurn watches key's line for the waiter ranked as token: its channel
 // is closed when key is promised to that waiter, now or later, and by
 // Close.
 func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struct{}, func(), error) {
-	w := &turnWatch{promise: layout.PromiseOf(token), turn: make(chan struct{})}
+	w := &turnWatch{promise: keyserver.PromiseOf(token), turn: make(chan struct{})}
 	_, err := s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
 		ws := s.turns[key]
 		if ws == nil {
@@ -149,7 +148,7 @@ func unwatch[W comparable](mu *sync.Mutex, watches map[string]map[W]struct{}, ke
 // a promise made to it on.
 func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 	_, err := s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
-		if p := layout.PromiseOf(token); p != "" {
+		if p := keyserver.PromiseOf(token); p != "" {
 			s.leaveOneLocked(key, p)
 		}
 		return true, nil

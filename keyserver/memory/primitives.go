@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -58,7 +59,7 @@ const (
 // with the election's fence counter.
 func (s *Server) AcquireHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
 	var hd keyserver.HoldReply
-	ok, err := s.locked(ctx, keyserver.CheckHold(h, ttl), func() (bool, error) {
+	ok, err := s.locked(ctx, check.HoldTTL(h, ttl), func() (bool, error) {
 		switch h.Kind {
 		case keyserver.PermitHold:
 			return s.acquirePermitLocked(h, ttl, &hd)
@@ -76,7 +77,7 @@ func (s *Server) AcquireHold(ctx context.Context, h keyserver.HoldSpec, ttl time
 // ExtendHold renews h if it holds its token, or stores it again where it
 // would be granted.
 func (s *Server) ExtendHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, error) {
-	return s.locked(ctx, keyserver.CheckHold(h, ttl), func() (bool, error) {
+	return s.locked(ctx, check.HoldTTL(h, ttl), func() (bool, error) {
 		switch h.Kind {
 		case keyserver.PermitHold:
 			return s.extendPermitLocked(h.Key, h.Slot, h.Token, ttl), nil
@@ -90,7 +91,7 @@ func (s *Server) ExtendHold(ctx context.Context, h keyserver.HoldSpec, ttl time.
 // ReleaseHold ends h if it holds its token, and wakes the watches of its
 // key.
 func (s *Server) ReleaseHold(ctx context.Context, h keyserver.HoldSpec) (bool, error) {
-	return s.locked(ctx, keyserver.CheckHold(h, 0), func() (bool, error) {
+	return s.locked(ctx, check.Hold(h), func() (bool, error) {
 		switch h.Kind {
 		case keyserver.PermitHold:
 			return s.releasePermitLocked(h.Key, h.Slot, h.Token), nil
@@ -108,7 +109,7 @@ func (s *Server) WatchHolds(ctx context.Context, h keyserver.HoldSpec) (<-chan s
 	if h.Kind == keyserver.LeaderHold {
 		return s.watch(ctx, leaderKind, h.Key)
 	}
-	if err := keyserver.CheckHold(h, 0); err != nil {
+	if err := check.Hold(h); err != nil {
 		return nil, nil, err
 	}
 	if h.Kind == keyserver.PermitHold {
@@ -145,7 +146,7 @@ func (s *Server) acquirePermitLocked(h keyserver.HoldSpec, ttl time.Duration, p 
 	if m == nil {
 		m = &semaphore{permits: h.Permits, slots: make(map[int]entry)}
 	} else if m.permits != h.Permits {
-		return false, keyserver.PermitsDiffer(h.Key, h.Permits, m.permits)
+		return false, check.PermitsDiffer(h.Key, h.Permits, m.permits)
 	}
 	ok := true
 	if e, held := m.slots[h.Slot]; held && e.token != h.Token {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/goredlock/goredlock/internal/layout"
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -12,7 +12,7 @@ import (
 // another token, or none of them (see keyserver.SetLocker).
 func (s *Server) AcquireAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
-	ok, err := s.locked(ctx, keyserver.CheckKeys(keys, token, ttl), func() (bool, error) {
+	ok, err := s.locked(ctx, check.KeysTTL(keys, token, ttl), func() (bool, error) {
 		var held bool
 		if h, held = s.heldLocked(keys, token); held {
 			return false, nil
@@ -34,7 +34,7 @@ func (s *Server) ExtendAll(ctx context.Context, keys []string, token string, ttl
 // ReleaseAll lets go of every key that holds token, and reports whether
 // every one did.
 func (s *Server) ReleaseAll(ctx context.Context, keys []string, token string) (bool, error) {
-	return s.locked(ctx, keyserver.CheckKeys(keys, token, 0), func() (bool, error) {
+	return s.locked(ctx, check.Keys(keys, token), func() (bool, error) {
 		all := true
 		for _, k := range keys {
 			all = s.releaseLocked(k, token) && all
@@ -49,7 +49,7 @@ func (s *Server) heldLocked(keys []string, token string) (keyserver.Holder, bool
 	now := s.now()
 	for _, k := range keys {
 		if e, ok := s.keys[k]; ok && !owns(e.token, token) && now.Before(e.expires) {
-			return keyserver.Holder{Left: e.expires.Sub(now), Rank: layout.Compare(e.token, token)}, true
+			return keyserver.Holder{Left: e.expires.Sub(now), Rank: keyserver.Compare(e.token, token)}, true
 		}
 	}
 	return keyserver.Holder{}, false

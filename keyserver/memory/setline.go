@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -15,8 +16,8 @@ import (
 // to an earlier rank refused it.
 func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	var h keyserver.Holder
-	ok, err := s.locked(ctx, keyserver.CheckKeys(keys, token, ttl), func() (bool, error) {
-		p := layout.PromiseOf(token)
+	ok, err := s.locked(ctx, check.KeysTTL(keys, token, ttl), func() (bool, error) {
+		p := keyserver.PromiseOf(token)
 		held, refused := s.heldLocked(keys, token)
 		if refused && p != "" {
 			refused = s.refusesLocked(keys, token, p)
@@ -84,7 +85,7 @@ func (s *Server) waitAllLocked(keys []string, token, p string) (h keyserver.Hold
 			ahead := s.joinLocked(k, p)
 			if first {
 				first = false
-				h = keyserver.Holder{Left: e.expires.Sub(now), Rank: layout.Compare(e.token, token), Ahead: ahead}
+				h = keyserver.Holder{Left: e.expires.Sub(now), Rank: keyserver.Compare(e.token, token), Ahead: ahead}
 			}
 			yield = yield || layout.IsPromise(e.token) && e.token < p
 		}
@@ -108,8 +109,8 @@ func (s *Server) waitAllLocked(keys []string, token, p string) (h keyserver.Hold
 // LeaveLines takes the waiter ranked as token out of the lines of every
 // key, and passes each key promised to it on.
 func (s *Server) LeaveLines(ctx context.Context, keys []string, token string) error {
-	_, err := s.locked(ctx, keyserver.CheckKeys(keys, token, 0), func() (bool, error) {
-		if p := layout.PromiseOf(token); p != "" {
+	_, err := s.locked(ctx, check.Keys(keys, token), func() (bool, error) {
+		if p := keyserver.PromiseOf(token); p != "" {
 			for _, k := range keys {
 				s.leaveOneLocked(k, p)
 			}

@@ -42,10 +42,11 @@ func TestCountDials(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fail := false
-			p := redis.CountDials(tc.pool(&fail))
+			p := tc.pool(&fail)
+			counted := redis.CountDials(p).(redis.ConnectionCounter)
 			defer p.Close()
 			opened := func() int64 {
-				n, ok := p.Connections()
+				n, ok := counted.Connections()
 				require.True(t, ok)
 				return n
 			}
@@ -77,12 +78,12 @@ func TestCountDials(t *testing.T) {
 }
 
 // TestCountDialsWithoutDial: a pool with no dial function stays one, and a
-// nil pool gives a nil CountedPool.
+// nil pool gives nil.
 func TestCountDialsWithoutDial(t *testing.T) {
 	p := redis.CountDials(&redigo.Pool{})
 	_, err := p.GetContext(context.Background())
 	assert.Error(t, err)
-	n, ok := p.Connections()
+	n, ok := p.(redis.ConnectionCounter).Connections()
 	assert.True(t, ok)
 	assert.Equal(t, int64(0), n)
 	assert.Nil(t, redis.CountDials(nil))

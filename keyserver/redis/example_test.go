@@ -71,14 +71,14 @@ func ExampleNew() {
 // read of INFO: the Server then knows its Redis cannot have restarted while
 // no new connection was made.
 func ExampleCountDials() {
-	pool := redis.CountDials(&redigo.Pool{
+	pool := &redigo.Pool{
 		DialContext: func(ctx context.Context) (redigo.Conn, error) {
 			return redigo.DialContext(ctx, "tcp", "10.0.0.1:6379")
 		},
 		MaxIdle: 8,
-	})
-	defer pool.Close() // the pool's own methods
-	srv := redis.New(pool, redis.WithName("10.0.0.1:6379"))
+	}
+	defer pool.Close()
+	srv := redis.New(redis.CountDials(pool), redis.WithName("10.0.0.1:6379"))
 	defer srv.Close()
 	_ = srv // one of the servers given to redlock.New
 }

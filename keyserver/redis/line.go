@@ -58,7 +58,7 @@ func (s *Server) AcquireInLine(ctx context.Context, key, token string, ttl time.
 // acquireInLineTaken is AcquireInLine past its SET NX (or without one):
 // the script, which takes or keeps the places in line.
 func (s *Server) acquireInLineTaken(ctx context.Context, key, token string, ttl time.Duration, next string) (bool, keyserver.Holder, error) {
-	p, n := layout.PromiseOf(token), layout.PromiseOf(next)
+	p, n := keyserver.PromiseOf(token), keyserver.PromiseOf(next)
 	member, nextMember := "", ""
 	if p != "" {
 		member = s.sub.turnMember(p)
@@ -119,7 +119,7 @@ func (s *Server) WatchTurn(ctx context.Context, key, token string) (<-chan struc
 		return nil, nil, err
 	}
 	defer s.inflight.Done()
-	p := layout.PromiseOf(token)
+	p := keyserver.PromiseOf(token)
 	w, seen, err := s.sub.watch(ctx, key, p)
 	if err != nil {
 		return nil, nil, s.fail("watch", key, err)
@@ -143,7 +143,7 @@ func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 	if err := keyserver.CheckToken(key, token); err != nil {
 		return err
 	}
-	p := layout.PromiseOf(token)
+	p := keyserver.PromiseOf(token)
 	if p == "" {
 		return nil
 	}

@@ -179,9 +179,9 @@ func TestLuaScripts(t *testing.T) {
 
 	const k, line, fence = "{k}", "{k}:line", "{k}:fence"
 	const k2, line2 = "{k}2", "{k}2:line"
-	holderP, callerP, waiterP := layout.PromiseOf(luaHolder), layout.PromiseOf(luaCaller), layout.PromiseOf(luaWaiter)
+	holderP, callerP, waiterP := keyserver.PromiseOf(luaHolder), keyserver.PromiseOf(luaCaller), keyserver.PromiseOf(luaWaiter)
 	callerM, waiterM := callerP+luaChannel, waiterP+luaChannel
-	earlyM := layout.PromiseOf(luaEarly) + luaChannel
+	earlyM := keyserver.PromiseOf(luaEarly) + luaChannel
 	ttl := "5000"
 	lineTTL := strconv.FormatInt(keyserver.LineTTL.Milliseconds(), 10)
 	claim := strconv.FormatInt(keyserver.ClaimTTL.Milliseconds(), 10)
@@ -383,7 +383,7 @@ func TestLuaScripts(t *testing.T) {
 			keys: []string{k, line, k2, line2, "{k}3", "{k}3:line"}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen},
 			want: []any{about(400), int64(keyserver.HolderFirst), int64(0), "001"},
 			check: func(n luaNode, t *testing.T) {
-				earlyP := layout.PromiseOf(luaEarly)
+				earlyP := keyserver.PromiseOf(luaEarly)
 				assert.Equal(t, earlyP, n.str("GET", k), "handed over to the earlier first of its line")
 				n.pttlNear(t, k, keyserver.ClaimTTL.Milliseconds())
 				assert.Equal(t, []any{callerM, waiterM}, plain(n.MustDo("ZRANGE", line, 0, -1)), "the caller waits there again")
@@ -391,7 +391,7 @@ func TestLuaScripts(t *testing.T) {
 				assert.Equal(t, callerP, n.str("GET", "{k}3"), "only a later rank waits for it: kept")
 				n.pttlNear(t, "{k}3", keyserver.LineTTL.Milliseconds())
 			},
-			told: []string{layout.PromiseOf(luaEarly) + k}},
+			told: []string{keyserver.PromiseOf(luaEarly) + k}},
 		{file: "leave_lines.lua", name: "out of a line, a promise handed over",
 			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, callerM}, {"SET", k2, callerP, "PX", 400}, {"ZADD", line2, 0, waiterM}},
 			keys:  []string{k, line, k2, line2}, args: []string{callerM, callerP, claim, pLen}, want: int64(1),

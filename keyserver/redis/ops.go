@@ -83,10 +83,10 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 }
 
 // promise is what the scripts take for the caller's promise: the value a
-// key promised to token's call holds (layout.PromiseOf), or token itself
+// key promised to token's call holds (keyserver.PromiseOf), or token itself
 // for a token without a rank, which no promise is ever made to.
 func promise(token string) string {
-	if p := layout.PromiseOf(token); p != "" {
+	if p := keyserver.PromiseOf(token); p != "" {
 		return p
 	}
 	return token

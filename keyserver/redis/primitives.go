@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -31,7 +32,7 @@ const readerMark = '}'
 // watchPromise is what stands for the call that token belongs to among a
 // primitive's watchers, and names its turns.
 func watchPromise(token string, reader bool) string {
-	p := layout.PromiseOf(token)
+	p := keyserver.PromiseOf(token)
 	if p == "" {
 		return primWatch
 	}
@@ -81,7 +82,7 @@ func ints(reply any, want int) ([]int64, error) {
 // stored one, a read or write hold, or a leadership with the election's
 // term counter.
 func (s *Server) AcquireHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
-	if err := keyserver.CheckHold(h, ttl); err != nil {
+	if err := check.HoldTTL(h, ttl); err != nil {
 		return false, keyserver.HoldReply{}, err
 	}
 	// One function per kind: the scripts' arguments, built on the stack,
@@ -122,7 +123,7 @@ func (s *Server) acquireRW(ctx context.Context, h keyserver.HoldSpec, ttl time.D
 		ok, hd, err = s.hold(s.evalAny(ctx, "acquire read", readScript, rwKeys(h.Key), h.Token, ms(ttl), member))
 	} else {
 		ok, hd, err = s.hold(s.evalAny(ctx, "acquire write", writeScript, rwKeys(h.Key),
-			h.Token, ms(ttl), flag(h.Kind == keyserver.WaitingWriteHold), layout.WaiterOf(h.Token), ms(keyserver.WriterWaitTTL), member, layout.PromiseOf(h.Token)))
+			h.Token, ms(ttl), flag(h.Kind == keyserver.WaitingWriteHold), layout.WaiterOf(h.Token), ms(keyserver.WriterWaitTTL), member, keyserver.PromiseOf(h.Token)))
 	}
 	s.unwatched(h.Key, member, ok)
 	return ok, hd, err
@@ -135,7 +136,7 @@ func (s *Server) acquirePermit(ctx context.Context, h keyserver.HoldSpec, ttl ti
 	member := s.watcher(key, h.Token, false)
 	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, h.Slot), key + ":watchers", key + ":told"},
 		strconv.Itoa(h.Permits), strconv.Itoa(h.Slot), h.Token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), member,
-		layout.PromiseOf(h.Token))
+		keyserver.PromiseOf(h.Token))
 	if err != nil {
 		s.unwatched(key, member, false)
 		return false, p, err
@@ -146,7 +147,7 @@ func (s *Server) acquirePermit(ctx context.Context, h keyserver.HoldSpec, ttl ti
 		return false, p, s.fail("acquire permit", key, err)
 	}
 	if n[0] < 0 {
-		return false, p, keyserver.PermitsDiffer(key, h.Permits, int(n[1]))
+		return false, p, check.PermitsDiffer(key, h.Permits, int(n[1]))
 	}
 	p.Left = time.Duration(n[1]) * time.Millisecond
 	for _, f := range n[2:] {
@@ -158,7 +159,7 @@ func (s *Server) acquirePermit(ctx context.Context, h keyserver.HoldSpec, ttl ti
 // ExtendHold renews h if it holds its token, or stores it again where it
 // would be granted.
 func (s *Server) ExtendHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, error) {
-	if err := keyserver.CheckHold(h, ttl); err != nil {
+	if err := check.HoldTTL(h, ttl); err != nil {
 		return false, err
 	}
 	var (
@@ -185,7 +186,7 @@ func (s *Server) ExtendHold(ctx context.Context, h keyserver.HoldSpec, ttl time.
 
 // ReleaseHold ends h if it holds its token, and tells the watchers.
 func (s *Server) ReleaseHold(ctx context.Context, h keyserver.HoldSpec) (bool, error) {
-	if err := keyserver.CheckHold(h, 0); err != nil {
+	if err := check.Hold(h); err != nil {
 		return false, err
 	}
 	var (
@@ -211,7 +212,7 @@ func (s *Server) WatchHolds(ctx context.Context, h keyserver.HoldSpec) (<-chan s
 	if h.Kind == keyserver.LeaderHold {
 		return s.watchPrim(ctx, h.Key, primWatch, false)
 	}
-	if err := keyserver.CheckHold(h, 0); err != nil {
+	if err := check.Hold(h); err != nil {
 		return nil, nil, err
 	}
 	return s.watchPrim(ctx, h.Key, watchPromise(h.Token, h.Kind == keyserver.ReadHold), true)

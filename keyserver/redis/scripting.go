@@ -428,7 +428,7 @@ func (st *started) firstCheck() (cmd, keys, args []string, ok bool) {
 	default:
 		return nil, nil, nil, false
 	}
-	if len(c.Keys) > 0 || keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || layout.PromiseOf(c.Next) != "" ||
+	if len(c.Keys) > 0 || keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || keyserver.PromiseOf(c.Next) != "" ||
 		(c.Op != startcall.CallAcquire && s.sub.contended(c.Key)) {
 		return nil, nil, nil, false
 	}

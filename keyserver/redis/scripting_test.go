@@ -166,7 +166,7 @@ func TestStartedFirstAcquireChecks(t *testing.T) {
 	keys, err := redigo.Strings(node.MustDo("KEYS", "*"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"goredlock:incarnation"}, keys, "nothing written but the marker")
-	assert.False(t, s.Start(bg, c, newCompletion(true)), "the refusal kept: the blocking method returns it")
+	assert.False(t, startcall.Of(s).Start(bg, c, newCompletion(true)), "the refusal kept: the blocking method returns it")
 
 	s = fromURL(t, userURL(t, node, "~*", "&*", "+@all", "-@dangerous", "-evalsha"))
 	a = start(t, s, c)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/internal/startcall"
 	"github.com/goredlock/goredlock/keyserver"
@@ -22,7 +23,7 @@ var (
 // another value, or none of them (see keyserver.SetLocker). On a Redis
 // Cluster the keys must share a hash slot.
 func (s *Server) AcquireAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
+	if err := check.KeysTTL(keys, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
 	_, keys, args := allWords(false, keys, token, ttl)
@@ -50,7 +51,7 @@ func crossSlot(err error) error {
 // ExtendAll renews every key of the set, and stores again those a
 // restart lost, or none of them when another value holds one.
 func (s *Server) ExtendAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error) {
-	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
+	if err := check.KeysTTL(keys, token, ttl); err != nil {
 		return false, err
 	}
 	_, keys, args := allWords(false, keys, token, ttl)
@@ -61,7 +62,7 @@ func (s *Server) ExtendAll(ctx context.Context, keys []string, token string, ttl
 // ReleaseAll lets go of every key that holds token, each passing to the
 // first waiter in its line, and reports whether every key did.
 func (s *Server) ReleaseAll(ctx context.Context, keys []string, token string) (bool, error) {
-	if err := keyserver.CheckKeys(keys, token, 0); err != nil {
+	if err := check.Keys(keys, token); err != nil {
 		return false, err
 	}
 	_, withLines, args := allWords(true, keys, token, 0)
@@ -74,12 +75,14 @@ func (s *Server) ReleaseAll(ctx context.Context, keys []string, token string) (b
 func (st *started) firstOfSet() (cmd, keys, args []string, ok bool) {
 	s, c := st.s, st.c
 	release := c.Op == startcall.CallRelease
-	ttl, sc := c.TTL, setAllScript
+	sc, invalid := releaseAllScript, error(nil)
 	if release {
-		ttl, sc = 0, releaseAllScript // see CheckKeys
+		invalid = check.Keys(c.Keys, c.Token)
+	} else {
+		sc, invalid = setAllScript, check.KeysTTL(c.Keys, c.Token, c.TTL)
 	}
 	d := s.digests[sc.id].Load()
-	if d == nil || *d == "" || keyserver.CheckKeys(c.Keys, c.Token, ttl) != nil ||
+	if d == nil || *d == "" || invalid != nil ||
 		c.Op == startcall.CallAcquireInLine && layout.RankOf(c.Token) != "" && s.sub.contended(c.Keys...) {
 		return nil, nil, nil, false // a contended set waiting in line: its script, blocking
 	}

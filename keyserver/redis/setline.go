@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -21,7 +22,7 @@ var (
 // process watches is tried with AcquireAll's script first, as AcquireInLine
 // tries a SET NX first.
 func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
+	if err := check.KeysTTL(keys, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
 	if layout.RankOf(token) == "" { // nobody to put in line
@@ -39,7 +40,7 @@ func (s *Server) AcquireAllInLine(ctx context.Context, keys []string, token stri
 // without it): the script that takes, keeps or gives up the caller's
 // places in the keys' lines.
 func (s *Server) acquireAllInLineTaken(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	p := layout.PromiseOf(token)
+	p := keyserver.PromiseOf(token)
 	var cn *subConn
 	for _, k := range keys {
 		cn = s.sub.joining(k, p) // before the places are taken: see subscriber.joinedOn
@@ -57,10 +58,10 @@ func (s *Server) acquireAllInLineTaken(ctx context.Context, keys []string, token
 // LeaveLines takes the waiter ranked as token out of the lines of every
 // key, and passes each key promised to it on.
 func (s *Server) LeaveLines(ctx context.Context, keys []string, token string) error {
-	if err := keyserver.CheckKeys(keys, token, 0); err != nil {
+	if err := check.Keys(keys, token); err != nil {
 		return err
 	}
-	p := layout.PromiseOf(token)
+	p := keyserver.PromiseOf(token)
 	if p == "" {
 		return nil
 	}

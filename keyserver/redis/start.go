@@ -12,11 +12,23 @@ import (
 
 // A Server made by FromURL starts a lock's calls on the transport without
 // a goroutine of the caller's (see "Started calls on Redis" in docs/design.md).
+// The redlock client finds them by startcall.Of, not by a method of the
+// Server's: the protocol's types are internal to this module.
 
-var _ startcall.Starter = (*Server)(nil)
+func init() { startcall.Register(starterOf) }
 
-// Start starts c (see startcall.Starter) and reports whether it did.
-func (s *Server) Start(ctx context.Context, c startcall.Call, to startcall.Completion) bool {
+// starterOf is the Starter of ks when it is a Server: its start method.
+// Every Server has one, which declines the calls its transport cannot
+// start (see start).
+func starterOf(ks keyserver.KeyServer) startcall.Starter {
+	if s, ok := ks.(*Server); ok {
+		return startcall.StartFunc(s.start)
+	}
+	return nil
+}
+
+// start starts c (see startcall.Starter) and reports whether it did.
+func (s *Server) start(ctx context.Context, c startcall.Call, to startcall.Completion) bool {
 	if s.starter == nil || s.wait != nil { // a durable vote waits for WAIT: see evalAny
 		return false
 	}
@@ -80,7 +92,7 @@ func (st *started) first() (cmd, keys, args []string, ok bool) {
 	}
 	switch c.Op {
 	case startcall.CallAcquire, startcall.CallAcquireOrHolder, startcall.CallAcquireInLine:
-		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || layout.PromiseOf(c.Next) != "" ||
+		if keyserver.CheckTTL(c.Key, c.Token, c.TTL) != nil || keyserver.PromiseOf(c.Next) != "" ||
 			(c.Op != startcall.CallAcquire && s.sub.contended(c.Key)) {
 			return nil, nil, nil, false
 		}
@@ -222,7 +234,7 @@ func (st *started) acquireTaken(ctx context.Context) (a startcall.Answer) {
 	switch {
 	case c.Op == startcall.CallAcquire:
 		a.OK, a.Err = s.acquireTaken(ctx, c.Key, c.Token, c.TTL)
-	case c.Op == startcall.CallAcquireInLine && layout.PromiseOf(c.Token) != "":
+	case c.Op == startcall.CallAcquireInLine && keyserver.PromiseOf(c.Token) != "":
 		a.OK, a.Holder, a.Err = s.acquireInLineTaken(ctx, c.Key, c.Token, c.TTL, c.Next)
 	default: // AcquireInLine with nobody to put in line is AcquireOrHolder
 		a.OK, a.Holder, a.Err = s.acquireOrHolderTaken(ctx, c.Key, c.Token, c.TTL)

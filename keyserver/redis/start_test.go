@@ -58,7 +58,7 @@ func start(t *testing.T, s *redis.Server, c startcall.Call) startcall.Answer {
 	t.Helper()
 	c.Deadline = time.Now().Add(time.Second)
 	to := newCompletion(true)
-	require.True(t, s.Start(context.Background(), c, to), "call %+v not started", c)
+	require.True(t, startcall.Of(s).Start(context.Background(), c, to), "call %+v not started", c)
 	return to.answer(t)
 }
 
@@ -92,7 +92,7 @@ func TestStartAnswersAsTheBlockingMethods(t *testing.T) {
 	assert.True(t, a.OK, "the holder acquires again (the script after the SET NX)")
 
 	// Extend and Release go by digest, so only once the Server knows it.
-	assert.False(t, s.Start(ctx, call(startcall.CallRelease, "k", "t1"), newCompletion(true)), "release started before its script was loaded")
+	assert.False(t, startcall.Of(s).Start(ctx, call(startcall.CallRelease, "k", "t1"), newCompletion(true)), "release started before its script was loaded")
 	_, err := s.Extend(ctx, "k", "t1", ttl)
 	require.NoError(t, err)
 	a = start(t, s, call(startcall.CallExtend, "k", "t2"))
@@ -133,7 +133,7 @@ func TestStartedSetAnswersAsTheBlockingMethods(t *testing.T) {
 	call := func(op startcall.CallOp, token string) startcall.Call {
 		return startcall.Call{Op: op, Key: "set", Keys: keys, Token: token, TTL: ttl}
 	}
-	assert.False(t, s.Start(ctx, call(startcall.CallAcquireOrHolder, "t1"), newCompletion(true)), "started before its script was loaded")
+	assert.False(t, startcall.Of(s).Start(ctx, call(startcall.CallAcquireOrHolder, "t1"), newCompletion(true)), "started before its script was loaded")
 	ok, _, err := s.AcquireAll(ctx, []string{"{s}x"}, "t0", ttl) // loads the script
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -168,7 +168,7 @@ func TestStartedSetAnswersAsTheBlockingMethods(t *testing.T) {
 
 	big := call(startcall.CallAcquireOrHolder, "t4")
 	big.Keys = []string{"{s}1", "{s}2", "{s}3", "{s}4", "{s}5", "{s}6", "{s}7", "{s}8", "{s}9", "{s}10", "{s}11", "{s}12", "{s}13", "{s}14", "{s}15", "{s}16", "{s}17"}
-	assert.False(t, s.Start(ctx, big, newCompletion(true)), "more words than a started command takes")
+	assert.False(t, startcall.Of(s).Start(ctx, big, newCompletion(true)), "more words than a started command takes")
 }
 
 // TestStartedCallStopsWhenTold: a started acquire whose SET NX is refused
@@ -179,7 +179,7 @@ func TestStartedCallStopsWhenTold(t *testing.T) {
 	s := fromURL(t, node.URL(""))
 	do(t, node, "SET", "k", "other") // refused: the first call, checked and set, goes on as after SET NX
 	to := newCompletion(false)
-	require.True(t, s.Start(context.Background(), startcall.Call{Op: startcall.CallAcquireInLine, Key: "k", Token: "t", TTL: time.Minute,
+	require.True(t, startcall.Of(s).Start(context.Background(), startcall.Call{Op: startcall.CallAcquireInLine, Key: "k", Token: "t", TTL: time.Minute,
 		Deadline: time.Now().Add(time.Second)}, to))
 	select {
 	case <-to.asked:
@@ -217,8 +217,8 @@ func TestStartedCallsOfABrokenConnectionAreAnswered(t *testing.T) {
 	t.Cleanup(closed.Resume)
 	c := startcall.Call{Op: startcall.CallAcquire, Key: "k", Token: "t", TTL: time.Minute, Deadline: time.Now().Add(time.Second)}
 	toKilled, toClosed := newCompletion(true), newCompletion(true)
-	require.True(t, ks.Start(ctx, c, toKilled))
-	require.True(t, cs.Start(ctx, c, toClosed))
+	require.True(t, startcall.Of(ks).Start(ctx, c, toKilled))
+	require.True(t, startcall.Of(cs).Start(ctx, c, toClosed))
 
 	require.Eventually(t, func() bool { // the SET NX has arrived, and waits
 		list, _ := do(t, killed, "CLIENT", "LIST").([]byte)
@@ -230,5 +230,5 @@ func TestStartedCallsOfABrokenConnectionAreAnswered(t *testing.T) {
 	require.NoError(t, cs.Close())
 	a = toClosed.answer(t)
 	assert.ErrorIs(t, a.Err, redis.ErrClosed)
-	assert.False(t, cs.Start(ctx, c, newCompletion(true)), "started on a closed Server")
+	assert.False(t, startcall.Of(cs).Start(ctx, c, newCompletion(true)), "started on a closed Server")
 }

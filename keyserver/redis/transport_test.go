@@ -57,7 +57,7 @@ func TestTransportCallersPoolPerCall(t *testing.T) {
 // that counts its dials (CountDials) and keeps idle connections: no INFO
 // on warm connections, and a restart still seen.
 func TestTransportCallersPoolCounted(t *testing.T) {
-	counted := func(p *redigo.Pool) *redis.CountedPool {
+	counted := func(p *redigo.Pool) redis.Pool {
 		p.MaxIdle = 4
 		return redis.CountDials(p)
 	}

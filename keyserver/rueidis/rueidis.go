@@ -47,6 +47,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/goredlock/goredlock/internal/dialcount"
 	"github.com/goredlock/goredlock/keyserver/redis"
 	"github.com/goredlock/goredlock/keyserver/redis/adapt"
 )
@@ -68,7 +69,7 @@ func New(client rueidis.Client, opts ...redis.Option) *redis.Server {
 // connections of a Cluster client are not counted: which node INFO reaches
 // is the client's choice.
 func FromOption(opt rueidis.ClientOption, opts ...redis.Option) (*redis.Server, error) {
-	opened := new(redis.DialCount)
+	opened := new(dialcount.Count)
 	dial := opt.DialFn
 	opt.DialFn = func(dst string, d *net.Dialer, cfg *tls.Config) (conn net.Conn, err error) {
 		switch { // as rueidis dials when DialFn is nil
@@ -88,7 +89,7 @@ func FromOption(opt rueidis.ClientOption, opts ...redis.Option) (*redis.Server, 
 	}
 	t := transport{c: client, own: true}
 	if !clustered(client) {
-		t.DialCount = opened
+		t.Count = opened
 	}
 	return redis.NewServer(adapt.Detach(t), opts...), nil
 }
@@ -104,13 +105,13 @@ func clustered(client rueidis.Client) bool {
 	return true
 }
 
-// transport is a redis.Transport over a rueidis client. Its DialCount,
+// transport is a redis.Transport over a rueidis client. Its Count,
 // for a client FromOption made that is not a Cluster's, is the count of
 // the client's connections (redis.ConnectionCounter); nil for the others.
 type transport struct {
 	c   rueidis.Client
 	own bool // made by FromOption: Close closes it
-	*redis.DialCount
+	*dialcount.Count
 }
 
 // Do runs one command; rueidis routes it in a Cluster by its keys.

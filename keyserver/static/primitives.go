@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -61,12 +62,16 @@ func (s *Server) vote(ctx context.Context, c Call, store func(context.Context) (
 // holdCall is the logged call of h's operation (0: acquire, 1: extend, 2:
 // release), refused as a real server would when h is not valid.
 func (s *Server) holdCall(ctx context.Context, h keyserver.HoldSpec, op int, ttl time.Duration, store func(context.Context) (bool, error)) (Reply, bool, error) {
+	invalid := check.Hold(h)
+	if op != 2 {
+		invalid = check.HoldTTL(h, ttl)
+	}
 	ops, ok := holdOps[h.Kind]
 	if !ok {
-		return Reply{}, false, keyserver.CheckHold(h, ttl)
+		return Reply{}, false, invalid
 	}
 	c := Call{Op: ops[op], Key: h.Key, Token: h.Token, TTL: ttl}
-	return s.callChecked(ctx, c, keyserver.CheckHold(h, ttl), func(ctx context.Context, _, _ string, _ time.Duration) (bool, error) { return store(ctx) })
+	return s.callChecked(ctx, c, invalid, func(ctx context.Context, _, _ string, _ time.Duration) (bool, error) { return store(ctx) })
 }
 
 // AcquireHold answers from the script of h's kind's acquire
@@ -122,7 +127,7 @@ func (s *Server) ReadLeader(ctx context.Context, key string) (keyserver.Leadersh
 // up the call.
 func (s *Server) WatchHolds(ctx context.Context, h keyserver.HoldSpec) (<-chan struct{}, func(), error) {
 	if _, ok := holdOps[h.Kind]; !ok || h.Kind != keyserver.LeaderHold {
-		if err := keyserver.CheckHold(h, 0); err != nil {
+		if err := check.Hold(h); err != nil {
 			return nil, nil, err
 		}
 	}

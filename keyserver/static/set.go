@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) LeaveLines(ctx context.Context, keys []string, token string) er
 // scripted.
 func (s *Server) acquireAll(ctx context.Context, keys []string, token string, ttl time.Duration,
 	store func(context.Context, []string, string, time.Duration) (bool, keyserver.Holder, error)) (bool, keyserver.Holder, error) {
-	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
+	if err := check.KeysTTL(keys, token, ttl); err != nil {
 		return false, keyserver.Holder{}, err
 	}
 	var h keyserver.Holder
@@ -58,7 +59,7 @@ func (s *Server) failBetweenKeys(ctx context.Context, r Reply, keys []string, to
 
 // ExtendAll answers from OpExtend's script, or else from the store.
 func (s *Server) ExtendAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error) {
-	if err := keyserver.CheckKeys(keys, token, ttl); err != nil {
+	if err := check.KeysTTL(keys, token, ttl); err != nil {
 		return false, err
 	}
 	r, ok, err := s.call(ctx, Call{Op: OpExtend, Key: strings.Join(keys, ","), Token: token, TTL: ttl},
@@ -71,7 +72,7 @@ func (s *Server) ExtendAll(ctx context.Context, keys []string, token string, ttl
 
 // ReleaseAll answers from OpRelease's script, or else from the store.
 func (s *Server) ReleaseAll(ctx context.Context, keys []string, token string) (bool, error) {
-	if err := keyserver.CheckKeys(keys, token, 0); err != nil {
+	if err := check.Keys(keys, token); err != nil {
 		return false, err
 	}
 	r, ok, err := s.call(ctx, Call{Op: OpRelease, Key: strings.Join(keys, ","), Token: token},

@@ -122,8 +122,9 @@ type Server struct {
 }
 
 var (
-	_ keyserver.Fencer   = (*Server)(nil)
-	_ keyserver.Notifier = (*Server)(nil)
+	_ keyserver.Fencer            = (*Server)(nil)
+	_ keyserver.Notifier          = (*Server)(nil)
+	_ keyserver.ContentionWatcher = (*Server)(nil)
 )
 
 // Option configures a Server.

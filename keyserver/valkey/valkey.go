@@ -38,6 +38,7 @@ import (
 
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/goredlock/goredlock/internal/dialcount"
 	"github.com/goredlock/goredlock/keyserver/redis"
 	"github.com/goredlock/goredlock/keyserver/redis/adapt"
 )
@@ -58,7 +59,7 @@ func New(client valkey.Client, opts ...redis.Option) *redis.Server {
 // The connections of a Cluster client are not counted: which node INFO
 // reaches is the client's choice.
 func FromOption(opt valkey.ClientOption, opts ...redis.Option) (*redis.Server, error) {
-	opened := new(redis.DialCount)
+	opened := new(dialcount.Count)
 	dialCtx, dial := opt.DialCtxFn, opt.DialFn
 	opt.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (conn net.Conn, err error) {
 		switch { // as valkey-go dials when neither is set
@@ -80,18 +81,18 @@ func FromOption(opt valkey.ClientOption, opts ...redis.Option) (*redis.Server, e
 	}
 	t := &transport{client: client, own: true}
 	if client.Mode() != valkey.ClientModeCluster {
-		t.DialCount = opened
+		t.Count = opened
 	}
 	return redis.NewServer(adapt.Detach(t), opts...), nil
 }
 
-// transport is a redis.Transport over a valkey-go client. Its DialCount,
+// transport is a redis.Transport over a valkey-go client. Its Count,
 // for a client FromOption made that is not a Cluster's, is the count of
 // the client's connections (redis.ConnectionCounter); nil for the others.
 type transport struct {
 	client valkey.Client
 	own    bool // made by FromOption: Close closes it
-	*redis.DialCount
+	*dialcount.Count
 }
 
 // Do builds the command from its words, keys marked for Cluster routing.

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/internal/startcall/startcalltest"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/keyservertest"
 	"github.com/goredlock/goredlock/keyserver/redis"
@@ -157,18 +158,21 @@ func node(t *testing.T, opts ...redistest.Option) *redistest.Node {
 	return redistest.Start(t, 1, opts...).Nodes[0]
 }
 
+// conformance runs keyservertest, and the checks of the started calls
+// (this module's own protocol, not the public suite's), on one node.
 func (s *suite) conformance(t *testing.T) {
 	n := node(t)
-	keyservertest.Run(t, func(t *testing.T) keyserver.KeyServer {
-		return s.server(t, Target{Addr: n.Addr()})
-	})
+	newServer := func(t *testing.T) keyserver.KeyServer { return s.server(t, Target{Addr: n.Addr()}) }
+	keyservertest.Run(t, newServer)
+	startcalltest.Run(t, newServer)
 }
 
+// clusterConformance is conformance on a Redis Cluster.
 func (s *suite) clusterConformance(t *testing.T) {
 	n := node(t, redistest.WithClusterMode())
-	keyservertest.Run(t, func(t *testing.T) keyserver.KeyServer {
-		return s.server(t, Target{Addr: n.Addr(), Cluster: true})
-	})
+	newServer := func(t *testing.T) keyserver.KeyServer { return s.server(t, Target{Addr: n.Addr(), Cluster: true}) }
+	keyservertest.Run(t, newServer)
+	startcalltest.Run(t, newServer)
 }
 
 var bg = contextBackground()

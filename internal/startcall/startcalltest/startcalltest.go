@@ -1,38 +1,69 @@
-package keyservertest
+// Package startcalltest checks a key server's started calls (package
+// startcall) against its blocking methods: each answers as the blocking
+// method does, once, and not at all when told not to go on. The started
+// calls are this module's own protocol, so their checks live here and not
+// in the public conformance suite (keyservertest), which a third-party
+// server runs: the Redis transports' suite (transporttest) runs both.
+package startcalltest
 
 import (
 	"context"
-	"github.com/goredlock/goredlock/internal/startcall"
-	"sync/atomic"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/startcall"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// starterChecks are the checks of startcall.Starter; a server that does
-// not implement it passes them.
-func (s *suite) starterChecks() []check {
-	return []check{
-		{"StartedCallsAnswerAsBlocking", s.startedCallsAnswerAsBlocking},
-		{"StartedCallStopsWhenNotContinued", s.startedCallStopsWhenNotContinued},
+// Run runs the checks as subtests of t, each on a server newServer makes
+// and a key of its own. A server that starts no calls (startcall.Of finds
+// no Starter) passes them, as one that declines every call does.
+func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer) {
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, keyserver.KeyServer, startcall.Starter, string)
+	}{
+		{"StartedCallsAnswerAsBlocking", startedCallsAnswerAsBlocking},
+		{"StartedCallStopsWhenNotContinued", startedCallStopsWhenNotContinued},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ks := newServer(t)
+			st := startcall.Of(ks)
+			if st == nil {
+				t.Logf("%T starts no calls", ks)
+				return
+			}
+			tc.fn(t, ks, st, randomKey(t))
+		})
 	}
 }
+
+const (
+	ttl = 10 * time.Second
+	// wakeWithin bounds how long a started call may take to be answered.
+	wakeWithin = 5 * time.Second
+)
 
 // completion is a startcall.Completion that passes its answers on; room
 // for two lets a second answer, which the contract forbids, be seen.
 type completion struct {
 	goOn    bool
-	asked   atomic.Int32 // calls of Continue
+	asked   chan struct{} // a value per call of Continue
 	answers chan startcall.Answer
 }
 
 func newCompletion(goOn bool) *completion {
-	return &completion{goOn: goOn, answers: make(chan startcall.Answer, 2)}
+	return &completion{goOn: goOn, asked: make(chan struct{}, 8), answers: make(chan startcall.Answer, 2)}
 }
 
 func (c *completion) Continue() bool {
-	c.asked.Add(1)
+	select {
+	case c.asked <- struct{}{}:
+	default: // asked often: once is what the checks look for
+	}
 	return c.goOn
 }
 
@@ -116,11 +147,7 @@ func (s *starter) holderFirst(what string, h keyserver.Holder) {
 // startedCallsAnswerAsBlocking checks that each kind of started call
 // gives the answer its blocking method gives, on a free key and on one
 // another token holds.
-func (s *suite) startedCallsAnswerAsBlocking(t *testing.T, ks keyserver.KeyServer, key string) {
-	st, ok := ks.(startcall.Starter)
-	if !ok {
-		return
-	}
+func startedCallsAnswerAsBlocking(t *testing.T, ks keyserver.KeyServer, st startcall.Starter, key string) {
 	ctx := context.Background()
 	a, b := ranked(1, 1), ranked(2, 1)
 	// A blocking call first: a server may decline calls until it has a
@@ -164,11 +191,7 @@ func (s *suite) startedCallsAnswerAsBlocking(t *testing.T, ks keyserver.KeyServe
 // Completion says not to go on (Continue false) sends nothing more and is
 // not answered: its caller has counted it already. A server that answers
 // in one command, never asking, answers as the blocking method does.
-func (s *suite) startedCallStopsWhenNotContinued(t *testing.T, ks keyserver.KeyServer, key string) {
-	st, ok := ks.(startcall.Starter)
-	if !ok {
-		return
-	}
+func startedCallStopsWhenNotContinued(t *testing.T, ks keyserver.KeyServer, st startcall.Starter, key string) {
 	ctx := context.Background()
 	a, b := ranked(1, 1), ranked(2, 1)
 	expect(t, "Acquire(a)", true)(ks.Acquire(ctx, key, a, ttl))
@@ -177,22 +200,15 @@ func (s *suite) startedCallStopsWhenNotContinued(t *testing.T, ks keyserver.KeyS
 		t.Log("started Acquire(b): declined")
 		return
 	}
-	deadline := time.Now().Add(wakeWithin)
-	for to.asked.Load() == 0 {
-		select {
-		case a := <-to.answers:
-			if to.asked.Load() == 0 { // answered in one command
-				if a.Err != nil || a.OK {
-					t.Fatalf("started Acquire(b) on a key held by a = %+v, want a refusal", a)
-				}
-				return
-			}
-			t.Fatalf("started Acquire(b) answered (%+v) after Continue said no", a)
-		case <-time.After(time.Millisecond):
+	select {
+	case <-to.asked:
+	case a := <-to.answers: // answered in one command, never asking
+		if a.Err != nil || a.OK {
+			t.Fatalf("started Acquire(b) on a key held by a = %+v, want a refusal", a)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("started Acquire(b): neither answered nor asked to go on within %v", wakeWithin)
-		}
+		return
+	case <-time.After(wakeWithin):
+		t.Fatalf("started Acquire(b): neither answered nor asked to go on within %v", wakeWithin)
 	}
 	// A blocking call on the same key comes after whatever the started
 	// call sent, on a server that keeps the order of one key's calls.
@@ -204,4 +220,35 @@ func (s *suite) startedCallStopsWhenNotContinued(t *testing.T, ks keyserver.KeyS
 	}
 	expect(t, "Release(b): it never took the key", false)(ks.Release(ctx, key, b))
 	expect(t, "Release(a)", true)(ks.Release(ctx, key, a))
+}
+
+// ranked returns a token that carries a rank, as the redlock client's do:
+// call orders the calls (lower is earlier), and attempt tells the tokens of
+// one call apart.
+func ranked(call, attempt uint32) string {
+	return fmt.Sprintf("%016x.%08x%024x", 0x19a2b3c4d00+uint64(call), call, attempt)
+}
+
+// expect returns a function that fails t unless a call answered want
+// without an error.
+func expect(t *testing.T, what string, want bool) func(bool, error) {
+	t.Helper()
+	return func(got bool, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: unexpected error: %v", what, err)
+		}
+		if got != want {
+			t.Fatalf("%s = %v, want %v", what, got, want)
+		}
+	}
+}
+
+// randomKey names a key no other test uses, on a server tests may share.
+func randomKey(t *testing.T) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "startcalltest:" + t.Name() + ":" + hex.EncodeToString(b[:])
 }
