@@ -75,9 +75,9 @@ func TestChaos(t *testing.T) {
 					t.Logf("availability: %s; the floor fails the full and long runs only", short)
 				}
 			}
-			t.Logf("%d grants (%d passed inside a client), %d lost, %d violations, %d overlaps (longest %v), failures %v, skips %d, fence order broken by counters lost in empty restarts %d; faults: %s",
+			t.Logf("%d grants (%d passed inside a client), %d lost, %d violations, %d overlaps (longest %v), failures %v, skips %d, fence order broken by counters lost in empty restarts %d, late losses the process's own stalls explain %d; faults: %s",
 				r.Grants, r.Passes, r.Lost, len(r.Violations), r.Overlaps, r.MaxOverlap.Round(time.Millisecond),
-				r.ByKind, r.Skips, r.FenceResets, r.Faults)
+				r.ByKind, r.Skips, r.FenceResets, r.Stalled, r.Faults)
 			if sc.Procs {
 				t.Logf("store: %d fenced writes, %d unfenced; %s; grants returned past Until to a process stopped meanwhile %d",
 					r.Writes.Fenced, r.Writes.Unfenced, r.Writes, r.StopLate)
