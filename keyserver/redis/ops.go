@@ -94,10 +94,14 @@ func promise(token string) string {
 
 // The TTLs of the line, in the milliseconds the scripts take.
 var (
-	claimTTL      = ms(keyserver.ClaimTTL)
-	lineTTL       = ms(keyserver.LineTTL)
-	promiseLenArg = strconv.Itoa(promiseLen)
+	claimTTL = ms(keyserver.ClaimTTL)
+	lineTTL  = ms(keyserver.LineTTL)
 )
+
+// promiseLenArg is a promise's length, which start.go still sends a
+// release as its last argument: the scripts read it from the prelude's
+// TOKEN now, and Lua leaves an argument no script reads alone.
+var promiseLenArg = strconv.Itoa(promiseLen)
 
 // setWords are setScript's keys and arguments, for the script of an
 // Acquire whose SET NX was refused and for Extend: a key holding the token
@@ -109,6 +113,6 @@ func setWords(key, token string, ttl time.Duration) (keys, args []string) {
 
 // releaseWords are releaseScript's keys and arguments.
 func releaseWords(key, token string) (keys, args []string) {
-	w := []string{key, layout.LineKey(key), token, claimTTL, promiseLenArg}
+	w := []string{key, layout.LineKey(key), token, claimTTL}
 	return w[:2:2], w[2:]
 }

@@ -2,7 +2,7 @@
 -- absent" and "re-create if absent (a restarted server)" are one rule.
 -- KEYS[1]: the lock key.
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise
--- (keyserver.PromiseOf the token; the token itself if it has no rank).
+-- (layout.PromiseOf the token; the token itself if it has no rank).
 -- Reply: 1 when the key is the caller's, 0 when another value holds it.
 --
 -- SET NX GET (Redis 7.0) stores the token if the key is free and returns
@@ -10,15 +10,7 @@
 -- write. A key holding the token, the token with the waiters' mark ('+')
 -- or the caller's promise is the caller's: it is renewed, keeping the
 -- mark; a claimed promise gets it, as one is made only to a waiter.
-local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
-if v and (v == ARGV[1] or v == ARGV[3] or v == ARGV[1] .. '+') then
-	if v ~= ARGV[1] then
-		v = ARGV[1] .. '+'
-	end
-	redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
-	v = false
-end
-if v then
+if take(KEYS[1]) then
 	return 0
 end
 return 1

@@ -8,7 +8,7 @@
 -- slot). ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's
 -- promise; ARGV[4]: its line member; ARGV[5]: the line's TTL in ms
 -- (keyserver.LineTTL), also a kept promise's; ARGV[6]: claim TTL in ms
--- (keyserver.ClaimTTL); ARGV[7]: a promise's length (49).
+-- (keyserver.ClaimTTL).
 -- Reply: 1 when stored, else {left, order, ahead, promised} for the first
 -- key another value holds, as acquire_in_line.lua's; promised has a '1'
 -- for each key kept promised to the caller, else '0'.
@@ -22,7 +22,7 @@ for i = 1, n do
 	else
 		v = redis.call('SET', k, mine, 'NX', 'PX', ARGV[2], 'GET')
 		-- A promise to a later rank is the caller's to take (see below).
-		if v and v ~= mine and v ~= marked and v ~= promise and not (#v == 49 and string.byte(v, -1) == 126 and v > promise) then
+		if v and v ~= mine and v ~= marked and v ~= promise and not (#v == TOKEN and string.byte(v, -1) == 126 and v > promise) then
 			refused = i
 		end
 	end
@@ -56,7 +56,7 @@ end
 local yield, ahead, kept = false, 0, {}
 for i = 1, n do
 	local v, k, line = olds[i], KEYS[2 * i - 1], KEYS[2 * i]
-	if v and #v == 49 and string.byte(v, -1) == 126 and v > promise then
+	if v and #v == TOKEN and string.byte(v, -1) == 126 and v > promise then
 		-- Promised to a later rank, which would keep it while it waits:
 		-- the caller takes the promise over, so that a later rank never
 		-- holds up an earlier one.
@@ -74,7 +74,7 @@ for i = 1, n do
 		if joined == 1 and at == 0 then
 			pcall(redis.call, 'PUBLISH', 'goredlock:contended:' .. k, '')
 		end
-		if #v == 49 and string.byte(v, 17) == 46 then
+		if #v == TOKEN and string.byte(v, 17) == 46 then
 			if string.byte(v, -1) ~= 126 then
 				redis.call('SET', k, v .. '+', 'KEEPTTL')
 			elseif v < promise then
@@ -85,22 +85,19 @@ for i = 1, n do
 end
 
 -- The keys promised to the caller: renewed, or, when it yields, handed
--- over to the first of the line as leave_line.lua does, the caller
+-- over to the first of the line (handOver), the caller
 -- joining the line again; but never to a later rank, whose promise the
 -- caller would take back at once (and a later waiter that a lock's
 -- waiter overtook would overtake the caller).
-local promised, plen = {}, tonumber(ARGV[7]) -- see release.lua
+local promised = {}
 for i = 1, n do
 	promised[i] = '0'
 end
 for _, i in ipairs(kept) do
 	local k, line = KEYS[2 * i - 1], KEYS[2 * i]
 	local first = yield and redis.call('ZRANGE', line, 0, 0)[1]
-	if first and string.sub(first, 1, plen) < promise then
-		redis.call('ZPOPMIN', line)
-		local p = string.sub(first, 1, plen)
-		redis.call('SET', k, p, 'PX', ARGV[6])
-		pcall(redis.call, 'PUBLISH', string.sub(first, plen + 1), p .. k)
+	if first and string.sub(first, 1, TOKEN) < promise then
+		handOver(k, line, ARGV[6])
 		redis.call('ZADD', line, 0, member)
 		redis.call('PEXPIRE', line, ARGV[5])
 	else
@@ -108,27 +105,6 @@ for _, i in ipairs(kept) do
 		promised[i] = '1'
 	end
 end
-
--- rank: see acquire_or_holder.lua.
-local function rank(t)
-	if #t == 49 + 1 and string.byte(t, -1) == 43 then
-		t = string.sub(t, 1, 49)
-	end
-	if #t == 49 and string.byte(t, 17) == 46 then
-		return string.sub(t, 1, 25)
-	end
-end
-local h, c = rank(olds[refused]), rank(mine)
-local order = 0
-if h and c and h < c then
-	order = 1
-elseif h and c and c < h then
-	order = 2
-end
-local left = redis.call('PTTL', KEYS[2 * refused - 1])
-if left < 0 then
-	left = 0
-else
-	left = math.max(left, 1)
-end
-return {left, order, ahead, table.concat(promised)}
+local r = holder(KEYS[2 * refused - 1], olds[refused], ahead)
+r[4] = table.concat(promised)
+return r

@@ -1,11 +1,12 @@
--- AcquireInLine: acquire_or_holder.lua that also puts a refused caller in
--- the key's line and counts the waiters ahead of it.
--- KEYS[1]: the lock key; KEYS[2]: its line (keyserver.LineKey).
+-- AcquireInLine: AcquireOrHolder's acquire_all.lua, for one key, that
+-- also puts a refused caller in the key's line and counts the waiters
+-- ahead of it.
+-- KEYS[1]: the lock key; KEYS[2]: its line (layout.LineKey).
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise;
 -- ARGV[4]: the line's TTL in ms (keyserver.LineTTL); ARGV[5]: the
 -- caller's member, or '' (no rank: never in line); ARGV[6]: next's
 -- member, which joins the line whatever the answer, or ''.
--- Reply: as acquire_or_holder.lua's, ahead counted.
+-- Reply: as acquire_all.lua's, ahead counted.
 --
 -- The line is a ZSET whose scores are all 0, so that its members, each a
 -- promise and then its Server's channel, sort by rank; it lives ARGV[4]
@@ -54,7 +55,7 @@ if ARGV[5] ~= '' then
 end
 
 -- A new waiter first in line, as when the line was empty: the holder may
--- watch for it (keyserver.ContentionWatcher) on the key's contention
+-- watch for it (Server.WatchContention) on the key's contention
 -- channel. Waiters that join behind others publish nothing: the holder's
 -- watch looks at the line once it is subscribed.
 if joined == 1 and ahead == 0 then
@@ -62,31 +63,8 @@ if joined == 1 and ahead == 0 then
 end
 
 -- Refused, with someone in line: mark v if it is a ranked token without
--- the mark (see release.lua for the test).
-if #v == 49 and string.byte(v, 17) == 46 and string.byte(v, -1) ~= 126 then
+-- the mark (see release.lua).
+if plain(v) then
 	redis.call('SET', KEYS[1], v .. '+', 'KEEPTTL')
 end
-
--- rank: see acquire_or_holder.lua.
-local function rank(t)
-	if #t == 49 + 1 and string.byte(t, -1) == 43 then
-		t = string.sub(t, 1, 49)
-	end
-	if #t == 49 and string.byte(t, 17) == 46 then
-		return string.sub(t, 1, 25)
-	end
-end
-local h, c = rank(v), rank(ARGV[1])
-local order = 0
-if h and c and h < c then
-	order = 1
-elseif h and c and c < h then
-	order = 2
-end
-local left = redis.call('PTTL', KEYS[1])
-if left < 0 then
-	left = 0
-else
-	left = math.max(left, 1)
-end
-return {left, order, ahead}
+return holder(KEYS[1], v, ahead)

@@ -37,10 +37,10 @@ local max = tonumber(ARGV[1])
 local r = {'', 0, redis.call('ZCARD', KEYS[2]), num(KEYS[3])}
 local v = redis.call('GET', KEYS[1])
 if v then
-	-- the waiters' mark ('+', 43) after a ranked token (49 bytes) is the
-	-- server's own
-	if #v == 49 + 1 and string.byte(v, -1) == 43 then
-		v = string.sub(v, 1, 49)
+	-- the waiters' mark ('+', 43) after a ranked token (TOKEN bytes) is
+	-- the server's own
+	if #v == TOKEN + 1 and string.byte(v, -1) == 43 then
+		v = string.sub(v, 1, TOKEN)
 	end
 	r[1], r[2] = v, left(KEYS[1])
 end
@@ -60,8 +60,7 @@ if cur[1] then
 	r[11], r[12], r[13] = cur[1], cur[2] or '', left(KEYS[6])
 end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = clock()
 
 -- The slots that may be held, lowest first: the first max, and those
 -- key:held records live.

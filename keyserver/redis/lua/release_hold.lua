@@ -15,13 +15,7 @@
 -- Reply: 1 or 0.
 --
 -- Watchers and promises: see release_permit.lua; a reader's promise ends
--- in '}' (125).
-
--- tell: see release_permit.lua.
-local function tell(m)
-	pcall(redis.call, 'PUBLISH', string.sub(m, 50), string.sub(m, 1, 49) .. ARGV[#ARGV])
-end
-
+-- in READER.
 if ARGV[2] == '1' then
 	if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 		return 0
@@ -34,39 +28,12 @@ local ws = redis.call('ZRANGE', KEYS[3], 0, -1)
 if #ws == 0 or ARGV[2] == '0' and redis.call('EXISTS', KEYS[1]) == 1 then
 	return 1
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = clock()
 if ARGV[2] == '0' and redis.call('ZCOUNT', KEYS[2], '(' .. string.format('%d', now), '+inf') > 0 then
 	return 1
 end
-local out = {}
-for m, d in string.gmatch(redis.call('GET', KEYS[4]) or '', '(%S+) (%d+),') do
-	if tonumber(d) > now then
-		return 1
-	end
-	redis.call('ZREM', KEYS[3], m)
-	out[m] = true
+local kept, out = live(redis.call('GET', KEYS[4]) or '', KEYS[3], now)
+if kept == '' then -- one promise at a time
+	passOn(ws, out, kept, now, KEYS[3], KEYS[4], ARGV[4], ARGV[3])
 end
-for _, m in ipairs(ws) do
-	if not out[m] then
-		if string.byte(m, 49) == 125 then
-			redis.call('DEL', KEYS[3], KEYS[4])
-			for _, r in ipairs(ws) do
-				if not out[r] then
-					tell(r)
-				end
-			end
-			return 1
-		end
-		if string.byte(m, 1) == 33 then
-			redis.call('ZREM', KEYS[3], m)
-			redis.call('DEL', KEYS[4])
-		else
-			redis.call('SET', KEYS[4], m .. ' ' .. string.format('%d', now + tonumber(ARGV[4])) .. ',', 'PX', ARGV[3])
-		end
-		tell(m)
-		return 1
-	end
-end
-redis.call('DEL', KEYS[4])
 return 1
