@@ -17,10 +17,9 @@ import (
 // The lock's scripts; AcquireOrHolder and LeaveLine run the set's
 // (acquire_all.lua, leave_lines.lua) for one key.
 var (
-	setScript     = newScript("acquire.lua")         // Acquire, past its SET NX, and Extend
+	setScript     = newScript("acquire.lua")         // Acquire, past its SET NX, Extend and AcquireFenced
 	lineScript    = newScript("acquire_in_line.lua") // AcquireInLine
 	releaseScript = newScript("release.lua")         // Release
-	fencedScript  = newScript("acquire_fenced.lua")  // AcquireFenced
 	raiseScript   = newScript("raise_fence.lua")     // RaiseFence
 )
 

@@ -54,12 +54,13 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 }
 
 // AcquireFenced is Acquire, and reads key's fence counter, kept under
-// layout.FenceKey(key) with no TTL, in the same script.
+// layout.FenceKey(key) with no TTL, in the same script (setScript given
+// the counter's key).
 func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, 0, err
 	}
-	n, err := s.eval(ctx, "acquire", fencedScript, []string{key, layout.FenceKey(key)}, token, ms(ttl), promise(token))
+	n, err := s.eval(ctx, "acquire", setScript, []string{key, layout.FenceKey(key)}, token, ms(ttl), promise(token))
 	if err != nil || n < 0 {
 		return false, 0, err
 	}

@@ -1,17 +1,16 @@
 -- AcquireAllInLine: acquire_all.lua for a set that waits its turn in its
--- keys' lines (see keyserver.SetLocker): granted, the caller leaves every
+-- keys' lines (keyserver.SetLocker): granted, the caller leaves every
 -- line; refused, it joins the line of each key another value holds, and
 -- keeps the keys promised to it (and takes over those promised to a later
 -- rank), unless a key promised to an earlier rank refused it: it then
 -- gives each up to the first of its line, if that one ranks earlier.
--- KEYS: the set's lock keys, each followed by its line (one Cluster
--- slot). ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's
--- promise; ARGV[4]: its line member; ARGV[5]: the line's TTL in ms
+-- KEYS: the lock keys, each followed by its line (one Cluster slot).
+-- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise;
+-- ARGV[4]: its line member; ARGV[5]: the line's TTL in ms
 -- (keyserver.LineTTL), also a kept promise's; ARGV[6]: claim TTL in ms
 -- (keyserver.ClaimTTL).
--- Reply: 1 when stored, else {left, order, ahead, promised} for the first
--- key another value holds, as acquire_in_line.lua's; promised has a '1'
--- for each key kept promised to the caller, else '0'.
+-- Reply: as acquire_in_line.lua's, and then promised: a '1' for each key
+-- kept promised to the caller, else '0'.
 local mine, marked, promise, member = ARGV[1], ARGV[1] .. '+', ARGV[3], ARGV[4]
 local n = #KEYS / 2
 local olds, refused = {}, nil
@@ -39,20 +38,11 @@ if not refused then
 	return 1
 end
 
-local stored = {}
-for i = 1, refused - 1 do
-	if not olds[i] then
-		stored[#stored + 1] = KEYS[2 * i - 1]
-	end
-end
-if #stored > 0 then
-	redis.call('DEL', unpack(stored))
-end
+undo(olds, refused, 2)
 
 -- The lines of the keys others hold: joined (or the place kept), the
--- holder marked (see release.lua), the holder told of a first waiter (see
--- acquire_in_line.lua). A promise to an earlier rank makes the caller
--- yield.
+-- holder marked (see release.lua). A promise to an earlier rank makes the
+-- caller yield.
 local yield, ahead, kept = false, 0, {}
 for i = 1, n do
 	local v, k, line = olds[i], KEYS[2 * i - 1], KEYS[2 * i]
@@ -65,14 +55,9 @@ for i = 1, n do
 	elseif v == promise then
 		kept[#kept + 1] = i
 	elseif v and v ~= mine and v ~= marked then
-		local joined = redis.call('ZADD', line, 0, member)
-		redis.call('PEXPIRE', line, ARGV[5])
-		local at = redis.call('ZRANK', line, member)
+		local at = join(k, line, member, ARGV[5])
 		if i == refused then
 			ahead = at
-		end
-		if joined == 1 and at == 0 then
-			pcall(redis.call, 'PUBLISH', 'goredlock:contended:' .. k, '')
 		end
 		if #v == TOKEN and string.byte(v, 17) == 46 then
 			if string.byte(v, -1) ~= 126 then

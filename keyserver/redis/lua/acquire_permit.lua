@@ -3,8 +3,7 @@
 -- slots are kept for the calls that releases promised one (see
 -- release_permit.lua).
 -- KEYS[1]: the semaphore key, its stored count; KEYS[2]: the slot's key
--- (key:N); KEYS[3]: key:watchers; KEYS[4]: key:told, the promises, each
--- '<watcher> <deadline, server ms>,'.
+-- (key:N); KEYS[3]: key:watchers; KEYS[4]: key:told.
 -- ARGV[1]: permits; ARGV[2]: the slot; ARGV[3]: token; ARGV[4]: TTL in
 -- ms; ARGV[5]: the most free slots to list (keyserver.MaxFreeHint);
 -- ARGV[6]: the caller's watcher member, or ''; ARGV[7]: the caller's
@@ -14,19 +13,17 @@
 -- and the promises to others (at least 1), free slots...}: none listed
 -- when the promises to others keep every free slot.
 --
--- The count lives at least as long as every slot taken under it: set
--- with a TTL, it needs only PEXPIRE GT; key:held, the held slots past
--- the first MAX_INSPECTED (the prelude's held) too. Slot keys built here
--- from KEYS[1] share its hash tag, and so its Cluster slot. A refusal
--- looks at the first 2*MAX_FREE_HINT slots, a differing count at the
--- first MAX_INSPECTED, so that it costs a few dozen commands however many
--- permits a semaphore has; slots past the first 2*MAX_FREE_HINT count as
--- free. Promises only refuse: a grant is a free slot taken, as without
--- them.
+-- The count and key:held live at least as long as every slot taken
+-- under them (held). Slot keys built here from
+-- KEYS[1] share its hash tag, and so its Cluster slot. A refusal looks at
+-- the first 2*MAX_FREE_HINT slots (the rest count as free), a differing
+-- count at the first MAX_INSPECTED: a few dozen commands however many
+-- permits a semaphore has. Promises only refuse: a grant is a free slot
+-- taken, as without them.
 
 -- semHeld reports whether any of the first n slots is held; n past
--- MAX_INSPECTED counts as held (a count above that binds until it lapses, at most a
--- TTL after its last grant or extension).
+-- MAX_INSPECTED counts as held (a count above that binds until it lapses,
+-- at most a TTL after its last grant or extension).
 local function semHeld(n)
 	if n > MAX_INSPECTED then
 		return true
@@ -99,12 +96,7 @@ if not ok and redis.call('GET', KEYS[2]) == ARGV[3] then
 	ok = redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
 if ok then
-	if stored then
-		redis.call('PEXPIRE', KEYS[1], ARGV[4], 'GT')
-	else
-		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
-	end
-	held(ARGV[2], ARGV[4])
+	held(ARGV[2], ARGV[4], stored, ARGV[1])
 	unwatch(KEYS[3], ARGV[6])
 	if told and kept == '' then
 		redis.call('DEL', KEYS[4])

@@ -1,11 +1,8 @@
 -- AcquireHold of a ReadHold: adds the token to a read-write lock's readers
--- unless a writer holds the lock, waits for it, or was promised it. A
--- reader that holds is renewed even while a writer waits.
--- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, a ZSET of reader
--- tokens scored by expiry (server time, ms); KEYS[3]: key:wait, the mark
--- of the writer that waited last; KEYS[4]: key:watchers; KEYS[5]:
--- key:told, the promise of the lock to a writer ('<watcher> <deadline,
--- server ms>,'), which keeps readers out while it lives.
+-- unless a writer holds the lock, waits for it, or was promised it (a
+-- live promise in key:told keeps readers out). A reader that holds is
+-- renewed even while a writer waits.
+-- KEYS: as acquire_write.lua's.
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's watcher
 -- member, or ''.
 -- Reply: {1, 0} when granted, else {0, TTL left in ms (at least 1)}.

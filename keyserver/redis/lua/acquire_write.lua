@@ -4,11 +4,9 @@
 -- marks a writer waiting, which keeps new readers out. The writer's key is
 -- set first and taken back if readers hold or the promise is another's:
 -- one command less when nobody does.
--- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, a ZSET of reader
--- tokens scored by expiry (server time, ms); KEYS[3]: key:wait, the mark
--- of the writer that waited last; KEYS[4]: key:watchers; KEYS[5]:
--- key:told, the promise of the lock to a writer ('<watcher> <deadline,
--- server ms>,').
+-- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, the readers
+-- (addReader); KEYS[3]: key:wait, the mark of the writer that waited
+-- last; KEYS[4]: key:watchers; KEYS[5]: key:told (release_permit.lua).
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: '1' if the caller will
 -- wait, else '0'; ARGV[4]: its mark (layout.WaiterOf); ARGV[5]: the
 -- mark's TTL in ms (keyserver.WriterWaitTTL); ARGV[6]: the caller's

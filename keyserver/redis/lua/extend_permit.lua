@@ -4,7 +4,7 @@
 -- it can be.
 -- KEYS[1]: the semaphore key, its stored count; KEYS[2]: the slot's key.
 -- ARGV[1]: the slot; ARGV[2]: token; ARGV[3]: TTL in ms.
--- Reply: 1 or 0. The slot is recorded in key:held (the prelude's held).
+-- Reply: 1 or 0. The slot is recorded as acquire_permit.lua's (held).
 local cur = redis.call('GET', KEYS[2])
 if cur and cur ~= ARGV[2] then
 	return 0
@@ -14,10 +14,5 @@ if stored and tonumber(ARGV[1]) >= tonumber(stored) then
 	return 0
 end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-if stored then
-	redis.call('PEXPIRE', KEYS[1], ARGV[3], 'GT')
-else
-	redis.call('SET', KEYS[1], tonumber(ARGV[1]) + 1, 'PX', ARGV[3])
-end
-held(ARGV[1], ARGV[3])
+held(ARGV[1], ARGV[3], stored, tonumber(ARGV[1]) + 1)
 return 1

@@ -3,22 +3,19 @@
 -- KEYS[1]: the lock key; KEYS[2]: its line; KEYS[3]: its fence counter;
 -- KEYS[4]: the semaphore key, its stored count; KEYS[5]: the read-write
 -- lock's key; KEYS[6]: the election's key. The keys built here from
--- KEYS[4..6] (slot N is key:N; key:watchers, key:w, key:r, key:wait,
--- key:fence) share their hash tag, and so their Cluster slot, and keep
--- the command short.
+-- KEYS[4..6] (key:N, key:watchers, key:w, key:r, key:wait, key:fence)
+-- share their hash tag, and so their Cluster slot.
 -- ARGV[1]: the most slots and readers to list (keyserver.MaxInspected).
 -- Reply, flat (a transport need not read nested arrays): lock value or
 -- '', its whole TTL (a lock-delay is the client's to tell from the
 -- lease), waiters, fence; permits, the semaphore's watchers; writer or
--- '', its TTL, 1 if a writer waits else 0, the read-write lock's watchers; leader token or '', value, its TTL, term;
--- the number of held slots listed, the number of held slots, the number
--- of readers; then a token and its TTL for each held slot listed (the
--- lowest first) and then for each reader listed. A TTL is at least 1, or
--- -1 for a key without one.
---
--- The held slots are found without a scan however many permits there
--- are: the first ARGV[1] slots, and the slots past them that key:held
--- records live (acquire_permit.lua); each is looked up.
+-- '', its TTL, 1 if a writer waits else 0, the read-write lock's
+-- watchers; leader token or '', value, its TTL, term; the number of held
+-- slots listed, the number of held slots, the number of readers; then a
+-- token and its TTL for each held slot listed (the lowest first) and for
+-- each reader listed. A TTL is at least 1, or -1 for a key without one.
+-- The held slots are found without a scan: the first ARGV[1] slots, and
+-- those past them that key:held records live (held); each is looked up.
 
 -- left is key's TTL as the reply gives it.
 local function left(key)

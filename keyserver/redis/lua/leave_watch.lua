@@ -1,9 +1,8 @@
 -- The end of a primitive's watch (the last of its call on a Server, which
 -- no grant ended): the watcher leaves the watchers, and a promise made to
--- it passes to the earliest watcher that holds none, as a release would
--- make it (see release_permit.lua and release_hold.lua).
+-- it passes on as a release would pass it (passOn).
 -- KEYS[1]: key:watchers; KEYS[2]: key:told.
--- ARGV[1]: the watcher's member; ARGV[2]: the promises' key's TTL in ms
+-- ARGV[1]: the watcher's member; ARGV[2]: key:told's TTL in ms
 -- (keyserver.LineTTL); ARGV[3]: a promise's TTL in ms
 -- (keyserver.ClaimTTL); ARGV[4]: the primitive's key, which names the
 -- turn.

@@ -1,13 +1,10 @@
--- The prelude: the helpers the scripts share. newScript (lua.go) puts
--- before each script a line of the numbers Go also knows,
---   local TOKEN, RANK, MAX_INSPECTED, MAX_FREE_HINT, READER, UNRANKED
--- (layout.TokenLen and RankLen, keyserver.MaxInspected and MaxFreeHint,
--- the bytes readerMark and primWatch end or begin with), then the helpers
--- below that the script calls, and those they call, without comments: a
--- local function is a closure made at every run (about 40 ns in Redis),
--- so that a script pays only for its own. A helper calls only those
--- above it. Tokens, promises and members: see layout.RankOf and PromiseOf
--- and release.lua.
+-- The helpers the scripts share. newScript (lua.go) puts before a script
+-- the numbers Go knows (luaConstants: TOKEN, RANK, MAX_INSPECTED,
+-- MAX_FREE_HINT, READER, UNRANKED), then, without their comments, the
+-- helpers it calls and those they call: a local function is a closure
+-- made at every run (about 40 ns in Redis). A helper calls only those
+-- above it. A member of a line or of watchers is a promise (TOKEN bytes,
+-- layout.PromiseOf), then its Server's channel.
 
 -- clock is the server's time in ms.
 local function clock()
@@ -32,24 +29,30 @@ local function rank(t)
 end
 
 -- holder is a refusal's reply {left, order, ahead} (decodeHolder): left
--- is the PTTL of key, which v holds, at least 1 (a key under a
--- millisecond from expiry still exists), 0 for a key without one; order
--- compares v's rank with the caller's (ARGV[1]) as layout.Compare does
--- (0 unranked, 1 the holder's first, 2 the caller's).
+-- is the PTTL of key, which v holds, at least 1 (a key under a ms from
+-- expiry still exists), 0 for a key without one; order compares v's rank
+-- with the caller's (ARGV[1]) as layout.Compare does.
 local function holder(key, v, ahead)
 	local h, c, order = rank(v), rank(ARGV[1]), 0
-	if h and c and h < c then
-		order = 1
-	elseif h and c and c < h then
-		order = 2
+	if h and c and h ~= c then
+		order = h < c and 1 or 2
 	end
 	local left = redis.call('PTTL', key)
-	if left < 0 then
-		left = 0
-	else
-		left = math.max(left, 1)
+	return {left < 0 and 0 or math.max(left, 1), order, ahead}
+end
+
+-- undo deletes the keys of a set (KEYS, every step-th) that a run stored
+-- (olds[i] false) before the key refused.
+local function undo(olds, refused, step)
+	local stored = {}
+	for i = 1, refused - 1 do
+		if not olds[i] then
+			stored[#stored + 1] = KEYS[1 + step * (i - 1)]
+		end
 	end
-	return {left, order, ahead}
+	if #stored > 0 then
+		redis.call('DEL', unpack(stored))
+	end
 end
 
 -- take is acquire.lua's rule for key: it returns false when the key is
@@ -66,10 +69,26 @@ local function take(key)
 	return v
 end
 
--- tell publishes the promise of the member m (a line's or watchers')
--- followed by name, which names the turn, on m's channel. A user whose
--- ACL denies PUBLISH still writes (pcall): the waiter finds its turn by
--- trying again.
+-- join puts member in line, key's, renewing its TTL to ttl ms unless ttl
+-- is false, and returns how many wait ahead of it. A new waiter first in
+-- line publishes on the key's contention channel, where the holder may
+-- watch (Server.WatchContention); later ones need not: the holder's
+-- watch looks at the line once it is subscribed.
+local function join(key, line, member, ttl)
+	local joined = redis.call('ZADD', line, 0, member)
+	if ttl then
+		redis.call('PEXPIRE', line, ttl)
+	end
+	local at = redis.call('ZRANK', line, member)
+	if joined == 1 and at == 0 then
+		pcall(redis.call, 'PUBLISH', 'goredlock:contended:' .. key, '')
+	end
+	return at
+end
+
+-- tell publishes member m's promise and name (which names the turn) on
+-- m's channel. A user whose ACL denies PUBLISH still writes (pcall): the
+-- waiter finds its turn by trying again.
 local function tell(m, name)
 	pcall(redis.call, 'PUBLISH', string.sub(m, TOKEN + 1), string.sub(m, 1, TOKEN) .. name)
 end
@@ -98,9 +117,9 @@ local function tellAll(wkey)
 end
 
 -- live reads the promises told (key:told's value; see release_permit.lua)
--- at now, but skip's: it returns those still live, as key:told writes
--- them, and the set of every watcher told. A watcher whose promise lapsed
--- leaves the watchers wkey.
+-- at now, but skip's: it returns those still live, as key:told has them,
+-- and the set of every watcher told. One whose promise lapsed leaves the
+-- watchers, wkey.
 local function live(told, wkey, now, skip)
 	local kept, out = '', {}
 	for m, d in string.gmatch(told, '(%S+) (%d+),') do
@@ -114,11 +133,10 @@ local function live(told, wkey, now, skip)
 	return kept, out
 end
 
--- passOn tells the earliest watcher in ws (wkey's) that out does not
--- hold: a reader (READER ends its promise) with every other such
--- watcher, as readers share, all taken out; a watcher without a rank
--- (UNRANKED) taken out; any other promised the turn for claim ms. The
--- promises kept and made are written to tkey (key:told) for ttl ms.
+-- passOn tells the earliest watcher in ws (wkey's) not in out: a reader
+-- (READER ends its promise) with every other, as readers share, all taken
+-- out; one without a rank (UNRANKED) taken out; any other promised the
+-- turn for claim ms. tkey (key:told) then holds the promises for ttl ms.
 local function passOn(ws, out, kept, now, wkey, tkey, claim, ttl)
 	for _, m in ipairs(ws) do
 		if not out[m] then
@@ -147,20 +165,25 @@ local function passOn(ws, out, kept, now, wkey, tkey, claim, ttl)
 	end
 end
 
--- unwatch takes the granted caller, member m unless empty, out of the
--- watchers wkey.
+-- unwatch takes a granted caller, member m unless '', out of wkey.
 local function unwatch(wkey, m)
 	if m ~= '' then
 		redis.call('ZREM', wkey, m)
 	end
 end
 
--- held records a semaphore's (KEYS[1]) slot, taken or renewed for ttl ms,
--- in key:held when it is past the first MAX_INSPECTED, which Inspect
--- reads itself: scored by the server time (ms) at which it lapses, so
--- that Inspect counts them however many permits there are. It first
--- drops the slots that lapsed.
-local function held(slot, ttl)
+-- held records a slot of a semaphore (KEYS[1], its count), taken or
+-- renewed for ttl ms: the count, set to count where none is stored, lives
+-- at least as long (GT); a slot past the first MAX_INSPECTED (which
+-- Inspect reads itself) goes in key:held, scored by the server time (ms)
+-- at which it lapses, so that Inspect counts them however many permits
+-- there are; lapsed ones are dropped.
+local function held(slot, ttl, stored, count)
+	if stored then
+		redis.call('PEXPIRE', KEYS[1], ttl, 'GT')
+	else
+		redis.call('SET', KEYS[1], count, 'PX', ttl)
+	end
 	if tonumber(slot) < MAX_INSPECTED then
 		return
 	end
@@ -176,10 +199,9 @@ local function held(slot, ttl)
 	end
 end
 
--- addReader adds or renews the token ARGV[1] as a reader of a read-write
--- lock for ARGV[2] ms, scored by its expiry in key:r (KEYS[2]), which
--- lives as long as its last reader: a key without a TTL gets one (NX),
--- one with a TTL keeps the longer (GT).
+-- addReader adds or renews the token ARGV[1] as a reader for ARGV[2] ms,
+-- scored by its expiry in key:r (KEYS[2]), which lives as long as its
+-- last reader (PEXPIRE NX, else GT).
 local function addReader()
 	redis.call('ZADD', KEYS[2], clock() + tonumber(ARGV[2]), ARGV[1])
 	if redis.call('PEXPIRE', KEYS[2], ARGV[2], 'NX') == 0 then
@@ -188,9 +210,8 @@ local function addReader()
 end
 
 -- readers reports whether a live reader is left in key:r (KEYS[2]; 1 or
--- 0), with the shortest TTL left among them, dropping the expired ones;
--- now is the server's time if read already. With no reader it costs one
--- command.
+-- 0), with the shortest TTL left, dropping expired ones; now is the
+-- server's time if read already. With no reader it costs one command.
 local function readers(now)
 	local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 	if not first[2] then

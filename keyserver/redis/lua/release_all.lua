@@ -1,11 +1,9 @@
--- ReleaseAll: release.lua for every key of a set: a key that holds the
--- token, marked or not, goes to the first waiter in its line, or is
--- deleted when nobody waits.
+-- ReleaseAll: release.lua for every key of a set.
 -- KEYS: the set's lock keys, each followed by its line (one Cluster
 -- slot). ARGV[1]: token; ARGV[2]: claim TTL in ms (keyserver.ClaimTTL).
 -- Reply: how many keys were let go.
 --
--- The keys are read with one MGET; when each holds the token unmarked
+-- The keys are read with one MGET; when each holds the token plain
 -- (release.lua's common case: nobody joined a line), one DEL lets go of
 -- them all, and a set costs three commands however many names it has.
 local keys = {}

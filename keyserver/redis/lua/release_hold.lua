@@ -1,21 +1,17 @@
 -- ReleaseHold of a read or write hold: ends the token's hold of a
 -- read-write lock, as its writer or as a reader. Once nobody holds the
 -- lock (no writer, no live reader) and no promise of it stands, it tells
--- the earliest watcher: a writer is promised the lock for ARGV[4] ms
--- (key:told, which keeps readers and other writers out); a reader has
--- every watcher told and taken out, as readers share. A reader whose hold
--- expired and whom nothing has tidied away yet is still let go, and
--- reported as held.
+-- the earliest watcher (passOn): a writer is promised the lock for
+-- ARGV[4] ms (key:told, which keeps readers and other writers out); a
+-- reader has every watcher told and taken out, as readers share. A
+-- reader whose hold expired and whom nothing has tidied away yet is
+-- still let go, and reported as held.
 -- KEYS[1]: key:w; KEYS[2]: key:r; KEYS[3]: key:watchers; KEYS[4]:
--- key:told.
+-- key:told (see release_permit.lua).
 -- ARGV[1]: token; ARGV[2]: '1' for the writer, '0' for a reader; ARGV[3]:
--- the promises' key's TTL in ms (keyserver.LineTTL); ARGV[4]: a
--- promise's TTL in ms (keyserver.ClaimTTL); ARGV[5]: the lock's key,
--- which names the turn.
+-- key:told's TTL in ms (keyserver.LineTTL); ARGV[4]: a promise's TTL in
+-- ms (keyserver.ClaimTTL); ARGV[5]: the lock's key, which names the turn.
 -- Reply: 1 or 0.
---
--- Watchers and promises: see release_permit.lua; a reader's promise ends
--- in READER.
 if ARGV[2] == '1' then
 	if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 		return 0

@@ -3,21 +3,19 @@
 -- that holds no promise, and tells it. The count stays until it lapses: a
 -- call with another count looks at the slots.
 -- KEYS[1]: the slot's key; KEYS[2]: key:watchers; KEYS[3]: key:told.
--- ARGV[1]: token; ARGV[2]: the promises' key's TTL in ms
--- (keyserver.LineTTL); ARGV[3]: a promise's TTL in ms
--- (keyserver.ClaimTTL); ARGV[4]: the semaphore key, which names the turn.
--- Reply: 1 or 0. A freed slot leaves key:held, if there (the prelude's
--- held).
+-- ARGV[1]: token; ARGV[2]: key:told's TTL in ms (keyserver.LineTTL);
+-- ARGV[3]: a promise's TTL in ms (keyserver.ClaimTTL); ARGV[4]: the
+-- semaphore key, which names the turn.
+-- Reply: 1 or 0. A freed slot leaves key:held (held), if there.
 --
--- key:watchers holds each watching call (its promise, TOKEN bytes, then
--- its Server's channel), scored by the server's time of its first watch:
--- the earliest is the first. key:told is the promises made, each
--- '<watcher> <deadline, server ms>,': a permit's AcquireHold keeps a free
--- slot for each live promise to another call, until that call claims it
--- (a grant takes it out of both) or the promise lapses. A watcher whose
--- promise lapsed did not come back in time: gone, or too slow to keep its
--- place, it is taken out of the watchers. A watch without a rank
--- (UNRANKED * TOKEN) is told and taken out, never promised (passOn).
+-- key:watchers holds each watching call's member, scored by the server's
+-- time of its first watch: the earliest is the first. key:told is the
+-- promises made, each '<member> <deadline, server ms>,': a permit's
+-- AcquireHold keeps a free slot for each live promise to another call,
+-- until that call claims it (a grant takes it out of both) or the
+-- promise lapses: its watcher, gone or too slow to keep its place, is
+-- then taken out of the watchers (live). A watch without a rank is told
+-- and taken out, never promised (passOn).
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
