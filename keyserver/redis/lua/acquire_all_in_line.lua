@@ -13,9 +13,10 @@
 -- kept promised to the caller, else '0'.
 local mine, marked, promise, member = ARGV[1], ARGV[1] .. '+', ARGV[3], ARGV[4]
 local n = #KEYS / 2
-local olds, refused = {}, nil
+local olds, refused, promised = {}, nil, {}
 for i = 1, n do
 	local k, v = KEYS[2 * i - 1], nil
+	promised[i] = '0'
 	if refused then
 		v = redis.call('GET', k)
 	else
@@ -29,8 +30,7 @@ for i = 1, n do
 end
 
 if not refused then
-	-- Granted: marked, as others may wait in a line it leaves (see
-	-- acquire_in_line.lua).
+	-- Granted: marked, as others may wait in the lines it leaves.
 	for i = 1, n do
 		redis.call('SET', KEYS[2 * i - 1], marked, 'PX', ARGV[2])
 		redis.call('ZREM', KEYS[2 * i], member)
@@ -70,14 +70,9 @@ for i = 1, n do
 end
 
 -- The keys promised to the caller: renewed, or, when it yields, handed
--- over to the first of the line (handOver), the caller
--- joining the line again; but never to a later rank, whose promise the
--- caller would take back at once (and a later waiter that a lock's
--- waiter overtook would overtake the caller).
-local promised = {}
-for i = 1, n do
-	promised[i] = '0'
-end
+-- over to the first of the line, the caller joining the line again; but
+-- never to a later rank, whose promise the caller would take back at once
+-- (and a later waiter that a lock's waiter overtook would overtake it).
 for _, i in ipairs(kept) do
 	local k, line = KEYS[2 * i - 1], KEYS[2 * i]
 	local first = yield and redis.call('ZRANGE', line, 0, 0)[1]

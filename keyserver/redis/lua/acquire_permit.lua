@@ -65,8 +65,7 @@ if stored and stored ~= ARGV[1] then
 end
 
 -- The live promises: to the caller (mine), and to others (kept, each
--- keeping a free slot; the soonest lapses in claim ms). A watcher whose
--- promise lapsed is taken out of the watchers (see release_permit.lua).
+-- keeping a free slot; the soonest lapses in claim ms), as live reads.
 local mine, others, kept, claim = false, 0, '', nil
 if told then
 	local now = clock()

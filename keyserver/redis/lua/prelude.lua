@@ -172,12 +172,11 @@ local function unwatch(wkey, m)
 	end
 end
 
--- held records a slot of a semaphore (KEYS[1], its count), taken or
--- renewed for ttl ms: the count, set to count where none is stored, lives
--- at least as long (GT); a slot past the first MAX_INSPECTED (which
--- Inspect reads itself) goes in key:held, scored by the server time (ms)
--- at which it lapses, so that Inspect counts them however many permits
--- there are; lapsed ones are dropped.
+-- held records a semaphore's slot taken or renewed for ttl ms: the count
+-- (KEYS[1]; set to count if none is stored) lives at least as long, and a
+-- slot past the first MAX_INSPECTED (which Inspect reads itself) goes in
+-- key:held, scored by the server time (ms) it lapses at, lapsed ones
+-- dropped, so that Inspect counts them however many permits there are.
 local function held(slot, ttl, stored, count)
 	if stored then
 		redis.call('PEXPIRE', KEYS[1], ttl, 'GT')

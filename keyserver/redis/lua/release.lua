@@ -6,11 +6,9 @@
 -- ARGV[1]: token; ARGV[2]: claim TTL in ms (keyserver.ClaimTTL).
 -- Reply: 1, or 0 when another value holds the key or none does.
 --
--- First the common case: a ranked token (TOKEN bytes, '.' at 17, not
--- ending in '~' as a promise does) without the waiters' mark had nobody
--- join its line (see acquire_in_line.lua): deleted at once. The test is
--- the prelude's plain, written out: a helper is a closure made at every
--- run, and this is the run of every uncontended lock.
+-- First the common case: a plain token had nobody join its line (see
+-- acquire_in_line.lua): deleted at once. The test is the prelude's plain
+-- written out, a closure less on every uncontended lock.
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] and #v == TOKEN and string.byte(v, 17) == 46 and string.byte(v, -1) ~= 126 then
 	redis.call('DEL', KEYS[1])
