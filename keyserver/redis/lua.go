@@ -56,8 +56,9 @@ func newScript(name string) *script {
 	return s
 }
 
-// preludeFile holds the helpers the scripts share, each a local function
-// with its comment, one paragraph each (see its header).
+// preludeFile holds the helpers the scripts share: after a header of
+// comments, paragraphs of one local function each, with its comment (no
+// blank line within).
 const preludeFile = "prelude.lua"
 
 // luaConstants is the prelude's first line: the numbers the scripts
@@ -81,7 +82,7 @@ func readPrelude() []luaHelper {
 		panic("redis: no " + preludeFile)
 	}
 	var hs []luaHelper
-	for _, para := range strings.Split(string(src), "\n\n") {
+	for i, para := range strings.Split(string(src), "\n\n") {
 		var code strings.Builder
 		for _, line := range strings.SplitAfter(para, "\n") {
 			if !strings.HasPrefix(strings.TrimSpace(line), "--") {
@@ -89,12 +90,15 @@ func readPrelude() []luaHelper {
 			}
 		}
 		name, ok := strings.CutPrefix(code.String(), "local function ")
-		if !ok {
+		if !ok && i == 0 && code.Len() == 0 {
 			continue // the header
+		}
+		if !ok || !strings.HasSuffix(strings.TrimSpace(code.String()), "end") {
+			panic("redis: " + preludeFile + ": a paragraph that is no local function")
 		}
 		name, _, _ = strings.Cut(name, "(")
 		hs = append(hs, luaHelper{name: name, code: strings.TrimSuffix(code.String(), "\n") + "\n",
-			call: regexp.MustCompile(`\b` + name + `\(`)})
+			call: regexp.MustCompile(`(^|[^.:\w])` + name + `\(`)})
 	}
 	return hs
 }
