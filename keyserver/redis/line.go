@@ -29,7 +29,7 @@ func (s *Server) AcquireOrHolder(ctx context.Context, key, token string, ttl tim
 
 // acquireOrHolderTaken is AcquireOrHolder past its SET NX: the script.
 func (s *Server) acquireOrHolderTaken(ctx context.Context, key, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
-	return decodeHolder(s.evalAny(ctx, "acquire", holderScript, []string{key}, token, ms(ttl), promise(token)))
+	return decodeHolder(s.evalAny(ctx, "acquire", setAllScript, []string{key}, token, ms(ttl), promise(token))) // a set of one key
 }
 
 // AcquireInLine is AcquireOrHolder for a call that waits its turn: a
@@ -78,9 +78,10 @@ func (s *Server) acquireInLineTaken(ctx context.Context, key, token string, ttl 
 	return ok, h, err
 }
 
-// decodeHolder reads the reply of holderScript or lineScript: 1 when
-// granted, else {left, order, ahead} (lua/acquire_or_holder.lua), which
-// setInLineScript follows with a '1' for each key kept promised to the caller.
+// decodeHolder reads the reply of setAllScript or lineScript: 1 when
+// granted, else {left, order, ahead} (the prelude's holder, in
+// lua/prelude.lua), which setInLineScript follows with a '1' for each key
+// kept promised to the caller.
 func decodeHolder(reply any, err error) (bool, keyserver.Holder, error) {
 	if err != nil || reply == int64(1) {
 		return err == nil, keyserver.Holder{}, err
@@ -147,6 +148,6 @@ func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 	if p == "" {
 		return nil
 	}
-	_, err := s.eval(ctx, "leave line", leaveScript, []string{key, layout.LineKey(key)}, s.sub.turnMember(p), p, claimTTL, promiseLenArg)
+	_, err := s.eval(ctx, "leave line", leaveAllScript, []string{key, layout.LineKey(key)}, s.sub.turnMember(p), p, claimTTL)
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,10 +22,11 @@ import (
 // TestLuaFilesAreTheScripts checks that the embedded files and the
 // Server's scripts are the same set: a file no script runs is an error,
 // as is a script loaded twice (a script without a file fails newScript).
+// The prelude is no script: each script runs after the helpers it calls.
 func TestLuaFilesAreTheScripts(t *testing.T) {
 	files, err := fs.Glob(luaFiles, "lua/*.lua")
 	require.NoError(t, err)
-	used := make(map[string]bool)
+	used := map[string]bool{preludeFile: true}
 	for _, s := range scripts {
 		assert.False(t, used[s.name], "lua/%s is loaded twice", s.name)
 		used[s.name] = true
@@ -32,48 +34,77 @@ func TestLuaFilesAreTheScripts(t *testing.T) {
 	for _, f := range files {
 		assert.True(t, used[path.Base(f)], "%s is no script of the Server", f)
 	}
-	assert.Len(t, files, len(scripts))
+	assert.Len(t, files, len(scripts)+1)
 }
 
-// TestLuaNumbers checks the numbers the scripts write out against the Go
-// constants they stand for.
-func TestLuaNumbers(t *testing.T) {
-	const dot = 16 + 1 // where layout.RankOf looks for a ranked token's dot, counted from 1
-	ranked := fmt.Sprintf("#v == %d and string.byte(v, %d) == 46 and string.byte(v, -1) ~= 126", layout.TokenLen, dot)
-	rank := fmt.Sprintf(`
-	if #t == %[1]d + 1 and string.byte(t, -1) == 43 then
-		t = string.sub(t, 1, %[1]d)
-	end
-	if #t == %[1]d and string.byte(t, %[2]d) == 46 then
-		return string.sub(t, 1, %[3]d)
-	end`, layout.TokenLen, dot, layout.RankLen)
-	tell := fmt.Sprintf("string.sub(m, %d), string.sub(m, 1, %d) .. ARGV[#ARGV]", promiseLen+1, promiseLen)
-	promised := []string{ // a promise is made to a ranked watcher only
-		tell,
-		fmt.Sprintf("string.byte(m, 1) == %d", primWatch[0]),
+// TestLuaPrelude checks that a script runs after the prelude's helpers
+// that it calls and those they call, in the prelude's order, and no
+// others: each is a closure made at every run.
+func TestLuaPrelude(t *testing.T) {
+	require.NotEmpty(t, luaHelpers, "the prelude's functions")
+	for _, h := range luaHelpers {
+		called := false
+		for _, s := range scripts {
+			called = called || strings.Contains(s.src, "local function "+h.name+"(")
+		}
+		assert.True(t, called, "no script calls the prelude's %s", h.name)
 	}
-	for file, want := range map[string][]string{
-		"acquire_or_holder.lua":   {rank},
-		"acquire_all.lua":         {rank},
-		"acquire_all_in_line.lua": {rank, fmt.Sprintf("#v == %d and string.byte(v, %d) == 46 then\n\t\t\tif string.byte(v, -1) ~= 126", layout.TokenLen, dot)},
-		"acquire_in_line.lua":     {ranked, rank},
-		"release.lua":             {ranked},
-		"release_permit.lua":      append(promised, fmt.Sprintf("tonumber(slot) >= %d then", keyserver.MaxInspected)),
-		"acquire_permit.lua": {fmt.Sprintf("math.min(tonumber(ARGV[1]), %d)", 2*keyserver.MaxFreeHint), fmt.Sprintf("string.sub(m, 1, %d) == ARGV[7]", promiseLen),
-			fmt.Sprintf("tonumber(slot) < %d then", keyserver.MaxInspected)},
-		"extend_permit.lua":  {fmt.Sprintf("tonumber(slot) < %d then", keyserver.MaxInspected)},
-		"leave_watch.lua":    append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
-		"release_hold.lua":   append(promised, fmt.Sprintf("string.byte(m, %d) == %d", promiseLen, readerMark)),
-		"acquire_write.lua":  {fmt.Sprintf("string.sub(m, 1, %d) ~= ARGV[7]", promiseLen)},
-		"acquire_leader.lua": {tell},
-		"release_leader.lua": {tell},
+	for name, want := range map[string][]string{
+		"release.lua":         {"tell", "handOver"},
+		"acquire.lua":         {"take"},
+		"release_hold.lua":    {"clock", "tell", "live", "passOn"},
+		"acquire_in_line.lua": {"plain", "rank", "holder", "join"},
+		"raise_fence.lua":     nil,
 	} {
-		src, err := luaFiles.ReadFile("lua/" + file)
-		require.NoError(t, err)
-		for _, w := range want {
-			assert.True(t, strings.Contains(string(src), w), "lua/%s lacks %q", file, w)
+		var got []string
+		for _, s := range scripts {
+			if s.name != name {
+				continue
+			}
+			require.True(t, strings.HasPrefix(s.src, luaConstants), "%s begins with the constants", name)
+			for _, h := range luaHelpers {
+				if strings.Contains(s.src, "local function "+h.name+"(") {
+					got = append(got, h.name)
+				}
+			}
+			assert.NotContains(t, s.src[:len(s.src)-len(luaFile(t, name))], "--", "%s: the prelude travels without its comments", name)
+		}
+		assert.Equal(t, want, got, "the helpers %s runs after", name)
+	}
+}
+
+// luaFile is the text of the file name under lua/.
+func luaFile(t *testing.T, name string) string {
+	t.Helper()
+	src, err := luaFiles.ReadFile("lua/" + name)
+	require.NoError(t, err)
+	return string(src)
+}
+
+// TestLuaNumbers checks that no file under lua/ writes out a number that
+// Go knows: the constants of the prelude's first line (luaConstants)
+// stand for them. The dot of a ranked token, which layout.RankOf finds at
+// index 16, is written out: counted from 1, 17.
+func TestLuaNumbers(t *testing.T) {
+	known := []int{layout.TokenLen, layout.TokenLen + 1, layout.RankLen, keyserver.MaxInspected,
+		keyserver.MaxFreeHint, 2 * keyserver.MaxFreeHint, readerMark, int(primWatch[0])}
+	dot := regexp.MustCompile(`string\.byte\(\w+, (\d+)\) == 46`)
+	files, err := fs.Glob(luaFiles, "lua/*.lua")
+	require.NoError(t, err)
+	dots := 0
+	for _, f := range files {
+		src := luaFile(t, path.Base(f))
+		for _, n := range known {
+			assert.NotRegexp(t, `\b`+strconv.Itoa(n)+`\b`, src, "%s writes out %d", f, n)
+		}
+		for _, m := range dot.FindAllStringSubmatch(src, -1) {
+			assert.Equal(t, strconv.Itoa(16+1), m[1], "%s: %s", f, m[0])
+			dots++
 		}
 	}
+	assert.NotZero(t, dots, "the dot tests")
+	assert.Equal(t, fmt.Sprintf("local TOKEN, RANK, MAX_INSPECTED, MAX_FREE_HINT, READER, UNRANKED = %d, %d, %d, %d, %d, %d\n",
+		layout.TokenLen, layout.RankLen, keyserver.MaxInspected, keyserver.MaxFreeHint, readerMark, primWatch[0]), luaConstants)
 }
 
 // Tokens for TestLuaScripts: ranked ones, in the order of their ranks,
@@ -165,8 +196,8 @@ func plain(r any) any {
 	return r
 }
 
-// TestLuaScripts runs every script, as its file has it, against a real
-// Redis: each case sets keys up, EVALs the file's text with KEYS and ARGV
+// TestLuaScripts runs every script, as the Server sends it (after the
+// prelude it calls), against a real Redis: each case sets keys up, EVALs the file's text with KEYS and ARGV
 // as the Server passes them, and checks the reply, the keys after it and
 // what it published.
 func TestLuaScripts(t *testing.T) {
@@ -185,7 +216,6 @@ func TestLuaScripts(t *testing.T) {
 	ttl := "5000"
 	lineTTL := strconv.FormatInt(keyserver.LineTTL.Milliseconds(), 10)
 	claim := strconv.FormatInt(keyserver.ClaimTTL.Milliseconds(), 10)
-	pLen := strconv.Itoa(promiseLen)
 	reader := watchPromise(luaHolder, true) // the earliest watcher
 	const sem, rw, el = "{s}", "{rw}", "{e}"
 	rwK := rwKeys(rw)
@@ -228,14 +258,14 @@ func TestLuaScripts(t *testing.T) {
 			keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: "WRONGTYPE",
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, "hash", n.str("TYPE", k)) }},
 
-		{file: "acquire_or_holder.lua", name: "free key", keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
+		{file: "acquire_all.lua", name: "one key: free key", keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaCaller, n.str("GET", k)) }},
-		{file: "acquire_or_holder.lua", name: "ranked holder first", setup: [][]any{{"SET", k, luaHolder + "+", "PX", 9000}},
+		{file: "acquire_all.lua", name: "one key: ranked holder first", setup: [][]any{{"SET", k, luaHolder + "+", "PX", 9000}},
 			keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: []any{about(9000), int64(keyserver.HolderFirst), int64(0)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaHolder+"+", n.str("GET", k)) }},
-		{file: "acquire_or_holder.lua", name: "unranked holder without TTL", setup: [][]any{{"SET", k, luaUnranked}},
+		{file: "acquire_all.lua", name: "one key: unranked holder without TTL", setup: [][]any{{"SET", k, luaUnranked}},
 			keys: []string{k}, args: []string{luaHolder, ttl, holderP}, want: []any{int64(0), int64(keyserver.Unranked), int64(0)}},
-		{file: "acquire_or_holder.lua", name: "caller first", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}},
+		{file: "acquire_all.lua", name: "one key: caller first", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}},
 			keys: []string{k}, args: []string{luaHolder, ttl, holderP}, want: []any{about(9000), int64(keyserver.CallerFirst), int64(0)}},
 
 		{file: "acquire_in_line.lua", name: "refused: in line, holder marked",
@@ -264,19 +294,19 @@ func TestLuaScripts(t *testing.T) {
 			}},
 
 		{file: "release.lua", name: "unmarked: deleted", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}, {"ZADD", line, 0, waiterM}},
-			keys: []string{k, line}, args: []string{luaCaller, claim, pLen}, want: int64(1),
+			keys: []string{k, line}, args: []string{luaCaller, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", k))
 				assert.Equal(t, int64(1), n.MustDo("ZCARD", line), "the line is not looked at")
 			}},
 		{file: "release.lua", name: "wrong token", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}},
-			keys: []string{k, line}, args: []string{luaCaller, claim, pLen}, want: int64(0),
+			keys: []string{k, line}, args: []string{luaCaller, claim}, want: int64(0),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaHolder, n.str("GET", k)) }},
 		{file: "release.lua", name: "a promise is not given away", setup: [][]any{{"SET", k, callerP, "PX", 9000}},
-			keys: []string{k, line}, args: []string{luaCaller, claim, pLen}, want: int64(0),
+			keys: []string{k, line}, args: []string{luaCaller, claim}, want: int64(0),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, callerP, n.str("GET", k)) }},
 		{file: "release.lua", name: "marked: handed over", setup: [][]any{{"SET", k, luaCaller + "+", "PX", 9000}, {"ZADD", line, 0, waiterM}},
-			keys: []string{k, line}, args: []string{luaCaller, claim, pLen}, want: int64(1),
+			keys: []string{k, line}, args: []string{luaCaller, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, waiterP, n.str("GET", k))
 				n.pttlNear(t, k, keyserver.ClaimTTL.Milliseconds())
@@ -284,7 +314,7 @@ func TestLuaScripts(t *testing.T) {
 			},
 			told: []string{waiterP + k}},
 		{file: "release.lua", name: "unranked, nobody in line: deleted", setup: [][]any{{"SET", k, luaUnranked, "PX", 9000}},
-			keys: []string{k, line}, args: []string{luaUnranked, claim, pLen}, want: int64(1),
+			keys: []string{k, line}, args: []string{luaUnranked, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", k)) }},
 
 		{file: "acquire_all.lua", name: "all free", setup: [][]any{{"SET", k2, luaCaller + "+", "PX", 9000}},
@@ -325,22 +355,22 @@ func TestLuaScripts(t *testing.T) {
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", k)) }},
 		{file: "release_all.lua", name: "each key deleted or handed over", setup: [][]any{{"SET", k, luaCaller, "PX", 9000},
 			{"SET", k2, luaCaller + "+", "PX", 9000}, {"ZADD", line2, 0, waiterM}},
-			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim, pLen}, want: int64(2),
+			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim}, want: int64(2),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", k))
 				assert.Equal(t, waiterP, n.str("GET", k2))
 			},
 			told: []string{waiterP + k2}},
 		{file: "release_all.lua", name: "every key plain: all deleted", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}, {"SET", k2, luaCaller, "PX", 9000}},
-			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim, pLen}, want: int64(2),
+			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim}, want: int64(2),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", k, k2)) }},
 		{file: "release_all.lua", name: "another's key is left alone", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}, {"SET", k2, luaHolder, "PX", 9000}},
-			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim, pLen}, want: int64(1),
+			keys: []string{k, line, k2, line2}, args: []string{luaCaller, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaHolder, n.str("GET", k2)) }},
 
 		{file: "acquire_all_in_line.lua", name: "granted: stored marked, out of every line",
 			setup: [][]any{{"SET", k, callerP, "PX", 3000}, {"ZADD", line2, 0, callerM, 0, waiterM}},
-			keys:  []string{k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen}, want: int64(1),
+			keys:  []string{k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaCaller+"+", n.str("GET", k), "its promise claimed")
 				assert.Equal(t, luaCaller+"+", n.str("GET", k2), "marked: the waiter behind it is told at release")
@@ -349,7 +379,7 @@ func TestLuaScripts(t *testing.T) {
 			}},
 		{file: "acquire_all_in_line.lua", name: "refused: nothing stored, in the line of each held key, holder marked, promise kept",
 			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, earlyM}, {"SET", k2, callerP, "PX", 400}},
-			keys:  []string{"{k}0", "{k}0:line", k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen},
+			keys:  []string{"{k}0", "{k}0:line", k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim},
 			want: []any{about(9000), int64(keyserver.HolderFirst), int64(1), "001"},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", "{k}0", "{k}0:line"), "a free key: not taken, no line")
@@ -362,7 +392,7 @@ func TestLuaScripts(t *testing.T) {
 			}},
 		{file: "acquire_all_in_line.lua", name: "a later rank's promise taken over: granted",
 			setup: [][]any{{"SET", k, callerP, "PX", 400}, {"SET", k2, waiterP, "PX", 400}},
-			keys:  []string{k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen}, want: int64(1),
+			keys:  []string{k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaCaller+"+", n.str("GET", k))
 				assert.Equal(t, luaCaller+"+", n.str("GET", k2))
@@ -370,7 +400,7 @@ func TestLuaScripts(t *testing.T) {
 			}},
 		{file: "acquire_all_in_line.lua", name: "a later rank's promise taken over and kept, refused by a held key",
 			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"SET", k2, waiterP, "PX", 400}},
-			keys:  []string{k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen},
+			keys:  []string{k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim},
 			want: []any{about(9000), int64(keyserver.HolderFirst), int64(0), "01"},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, callerP, n.str("GET", k2), "now promised to the caller")
@@ -380,7 +410,7 @@ func TestLuaScripts(t *testing.T) {
 		{file: "acquire_all_in_line.lua", name: "refused by an earlier rank's promise: its own given up",
 			setup: [][]any{{"SET", k, callerP, "PX", 400}, {"ZADD", line, 0, earlyM, 0, waiterM}, {"SET", k2, holderP, "PX", 400},
 				{"SET", "{k}3", callerP, "PX", 400}, {"ZADD", "{k}3:line", 0, waiterM}},
-			keys: []string{k, line, k2, line2, "{k}3", "{k}3:line"}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim, pLen},
+			keys: []string{k, line, k2, line2, "{k}3", "{k}3:line"}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim},
 			want: []any{about(400), int64(keyserver.HolderFirst), int64(0), "001"},
 			check: func(n luaNode, t *testing.T) {
 				earlyP := keyserver.PromiseOf(luaEarly)
@@ -394,7 +424,7 @@ func TestLuaScripts(t *testing.T) {
 			told: []string{keyserver.PromiseOf(luaEarly) + k}},
 		{file: "leave_lines.lua", name: "out of a line, a promise handed over",
 			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, callerM}, {"SET", k2, callerP, "PX", 400}, {"ZADD", line2, 0, waiterM}},
-			keys:  []string{k, line, k2, line2}, args: []string{callerM, callerP, claim, pLen}, want: int64(1),
+			keys:  []string{k, line, k2, line2}, args: []string{callerM, callerP, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaHolder, n.str("GET", k))
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", line))
@@ -402,21 +432,21 @@ func TestLuaScripts(t *testing.T) {
 			},
 			told: []string{waiterP + k2}},
 
-		{file: "leave_line.lua", name: "in line", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, callerM}},
-			keys: []string{k, line}, args: []string{callerM, callerP, claim, pLen}, want: int64(1),
+		{file: "leave_lines.lua", name: "one key: in line", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, callerM}},
+			keys: []string{k, line}, args: []string{callerM, callerP, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaHolder, n.str("GET", k))
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", line))
 			}},
-		{file: "leave_line.lua", name: "promised: handed over", setup: [][]any{{"SET", k, callerP, "PX", 400}, {"ZADD", line, 0, waiterM}},
-			keys: []string{k, line}, args: []string{callerM, callerP, claim, pLen}, want: int64(1),
+		{file: "leave_lines.lua", name: "one key: promised: handed over", setup: [][]any{{"SET", k, callerP, "PX", 400}, {"ZADD", line, 0, waiterM}},
+			keys: []string{k, line}, args: []string{callerM, callerP, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, waiterP, n.str("GET", k)) },
 			told:  []string{waiterP + k}},
 
-		{file: "acquire_fenced.lua", name: "granted", setup: [][]any{{"SET", fence, 7}},
+		{file: "acquire.lua", name: "fenced: granted", setup: [][]any{{"SET", fence, 7}},
 			keys: []string{k, fence}, args: []string{luaCaller, ttl, callerP}, want: int64(15),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaCaller, n.str("GET", k)) }},
-		{file: "acquire_fenced.lua", name: "refused, no counter", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}},
+		{file: "acquire.lua", name: "fenced: refused, no counter", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}},
 			keys: []string{k, fence}, args: []string{luaCaller, ttl, callerP}, want: int64(0)},
 
 		{file: "raise_fence.lua", name: "raised", setup: [][]any{{"SET", fence, 3}},
@@ -747,9 +777,14 @@ func TestLuaScripts(t *testing.T) {
 			for _, cmd := range c.setup {
 				n.MustDo(cmd[0].(string), cmd[1:]...)
 			}
-			src, err := luaFiles.ReadFile("lua/" + c.file)
-			require.NoError(t, err)
-			args := []any{string(src), len(c.keys)}
+			src := ""
+			for _, s := range scripts {
+				if s.name == c.file {
+					src = s.src
+				}
+			}
+			require.NotEmpty(t, src, "no script lua/%s", c.file)
+			args := []any{src, len(c.keys)}
 			for _, w := range append(append([]string(nil), c.keys...), c.args...) {
 				args = append(args, w)
 			}

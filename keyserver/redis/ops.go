@@ -54,12 +54,13 @@ func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
 }
 
 // AcquireFenced is Acquire, and reads key's fence counter, kept under
-// layout.FenceKey(key) with no TTL, in the same script.
+// layout.FenceKey(key) with no TTL, in the same script (setScript given
+// the counter's key).
 func (s *Server) AcquireFenced(ctx context.Context, key, token string, ttl time.Duration) (bool, uint64, error) {
 	if err := keyserver.CheckTTL(key, token, ttl); err != nil {
 		return false, 0, err
 	}
-	n, err := s.eval(ctx, "acquire", fencedScript, []string{key, layout.FenceKey(key)}, token, ms(ttl), promise(token))
+	n, err := s.eval(ctx, "acquire", setScript, []string{key, layout.FenceKey(key)}, token, ms(ttl), promise(token))
 	if err != nil || n < 0 {
 		return false, 0, err
 	}
@@ -94,10 +95,14 @@ func promise(token string) string {
 
 // The TTLs of the line, in the milliseconds the scripts take.
 var (
-	claimTTL      = ms(keyserver.ClaimTTL)
-	lineTTL       = ms(keyserver.LineTTL)
-	promiseLenArg = strconv.Itoa(promiseLen)
+	claimTTL = ms(keyserver.ClaimTTL)
+	lineTTL  = ms(keyserver.LineTTL)
 )
+
+// promiseLenArg is a promise's length, which start.go still sends a
+// release as its last argument: the scripts read it from the prelude's
+// TOKEN now, and Lua leaves an argument no script reads alone.
+var promiseLenArg = strconv.Itoa(promiseLen)
 
 // setWords are setScript's keys and arguments, for the script of an
 // Acquire whose SET NX was refused and for Extend: a key holding the token
@@ -109,6 +114,6 @@ func setWords(key, token string, ttl time.Duration) (keys, args []string) {
 
 // releaseWords are releaseScript's keys and arguments.
 func releaseWords(key, token string) (keys, args []string) {
-	w := []string{key, layout.LineKey(key), token, claimTTL, promiseLenArg}
+	w := []string{key, layout.LineKey(key), token, claimTTL}
 	return w[:2:2], w[2:]
 }

@@ -15,7 +15,7 @@ import (
 
 // The scripts of a set of lock keys (keyserver.SetLocker).
 var (
-	setAllScript     = newScript("acquire_all.lua")
+	setAllScript     = newScript("acquire_all.lua") // and AcquireOrHolder's, a set of one key
 	releaseAllScript = newScript("release_all.lua")
 )
 
@@ -37,7 +37,7 @@ func allWords(release bool, keys []string, token string, ttl time.Duration) (sc 
 	if !release {
 		return setAllScript, keys, []string{token, ms(ttl), promise(token)}
 	}
-	return releaseAllScript, withLines(keys, nil), []string{token, claimTTL, promiseLenArg}
+	return releaseAllScript, withLines(keys, nil), []string{token, claimTTL}
 }
 
 // crossSlot says what a Cluster's CROSSSLOT refusal of a set means.
@@ -98,7 +98,7 @@ func (st *started) firstOfSet() (cmd, keys, args []string, ok bool) {
 		w = append(w, c.Keys...)
 	}
 	if release {
-		w = append(w, c.Token, claimTTL, promiseLenArg)
+		w = append(w, c.Token, claimTTL)
 	} else {
 		w = append(w, c.Token, ms(c.TTL), promise(c.Token))
 	}

@@ -14,7 +14,7 @@ import (
 // served in rank order.
 var (
 	setInLineScript = newScript("acquire_all_in_line.lua") // AcquireAllInLine
-	leaveAllScript  = newScript("leave_lines.lua")         // LeaveLines
+	leaveAllScript  = newScript("leave_lines.lua")         // LeaveLines, and LeaveLine (a set of one key)
 )
 
 // AcquireAllInLine is AcquireAll for a call that waits its turn in the
@@ -46,7 +46,7 @@ func (s *Server) acquireAllInLineTaken(ctx context.Context, keys []string, token
 		cn = s.sub.joining(k, p) // before the places are taken: see subscriber.joinedOn
 	}
 	ok, h, err := decodeHolder(s.evalAny(ctx, "acquire", setInLineScript, withLines(keys, nil),
-		token, ms(ttl), p, s.sub.turnMember(p), lineTTL, claimTTL, promiseLenArg))
+		token, ms(ttl), p, s.sub.turnMember(p), lineTTL, claimTTL))
 	if err == nil && !ok {
 		for _, k := range keys {
 			s.sub.joinedOn(cn, k, p)
@@ -65,7 +65,7 @@ func (s *Server) LeaveLines(ctx context.Context, keys []string, token string) er
 	if p == "" {
 		return nil
 	}
-	_, err := s.eval(ctx, "leave line", leaveAllScript, withLines(keys, nil), s.sub.turnMember(p), p, claimTTL, promiseLenArg)
+	_, err := s.eval(ctx, "leave line", leaveAllScript, withLines(keys, nil), s.sub.turnMember(p), p, claimTTL)
 	return crossSlot(err)
 }
 

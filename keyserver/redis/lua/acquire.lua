@@ -1,24 +1,24 @@
--- Acquire, once its SET NX was refused, and Extend: for Redis "store if
--- absent" and "re-create if absent (a restarted server)" are one rule.
--- KEYS[1]: the lock key.
+-- Acquire, once its SET NX was refused, Extend ("store if absent" and
+-- "re-create if absent (a restarted server)" are one rule for Redis), and
+-- AcquireFenced, which also reads the fence counter with the vote.
+-- KEYS[1]: the lock key; KEYS[2], for AcquireFenced: its fence counter
+-- (layout.FenceKey).
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise
--- (keyserver.PromiseOf the token; the token itself if it has no rank).
--- Reply: 1 when the key is the caller's, 0 when another value holds it.
+-- (layout.PromiseOf the token; the token itself if it has no rank).
+-- Reply: counter*2 + 1 when the key is the caller's, else counter*2 (the
+-- counter is 0 without KEYS[2] or when absent; it stays far below 2^52,
+-- where Lua's numbers are exact).
 --
--- SET NX GET (Redis 7.0) stores the token if the key is free and returns
--- what it held; a key of another type fails with WRONGTYPE before any
--- write. A key holding the token, the token with the waiters' mark ('+')
--- or the caller's promise is the caller's: it is renewed, keeping the
--- mark; a claimed promise gets it, as one is made only to a waiter.
-local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
-if v and (v == ARGV[1] or v == ARGV[3] or v == ARGV[1] .. '+') then
-	if v ~= ARGV[1] then
-		v = ARGV[1] .. '+'
-	end
-	redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
-	v = false
+-- SET NX GET (Redis 7.0) stores the token in a free key and returns what
+-- it held; a key of another type fails with WRONGTYPE before any write.
+-- A key holding the token, marked ('+') or not, or the caller's promise
+-- is the caller's (take): renewed, keeping the mark; a claimed promise
+-- gets it, as one is made only to a waiter.
+local f = 0
+if KEYS[2] then
+	f = tonumber(redis.call('GET', KEYS[2]) or '0')
 end
-if v then
-	return 0
+if take(KEYS[1]) then
+	return f * 2
 end
-return 1
+return f * 2 + 1

@@ -1,15 +1,15 @@
--- AcquireAll and ExtendAll: stores the token in every key of a set, or in
--- none, by acquire.lua's rule for each key: free, or holding the token,
--- the token with the waiters' mark, or the caller's promise.
+-- AcquireAll and ExtendAll, and AcquireOrHolder (a set of one key):
+-- stores the token in every key of a set, or in none, by acquire.lua's
+-- rule for each key.
 -- KEYS: the set's lock keys (one Cluster slot).
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise.
--- Reply: 1 when stored, else {left, order, 0} for the first key that
--- another value holds, as acquire_or_holder.lua describes its holder.
+-- Reply: 1 when stored, else {left, order, 0} (holder) for the first key
+-- that another value holds.
 --
 -- Each key is tried with one SET NX GET, which stores the token in a free
--- key and reads what holds a taken one: a free set costs a command per key
--- and nothing more. A key that another value holds undoes the keys this
--- run stored (one DEL), so that the server never holds part of a set.
+-- key and reads what holds a taken one: a free set costs a command per
+-- key. A key that another value holds undoes the keys this run stored
+-- (one DEL), so that the server never holds part of a set.
 local mine, marked = ARGV[1], ARGV[1] .. '+'
 local olds = {}
 local refused, v
@@ -23,9 +23,8 @@ for i, k in ipairs(KEYS) do
 end
 
 if not refused then
-	-- Keys the call already held (an extension, a retry) or was promised
-	-- are renewed; a promise, or a key with the waiters' mark, keeps the
-	-- mark.
+	-- Keys the call held (an extension, a retry) or was promised are
+	-- renewed; a promise, or a key with the waiters' mark, keeps the mark.
 	for i, k in ipairs(KEYS) do
 		if olds[i] == mine then
 			redis.call('SET', k, mine, 'PX', ARGV[2])
@@ -36,36 +35,5 @@ if not refused then
 	return 1
 end
 
-local stored = {}
-for j = 1, refused - 1 do
-	if not olds[j] then
-		stored[#stored + 1] = KEYS[j]
-	end
-end
-if #stored > 0 then
-	redis.call('DEL', unpack(stored))
-end
-
--- rank: see acquire_or_holder.lua.
-local function rank(t)
-	if #t == 49 + 1 and string.byte(t, -1) == 43 then
-		t = string.sub(t, 1, 49)
-	end
-	if #t == 49 and string.byte(t, 17) == 46 then
-		return string.sub(t, 1, 25)
-	end
-end
-local h, c = rank(v), rank(mine)
-local order = 0
-if h and c and h < c then
-	order = 1
-elseif h and c and c < h then
-	order = 2
-end
-local left = redis.call('PTTL', KEYS[refused])
-if left < 0 then
-	left = 0
-else
-	left = math.max(left, 1)
-end
-return {left, order, 0}
+undo(olds, refused, 1)
+return holder(KEYS[refused], v, 0)

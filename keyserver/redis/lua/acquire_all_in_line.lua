@@ -1,28 +1,28 @@
 -- AcquireAllInLine: acquire_all.lua for a set that waits its turn in its
--- keys' lines (see keyserver.SetLocker): granted, the caller leaves every
+-- keys' lines (keyserver.SetLocker): granted, the caller leaves every
 -- line; refused, it joins the line of each key another value holds, and
 -- keeps the keys promised to it (and takes over those promised to a later
 -- rank), unless a key promised to an earlier rank refused it: it then
 -- gives each up to the first of its line, if that one ranks earlier.
--- KEYS: the set's lock keys, each followed by its line (one Cluster
--- slot). ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's
--- promise; ARGV[4]: its line member; ARGV[5]: the line's TTL in ms
+-- KEYS: the lock keys, each followed by its line (one Cluster slot).
+-- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise;
+-- ARGV[4]: its line member; ARGV[5]: the line's TTL in ms
 -- (keyserver.LineTTL), also a kept promise's; ARGV[6]: claim TTL in ms
--- (keyserver.ClaimTTL); ARGV[7]: a promise's length (49).
--- Reply: 1 when stored, else {left, order, ahead, promised} for the first
--- key another value holds, as acquire_in_line.lua's; promised has a '1'
--- for each key kept promised to the caller, else '0'.
+-- (keyserver.ClaimTTL).
+-- Reply: as acquire_in_line.lua's, and then promised: a '1' for each key
+-- kept promised to the caller, else '0'.
 local mine, marked, promise, member = ARGV[1], ARGV[1] .. '+', ARGV[3], ARGV[4]
 local n = #KEYS / 2
-local olds, refused = {}, nil
+local olds, refused, promised = {}, nil, {}
 for i = 1, n do
 	local k, v = KEYS[2 * i - 1], nil
+	promised[i] = '0'
 	if refused then
 		v = redis.call('GET', k)
 	else
 		v = redis.call('SET', k, mine, 'NX', 'PX', ARGV[2], 'GET')
 		-- A promise to a later rank is the caller's to take (see below).
-		if v and v ~= mine and v ~= marked and v ~= promise and not (#v == 49 and string.byte(v, -1) == 126 and v > promise) then
+		if v and v ~= mine and v ~= marked and v ~= promise and not (#v == TOKEN and string.byte(v, -1) == 126 and v > promise) then
 			refused = i
 		end
 	end
@@ -30,8 +30,7 @@ for i = 1, n do
 end
 
 if not refused then
-	-- Granted: marked, as others may wait in a line it leaves (see
-	-- acquire_in_line.lua).
+	-- Granted: marked, as others may wait in the lines it leaves.
 	for i = 1, n do
 		redis.call('SET', KEYS[2 * i - 1], marked, 'PX', ARGV[2])
 		redis.call('ZREM', KEYS[2 * i], member)
@@ -39,24 +38,15 @@ if not refused then
 	return 1
 end
 
-local stored = {}
-for i = 1, refused - 1 do
-	if not olds[i] then
-		stored[#stored + 1] = KEYS[2 * i - 1]
-	end
-end
-if #stored > 0 then
-	redis.call('DEL', unpack(stored))
-end
+undo(olds, refused, 2)
 
 -- The lines of the keys others hold: joined (or the place kept), the
--- holder marked (see release.lua), the holder told of a first waiter (see
--- acquire_in_line.lua). A promise to an earlier rank makes the caller
--- yield.
+-- holder marked (see release.lua). A promise to an earlier rank makes the
+-- caller yield.
 local yield, ahead, kept = false, 0, {}
 for i = 1, n do
 	local v, k, line = olds[i], KEYS[2 * i - 1], KEYS[2 * i]
-	if v and #v == 49 and string.byte(v, -1) == 126 and v > promise then
+	if v and #v == TOKEN and string.byte(v, -1) == 126 and v > promise then
 		-- Promised to a later rank, which would keep it while it waits:
 		-- the caller takes the promise over, so that a later rank never
 		-- holds up an earlier one.
@@ -65,16 +55,11 @@ for i = 1, n do
 	elseif v == promise then
 		kept[#kept + 1] = i
 	elseif v and v ~= mine and v ~= marked then
-		local joined = redis.call('ZADD', line, 0, member)
-		redis.call('PEXPIRE', line, ARGV[5])
-		local at = redis.call('ZRANK', line, member)
+		local at = join(k, line, member, ARGV[5])
 		if i == refused then
 			ahead = at
 		end
-		if joined == 1 and at == 0 then
-			pcall(redis.call, 'PUBLISH', 'goredlock:contended:' .. k, '')
-		end
-		if #v == 49 and string.byte(v, 17) == 46 then
+		if #v == TOKEN and string.byte(v, 17) == 46 then
 			if string.byte(v, -1) ~= 126 then
 				redis.call('SET', k, v .. '+', 'KEEPTTL')
 			elseif v < promise then
@@ -85,22 +70,14 @@ for i = 1, n do
 end
 
 -- The keys promised to the caller: renewed, or, when it yields, handed
--- over to the first of the line as leave_line.lua does, the caller
--- joining the line again; but never to a later rank, whose promise the
--- caller would take back at once (and a later waiter that a lock's
--- waiter overtook would overtake the caller).
-local promised, plen = {}, tonumber(ARGV[7]) -- see release.lua
-for i = 1, n do
-	promised[i] = '0'
-end
+-- over to the first of the line, the caller joining the line again; but
+-- never to a later rank, whose promise the caller would take back at once
+-- (and a later waiter that a lock's waiter overtook would overtake it).
 for _, i in ipairs(kept) do
 	local k, line = KEYS[2 * i - 1], KEYS[2 * i]
 	local first = yield and redis.call('ZRANGE', line, 0, 0)[1]
-	if first and string.sub(first, 1, plen) < promise then
-		redis.call('ZPOPMIN', line)
-		local p = string.sub(first, 1, plen)
-		redis.call('SET', k, p, 'PX', ARGV[6])
-		pcall(redis.call, 'PUBLISH', string.sub(first, plen + 1), p .. k)
+	if first and string.sub(first, 1, TOKEN) < promise then
+		handOver(k, line, ARGV[6])
 		redis.call('ZADD', line, 0, member)
 		redis.call('PEXPIRE', line, ARGV[5])
 	else
@@ -108,27 +85,6 @@ for _, i in ipairs(kept) do
 		promised[i] = '1'
 	end
 end
-
--- rank: see acquire_or_holder.lua.
-local function rank(t)
-	if #t == 49 + 1 and string.byte(t, -1) == 43 then
-		t = string.sub(t, 1, 49)
-	end
-	if #t == 49 and string.byte(t, 17) == 46 then
-		return string.sub(t, 1, 25)
-	end
-end
-local h, c = rank(olds[refused]), rank(mine)
-local order = 0
-if h and c and h < c then
-	order = 1
-elseif h and c and c < h then
-	order = 2
-end
-local left = redis.call('PTTL', KEYS[2 * refused - 1])
-if left < 0 then
-	left = 0
-else
-	left = math.max(left, 1)
-end
-return {left, order, ahead, table.concat(promised)}
+local r = holder(KEYS[2 * refused - 1], olds[refused], ahead)
+r[4] = table.concat(promised)
+return r

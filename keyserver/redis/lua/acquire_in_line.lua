@@ -1,23 +1,23 @@
--- AcquireInLine: acquire_or_holder.lua that also puts a refused caller in
--- the key's line and counts the waiters ahead of it.
--- KEYS[1]: the lock key; KEYS[2]: its line (keyserver.LineKey).
+-- AcquireInLine: acquire_all.lua for one key that also puts a refused
+-- caller in the key's line and counts the waiters ahead of it.
+-- KEYS[1]: the lock key; KEYS[2]: its line (layout.LineKey).
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise;
 -- ARGV[4]: the line's TTL in ms (keyserver.LineTTL); ARGV[5]: the
 -- caller's member, or '' (no rank: never in line); ARGV[6]: next's
 -- member, which joins the line whatever the answer, or ''.
--- Reply: as acquire_or_holder.lua's, ahead counted.
+-- Reply: as acquire_all.lua's, ahead counted.
 --
--- The line is a ZSET whose scores are all 0, so that its members, each a
--- promise and then its Server's channel, sort by rank; it lives ARGV[4]
--- ms after the last join. A key promised to the caller is claimed without
--- touching its place: the promise was made by taking it out of line.
--- The waiters' mark: a key holding a ranked token gets a '+' after it
--- (KEEPTTL) once a waiter joins its line, so that release.lua deletes an
--- unmarked one without looking for a line: an uncontended lock costs
--- four commands (SET NX; GET and DEL), not five. Unranked values (other
--- libraries', whose releases compare what they stored) are never marked.
--- A grant while someone may be in line (a claim, a caller that was in
--- line, a next that joined) stores the caller's token marked.
+-- The line is a ZSET whose scores are all 0, so that its members sort by
+-- rank; it lives ARGV[4] ms after the last join. A key promised to the
+-- caller is claimed without touching its place: the promise was made by
+-- taking it out of line. The waiters' mark: a key holding a ranked token
+-- gets a '+' after it (KEEPTTL) once a waiter joins its line, so that
+-- release.lua deletes an unmarked one without looking for a line: an
+-- uncontended lock costs four commands (SET NX; EVALSHA, GET and DEL).
+-- Unranked values (other libraries', whose releases compare what they
+-- stored) are never marked. A grant while someone may be in line (a
+-- claim, a caller that was in line, a next that joined) stores the
+-- caller's token marked.
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 local renewed = ARGV[6] ~= ''
 if renewed then
@@ -25,11 +25,11 @@ if renewed then
 	redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
 local mine = ARGV[1] .. '+'
-local granted = false
 if v == ARGV[3] and v ~= ARGV[1] then
 	redis.call('SET', KEYS[1], mine, 'PX', ARGV[2])
-	granted = true
-elseif not v or v == ARGV[1] or v == mine then
+	return 1
+end
+if not v or v == ARGV[1] or v == mine then
 	if ARGV[5] ~= '' or renewed or v == mine then
 		redis.call('SET', KEYS[1], mine, 'PX', ARGV[2])
 	elseif v then
@@ -38,55 +38,15 @@ elseif not v or v == ARGV[1] or v == mine then
 	if ARGV[5] ~= '' then
 		redis.call('ZREM', KEYS[2], ARGV[5])
 	end
-	granted = true
-end
-if granted then
 	return 1
 end
 local ahead = 0
-local joined = 0
 if ARGV[5] ~= '' then
-	joined = redis.call('ZADD', KEYS[2], 0, ARGV[5])
-	if not renewed then
-		redis.call('PEXPIRE', KEYS[2], ARGV[4])
-	end
-	ahead = redis.call('ZRANK', KEYS[2], ARGV[5])
+	ahead = join(KEYS[1], KEYS[2], ARGV[5], not renewed and ARGV[4])
 end
-
--- A new waiter first in line, as when the line was empty: the holder may
--- watch for it (keyserver.ContentionWatcher) on the key's contention
--- channel. Waiters that join behind others publish nothing: the holder's
--- watch looks at the line once it is subscribed.
-if joined == 1 and ahead == 0 then
-	pcall(redis.call, 'PUBLISH', 'goredlock:contended:' .. KEYS[1], '')
-end
-
 -- Refused, with someone in line: mark v if it is a ranked token without
--- the mark (see release.lua for the test).
-if #v == 49 and string.byte(v, 17) == 46 and string.byte(v, -1) ~= 126 then
+-- the mark (see release.lua).
+if plain(v) then
 	redis.call('SET', KEYS[1], v .. '+', 'KEEPTTL')
 end
-
--- rank: see acquire_or_holder.lua.
-local function rank(t)
-	if #t == 49 + 1 and string.byte(t, -1) == 43 then
-		t = string.sub(t, 1, 49)
-	end
-	if #t == 49 and string.byte(t, 17) == 46 then
-		return string.sub(t, 1, 25)
-	end
-end
-local h, c = rank(v), rank(ARGV[1])
-local order = 0
-if h and c and h < c then
-	order = 1
-elseif h and c and c < h then
-	order = 2
-end
-local left = redis.call('PTTL', KEYS[1])
-if left < 0 then
-	left = 0
-else
-	left = math.max(left, 1)
-end
-return {left, order, ahead}
+return holder(KEYS[1], v, ahead)

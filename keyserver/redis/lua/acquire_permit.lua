@@ -3,31 +3,29 @@
 -- slots are kept for the calls that releases promised one (see
 -- release_permit.lua).
 -- KEYS[1]: the semaphore key, its stored count; KEYS[2]: the slot's key
--- (key:N); KEYS[3]: key:watchers; KEYS[4]: key:told, the promises, each
--- '<watcher> <deadline, server ms>,'.
+-- (key:N); KEYS[3]: key:watchers; KEYS[4]: key:told.
 -- ARGV[1]: permits; ARGV[2]: the slot; ARGV[3]: token; ARGV[4]: TTL in
 -- ms; ARGV[5]: the most free slots to list (keyserver.MaxFreeHint);
 -- ARGV[6]: the caller's watcher member, or ''; ARGV[7]: the caller's
--- promise (keyserver.PromiseOf), or '' (no rank).
+-- promise (layout.PromiseOf), or '' (no rank).
 -- Reply: {1, 0} when granted; {-1, stored} when the stored count differs
 -- while a slot is held; else {0, the soonest TTL left among the slots
 -- and the promises to others (at least 1), free slots...}: none listed
 -- when the promises to others keep every free slot.
 --
--- The count lives at least as long as every slot taken under it: set
--- with a TTL, it needs only PEXPIRE GT; key:held, the held slots past
--- the first 1024 that Inspect counts, too. Slot keys built here from KEYS[1] share its hash
--- tag, and so its Cluster slot. A refusal looks at the
--- first 64 slots (2*keyserver.MaxFreeHint), a differing count at the
--- first 1024, so that it costs a few dozen commands however many permits
--- a semaphore has; slots past the first 64 count as free. Promises only
--- refuse: a grant is a free slot taken, as without them.
+-- The count and key:held live at least as long as every slot taken
+-- under them (held). Slot keys built here from
+-- KEYS[1] share its hash tag, and so its Cluster slot. A refusal looks at
+-- the first 2*MAX_FREE_HINT slots (the rest count as free), a differing
+-- count at the first MAX_INSPECTED: a few dozen commands however many
+-- permits a semaphore has. Promises only refuse: a grant is a free slot
+-- taken, as without them.
 
--- semHeld reports whether any of the first n slots is held; n past 1024
--- counts as held (a count above that binds until it lapses, at most a
--- TTL after its last grant or extension).
+-- semHeld reports whether any of the first n slots is held; n past
+-- MAX_INSPECTED counts as held (a count above that binds until it lapses,
+-- at most a TTL after its last grant or extension).
 local function semHeld(n)
-	if n > 1024 then
+	if n > MAX_INSPECTED then
 		return true
 	end
 	for i = 0, n - 1 do
@@ -38,43 +36,12 @@ local function semHeld(n)
 	return false
 end
 
--- held records slot, taken or renewed for ttl ms, in key:held: the
--- semaphore's held slots past the first 1024 (keyserver.MaxInspected,
--- which Inspect reads itself), each scored by the server time (ms) at
--- which it lapses, so that Inspect counts them however many permits there
--- are. It first drops the slots that lapsed. A slot below 1024 costs
--- nothing.
-local function held(slot, ttl)
-	if tonumber(slot) < 1024 then
-		return
-	end
-	local idx = KEYS[1] .. ':held'
-	local t = redis.call('TIME')
-	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-	redis.call('ZREMRANGEBYSCORE', idx, '-inf', now)
-	local fresh = redis.call('EXISTS', idx) == 0
-	redis.call('ZADD', idx, now + tonumber(ttl), slot)
-	if fresh then
-		redis.call('PEXPIRE', idx, ttl)
-	else
-		redis.call('PEXPIRE', idx, ttl, 'GT')
-	end
-end
-
--- unwatch takes the granted caller, member ARGV[i] unless empty, out of
--- the watchers wkey.
-local function unwatch(wkey, i)
-	if ARGV[i] ~= '' then
-		redis.call('ZREM', wkey, ARGV[i])
-	end
-end
-
 -- look is a refusal listing the free slots, with how many are free and
 -- the soonest TTL left among the held ones (nil if none).
 local function look()
-	local reply, soonest, free = {0, 0}, nil, math.max(tonumber(ARGV[1]) - 64, 0)
+	local reply, soonest, free = {0, 0}, nil, math.max(tonumber(ARGV[1]) - 2 * MAX_FREE_HINT, 0)
 	local limit = tonumber(ARGV[5])
-	for i = 0, math.min(tonumber(ARGV[1]), 64) - 1 do
+	for i = 0, math.min(tonumber(ARGV[1]), 2 * MAX_FREE_HINT) - 1 do
 		local left = redis.call('PTTL', KEYS[1] .. ':' .. i)
 		if left == -2 then
 			free = free + 1
@@ -98,17 +65,15 @@ if stored and stored ~= ARGV[1] then
 end
 
 -- The live promises: to the caller (mine), and to others (kept, each
--- keeping a free slot; the soonest lapses in claim ms). A watcher whose
--- promise lapsed is taken out of the watchers (see release_permit.lua).
+-- keeping a free slot; the soonest lapses in claim ms), as live reads.
 local mine, others, kept, claim = false, 0, '', nil
 if told then
-	local t = redis.call('TIME')
-	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+	local now = clock()
 	for m, d in string.gmatch(told, '(%S+) (%d+),') do
 		local left = tonumber(d) - now
 		if left <= 0 then
 			redis.call('ZREM', KEYS[3], m)
-		elseif string.sub(m, 1, 49) == ARGV[7] then
+		elseif string.sub(m, 1, TOKEN) == ARGV[7] then
 			mine = true
 		else
 			others = others + 1
@@ -130,13 +95,8 @@ if not ok and redis.call('GET', KEYS[2]) == ARGV[3] then
 	ok = redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
 if ok then
-	if stored then
-		redis.call('PEXPIRE', KEYS[1], ARGV[4], 'GT')
-	else
-		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
-	end
-	held(ARGV[2], ARGV[4])
-	unwatch(KEYS[3], 6)
+	held(ARGV[2], ARGV[4], stored, ARGV[1])
+	unwatch(KEYS[3], ARGV[6])
 	if told and kept == '' then
 		redis.call('DEL', KEYS[4])
 	elseif mine then

@@ -4,51 +4,15 @@
 -- marks a writer waiting, which keeps new readers out. The writer's key is
 -- set first and taken back if readers hold or the promise is another's:
 -- one command less when nobody does.
--- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, a ZSET of reader
--- tokens scored by expiry (server time, ms); KEYS[3]: key:wait, the mark
--- of the writer that waited last; KEYS[4]: key:watchers; KEYS[5]:
--- key:told, the promise of the lock to a writer ('<watcher> <deadline,
--- server ms>,').
+-- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, the readers
+-- (addReader); KEYS[3]: key:wait, the mark of the writer that waited
+-- last; KEYS[4]: key:watchers; KEYS[5]: key:told (release_permit.lua).
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: '1' if the caller will
--- wait, else '0'; ARGV[4]: its mark (keyserver.WaiterOf); ARGV[5]: the
+-- wait, else '0'; ARGV[4]: its mark (layout.WaiterOf); ARGV[5]: the
 -- mark's TTL in ms (keyserver.WriterWaitTTL); ARGV[6]: the caller's
 -- watcher member, or ''; ARGV[7]: the caller's promise
--- (keyserver.PromiseOf), or '' (no rank).
+-- (layout.PromiseOf), or '' (no rank).
 -- Reply: {1, 0} when granted, else {0, TTL left in ms (at least 1)}.
-
--- clock is the server's time in ms: readers' expiries in key:r are
--- absolute.
-local function clock()
-	local t = redis.call('TIME')
-	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
--- unwatch takes the granted caller, member ARGV[i] unless empty, out of
--- the watchers wkey.
-local function unwatch(wkey, i)
-	if ARGV[i] ~= '' then
-		redis.call('ZREM', wkey, ARGV[i])
-	end
-end
-
--- readers reports whether a live reader is left (1 or 0), with the
--- shortest TTL left among them, dropping the expired ones; now is the
--- server's time if read already. With no reader it costs one command.
-local function readers(now)
-	local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-	if not first[2] then
-		return 0, 0
-	end
-	now = now or clock()
-	if tonumber(first[2]) <= now then
-		redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-		first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-		if not first[2] then
-			return 0, 0
-		end
-	end
-	return 1, tonumber(first[2]) - now
-end
 
 -- refuse is a write's refusal with left, marking the writer waiting in
 -- key:wait when ARGV[3] is '1' (mark ARGV[4] for ARGV[5] ms).
@@ -64,7 +28,7 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 		return refuse(redis.call('PTTL', KEYS[1]))
 	end
 	redis.call('PEXPIRE', KEYS[1], ARGV[2])
-	unwatch(KEYS[4], 6)
+	unwatch(KEYS[4], ARGV[6])
 	return {1, 0}
 end
 if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[5]) > 0 then
@@ -77,7 +41,7 @@ if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[5]) > 0 then
 		for m, d in string.gmatch(promised, '(%S+) (%d+),') do
 			if tonumber(d) <= now then
 				redis.call('ZREM', KEYS[4], m)
-			elseif string.sub(m, 1, 49) ~= ARGV[7] then
+			elseif string.sub(m, 1, TOKEN) ~= ARGV[7] then
 				redis.call('DEL', KEYS[1])
 				return refuse(tonumber(d) - now)
 			end
@@ -95,5 +59,5 @@ if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[5]) > 0 then
 		redis.call('DEL', KEYS[5])
 	end
 end
-unwatch(KEYS[4], 6)
+unwatch(KEYS[4], ARGV[6])
 return {1, 0}

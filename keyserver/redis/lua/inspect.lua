@@ -3,22 +3,19 @@
 -- KEYS[1]: the lock key; KEYS[2]: its line; KEYS[3]: its fence counter;
 -- KEYS[4]: the semaphore key, its stored count; KEYS[5]: the read-write
 -- lock's key; KEYS[6]: the election's key. The keys built here from
--- KEYS[4..6] (slot N is key:N; key:watchers, key:w, key:r, key:wait,
--- key:fence) share their hash tag, and so their Cluster slot, and keep
--- the command short.
+-- KEYS[4..6] (key:N, key:watchers, key:w, key:r, key:wait, key:fence)
+-- share their hash tag, and so their Cluster slot.
 -- ARGV[1]: the most slots and readers to list (keyserver.MaxInspected).
 -- Reply, flat (a transport need not read nested arrays): lock value or
 -- '', its whole TTL (a lock-delay is the client's to tell from the
 -- lease), waiters, fence; permits, the semaphore's watchers; writer or
--- '', its TTL, 1 if a writer waits else 0, the read-write lock's watchers; leader token or '', value, its TTL, term;
--- the number of held slots listed, the number of held slots, the number
--- of readers; then a token and its TTL for each held slot listed (the
--- lowest first) and then for each reader listed. A TTL is at least 1, or
--- -1 for a key without one.
---
--- The held slots are found without a scan however many permits there
--- are: the first ARGV[1] slots, and the slots past them that key:held
--- records live (acquire_permit.lua); each is looked up.
+-- '', its TTL, 1 if a writer waits else 0, the read-write lock's
+-- watchers; leader token or '', value, its TTL, term; the number of held
+-- slots listed, the number of held slots, the number of readers; then a
+-- token and its TTL for each held slot listed (the lowest first) and for
+-- each reader listed. A TTL is at least 1, or -1 for a key without one.
+-- The held slots are found without a scan: the first ARGV[1] slots, and
+-- those past them that key:held records live (held); each is looked up.
 
 -- left is key's TTL as the reply gives it.
 local function left(key)
@@ -37,10 +34,10 @@ local max = tonumber(ARGV[1])
 local r = {'', 0, redis.call('ZCARD', KEYS[2]), num(KEYS[3])}
 local v = redis.call('GET', KEYS[1])
 if v then
-	-- the waiters' mark ('+', 43) after a ranked token (49 bytes) is the
-	-- server's own
-	if #v == 49 + 1 and string.byte(v, -1) == 43 then
-		v = string.sub(v, 1, 49)
+	-- the waiters' mark ('+', 43) after a ranked token (TOKEN bytes) is
+	-- the server's own
+	if #v == TOKEN + 1 and string.byte(v, -1) == 43 then
+		v = string.sub(v, 1, TOKEN)
 	end
 	r[1], r[2] = v, left(KEYS[1])
 end
@@ -60,8 +57,7 @@ if cur[1] then
 	r[11], r[12], r[13] = cur[1], cur[2] or '', left(KEYS[6])
 end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = clock()
 
 -- The slots that may be held, lowest first: the first max, and those
 -- key:held records live.

@@ -1,6 +1,6 @@
 -- RaiseFence: sets the fence counter to ARGV[1] if it holds less (an
 -- absent counter is 0). The counter has no TTL.
--- KEYS[1]: the fence counter (keyserver.FenceKey of the lock key).
+-- KEYS[1]: the fence counter (layout.FenceKey of the lock key).
 -- ARGV[1]: the fence.
 -- Reply: the counter as it was.
 local prev = tonumber(redis.call('GET', KEYS[1]) or '0')

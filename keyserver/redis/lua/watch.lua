@@ -3,9 +3,8 @@
 -- client's time, ms), which a watch renewed keeps: the watchers are in the
 -- order they came. They live ARGV[2] ms after the last watch.
 -- KEYS[1]: key:watchers.
--- ARGV[1]: the watcher's member (its promise, then its Server's channel);
--- ARGV[2]: the watchers' TTL in ms (keyserver.LineTTL); ARGV[3]: the
--- score.
+-- ARGV[1]: the watcher's member; ARGV[2]: the watchers' TTL in ms
+-- (keyserver.LineTTL); ARGV[3]: the score.
 -- Reply: 1.
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
