@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
-	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
 )
 
 // WithWait makes a write count as a vote only once WAIT confirmed that
@@ -34,25 +33,23 @@ func WithWaitAOF(local, replicas int) Option {
 	return func(c *config) { c.wait = &durability{aof: true, local: local, replicas: replicas} }
 }
 
-// durability is a Server's WithWait or WithWaitAOF, and its group commit:
-// the writes whose callers ask at the same time share one WAIT, and at
-// most one WAIT is in flight, the next one sent once it is answered.
+// durability is a Server's WithWait or WithWaitAOF. The WAITs are the
+// pipelined transport's: it sends one after the writes on their own
+// connection, one in flight at a time, and the writes sent meanwhile
+// share the next (see redigotransport's confirm.go).
 type durability struct {
 	aof             bool
 	local, replicas int
 	refused         error // why this Server cannot wait: every write fails with it
 
-	mu       sync.Mutex
-	inflight *confirmation // the WAIT sent and not yet answered
-	next     *confirmation // the WAIT the writes answered since then wait for
+	words []string      // WAIT n, or WAITAOF local n, without the timeout
+	via   confirmSender // the transport, when it can send them
 }
 
-// confirmation is one WAIT: done is closed once err holds its verdict,
-// and dials the transport's connections opened when it was answered.
-type confirmation struct {
-	done  chan struct{}
-	err   error
-	dials int64
+// confirmSender is FromURL's pipelined transport, which alone sends a
+// write's WAIT after it on the connection that carried it.
+type confirmSender interface {
+	DoConfirmed(ctx context.Context, confirm []string, cmd, keys []string, args ...string) (any, *redigotransport.Confirmation, error)
 }
 
 // errNotDurable is the error of a write not confirmed by the replicas.
@@ -69,99 +66,60 @@ func (d *durability) check() error {
 	return nil
 }
 
-// connected returns how many connections the transport has opened, once
-// one is open, before a write that durably will confirm: a WAIT on a
-// connection other than the write's confirms nothing, so a connection
-// opened in between fails the vote.
-// A Server that cannot wait fails here, before it writes.
-func (s *Server) connected(ctx context.Context, op, key string) (int64, error) {
-	if s.wait.refused != nil {
-		return 0, s.fail(op, key, s.wait.refused)
+// over readies d for a Server over t: the words of its WAIT, or why t
+// cannot send them.
+func (d *durability) over(t Transport) {
+	if d.refused = d.check(); d.refused != nil {
+		return
 	}
-	if n, _ := s.dials(); n > 0 {
-		return n, nil
-	}
-	s.t.Do(ctx, []string{"PING"}, nil) //nolint:errcheck // the write that follows reports a failure
-	n, _ := s.dials()
-	return n, nil
-}
-
-// durably waits, after a write of the Server's sent on the connection
-// that connected counted (dials), for the replicas to confirm it.
-func (s *Server) durably(ctx context.Context, op, key string, dials int64) error {
-	d := s.wait
-	d.mu.Lock()
-	if d.next == nil {
-		d.next = &confirmation{done: make(chan struct{})}
-	}
-	c := d.next
-	for d.inflight != nil && d.next == c {
-		// A WAIT sent before this write was answered may not cover it.
-		wait := d.inflight.done
-		d.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return s.fail(op, key, fmt.Errorf("%w: %w", errNotDurable, ctx.Err()))
-		}
-		d.mu.Lock()
-	}
-	if d.next == c { // nobody sent it yet: this caller does, for all
-		d.next, d.inflight = nil, c
-		d.mu.Unlock()
-		c.err = s.waitReplicas(ctx)
-		c.dials, _ = s.dials()
-		d.mu.Lock()
-		d.inflight = nil
-		d.mu.Unlock()
-		close(c.done)
-	} else {
-		d.mu.Unlock()
-	}
-	select {
-	case <-c.done:
-		if c.err == nil && c.dials != dials {
-			return s.fail(op, key, fmt.Errorf("%w: the connection that carried it was replaced before WAIT", errNotDurable))
-		}
-		if c.err != nil {
-			return s.fail(op, key, c.err)
-		}
-		return nil
-	case <-ctx.Done():
-		return s.fail(op, key, fmt.Errorf("%w: %w", errNotDurable, ctx.Err()))
-	}
-}
-
-// waitReplicas sends one WAIT or WAITAOF, bounded by ctx's deadline but
-// not ended by its cancellation (it answers for other callers too), and
-// judges its reply.
-func (s *Server) waitReplicas(ctx context.Context) error {
-	d := s.wait
-	deadline, ok := ctx.Deadline()
+	pt, ok := t.(pipelinedTransport)
 	if !ok {
-		deadline = time.Now().Add(5 * time.Second)
+		d.refused = fmt.Errorf("%w: wait and waitaof need FromURL's pipelined connection: WAIT confirms the writes of its own connection only", keyserver.ErrInvalidArgument)
+		return
 	}
-	left := time.Until(deadline)
-	if left < time.Millisecond {
-		return fmt.Errorf("%w: no time left to wait for the replicas", errNotDurable)
-	}
-	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	defer cancel()
-	// Redis's timeout is the bound on its side, a little shorter than
-	// ours so that its answer arrives in time.
-	timeout := strconv.FormatInt(max((left-left/10).Milliseconds(), 1), 10)
-	var (
-		reply any
-		err   error
-	)
+	d.via = pt
 	if d.aof {
-		reply, err = s.t.Do(wctx, []string{"WAITAOF"}, nil, strconv.Itoa(d.local), strconv.Itoa(d.replicas), timeout)
+		d.words = []string{"WAITAOF", strconv.Itoa(d.local), strconv.Itoa(d.replicas)}
 	} else {
-		reply, err = s.t.Do(wctx, []string{"WAIT"}, nil, strconv.Itoa(d.replicas), timeout)
+		d.words = []string{"WAIT", strconv.Itoa(d.replicas)}
 	}
+}
+
+// canWait fails, before it writes, a call of a Server that cannot wait.
+func (s *Server) canWait(op, key string) error {
+	if s.wait.refused != nil {
+		return s.fail(op, key, s.wait.refused)
+	}
+	return nil
+}
+
+// send runs a command, followed by its WAIT when confirm (see
+// confirmed); the Confirmation is nil otherwise.
+func (s *Server) send(ctx context.Context, confirm bool, cmd, keys []string, args ...string) (any, *redigotransport.Confirmation, error) {
+	if confirm {
+		return s.wait.via.DoConfirmed(ctx, s.wait.words, cmd, keys, args...)
+	}
+	reply, err := s.t.Do(ctx, cmd, keys, args...)
+	return reply, nil, err
+}
+
+// confirmed waits for conf, the WAIT that followed a write of the
+// Server's on its connection, and judges its reply: nil once the
+// replicas confirmed the write in time, and a failed vote otherwise.
+func (s *Server) confirmed(ctx context.Context, op, key string, conf *redigotransport.Confirmation) error {
+	reply, err := conf.Wait(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: %w", errNotDurable, err)
+		return s.fail(op, key, fmt.Errorf("%w: %w", errNotDurable, err))
 	}
+	if err := s.wait.judge(reply); err != nil {
+		return s.fail(op, key, err)
+	}
+	return nil
+}
+
+// judge reads the reply of a WAIT or WAITAOF: nil when enough replicas
+// (and the local append-only file) confirmed.
+func (d *durability) judge(reply any) error {
 	switch r := reply.(type) {
 	case int64:
 		if !d.aof && r >= int64(d.replicas) {
@@ -178,5 +136,5 @@ func (s *Server) waitReplicas(ctx context.Context) error {
 			return fmt.Errorf("%w: fsynced locally %d (want %d), by %d of %d replicas in time", errNotDurable, local, d.local, replicas, d.replicas)
 		}
 	}
-	return fmt.Errorf("%w: unexpected reply %v to %s", errNotDurable, reply, map[bool]string{false: "WAIT", true: "WAITAOF"}[d.aof])
+	return fmt.Errorf("%w: unexpected reply %v to %s", errNotDurable, reply, d.words[0])
 }

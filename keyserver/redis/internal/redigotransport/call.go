@@ -27,6 +27,12 @@ type call struct {
 	// then, when not nil, takes the reply instead of a caller waiting on
 	// done: a call started by pipeline.start, which nobody waits for.
 	then Answerer
+	// confirm, when not nil, is the command (its words, without the
+	// timeout) that must follow the call on its connection before its
+	// write counts: WAIT or WAITAOF (see confirm.go). conf is the
+	// Confirmation the writer made it part of when it sent it.
+	confirm []string
+	conf    *Confirmation
 
 	// The links of the pipeline's expiry, which watches due for a caller
 	// whose context has no timer; under its mutex.
@@ -77,8 +83,17 @@ func newCall(cmd, keys, args []string) (*call, bool) {
 func putCall(c *call) {
 	clear(c.args[:])
 	c.reply, c.err, c.then = nil, nil, nil
+	c.confirm, c.conf = nil, nil
 	c.state.Store(waiting)
 	callPool.Put(c)
+}
+
+// take returns the reply of c, an answered call, with the Confirmation its
+// write is part of (nil unless it asked for one), and recycles it.
+func (c *call) take() (any, *Confirmation, error) {
+	reply, conf, err := c.reply, c.conf, c.err
+	putCall(c)
+	return reply, conf, err
 }
 
 // finish hands the reply to the caller, or recycles c when the caller has

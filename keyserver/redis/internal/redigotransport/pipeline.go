@@ -86,18 +86,20 @@ func (p *pipeline) Do(ctx context.Context, cmd, keys []string, args ...string) (
 	if !ok {
 		return nil, fmt.Errorf("%w: a command of more than %d words", keyserver.ErrInvalidArgument, maxArgs+1)
 	}
-	return p.run(ctx, c)
+	reply, _, err := p.run(ctx, c)
+	return reply, err
 }
 
 // run queues c, a call from getCall, waits for its reply and recycles it.
 // A caller whose context ends first returns at once (within inlineWait
 // when the call is made inline); its call still runs, and its reply is
-// read and dropped.
-func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
+// read and dropped. A call to be confirmed (c.confirm) returns the
+// Confirmation of its write along with its reply.
+func (p *pipeline) run(ctx context.Context, c *call) (any, *Confirmation, error) {
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
 		putCall(c)
-		return nil, ErrOverloaded
+		return nil, nil, ErrOverloaded
 	}
 	p.startWriter()
 	d, ok := ctx.Deadline()
@@ -108,11 +110,12 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 		d, _ = ctx.Deadline()
 	}
 	c.due = d
-	made, answered := p.inline(c)
+	made, answered := false, false
+	if c.confirm == nil { // a WAIT must follow it: the writer's
+		made, answered = p.inline(c)
+	}
 	if answered {
-		reply, err := c.reply, c.err
-		putCall(c)
-		return reply, err
+		return c.take()
 	}
 	var (
 		parentDone <-chan struct{}
@@ -138,19 +141,17 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(waiting, abandoned) {
-			return nil, p.gaveUp(ctx) // the reader recycles c when its reply comes
+			return nil, nil, p.gaveUp(ctx) // the reader recycles c when its reply comes
 		}
 		<-c.done // answered as the context ended: take the answer
 	}
-	reply, err := c.reply, c.err
-	putCall(c)
-	return reply, err
+	return c.take()
 }
 
 // await waits for the reply of c, which the expiry watches, and recycles
 // it: the expiry ends the wait at the deadline, and parentDone (nil if
 // none) when the caller's context is cancelled.
-func (p *pipeline) await(ctx context.Context, c *call, parentDone <-chan struct{}) (any, error) {
+func (p *pipeline) await(ctx context.Context, c *call, parentDone <-chan struct{}) (any, *Confirmation, error) {
 	if parentDone == nil {
 		<-c.done
 	} else {
@@ -159,20 +160,18 @@ func (p *pipeline) await(ctx context.Context, c *call, parentDone <-chan struct{
 		case <-parentDone:
 			p.expiry.remove(c)
 			if c.state.CompareAndSwap(waiting, abandoned) {
-				return nil, p.gaveUp(ctx)
+				return nil, nil, p.gaveUp(ctx)
 			}
 			<-c.done // answered, or expired, as the context ended
 		}
 	}
 	if c.state.CompareAndSwap(overDeadline, abandoned) {
-		return nil, p.gaveUp(ctx) // the reader recycles c when its reply comes
+		return nil, nil, p.gaveUp(ctx) // the reader recycles c when its reply comes
 	}
 	// Answered, or answered late: the reply came while the expiry ended
 	// the wait, and the reader left c to its caller.
 	p.expiry.remove(c)
-	reply, err := c.reply, c.err
-	putCall(c)
-	return reply, err
+	return c.take()
 }
 
 // gaveUp is the error of a caller whose context ended before its reply
@@ -294,16 +293,19 @@ func (p *pipeline) write() {
 		// this took a flush from 1.7 calls to 28, and ops/s up by half.
 		runtime.Gosched()
 		p.mu.Lock()
+		mine := false
 		if !p.writing { // else a caller writes inline, and signals when done
 			batch, p.queue = p.queue, batch
-			p.writing = len(batch) > 0
+			// Or no call, but writes waiting for a WAIT that may go now.
+			mine = len(batch) > 0 || cn != nil && cn.waitDue()
+			p.writing = mine
 		}
 		p.mu.Unlock()
-		if len(batch) > 0 {
-			if cn != nil && !p.soundIfIdle(cn) {
+		if mine {
+			if len(batch) > 0 && cn != nil && !p.soundIfIdle(cn) {
 				cn = nil
 			}
-			if cn == nil {
+			if len(batch) > 0 && cn == nil {
 				var err error
 				prog := new(dialProgress)
 				p.dialing.Store(prog)
@@ -315,9 +317,19 @@ func (p *pipeline) write() {
 					}
 				}
 			}
-			if cn != nil && !cn.send(batch) {
-				cn = nil
-				p.requeue(batch) // it died before we wrote: send on the next one
+			if cn != nil {
+				wait := p.confirming(cn, batch)
+				if wait != nil {
+					batch = append(batch, wait)
+				}
+				if len(batch) > 0 && !cn.send(batch) {
+					cn = nil
+					if wait != nil {
+						batch = batch[:len(batch)-1]
+						p.unsent(wait)
+					}
+					p.requeue(batch) // it died before we wrote: send on the next one
+				}
 			}
 			clear(batch)
 			p.mu.Lock()

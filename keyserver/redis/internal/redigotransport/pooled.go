@@ -74,7 +74,8 @@ func (p *Pooled) Do(ctx context.Context, cmd, keys []string, args ...string) (an
 		n := p.active.Add(1)
 		defer p.active.Add(-1)
 		if n > 1 {
-			return p.shared.run(ctx, c)
+			reply, _, err := p.shared.run(ctx, c)
+			return reply, err
 		}
 	}
 	defer putCall(c)
