@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
 
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
@@ -42,14 +45,7 @@ type durability struct {
 	local, replicas int
 	refused         error // why this Server cannot wait: every write fails with it
 
-	words []string      // WAIT n, or WAITAOF local n, without the timeout
-	via   confirmSender // the transport, when it can send them
-}
-
-// confirmSender is FromURL's pipelined transport, which alone sends a
-// write's WAIT after it on the connection that carried it.
-type confirmSender interface {
-	DoConfirmed(ctx context.Context, confirm []string, cmd, keys []string, args ...string) (any, *redigotransport.Confirmation, error)
+	via *redigotransport.Pipelined // the transport, which confirms the writes
 }
 
 // errNotDurable is the error of a write not confirmed by the replicas.
@@ -66,23 +62,26 @@ func (d *durability) check() error {
 	return nil
 }
 
-// over readies d for a Server over t: the words of its WAIT, or why t
-// cannot send them.
+// confirming is what FromURL's transport sends after the writes to
+// confirm, and how it reads the answer.
+func (d *durability) confirming() redigotransport.Confirming {
+	words := []string{"WAIT", strconv.Itoa(d.replicas)}
+	if d.aof {
+		words = []string{"WAITAOF", strconv.Itoa(d.local), strconv.Itoa(d.replicas)}
+	}
+	return redigotransport.Confirming{Words: words, Judge: d.judge}
+}
+
+// over readies d for a Server over t, or records why t cannot confirm.
 func (d *durability) over(t Transport) {
 	if d.refused = d.check(); d.refused != nil {
 		return
 	}
-	pt, ok := t.(pipelinedTransport)
-	if !ok {
-		d.refused = fmt.Errorf("%w: wait and waitaof need FromURL's pipelined connection: WAIT confirms the writes of its own connection only", keyserver.ErrInvalidArgument)
+	if pt, ok := t.(pipelinedTransport); ok && pt.Confirms() {
+		d.via = pt.Pipelined
 		return
 	}
-	d.via = pt
-	if d.aof {
-		d.words = []string{"WAITAOF", strconv.Itoa(d.local), strconv.Itoa(d.replicas)}
-	} else {
-		d.words = []string{"WAIT", strconv.Itoa(d.replicas)}
-	}
+	d.refused = fmt.Errorf("%w: wait and waitaof need FromURL's pipelined connection: WAIT confirms the writes of its own connection only", keyserver.ErrInvalidArgument)
 }
 
 // canWait fails, before it writes, a call of a Server that cannot wait.
@@ -97,29 +96,44 @@ func (s *Server) canWait(op, key string) error {
 // confirmed); the Confirmation is nil otherwise.
 func (s *Server) send(ctx context.Context, confirm bool, cmd, keys []string, args ...string) (any, *redigotransport.Confirmation, error) {
 	if confirm {
-		return s.wait.via.DoConfirmed(ctx, s.wait.words, cmd, keys, args...)
+		return s.wait.via.DoConfirmed(ctx, cmd, keys, args...)
 	}
 	reply, err := s.t.Do(ctx, cmd, keys, args...)
 	return reply, nil, err
 }
 
-// confirmed waits for conf, the WAIT that followed a write of the
-// Server's on its connection, and judges its reply: nil once the
-// replicas confirmed the write in time, and a failed vote otherwise.
-func (s *Server) confirmed(ctx context.Context, op, key string, conf *redigotransport.Confirmation) error {
-	reply, err := conf.Wait(ctx)
-	if err != nil {
-		return s.fail(op, key, fmt.Errorf("%w: %w", errNotDurable, err))
+// confirmed waits for the verdict of conf, the WAIT that followed a write
+// of the Server's on its connection: nil once the replicas confirmed it
+// in time, a failed vote otherwise. A write whose reply is nil (SET NX
+// refused) wrote nothing, and has nothing to wait for, as when started.
+func (s *Server) confirmed(ctx context.Context, op, key string, reply any, conf *redigotransport.Confirmation) error {
+	if conf == nil || reply == nil {
+		return nil
 	}
-	if err := s.wait.judge(reply); err != nil {
+	if err := conf.Wait(ctx); err != nil {
 		return s.fail(op, key, err)
 	}
 	return nil
 }
 
-// judge reads the reply of a WAIT or WAITAOF: nil when enough replicas
-// (and the local append-only file) confirmed.
-func (d *durability) judge(reply any) error {
+// judge reads the answer of a WAIT or WAITAOF: nil when enough replicas
+// (and the local append-only file) confirmed, the error of a failed vote
+// otherwise, or when err kept the answer from coming. An error reply is
+// quoted, not wrapped: the caller reads the write's own error replies
+// (NOSCRIPT, a refused EVALSHA) through the error, and must not take the
+// WAIT's for one. One that retrying cannot fix (WAITAOF unknown to the
+// engine) is permanent.
+func (d *durability) judge(reply any, err error) error {
+	if err != nil {
+		var r redigo.Error
+		if errors.As(err, &r) {
+			err = fmt.Errorf("%s replied %q", d.command(), string(r))
+			if containsAny(string(r), permanentCodes) {
+				return keyserver.Permanent(fmt.Errorf("%w: %w", errNotDurable, err))
+			}
+		}
+		return fmt.Errorf("%w: %w", errNotDurable, err)
+	}
 	switch r := reply.(type) {
 	case int64:
 		if !d.aof && r >= int64(d.replicas) {
@@ -136,5 +150,49 @@ func (d *durability) judge(reply any) error {
 			return fmt.Errorf("%w: fsynced locally %d (want %d), by %d of %d replicas in time", errNotDurable, local, d.local, replicas, d.replicas)
 		}
 	}
-	return fmt.Errorf("%w: unexpected reply %v to %s", errNotDurable, reply, d.words[0])
+	return fmt.Errorf("%w: unexpected reply %v to %s", errNotDurable, reply, d.command())
+}
+
+// command is the name of d's command.
+func (d *durability) command() string {
+	if d.aof {
+		return "WAITAOF"
+	}
+	return "WAIT"
+}
+
+// startConfirming is the commandStarter of a Server that waits: it starts
+// a write that grants with its WAIT (its reply comes once the WAIT
+// confirmed it), another command as it is, and leaves to the blocking
+// method one it cannot tell (the scripting check's first write).
+type startConfirming struct {
+	s *Server
+	t *redigotransport.Pipelined
+}
+
+func (sc startConfirming) StartCommand(cmd, keys, args []string, deadline time.Time, to interface{ Answer(reply any, err error) }) bool {
+	switch grants, known := sc.s.grants(cmd); {
+	case !known:
+		return false
+	case grants:
+		return sc.t.StartConfirmed(cmd, keys, args, deadline, to)
+	}
+	return sc.t.StartCommand(cmd, keys, args, deadline, to)
+}
+
+// grants tells whether a command that Start sends first may write a vote
+// (SET NX, or EVALSHA of a script that grants), and known is false for
+// one it cannot tell.
+func (s *Server) grants(cmd []string) (grants, known bool) {
+	switch cmd[0] {
+	case "SET":
+		return true, true
+	case "EVALSHA":
+		for i := range s.digests {
+			if d := s.digests[i].Load(); d != nil && *d != "" && *d == cmd[1] {
+				return scripts[i].grants, true
+			}
+		}
+	}
+	return false, false
 }

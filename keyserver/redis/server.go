@@ -74,6 +74,12 @@ func NewServer(t Transport, opts ...Option) *Server {
 	}
 	s.counter, _ = t.(ConnectionCounter)
 	s.starter, _ = t.(commandStarter)
+	if s.wait != nil {
+		s.starter = nil // started only with their WAIT, or not at all
+		if s.wait.refused == nil {
+			s.starter = startConfirming{s: s, t: s.wait.via}
+		}
+	}
 	s.sub = newSubscriber(s)
 	return s
 }
@@ -165,7 +171,7 @@ func (s *Server) evalAny(ctx context.Context, op string, sc *script, keys []stri
 	}
 	reply, conf, err := s.evalSending(ctx, op, sc, true, keys, args...)
 	if err == nil {
-		err = s.confirmed(ctx, op, keys[0], conf)
+		err = s.confirmed(ctx, op, keys[0], reply, conf)
 	}
 	return reply, err
 }
@@ -193,9 +199,19 @@ func (s *Server) evalSending(ctx context.Context, op string, sc *script, confirm
 }
 
 // evalSource runs sc by its source (EVAL), and then asks for its digest
-// when load. The caller has entered.
+// when load. The caller has entered. A script that grants waits for the
+// replicas where WithWait asks, as in evalAny.
 func (s *Server) evalSource(ctx context.Context, op string, sc *script, load bool, keys []string, args ...string) (any, error) {
-	reply, _, err := s.evalSourceSending(ctx, op, sc, load, false, keys, args...)
+	confirm := s.wait != nil && sc.grants
+	if confirm {
+		if err := s.canWait(op, keys[0]); err != nil {
+			return nil, err
+		}
+	}
+	reply, conf, err := s.evalSourceSending(ctx, op, sc, load, confirm, keys, args...)
+	if err == nil {
+		err = s.confirmed(ctx, op, keys[0], reply, conf)
+	}
 	return reply, err
 }
 
@@ -256,8 +272,8 @@ func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration
 		}
 	}
 	reply, conf, err := s.send(ctx, s.wait != nil, w[:1:1], w[1:2:2], w[2:]...)
-	if conf != nil && reply != nil { // a refusal wrote nothing to confirm
-		if err := s.confirmed(ctx, "acquire", key, conf); err != nil {
+	if err == nil {
+		if err := s.confirmed(ctx, "acquire", key, reply, conf); err != nil {
 			return false, err
 		}
 	}

@@ -27,11 +27,10 @@ type call struct {
 	// then, when not nil, takes the reply instead of a caller waiting on
 	// done: a call started by pipeline.start, which nobody waits for.
 	then Answerer
-	// confirm, when not nil, is the command (its words, without the
-	// timeout) that must follow the call on its connection before its
-	// write counts: WAIT or WAITAOF (see confirm.go). conf is the
-	// Confirmation the writer made it part of when it sent it.
-	confirm []string
+	// confirm: a WAIT must follow the call on its connection before its
+	// write counts (see confirm.go). conf is the Confirmation it was made
+	// part of when it was sent.
+	confirm bool
 	conf    *Confirmation
 
 	// The links of the pipeline's expiry, which watches due for a caller
@@ -83,7 +82,7 @@ func newCall(cmd, keys, args []string) (*call, bool) {
 func putCall(c *call) {
 	clear(c.args[:])
 	c.reply, c.err, c.then = nil, nil, nil
-	c.confirm, c.conf = nil, nil
+	c.confirm, c.conf = false, nil
 	c.state.Store(waiting)
 	callPool.Put(c)
 }
@@ -100,8 +99,7 @@ func (c *call) take() (any, *Confirmation, error) {
 // given up on it.
 func (c *call) finish(reply any, err error) {
 	if then := c.then; then != nil {
-		putCall(c)
-		then.Answer(reply, err)
+		answerStarted(c, then, reply, err)
 		return
 	}
 	c.reply, c.err = reply, err

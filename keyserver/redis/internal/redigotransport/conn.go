@@ -53,9 +53,9 @@ type conn struct {
 	dead    bool  // the reader gave up: nothing more may be pushed
 	reason  error // why the writer closed the connection, if it did
 	// conf is the Confirmation of the writes sent and not yet followed by
-	// a WAIT, and waits the WAITs sent and unanswered (see confirm.go).
-	conf  *Confirmation
-	waits int
+	// a WAIT, and waiting says that a WAIT is in flight (see confirm.go).
+	conf    *Confirmation
+	waiting bool
 }
 
 // newConn returns a pipelined connection over rc; idle and w as for

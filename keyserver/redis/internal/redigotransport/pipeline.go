@@ -39,6 +39,7 @@ type pipeline struct {
 	overdue     time.Duration
 	dialTimeout time.Duration // bound on opening a connection
 	callTimeout time.Duration // bound on a call whose context has no deadline
+	confirm     Confirming    // the WAIT that confirms writes, if any
 
 	pending atomic.Int64                 // calls queued, sent or unanswered: abandoned ones too
 	dials   atomic.Int64                 // connections opened
@@ -71,11 +72,13 @@ type settings struct {
 	// inline: FromURL's own dialer makes the connections (no dial options
 	// of the caller's), so calls may be made inline.
 	inline bool
+	// confirm is the WAIT of the writes to confirm (zero: none).
+	confirm Confirming
 }
 
 func newPipeline(dial func(context.Context) (redigo.Conn, error), c settings) *pipeline {
 	p := &pipeline{dial: dial, inlined: c.inline, maxPending: int64(c.maxPending), overdue: overdueLimit, wake: make(chan struct{}, 1),
-		dialTimeout: cmp.Or(c.dialTimeout, connectTimeout), callTimeout: cmp.Or(c.callTimeout, ioTimeoutNoCtx)}
+		dialTimeout: cmp.Or(c.dialTimeout, connectTimeout), callTimeout: cmp.Or(c.callTimeout, ioTimeoutNoCtx), confirm: c.confirm}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
 }
@@ -84,11 +87,14 @@ func newPipeline(dial func(context.Context) (redigo.Conn, error), c settings) *p
 func (p *pipeline) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
 	c, ok := newCall(cmd, keys, args)
 	if !ok {
-		return nil, fmt.Errorf("%w: a command of more than %d words", keyserver.ErrInvalidArgument, maxArgs+1)
+		return nil, errTooManyWords
 	}
 	reply, _, err := p.run(ctx, c)
 	return reply, err
 }
+
+// errTooManyWords is the error of a command of more words than a call holds.
+var errTooManyWords = fmt.Errorf("%w: a command of more than %d words", keyserver.ErrInvalidArgument, maxArgs+1)
 
 // run queues c, a call from getCall, waits for its reply and recycles it.
 // A caller whose context ends first returns at once (within inlineWait
@@ -111,7 +117,7 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, *Confirmation, error)
 	}
 	c.due = d
 	made, answered := false, false
-	if c.confirm == nil { // a WAIT must follow it: the writer's
+	if !c.confirm { // a write to confirm goes with its WAIT, which is not made inline
 		made, answered = p.inline(c)
 	}
 	if answered {
@@ -318,17 +324,9 @@ func (p *pipeline) write() {
 				}
 			}
 			if cn != nil {
-				wait := p.confirming(cn, batch)
-				if wait != nil {
-					batch = append(batch, wait)
-				}
-				if len(batch) > 0 && !cn.send(batch) {
+				var alive bool
+				if batch, alive = p.sendConfirming(cn, batch); !alive {
 					cn = nil
-					if wait != nil {
-						batch = batch[:len(batch)-1]
-						p.unsent(wait)
-					}
-					p.requeue(batch) // it died before we wrote: send on the next one
 				}
 			}
 			clear(batch)
