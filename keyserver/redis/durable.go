@@ -103,11 +103,12 @@ func (s *Server) send(ctx context.Context, confirm bool, cmd, keys []string, arg
 }
 
 // confirmed waits for the verdict of conf, the WAIT that followed a write
-// of the Server's on its connection: nil once the replicas confirmed it
-// in time, a failed vote otherwise. A write whose reply is nil (SET NX
-// refused) wrote nothing, and has nothing to wait for, as when started.
+// of the Server's on its connection (DoConfirmed): nil once the replicas
+// confirmed it in time, a failed vote otherwise. A write whose reply is
+// nil (SET NX refused) wrote nothing, and has nothing to wait for, as
+// when started (StartConfirmed).
 func (s *Server) confirmed(ctx context.Context, op, key string, reply any, conf *redigotransport.Confirmation) error {
-	if conf == nil || reply == nil {
+	if reply == nil {
 		return nil
 	}
 	if err := conf.Wait(ctx); err != nil {

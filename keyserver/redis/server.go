@@ -209,7 +209,7 @@ func (s *Server) evalSource(ctx context.Context, op string, sc *script, load boo
 		}
 	}
 	reply, conf, err := s.evalSourceSending(ctx, op, sc, load, confirm, keys, args...)
-	if err == nil {
+	if err == nil && confirm {
 		err = s.confirmed(ctx, op, keys[0], reply, conf)
 	}
 	return reply, err
@@ -272,7 +272,7 @@ func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration
 		}
 	}
 	reply, conf, err := s.send(ctx, s.wait != nil, w[:1:1], w[1:2:2], w[2:]...)
-	if err == nil {
+	if err == nil && s.wait != nil {
 		if err := s.confirmed(ctx, "acquire", key, reply, conf); err != nil {
 			return false, err
 		}

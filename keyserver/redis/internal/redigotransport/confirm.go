@@ -2,6 +2,7 @@ package redigotransport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -132,11 +133,13 @@ func (cf *Confirmation) hold(to Answerer, reply any) bool {
 // from a refused SET NX, says it did not), once its Confirmation's
 // verdict has come.
 func answerStarted(c *call, then Answerer, reply any, err error) {
-	cf := c.conf
+	confirm, cf := c.confirm, c.conf
 	putCall(c)
 	switch {
-	case cf == nil || err != nil || reply == nil:
+	case !confirm || err != nil || reply == nil:
 		then.Answer(reply, err)
+	case cf == nil: // sent without a WAIT: never, but no vote if it were
+		then.Answer(nil, errUnconfirmed)
 	case cf.hold(then, reply):
 	case cf.verdict != nil:
 		then.Answer(nil, cf.verdict)
@@ -155,13 +158,21 @@ func (t *Pipelined) DoConfirmed(ctx context.Context, cmd, keys []string, args ..
 	if !ok {
 		return nil, nil, errTooManyWords
 	}
-	c.confirm = t.confirm.Judge != nil
-	reply, conf, err := t.run(ctx, c)
-	if err != nil {
+	confirm := t.confirm.Judge != nil
+	c.confirm = confirm
+	reply, conf, err := t.run(ctx, c) // which recycles c
+	switch {
+	case err != nil:
 		return nil, nil, err
+	case confirm && conf == nil: // sent without a WAIT: never, but no vote if it were
+		return nil, nil, errUnconfirmed
 	}
 	return reply, conf, nil
 }
+
+// errUnconfirmed fails a write to confirm that went without its WAIT,
+// which the pipeline never lets happen.
+var errUnconfirmed = errors.New("redis: a write to confirm was sent without its WAIT")
 
 // StartConfirmed is StartCommand for a write to confirm: to gets its reply
 // once the WAIT that follows it has confirmed it, or the error of the
