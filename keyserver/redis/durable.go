@@ -171,6 +171,7 @@ type startConfirming struct {
 	t *redigotransport.Pipelined
 }
 
+// StartCommand is commandStarter's.
 func (sc startConfirming) StartCommand(cmd, keys, args []string, deadline time.Time, to interface{ Answer(reply any, err error) }) bool {
 	switch grants, known := sc.s.grants(cmd); {
 	case !known:
