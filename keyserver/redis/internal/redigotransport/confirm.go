@@ -79,8 +79,10 @@ func (cf *Confirmation) Wait(ctx context.Context) error {
 }
 
 // Answer takes the answer of the Confirmation's WAIT, from the reader (or
-// from the failure of its connection): it sends the next WAIT when writes
-// wait for one, then answers the calls it holds.
+// from the failure of its connection): it answers the calls it holds,
+// then sends the next WAIT when writes wait for one, after the calls
+// queued by then (those answers start the callers' next writes, which
+// then join it).
 func (cf *Confirmation) Answer(reply any, err error) {
 	cn := cf.cn
 	cn.mu.Lock()
