@@ -3,10 +3,13 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	redigo "github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -76,11 +79,11 @@ func TestRedisDurableVotes(t *testing.T) {
 
 // BenchmarkRedisDurableVotes: 64 goroutines on distinct keys over three
 // master + replica deployments, without and with ?wait=1: calls made
-// together share one WAIT per server.
+// together share one WAIT per server (locks/WAIT, on the first).
 func BenchmarkRedisDurableVotes(b *testing.B) {
 	for _, query := range []string{"", "?wait=1"} {
 		b.Run("query="+query, func(b *testing.B) {
-			urls, _, _ := replicated(b, 3, query)
+			urls, masters, _ := replicated(b, 3, query)
 			c, err := redlock.New(serversAt(b, urls))
 			require.NoError(b, err)
 			defer c.Close()
@@ -89,6 +92,7 @@ func BenchmarkRedisDurableVotes(b *testing.B) {
 				n  int
 			)
 			b.SetParallelism(32) // 64 goroutines on 2 cores
+			masters[0].MustDo("CONFIG", "RESETSTAT")
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				mu.Lock()
@@ -107,6 +111,26 @@ func BenchmarkRedisDurableVotes(b *testing.B) {
 					}
 				}
 			})
+			b.StopTimer()
+			if waits := commandCalls(b, masters[0], "wait"); waits > 0 {
+				b.ReportMetric(float64(b.N)/float64(waits), "locks/WAIT")
+			}
 		})
 	}
+}
+
+// commandCalls returns how many times node ran cmd since its statistics
+// were reset (INFO commandstats).
+func commandCalls(tb testing.TB, node *redistest.Node, cmd string) int {
+	tb.Helper()
+	info, err := redigo.String(node.MustDo("INFO", "commandstats"), nil)
+	require.NoError(tb, err)
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			require.NoError(tb, err)
+			return n
+		}
+	}
+	return 0
 }

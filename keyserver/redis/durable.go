@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
+	redigo "github.com/gomodule/redigo/redis"
+
 	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
 )
 
 // WithWait makes a write count as a vote only once WAIT confirmed that
@@ -34,25 +36,16 @@ func WithWaitAOF(local, replicas int) Option {
 	return func(c *config) { c.wait = &durability{aof: true, local: local, replicas: replicas} }
 }
 
-// durability is a Server's WithWait or WithWaitAOF, and its group commit:
-// the writes whose callers ask at the same time share one WAIT, and at
-// most one WAIT is in flight, the next one sent once it is answered.
+// durability is a Server's WithWait or WithWaitAOF. The WAITs are the
+// pipelined transport's: it sends one after the writes on their own
+// connection, one in flight at a time, and the writes sent meanwhile
+// share the next (see redigotransport's confirm.go).
 type durability struct {
 	aof             bool
 	local, replicas int
 	refused         error // why this Server cannot wait: every write fails with it
 
-	mu       sync.Mutex
-	inflight *confirmation // the WAIT sent and not yet answered
-	next     *confirmation // the WAIT the writes answered since then wait for
-}
-
-// confirmation is one WAIT: done is closed once err holds its verdict,
-// and dials the transport's connections opened when it was answered.
-type confirmation struct {
-	done  chan struct{}
-	err   error
-	dials int64
+	via *redigotransport.Pipelined // the transport, which confirms the writes
 }
 
 // errNotDurable is the error of a write not confirmed by the replicas.
@@ -69,97 +62,77 @@ func (d *durability) check() error {
 	return nil
 }
 
-// connected returns how many connections the transport has opened, once
-// one is open, before a write that durably will confirm: a WAIT on a
-// connection other than the write's confirms nothing, so a connection
-// opened in between fails the vote.
-// A Server that cannot wait fails here, before it writes.
-func (s *Server) connected(ctx context.Context, op, key string) (int64, error) {
-	if s.wait.refused != nil {
-		return 0, s.fail(op, key, s.wait.refused)
-	}
-	if n, _ := s.dials(); n > 0 {
-		return n, nil
-	}
-	s.t.Do(ctx, []string{"PING"}, nil) //nolint:errcheck // the write that follows reports a failure
-	n, _ := s.dials()
-	return n, nil
-}
-
-// durably waits, after a write of the Server's sent on the connection
-// that connected counted (dials), for the replicas to confirm it.
-func (s *Server) durably(ctx context.Context, op, key string, dials int64) error {
-	d := s.wait
-	d.mu.Lock()
-	if d.next == nil {
-		d.next = &confirmation{done: make(chan struct{})}
-	}
-	c := d.next
-	for d.inflight != nil && d.next == c {
-		// A WAIT sent before this write was answered may not cover it.
-		wait := d.inflight.done
-		d.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return s.fail(op, key, fmt.Errorf("%w: %w", errNotDurable, ctx.Err()))
-		}
-		d.mu.Lock()
-	}
-	if d.next == c { // nobody sent it yet: this caller does, for all
-		d.next, d.inflight = nil, c
-		d.mu.Unlock()
-		c.err = s.waitReplicas(ctx)
-		c.dials, _ = s.dials()
-		d.mu.Lock()
-		d.inflight = nil
-		d.mu.Unlock()
-		close(c.done)
-	} else {
-		d.mu.Unlock()
-	}
-	select {
-	case <-c.done:
-		if c.err == nil && c.dials != dials {
-			return s.fail(op, key, fmt.Errorf("%w: the connection that carried it was replaced before WAIT", errNotDurable))
-		}
-		if c.err != nil {
-			return s.fail(op, key, c.err)
-		}
-		return nil
-	case <-ctx.Done():
-		return s.fail(op, key, fmt.Errorf("%w: %w", errNotDurable, ctx.Err()))
-	}
-}
-
-// waitReplicas sends one WAIT or WAITAOF, bounded by ctx's deadline but
-// not ended by its cancellation (it answers for other callers too), and
-// judges its reply.
-func (s *Server) waitReplicas(ctx context.Context) error {
-	d := s.wait
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(5 * time.Second)
-	}
-	left := time.Until(deadline)
-	if left < time.Millisecond {
-		return fmt.Errorf("%w: no time left to wait for the replicas", errNotDurable)
-	}
-	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	defer cancel()
-	// Redis's timeout is the bound on its side, a little shorter than
-	// ours so that its answer arrives in time.
-	timeout := strconv.FormatInt(max((left-left/10).Milliseconds(), 1), 10)
-	var (
-		reply any
-		err   error
-	)
+// confirming is what FromURL's transport sends after the writes to
+// confirm, and how it reads the answer.
+func (d *durability) confirming() redigotransport.Confirming {
+	words := []string{"WAIT", strconv.Itoa(d.replicas)}
 	if d.aof {
-		reply, err = s.t.Do(wctx, []string{"WAITAOF"}, nil, strconv.Itoa(d.local), strconv.Itoa(d.replicas), timeout)
-	} else {
-		reply, err = s.t.Do(wctx, []string{"WAIT"}, nil, strconv.Itoa(d.replicas), timeout)
+		words = []string{"WAITAOF", strconv.Itoa(d.local), strconv.Itoa(d.replicas)}
 	}
+	return redigotransport.Confirming{Words: words, Judge: d.judge}
+}
+
+// over readies d for a Server over t, or records why t cannot confirm.
+func (d *durability) over(t Transport) {
+	if d.refused = d.check(); d.refused != nil {
+		return
+	}
+	if pt, ok := t.(pipelinedTransport); ok && pt.Confirms() {
+		d.via = pt.Pipelined
+		return
+	}
+	d.refused = fmt.Errorf("%w: wait and waitaof need FromURL's pipelined connection: WAIT confirms the writes of its own connection only", keyserver.ErrInvalidArgument)
+}
+
+// canWait fails, before it writes, a call of a Server that cannot wait.
+func (s *Server) canWait(op, key string) error {
+	if s.wait.refused != nil {
+		return s.fail(op, key, s.wait.refused)
+	}
+	return nil
+}
+
+// send runs a command, followed by its WAIT when confirm (see
+// confirmed); the Confirmation is nil otherwise.
+func (s *Server) send(ctx context.Context, confirm bool, cmd, keys []string, args ...string) (any, *redigotransport.Confirmation, error) {
+	if confirm {
+		return s.wait.via.DoConfirmed(ctx, cmd, keys, args...)
+	}
+	reply, err := s.t.Do(ctx, cmd, keys, args...)
+	return reply, nil, err
+}
+
+// confirmed waits for the verdict of conf, the WAIT that followed a write
+// of the Server's on its connection (DoConfirmed): nil once the replicas
+// confirmed it in time, a failed vote otherwise. A write whose reply is
+// nil (SET NX refused) wrote nothing, and has nothing to wait for, as
+// when started (StartConfirmed).
+func (s *Server) confirmed(ctx context.Context, op, key string, reply any, conf *redigotransport.Confirmation) error {
+	if reply == nil {
+		return nil
+	}
+	if err := conf.Wait(ctx); err != nil {
+		return s.fail(op, key, err)
+	}
+	return nil
+}
+
+// judge reads the answer of a WAIT or WAITAOF: nil when enough replicas
+// (and the local append-only file) confirmed, the error of a failed vote
+// otherwise, or when err kept the answer from coming. An error reply is
+// quoted, not wrapped: the caller reads the write's own error replies
+// (NOSCRIPT, a refused EVALSHA) through the error, and must not take the
+// WAIT's for one. One that retrying cannot fix (WAITAOF unknown to the
+// engine) is permanent.
+func (d *durability) judge(reply any, err error) error {
 	if err != nil {
+		var r redigo.Error
+		if errors.As(err, &r) {
+			err = fmt.Errorf("%s replied %q", d.command(), string(r))
+			if containsAny(string(r), permanentCodes) {
+				return keyserver.Permanent(fmt.Errorf("%w: %w", errNotDurable, err))
+			}
+		}
 		return fmt.Errorf("%w: %w", errNotDurable, err)
 	}
 	switch r := reply.(type) {
@@ -178,5 +151,50 @@ func (s *Server) waitReplicas(ctx context.Context) error {
 			return fmt.Errorf("%w: fsynced locally %d (want %d), by %d of %d replicas in time", errNotDurable, local, d.local, replicas, d.replicas)
 		}
 	}
-	return fmt.Errorf("%w: unexpected reply %v to %s", errNotDurable, reply, map[bool]string{false: "WAIT", true: "WAITAOF"}[d.aof])
+	return fmt.Errorf("%w: unexpected reply %v to %s", errNotDurable, reply, d.command())
+}
+
+// command is the name of d's command.
+func (d *durability) command() string {
+	if d.aof {
+		return "WAITAOF"
+	}
+	return "WAIT"
+}
+
+// startConfirming is the commandStarter of a Server that waits: it starts
+// a write that grants with its WAIT (its reply comes once the WAIT
+// confirmed it), another command as it is, and leaves to the blocking
+// method one it cannot tell (the scripting check's first write).
+type startConfirming struct {
+	s *Server
+	t *redigotransport.Pipelined
+}
+
+// StartCommand is commandStarter's.
+func (sc startConfirming) StartCommand(cmd, keys, args []string, deadline time.Time, to interface{ Answer(reply any, err error) }) bool {
+	switch grants, known := sc.s.grants(cmd); {
+	case !known:
+		return false
+	case grants:
+		return sc.t.StartConfirmed(cmd, keys, args, deadline, to)
+	}
+	return sc.t.StartCommand(cmd, keys, args, deadline, to)
+}
+
+// grants tells whether a command that Start sends first may write a vote
+// (SET NX, or EVALSHA of a script that grants), and known is false for
+// one it cannot tell.
+func (s *Server) grants(cmd []string) (grants, known bool) {
+	switch cmd[0] {
+	case "SET":
+		return true, true
+	case "EVALSHA":
+		for i := range s.digests {
+			if d := s.digests[i].Load(); d != nil && *d != "" && *d == cmd[1] {
+				return scripts[i].grants, true
+			}
+		}
+	}
+	return false, false
 }

@@ -184,7 +184,11 @@ func newOwned(u *redigotransport.URL, c config) (*Server, error) {
 		if c.maxPending < 1 {
 			return nil, fmt.Errorf("%w: max pending calls %d is below 1", keyserver.ErrInvalidArgument, c.maxPending)
 		}
-		t = pipelinedTransport{u.Pipelined(c.dialOpts, c.maxPending)}
+		var confirm redigotransport.Confirming
+		if c.wait != nil {
+			confirm = c.wait.confirming()
+		}
+		t = pipelinedTransport{u.Pipelined(c.dialOpts, c.maxPending, confirm)}
 	}
 	return NewServer(t, WithName(c.name), func(o *config) { o.wait = c.wait }), nil
 }

@@ -70,14 +70,16 @@ func NewServer(t Transport, opts ...Option) *Server {
 	}
 	s := &Server{t: t, name: c.name, digests: make([]atomic.Pointer[string], len(scripts)), wait: c.wait}
 	if s.wait != nil {
-		if _, ok := t.(pipelinedTransport); !ok {
-			s.wait.refused = fmt.Errorf("%w: wait and waitaof need FromURL's pipelined connection: WAIT confirms the writes of its own connection only", keyserver.ErrInvalidArgument)
-		} else if err := s.wait.check(); err != nil {
-			s.wait.refused = err
-		}
+		s.wait.over(t)
 	}
 	s.counter, _ = t.(ConnectionCounter)
 	s.starter, _ = t.(commandStarter)
+	if s.wait != nil {
+		s.starter = nil // started only with their WAIT, or not at all
+		if s.wait.refused == nil {
+			s.starter = startConfirming{s: s, t: s.wait.via}
+		}
+	}
 	s.sub = newSubscriber(s)
 	return s
 }
@@ -164,43 +166,66 @@ func (s *Server) evalAny(ctx context.Context, op string, sc *script, keys []stri
 	if s.wait == nil || !sc.grants {
 		return s.evalEntered(ctx, op, sc, keys, args...)
 	}
-	dials, err := s.connected(ctx, op, keys[0])
-	if err != nil {
+	if err := s.canWait(op, keys[0]); err != nil {
 		return nil, err
 	}
-	reply, err := s.evalEntered(ctx, op, sc, keys, args...)
+	reply, conf, err := s.evalSending(ctx, op, sc, true, keys, args...)
 	if err == nil {
-		err = s.durably(ctx, op, keys[0], dials)
+		err = s.confirmed(ctx, op, keys[0], reply, conf)
 	}
 	return reply, err
 }
 
 // evalEntered is evalAny once the call has entered.
 func (s *Server) evalEntered(ctx context.Context, op string, sc *script, keys []string, args ...string) (any, error) {
+	reply, _, err := s.evalSending(ctx, op, sc, false, keys, args...)
+	return reply, err
+}
+
+// evalSending is evalEntered, its write followed by the replicas' WAIT
+// when confirm: it returns the WAIT's Confirmation with the reply.
+func (s *Server) evalSending(ctx context.Context, op string, sc *script, confirm bool, keys []string, args ...string) (any, *redigotransport.Confirmation, error) {
 	d := s.digests[sc.id].Load()
 	if d != nil && *d != "" {
-		reply, err := s.t.Do(ctx, []string{"EVALSHA", *d, strconv.Itoa(len(keys))}, keys, args...)
+		reply, conf, err := s.send(ctx, confirm, []string{"EVALSHA", *d, strconv.Itoa(len(keys))}, keys, args...)
 		if !s.noScript(err) && !s.byDigestRefused(sc, err) {
 			if err != nil {
-				return nil, s.fail(op, keys[0], err)
+				return nil, nil, s.fail(op, keys[0], err)
 			}
-			return reply, nil
+			return reply, conf, nil
 		}
 	}
-	return s.evalSource(ctx, op, sc, d == nil, keys, args...)
+	return s.evalSourceSending(ctx, op, sc, d == nil, confirm, keys, args...)
 }
 
 // evalSource runs sc by its source (EVAL), and then asks for its digest
-// when load. The caller has entered.
+// when load. The caller has entered. A script that grants waits for the
+// replicas where WithWait asks, as in evalAny.
 func (s *Server) evalSource(ctx context.Context, op string, sc *script, load bool, keys []string, args ...string) (any, error) {
-	reply, err := s.t.Do(ctx, []string{"EVAL", sc.src, strconv.Itoa(len(keys))}, keys, args...)
+	confirm := s.wait != nil && sc.grants
+	if confirm {
+		if err := s.canWait(op, keys[0]); err != nil {
+			return nil, err
+		}
+	}
+	reply, conf, err := s.evalSourceSending(ctx, op, sc, load, confirm, keys, args...)
+	if err == nil && confirm {
+		err = s.confirmed(ctx, op, keys[0], reply, conf)
+	}
+	return reply, err
+}
+
+// evalSourceSending is evalSource, its write followed by the replicas'
+// WAIT when confirm, as evalSending.
+func (s *Server) evalSourceSending(ctx context.Context, op string, sc *script, load, confirm bool, keys []string, args ...string) (any, *redigotransport.Confirmation, error) {
+	reply, conf, err := s.send(ctx, confirm, []string{"EVAL", sc.src, strconv.Itoa(len(keys))}, keys, args...)
 	if err != nil {
-		return nil, s.fail(op, keys[0], err)
+		return nil, nil, s.fail(op, keys[0], err)
 	}
 	if load {
 		s.load(ctx, sc)
 	}
-	return reply, nil
+	return reply, conf, nil
 }
 
 // load asks the server for sc's digest (SCRIPT LOAD), once it has run sc.
@@ -241,16 +266,14 @@ func (s *Server) setNX(ctx context.Context, key, token string, ttl time.Duration
 	// The words share one array: one allocation where three slices
 	// escaping to the transport cost three.
 	w := []string{"SET", key, token, "NX", "PX", ms(ttl)}
-	var dials int64
 	if s.wait != nil {
-		var err error
-		if dials, err = s.connected(ctx, "acquire", key); err != nil {
+		if err := s.canWait("acquire", key); err != nil {
 			return false, err
 		}
 	}
-	reply, err := s.t.Do(ctx, w[:1:1], w[1:2:2], w[2:]...)
-	if s.wait != nil && err == nil && reply != nil {
-		if err := s.durably(ctx, "acquire", key, dials); err != nil {
+	reply, conf, err := s.send(ctx, s.wait != nil, w[:1:1], w[1:2:2], w[2:]...)
+	if err == nil && s.wait != nil {
+		if err := s.confirmed(ctx, "acquire", key, reply, conf); err != nil {
 			return false, err
 		}
 	}

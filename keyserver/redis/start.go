@@ -29,7 +29,7 @@ func starterOf(ks keyserver.KeyServer) startcall.Starter {
 
 // start starts c (see startcall.Starter) and reports whether it did.
 func (s *Server) start(ctx context.Context, c startcall.Call, to startcall.Completion) bool {
-	if s.starter == nil || s.wait != nil { // a durable vote waits for WAIT: see evalAny
+	if s.starter == nil { // with WithWait, the commands start with their WAIT (startConfirming)
 		return false
 	}
 	st := startedPool.Get().(*started)

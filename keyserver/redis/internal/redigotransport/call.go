@@ -27,6 +27,11 @@ type call struct {
 	// then, when not nil, takes the reply instead of a caller waiting on
 	// done: a call started by pipeline.start, which nobody waits for.
 	then Answerer
+	// confirm: a WAIT must follow the call on its connection before its
+	// write counts (see confirm.go). conf is the Confirmation it was made
+	// part of when it was sent.
+	confirm bool
+	conf    *Confirmation
 
 	// The links of the pipeline's expiry, which watches due for a caller
 	// whose context has no timer; under its mutex.
@@ -77,16 +82,24 @@ func newCall(cmd, keys, args []string) (*call, bool) {
 func putCall(c *call) {
 	clear(c.args[:])
 	c.reply, c.err, c.then = nil, nil, nil
+	c.confirm, c.conf = false, nil
 	c.state.Store(waiting)
 	callPool.Put(c)
+}
+
+// take returns the reply of c, an answered call, with the Confirmation its
+// write is part of (nil unless it asked for one), and recycles it.
+func (c *call) take() (any, *Confirmation, error) {
+	reply, conf, err := c.reply, c.conf, c.err
+	putCall(c)
+	return reply, conf, err
 }
 
 // finish hands the reply to the caller, or recycles c when the caller has
 // given up on it.
 func (c *call) finish(reply any, err error) {
 	if then := c.then; then != nil {
-		putCall(c)
-		then.Answer(reply, err)
+		answerStarted(c, then, reply, err)
 		return
 	}
 	c.reply, c.err = reply, err

@@ -52,6 +52,10 @@ type conn struct {
 	reading bool  // someone holds the reading role
 	dead    bool  // the reader gave up: nothing more may be pushed
 	reason  error // why the writer closed the connection, if it did
+	// conf is the Confirmation of the writes sent and not yet followed by
+	// a WAIT, and waiting says that a WAIT is in flight (see confirm.go).
+	conf    *Confirmation
+	waiting bool
 }
 
 // newConn returns a pipelined connection over rc; idle and w as for
@@ -280,10 +284,15 @@ func (p *pipeline) fail(cn *conn, err error) {
 	for c := cn.sent.pop(); c != nil; c = cn.sent.pop() {
 		lost = append(lost, c)
 	}
+	unconfirmed := cn.conf // writes no WAIT was sent for
+	cn.conf = nil
 	cn.mu.Unlock()
 	cn.wmu.Unlock()
 	cn.pass() // a reader waiting for its turn returns
 	for _, c := range lost {
 		p.settle(c, nil, err)
+	}
+	if unconfirmed != nil {
+		unconfirmed.fail(err)
 	}
 }

@@ -36,7 +36,7 @@ func TestExpiryReplyInTime(t *testing.T) {
 	defer p.expiry.stop()
 	c, ctx := expiring(t, p, context.Background(), time.Hour)
 	c.finish("v", nil)
-	reply, err := p.await(ctx, c, nil)
+	reply, _, err := p.await(ctx, c, nil)
 	if reply != "v" || err != nil {
 		t.Fatalf("await = %v, %v; want the reply", reply, err)
 	}
@@ -49,7 +49,7 @@ func TestExpiryEndsTheWaitAtTheDeadline(t *testing.T) {
 	p := &pipeline{}
 	defer p.expiry.stop()
 	c, ctx := expiring(t, p, context.Background(), 20*time.Millisecond)
-	reply, err := p.await(ctx, c, nil)
+	reply, _, err := p.await(ctx, c, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || reply != nil {
 		t.Fatalf("await = %v, %v; want DeadlineExceeded", reply, err)
 	}
@@ -78,7 +78,7 @@ func TestExpiryMeetsTheReply(t *testing.T) {
 	if c.state.Load() != answeredLate {
 		t.Fatalf("state %d after the late reply, want answeredLate", c.state.Load())
 	}
-	reply, err := p.await(ctx, c, nil)
+	reply, _, err := p.await(ctx, c, nil)
 	if reply != "v" || err != nil {
 		t.Fatalf("await = %v, %v; want the reply that came", reply, err)
 	}
@@ -93,7 +93,7 @@ func TestExpiryParentCancelled(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
 	c, ctx := expiring(t, p, parent, time.Hour)
 	cancel()
-	reply, err := p.await(ctx, c, parent.Done())
+	reply, _, err := p.await(ctx, c, parent.Done())
 	if !errors.Is(err, context.Canceled) || reply != nil {
 		t.Fatalf("await = %v, %v; want Canceled", reply, err)
 	}
@@ -112,14 +112,14 @@ func TestExpiryRearms(t *testing.T) {
 	soon, soonCtx := expiring(t, p, context.Background(), 5*time.Millisecond)
 	answered, answeredCtx := expiring(t, p, context.Background(), time.Millisecond)
 	answered.finish("v", nil) // answered before its deadline, which armed the timer
-	if reply, err := p.await(answeredCtx, answered, nil); reply != "v" || err != nil {
+	if reply, _, err := p.await(answeredCtx, answered, nil); reply != "v" || err != nil {
 		t.Fatalf("await = %v, %v; want the reply", reply, err)
 	}
 	for _, w := range []struct {
 		c   *call
 		ctx context.Context
 	}{{soon, soonCtx}, {late, lateCtx}} {
-		if _, err := p.await(w.ctx, w.c, nil); !errors.Is(err, context.DeadlineExceeded) {
+		if _, _, err := p.await(w.ctx, w.c, nil); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("await = %v, want DeadlineExceeded", err)
 		}
 		if d, _ := w.ctx.Deadline(); time.Now().Before(d) {

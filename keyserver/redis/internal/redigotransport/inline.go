@@ -249,11 +249,12 @@ func (p *pipeline) sendInline(cn *conn, c *call) bool {
 }
 
 // claim takes the reading role of an idle connection: sound as far as
-// the reader knows, nothing unanswered and nobody reading.
+// the reader knows, nothing unanswered, nobody reading, and no write
+// waiting for the writer to send its WAIT (see confirm.go).
 func (cn *conn) claim() bool {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	if cn.dead || cn.reading || cn.sent.size > 0 {
+	if cn.dead || cn.reading || cn.sent.size > 0 || cn.conf != nil {
 		return false
 	}
 	cn.reading = true

@@ -39,6 +39,7 @@ type pipeline struct {
 	overdue     time.Duration
 	dialTimeout time.Duration // bound on opening a connection
 	callTimeout time.Duration // bound on a call whose context has no deadline
+	confirm     Confirming    // the WAIT that confirms writes, if any
 
 	pending atomic.Int64                 // calls queued, sent or unanswered: abandoned ones too
 	dials   atomic.Int64                 // connections opened
@@ -71,11 +72,13 @@ type settings struct {
 	// inline: FromURL's own dialer makes the connections (no dial options
 	// of the caller's), so calls may be made inline.
 	inline bool
+	// confirm is the WAIT of the writes to confirm (zero: none).
+	confirm Confirming
 }
 
 func newPipeline(dial func(context.Context) (redigo.Conn, error), c settings) *pipeline {
 	p := &pipeline{dial: dial, inlined: c.inline, maxPending: int64(c.maxPending), overdue: overdueLimit, wake: make(chan struct{}, 1),
-		dialTimeout: cmp.Or(c.dialTimeout, connectTimeout), callTimeout: cmp.Or(c.callTimeout, ioTimeoutNoCtx)}
+		dialTimeout: cmp.Or(c.dialTimeout, connectTimeout), callTimeout: cmp.Or(c.callTimeout, ioTimeoutNoCtx), confirm: c.confirm}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
 }
@@ -84,20 +87,25 @@ func newPipeline(dial func(context.Context) (redigo.Conn, error), c settings) *p
 func (p *pipeline) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
 	c, ok := newCall(cmd, keys, args)
 	if !ok {
-		return nil, fmt.Errorf("%w: a command of more than %d words", keyserver.ErrInvalidArgument, maxArgs+1)
+		return nil, errTooManyWords
 	}
-	return p.run(ctx, c)
+	reply, _, err := p.run(ctx, c)
+	return reply, err
 }
+
+// errTooManyWords is the error of a command of more words than a call holds.
+var errTooManyWords = fmt.Errorf("%w: a command of more than %d words", keyserver.ErrInvalidArgument, maxArgs+1)
 
 // run queues c, a call from getCall, waits for its reply and recycles it.
 // A caller whose context ends first returns at once (within inlineWait
 // when the call is made inline); its call still runs, and its reply is
-// read and dropped.
-func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
+// read and dropped. A call to be confirmed (c.confirm) returns the
+// Confirmation of its write along with its reply.
+func (p *pipeline) run(ctx context.Context, c *call) (any, *Confirmation, error) {
 	if p.pending.Add(1) > p.maxPending {
 		p.pending.Add(-1)
 		putCall(c)
-		return nil, ErrOverloaded
+		return nil, nil, ErrOverloaded
 	}
 	p.startWriter()
 	d, ok := ctx.Deadline()
@@ -108,11 +116,12 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 		d, _ = ctx.Deadline()
 	}
 	c.due = d
-	made, answered := p.inline(c)
+	made, answered := false, false
+	if !c.confirm { // a write to confirm goes with its WAIT, which is not made inline
+		made, answered = p.inline(c)
+	}
 	if answered {
-		reply, err := c.reply, c.err
-		putCall(c)
-		return reply, err
+		return c.take()
 	}
 	var (
 		parentDone <-chan struct{}
@@ -138,19 +147,17 @@ func (p *pipeline) run(ctx context.Context, c *call) (any, error) {
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(waiting, abandoned) {
-			return nil, p.gaveUp(ctx) // the reader recycles c when its reply comes
+			return nil, nil, p.gaveUp(ctx) // the reader recycles c when its reply comes
 		}
 		<-c.done // answered as the context ended: take the answer
 	}
-	reply, err := c.reply, c.err
-	putCall(c)
-	return reply, err
+	return c.take()
 }
 
 // await waits for the reply of c, which the expiry watches, and recycles
 // it: the expiry ends the wait at the deadline, and parentDone (nil if
 // none) when the caller's context is cancelled.
-func (p *pipeline) await(ctx context.Context, c *call, parentDone <-chan struct{}) (any, error) {
+func (p *pipeline) await(ctx context.Context, c *call, parentDone <-chan struct{}) (any, *Confirmation, error) {
 	if parentDone == nil {
 		<-c.done
 	} else {
@@ -159,20 +166,18 @@ func (p *pipeline) await(ctx context.Context, c *call, parentDone <-chan struct{
 		case <-parentDone:
 			p.expiry.remove(c)
 			if c.state.CompareAndSwap(waiting, abandoned) {
-				return nil, p.gaveUp(ctx)
+				return nil, nil, p.gaveUp(ctx)
 			}
 			<-c.done // answered, or expired, as the context ended
 		}
 	}
 	if c.state.CompareAndSwap(overDeadline, abandoned) {
-		return nil, p.gaveUp(ctx) // the reader recycles c when its reply comes
+		return nil, nil, p.gaveUp(ctx) // the reader recycles c when its reply comes
 	}
 	// Answered, or answered late: the reply came while the expiry ended
 	// the wait, and the reader left c to its caller.
 	p.expiry.remove(c)
-	reply, err := c.reply, c.err
-	putCall(c)
-	return reply, err
+	return c.take()
 }
 
 // gaveUp is the error of a caller whose context ended before its reply
@@ -294,16 +299,19 @@ func (p *pipeline) write() {
 		// this took a flush from 1.7 calls to 28, and ops/s up by half.
 		runtime.Gosched()
 		p.mu.Lock()
+		mine := false
 		if !p.writing { // else a caller writes inline, and signals when done
 			batch, p.queue = p.queue, batch
-			p.writing = len(batch) > 0
+			// Or no call, but writes waiting for a WAIT that may go now.
+			mine = len(batch) > 0 || cn != nil && cn.waitDue()
+			p.writing = mine
 		}
 		p.mu.Unlock()
-		if len(batch) > 0 {
-			if cn != nil && !p.soundIfIdle(cn) {
+		if mine {
+			if len(batch) > 0 && cn != nil && !p.soundIfIdle(cn) {
 				cn = nil
 			}
-			if cn == nil {
+			if len(batch) > 0 && cn == nil {
 				var err error
 				prog := new(dialProgress)
 				p.dialing.Store(prog)
@@ -315,9 +323,11 @@ func (p *pipeline) write() {
 					}
 				}
 			}
-			if cn != nil && !cn.send(batch) {
-				cn = nil
-				p.requeue(batch) // it died before we wrote: send on the next one
+			if cn != nil {
+				var alive bool
+				if batch, alive = p.sendConfirming(cn, batch); !alive {
+					cn = nil
+				}
 			}
 			clear(batch)
 			p.mu.Lock()

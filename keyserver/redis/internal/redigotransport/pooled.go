@@ -9,8 +9,6 @@ import (
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
-
-	"github.com/goredlock/goredlock/keyserver"
 )
 
 // Pooled is the transport of New, and of FromURL with
@@ -68,13 +66,14 @@ func newPool(dial func(context.Context) (redigo.Conn, error), maxActive int) *re
 func (p *Pooled) Do(ctx context.Context, cmd, keys []string, args ...string) (any, error) {
 	c, ok := newCall(cmd, keys, args)
 	if !ok {
-		return nil, fmt.Errorf("%w: a command of more than %d words", keyserver.ErrInvalidArgument, maxArgs+1)
+		return nil, errTooManyWords
 	}
 	if p.shared != nil {
 		n := p.active.Add(1)
 		defer p.active.Add(-1)
 		if n > 1 {
-			return p.shared.run(ctx, c)
+			reply, _, err := p.shared.run(ctx, c)
+			return reply, err
 		}
 	}
 	defer putCall(c)

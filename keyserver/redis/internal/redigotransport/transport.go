@@ -67,7 +67,8 @@ type Subscription interface {
 type Answerer = interface{ Answer(reply any, err error) }
 
 // Pipelined is FromURL's transport: every call on one connection (see
-// pipeline.go).
+// pipeline.go), which also confirms writes with WAIT where it was made to
+// (see confirm.go).
 type Pipelined struct {
 	*pipeline
 	pubSub

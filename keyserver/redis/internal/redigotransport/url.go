@@ -50,18 +50,18 @@ func (u *URL) Wait() (aof bool, local, replicas int, ok bool) {
 
 // Pipelined returns FromURL's transport: every call over one connection
 // dialed to u with opts after the URL's own options, holding at most
-// maxPending calls.
-func (u *URL) Pipelined(opts []redigo.DialOption, maxPending int) *Pipelined {
+// maxPending calls, and confirming the writes of DoConfirmed and
+// StartConfirmed with confirm (none if its Judge is nil).
+func (u *URL) Pipelined(opts []redigo.DialOption, maxPending int, confirm Confirming) *Pipelined {
 	dial := u.dialer(opts)
-	return &Pipelined{
-		pipeline: newPipeline(dial, settings{
-			maxPending:  maxPending,
-			dialTimeout: u.dialTimeout,
-			callTimeout: u.readTimeout,
-			inline:      len(opts) == 0, // a dialer or TLS of the caller's hides the socket
-		}),
-		pubSub: pubSub{get: dial, dialTimeout: u.dialTimeout},
+	c := settings{
+		maxPending:  maxPending,
+		dialTimeout: u.dialTimeout,
+		callTimeout: u.readTimeout,
+		inline:      len(opts) == 0, // a dialer or TLS of the caller's hides the socket
+		confirm:     confirm,
 	}
+	return &Pipelined{pipeline: newPipeline(dial, c), pubSub: pubSub{get: dial, dialTimeout: u.dialTimeout}}
 }
 
 // Pooled returns FromURL's transport with WithPooledConnections: each call
