@@ -2,14 +2,11 @@ package redlock_test
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
@@ -42,30 +39,7 @@ func TestRedisHandOverWithoutPubSub(t *testing.T) {
 			assert.ErrorIs(t, err, keyserver.ErrPermanent)
 			assert.ErrorContains(t, err, "+subscribe", "the refusal names the ACL rule")
 		}}))
-		took := make([]time.Duration, 0, rounds)
-		for i := 0; i < rounds; i++ {
-			name := fmt.Sprint("handover-", i%3)
-			l, err := holder.Acquire(ctx, name, 10*time.Second)
-			require.NoError(t, err)
-			granted := make(chan time.Time, 1)
-			go func() {
-				w, err := waiter.Acquire(ctx, name, 10*time.Second)
-				if !assert.NoError(t, err, "a waiter gave up within its patience") {
-					granted <- time.Time{}
-					return
-				}
-				at := time.Now()
-				assert.NoError(t, w.Release(ctx))
-				granted <- at
-			}()
-			time.Sleep(20 * time.Millisecond) // the waiter is refused and waits
-			released := time.Now()
-			require.NoError(t, l.Release(ctx))
-			at := <-granted
-			require.False(t, at.IsZero())
-			took = append(took, at.Sub(released))
-		}
-		sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+		took := releaseToGrant(ctx, t, holder, waiter, rounds, 3, 20*time.Millisecond)
 		mu.Lock()
 		defer mu.Unlock()
 		return took[rounds/2], took[rounds*99/100], degraded
