@@ -350,12 +350,24 @@ func (n *Node) config(bin string, cfg config, c *certs) []string {
 	return append(args, cfg.extra...)
 }
 
+// handedOut holds the ports freePort gave in this process: a node that a
+// test killed must leave its port closed (a test reads "connection
+// refused" there), not handed to a node that another test starts.
+var handedOut sync.Map
+
+// freePort returns a free loopback port that no node of this process has
+// had.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("redistest: finding a free port: %v", err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("redistest: finding a free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if _, had := handedOut.LoadOrStore(port, true); !had {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
