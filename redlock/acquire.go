@@ -213,7 +213,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	g := grant{name: a.name, key: a.key, token: a.token, b: a.b, began: start, tails: res.tails, ctx: ctx, kind: a.kind,
 		chain: chain{began: start.Add(elapsed)}} // a chain of passes begins (handover.go)
 	if len(fences) > 0 {
-		g.fence, g.fences = fences[0], fences
+		g.fence = fences[0]
 	}
 	return newLock(c, o, g), nil
 }

@@ -117,7 +117,8 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 // drawFences draws the fencing token of each key the call holds (a set's
 // acquisition read no hint) for the grant of the attempt begun at start;
 // nil, with the failed round's votes, when one was not written to a
-// quorum.
+// quorum. A set keeps its own (see FenceOf): its calls are its Lock's
+// alone, and the Lock stays small.
 func (a *acquisition) drawFences(ctx context.Context, hint uint64, start time.Time) ([]uint64, tally) {
 	keys := []string{a.key}
 	if s := a.kind.several(); s != nil {
@@ -133,6 +134,9 @@ func (a *acquisition) drawFences(ctx context.Context, hint uint64, start time.Ti
 		if fences[i], t = a.c.fence(ctx, a.name, k, a.b.timeout, hint, worth); fences[i] == 0 {
 			return nil, t
 		}
+	}
+	if s := a.kind.several(); s != nil {
+		s.fences = fences
 	}
 	return fences, t
 }

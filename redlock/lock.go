@@ -62,7 +62,6 @@ type grant struct {
 	chain            chain     // of passes (handover.go); zero: a chain begins at began
 	tails            tails     // its calls, per server
 	fence            uint64
-	fences           []uint64        // a set's, one per name
 	ctx              context.Context // the acquiring call's
 	kind             holdKind
 }
@@ -74,11 +73,6 @@ func newLock(c *Client, o *options, g grant) *Lock {
 	}
 	if l.chain.began.IsZero() {
 		l.chain.began = g.began
-	}
-	if s := g.kind.several(); s != nil {
-		// The set's calls are this lock's alone: its fences go there, and
-		// the Lock stays small.
-		s.fences = g.fences
 	}
 	if c.hooks.Lost != nil || c.hooks.AtRisk != nil || c.hooks.Contended != nil {
 		l.callCtx = context.WithoutCancel(g.ctx)

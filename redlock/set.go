@@ -176,7 +176,7 @@ type setOps struct {
 // nameSet is what a hold of several names keeps of them.
 type nameSet struct {
 	names, keys []string // the keys by name
-	fences      []uint64 // the granted set's, by name; set once, before its Lock is handed over; nil unfenced
+	fences      []uint64 // by name, drawn for the grant before its Lock is handed over; nil unfenced
 	lines       struct {
 		once sync.Once
 		keys []string // the keys' lines (layout.LineKey), for a started release

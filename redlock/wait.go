@@ -23,17 +23,16 @@ func (a *acquisition) wait(ctx context.Context) error {
 		return a.waitInLine(ctx)
 	}
 	c := a.c
-	d := a.untilPatience(a.o.retryWait())
-	if !a.passable() {
-		return c.clock.SleepOrWake(ctx, d, []<-chan struct{}{c.closing.Done()})
+	until := c.clock.Now().Add(a.untilPatience(a.o.retryWait()))
+	wake := []<-chan struct{}{c.closing.Done()}
+	if a.passable() {
+		wake = append(wake, a.qw.wake) // woken early only by a lock of its client passed to it (handover.go)
 	}
-	// Woken early only by a lock of its client passed to it (handover.go).
-	until := c.clock.Now().Add(d)
 	for {
-		if err := c.clock.SleepOrWake(ctx, until.Sub(c.clock.Now()), []<-chan struct{}{c.closing.Done(), a.qw.wake}); err != nil {
+		if err := c.clock.SleepOrWake(ctx, until.Sub(c.clock.Now()), wake); err != nil {
 			return err
 		}
-		if c.closing.Err() != nil || a.queue.handed(a.qw) || !c.clock.Now().Before(until) {
+		if !a.passable() || c.closing.Err() != nil || a.queue.handed(a.qw) || !c.clock.Now().Before(until) {
 			return nil
 		}
 	}
@@ -133,19 +132,6 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 	a.watches.arm(ctx, a.c, watchOf{kind: a.kind, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout}, &a.last, renew)
 }
 
-// ignoreOwnUndo watches anew on the servers that granted an attempt since
-// the call last did, which was then undone, so that its own clean-up does
-// not wake it ("How primitives wait" in docs/design.md).
-func (a *acquisition) ignoreOwnUndo(ctx context.Context) {
-	for i := range a.watches {
-		if a.undone&bit(i) != 0 && a.watches[i].stop != nil {
-			a.watches[i].anew = true
-		}
-	}
-	a.undone = 0
-	a.watch(ctx, false)
-}
-
 // backOff waits a moment drawn from (0, retry delay / 4] after an attempt
 // that split the servers, so that contenders woken by each other's
 // clean-up come back apart ("How primitives wait" in docs/design.md).
@@ -213,7 +199,15 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 		a.watch(ctx, true)
 		return nil
 	}
-	a.ignoreOwnUndo(ctx)
+	// Its own clean-up must not wake it: it watches anew on the servers
+	// that granted an attempt, since it last did, that was then undone.
+	for i := range a.watches {
+		if a.undone&bit(i) != 0 && a.watches[i].stop != nil {
+			a.watches[i].anew = true
+		}
+	}
+	a.undone = 0
+	a.watch(ctx, false)
 	if err := a.backOff(ctx); err != nil {
 		return err
 	}

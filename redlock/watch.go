@@ -15,7 +15,7 @@ type watch struct {
 	changed []<-chan struct{} // nil when none is armed
 	stop    func()
 	at      time.Time // when it was set
-	anew    bool      // to be set anew at the next arming (see ignoreOwnUndo)
+	anew    bool      // to be set anew at the next arming (see waitForChange)
 }
 
 // armed reports whether w watches anything.
@@ -145,11 +145,10 @@ func (ws watches) told(quorum int) (turns, need int) {
 func (ws watches) wake(chans []<-chan struct{}) ([]<-chan struct{}, int) {
 	fired := 0
 	for i := range ws {
-		switch w := &ws[i]; {
-		case w.fired():
+		if ws[i].fired() {
 			fired++
-		default:
-			chans = append(chans, w.changed...)
+		} else {
+			chans = append(chans, ws[i].changed...)
 		}
 	}
 	return chans, fired
