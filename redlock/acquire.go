@@ -286,9 +286,13 @@ func (a *acquisition) finalAttempt() bool {
 
 // end cleans up after the call, granted (l) or not: it gives back the
 // servers the last attempt kept, stops its watches, and leaves the lines it
-// is still in, in the background.
+// is still in, in the background. A primitive's call whose last attempt
+// won the servers records it in its queue first (see heldSince).
 func (a *acquisition) end(ctx context.Context, l *Lock) {
-	a.stopWatches()
+	if !a.kind.oneLine() && a.queue != nil && a.last.won() {
+		a.queue.heldBy(a.qw)
+	}
+	a.watches.stop()
 	putInLine := false
 	if a.queue != nil {
 		if l != nil {

@@ -19,7 +19,10 @@ func (a *acquisition) wait(ctx context.Context) error {
 	if !a.kind.oneLine() && !a.waitsInLine() {
 		return a.waitForChange(ctx)
 	}
-	if a.inLine != 0 && a.waitsInALine() {
+	// In the servers' lines it waits there rather than polls when the call
+	// ahead put it there, or the Notifiers that did not fail its last
+	// attempt can give it its turns ("A quorum of turns" in docs/design.md).
+	if a.inLine != 0 && (a.attempts == 0 || bits.OnesCount64(a.inLine&^a.last.failers) >= a.c.turnsNeeded()) {
 		return a.waitInLine(ctx)
 	}
 	c := a.c
@@ -46,16 +49,6 @@ const linePoll = keyserver.LineTTL / 3
 // gatherTurns is how long a waiter that was given its turn by some servers
 // waits for the turns of the others before it tries anyway.
 const gatherTurns = 5 * time.Millisecond
-
-// waitsInALine reports whether the call waits in the servers' lines rather
-// than polls: the call ahead put it there, or the Notifiers that did not fail
-// its last attempt can give it its turns ("A quorum of turns" in docs/design.md).
-func (a *acquisition) waitsInALine() bool {
-	if a.attempts == 0 {
-		return true
-	}
-	return bits.OnesCount64(a.inLine&^a.last.failers) >= a.c.turnsNeeded()
-}
 
 // turnsNeeded is how many Notifiers must give a waiter its turn before it
 // tries again: a quorum, less the servers that keep no line.
@@ -132,27 +125,6 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 	a.watches.arm(ctx, a.c, watchOf{kind: a.kind, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout}, &a.last, renew)
 }
 
-// backOff waits a moment drawn from (0, retry delay / 4] after an attempt
-// that split the servers, so that contenders woken by each other's
-// clean-up come back apart ("How primitives wait" in docs/design.md).
-func (a *acquisition) backOff(ctx context.Context) error {
-	if a.last.granted == 0 || a.last.won() {
-		return nil
-	}
-	c := a.c
-	d := time.Duration(rand.Int64N(int64(a.o.retryDelay/4)+1)) + 1
-	return c.clock.SleepOrWake(ctx, d, []<-chan struct{}{c.closing.Done()})
-}
-
-// stopWatches ends every watch. A primitive's call whose last attempt
-// won the servers records it in its queue first (see heldSince).
-func (a *acquisition) stopWatches() {
-	if !a.kind.oneLine() && a.queue != nil && a.last.won() {
-		a.queue.heldBy(a.qw)
-	}
-	a.watches.stop()
-}
-
 // prewatches reports whether the call watches the servers already while
 // next behind the front of its queue: a primitive's call its client lets try
 // alone, a writer or a permit of one ("How primitives wait" in docs/design.md).
@@ -208,8 +180,13 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	}
 	a.undone = 0
 	a.watch(ctx, false)
-	if err := a.backOff(ctx); err != nil {
-		return err
+	if a.last.granted > 0 && !a.last.won() {
+		// It split the servers: it backs off a moment in (0, retry delay / 4],
+		// so that contenders woken by each other's clean-up come back apart.
+		d := time.Duration(rand.Int64N(int64(a.o.retryDelay/4)+1)) + 1
+		if err := a.c.clock.SleepOrWake(ctx, d, []<-chan struct{}{a.c.closing.Done()}); err != nil {
+			return err
+		}
 	}
 	fired, _ := a.watches.told(a.c.quorum)
 	a.watch(ctx, true)
@@ -283,8 +260,14 @@ func (a *acquisition) awaitPlace(ctx context.Context) error {
 	if a.queue == nil || a.attempts > 0 {
 		return nil
 	}
-	if err := a.awaitFront(ctx, a.queue, a.qw); err != nil {
-		return a.gaveUp(err)
+	if err := a.awaitFront(ctx, a.queue, a.qw); err != nil { // it gave up: out of patience, ctx ended, or the client closed
+		switch {
+		case errors.Is(err, ErrClosed):
+			return err
+		case errors.Is(err, errOutOfPatience):
+			err = nil
+		}
+		return a.notAcquired(err)
 	}
 	switch {
 	case !a.kind.oneLine():
@@ -333,18 +316,6 @@ func (a *acquisition) queueUp() {
 	if a.queue != nil {
 		a.queue.refused(a.qw, a.last, a.kind.oneLine())
 	}
-}
-
-// gaveUp is the error of a call that stopped waiting behind others of its
-// client: out of patience, ctx ended, or the client closed.
-func (a *acquisition) gaveUp(err error) error {
-	switch {
-	case errors.Is(err, ErrClosed):
-		return err
-	case errors.Is(err, errOutOfPatience):
-		return a.notAcquired(nil)
-	}
-	return a.notAcquired(err)
 }
 
 // refused decides, after a refused attempt, whether the call ends, and
