@@ -222,8 +222,12 @@ func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error
 			if told {
 				return nil
 			}
-			wake, _ = a.watches.wake(wake) // none fired
-			sleep = renewIn
+			var fired int
+			if wake, fired = a.watches.wake(wake); fired == 0 {
+				sleep = renewIn
+			} else {
+				sleep = 0 // one fired since prewatch looked: it looks again at once
+			}
 		}
 		if a.retries >= 0 { // patience: retries × delay per call ahead, counted from the queue's last move
 			q.mu.Lock()
