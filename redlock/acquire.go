@@ -28,8 +28,7 @@ const (
 type acquisition struct {
 	c         *Client
 	o         *options
-	p         primitive // what a primitive's hold differs by (see prim.go); nil for a lock
-	ops       primOps   // p's calls of the last attempt
+	kind      holdKind // what it takes, with the calls of its last attempt (see holdKind.attempt)
 	mode      mode
 	name, key string
 	b         budget // the TTL, and what the call derives from it once
@@ -59,7 +58,7 @@ type acquisition struct {
 	// watches are, per server, what the waiting call watches: its turn in
 	// the line (a lock), or a change of the key (a primitive); nil until
 	// it first waits.
-	watches []watch
+	watches watches
 	undone  uint64 // bit(i): server i granted an attempt that was undone since the call last watched anew
 	// queue and the call's place there, when it waits behind or before
 	// others of its client (see queue).
@@ -75,14 +74,14 @@ func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.
 	if err := checkHold(o, lockKind, name, ttl); err != nil {
 		return nil, err
 	}
-	return c.acquireHold(ctx, o, name, o.keyPrefix+name, ttl, m, false, nil)
+	return c.acquireHold(ctx, o, name, o.keyPrefix+name, ttl, m, false, lockOps{})
 }
 
-// acquireHold takes a hold of p (nil: a lock) called name and kept under
-// key on the servers, for ttl, treating refusals as m says; fenced (or the
-// option WithFencing) draws a fencing token with each grant.
-func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, ttl time.Duration, m mode, fenced bool, p primitive) (l *Lock, err error) {
-	a := &acquisition{c: c, o: o, p: p, mode: m, name: name, key: key, b: o.budget(ttl), fenced: fenced || o.fencing,
+// acquireHold takes a hold of kind k called name and kept under key on
+// the servers, for ttl, treating refusals as m says; fenced (or the option
+// WithFencing) draws a fencing token with each grant.
+func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, ttl time.Duration, m mode, fenced bool, k holdKind) (l *Lock, err error) {
+	a := &acquisition{c: c, o: o, kind: k, mode: m, name: name, key: key, b: o.budget(ttl), fenced: fenced || o.fencing,
 		retries: o.retryCount, began: c.clock.Now()}
 	if m == once {
 		a.retries = 0
@@ -95,11 +94,11 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 	}
 	defer func() { a.end(ctx, l) }()
 	switch {
-	case p == nil && a.waitsInLine():
-		a.queue, a.qw = c.joinQueue(key, 1, &a.rank, true, false)
+	case k.oneLine() && a.waitsInLine(): // its queue is made once the servers put a call in line
+		a.queue, a.qw = c.joinQueue(key, k.together(), &a.rank, true, false)
 		a.takesPasses()
-	case p != nil && m != once && p.together() > 0:
-		a.queue, a.qw = c.joinQueue(key, p.together(), &a.rank, true, true)
+	case !k.oneLine() && m != once && k.together() > 0:
+		a.queue, a.qw = c.joinQueue(key, k.together(), &a.rank, true, true)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -111,7 +110,7 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 		if l, err := a.takePass(ctx); l != nil || err != nil {
 			return l, err
 		}
-		if a.queue != nil && a.p != nil {
+		if a.queue != nil && !k.oneLine() {
 			a.queue.stamp(&a.qw.tried) // see heldSince
 		}
 		if l, err := a.attempt(ctx); l != nil || err != nil {
@@ -130,14 +129,11 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 	}
 }
 
-// kind is what the call takes, for its errors.
-func (a *acquisition) kind() kind { return kindOf(a.p) }
-
 // again reports, after a refused attempt, whether to try again at once
 // rather than wait: a semaphore whose refusals named a slot free on a
 // quorum, a few times in a row at most.
 func (a *acquisition) again() bool {
-	if a.p == nil || a.last.hopeless() || a.atOnce >= maxAtOnce || !a.p.again(a.ops, a.last) {
+	if a.last.hopeless() || a.atOnce >= maxAtOnce || !a.kind.again(a.last) {
 		a.atOnce = 0
 		return false
 	}
@@ -151,11 +147,7 @@ func (a *acquisition) again() bool {
 // once it is held, as a set does, without the counter its grant would
 // have read ("How a token is drawn" in docs/design.md).
 func (a *acquisition) waitsInLine() bool {
-	if a.mode != waits || a.retries == 0 {
-		return false
-	}
-	_, set := a.p.(*setOps)
-	return set || a.p == nil
+	return a.mode == waits && a.retries != 0 && a.kind.turns()
 }
 
 // later returns the later of two times.
@@ -207,21 +199,21 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		elapsed = c.clock.Since(start)
 		granted = granted && validity(a.b.ttl, elapsed, o.driftFactor) > a.b.margin
 	}
-	kept := !granted && a.p == nil && !a.finalAttempt() && !t.won() && t.keep()
+	kept := !granted && a.kind.keepsToken() && !a.finalAttempt() && !t.won() && t.keep()
 	c.settle(ctx, &f, &res, !granted && !kept)
 	a.record(ctx, &f, &res, t, granted, kept, elapsed)
 	switch {
 	case dup != nil:
 		return nil, dup
 	case !granted && a.fenced && t.maxN >= keyserver.MaxFence:
-		return nil, fmt.Errorf("%s%s: fence counter reached its maximum %d", prefix, a.kind().of(a.name), uint64(keyserver.MaxFence))
+		return nil, fmt.Errorf("%s%s: fence counter reached its maximum %d", prefix, a.kind.name().of(a.name), uint64(keyserver.MaxFence))
 	case !granted:
 		return nil, nil
 	}
-	g := grant{name: a.name, key: a.key, token: a.token, b: a.b, began: start, tails: res.tails, ctx: ctx, prim: a.ops,
+	g := grant{name: a.name, key: a.key, token: a.token, b: a.b, began: start, tails: res.tails, ctx: ctx, kind: a.kind,
 		chain: chain{began: start.Add(elapsed)}} // a chain of passes begins (handover.go)
 	if len(fences) > 0 {
-		g.fence, g.fences = fences[0], fences
+		g.fence = fences[0]
 	}
 	return newLock(c, o, g), nil
 }
@@ -238,27 +230,22 @@ func (a *acquisition) fan() fan {
 			a.tails = c.released.take(a.key)
 		}
 	}
-	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.o.keyTTL(a.b.ttl, a.p != nil), timeout: a.b.timeout,
-		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o)}
+	a.kind = a.kind.attempt() // a semaphore asks for the slot it picked
+	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.o.keyTTL(a.b.ttl, a.kind.delays()), timeout: a.b.timeout,
+		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o), kind: a.kind}
 	switch {
-	case a.p != nil:
-		a.ops = a.p.ops() // a semaphore picks the slot it asks for
-		f.prim = a.ops
-		if a.waitsInLine() { // a set
-			f.op = opAcquireInLine
-		}
-	case a.fenced && !a.waitsInLine():
-		f.op = opAcquireFenced
 	case a.waitsInLine():
 		f.op = opAcquireInLine
 		// With hand-over the calls behind wait for a pass in the process
 		// (handover.go): one put in line here could leave it only by a
 		// call that may land before this one.
-		if a.queue != nil && !a.passable() {
+		if a.kind.oneLine() && a.queue != nil && !a.passable() {
 			if r, ok := a.queue.next(a.qw); ok {
 				f.next = r.token()
 			}
 		}
+	case a.fenced && a.kind.fencesInCall():
+		f.op = opAcquireFenced
 	}
 	if a.mode == skips && !a.fenced {
 		f.rule = untilKnownHeld
@@ -299,15 +286,19 @@ func (a *acquisition) finalAttempt() bool {
 
 // end cleans up after the call, granted (l) or not: it gives back the
 // servers the last attempt kept, stops its watches, and leaves the lines it
-// is still in, in the background.
+// is still in, in the background. A primitive's call whose last attempt
+// won the servers records it in its queue first (see heldSince).
 func (a *acquisition) end(ctx context.Context, l *Lock) {
-	a.stopWatches()
+	if !a.kind.oneLine() && a.queue != nil && a.last.won() {
+		a.queue.heldBy(a.qw)
+	}
+	a.watches.stop()
 	putInLine := false
 	if a.queue != nil {
 		if l != nil {
 			a.holds(l) // before it leaves: the next call waits for a pass
 		}
-		if (l == nil || a.passed) && a.p == nil && a.queue.inLine(a.qw) {
+		if (l == nil || a.passed) && a.kind.oneLine() && a.queue.inLine(a.qw) {
 			a.inLine, putInLine = a.c.notifierMask, true // put in line by the call ahead
 			if a.token == "" {
 				a.token = a.rank.token()
@@ -323,12 +314,12 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		a.inLine = a.calls.mayJoinLine(a.inLine)
 	}
 	if (l == nil || a.passed) && a.kept {
-		a.c.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails})
+		a.c.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails, kind: a.kind})
 	}
 	if a.inLine != 0 {
 		// After the last attempt's calls, which would put it back in
 		// line; not where such a straggler granted.
 		a.c.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout,
-			after: a.tails, only: a.inLine, unlessGranted: a.calls, prim: a.ops})
+			after: a.tails, only: a.inLine, unlessGranted: a.calls, kind: a.kind})
 	}
 }

@@ -11,7 +11,7 @@ import (
 const MaxNameLen = 1024
 
 // checkHold validates the name and TTL of a hold of kind k.
-func checkHold(o *options, k kind, name string, ttl time.Duration) error {
+func checkHold(o *options, k kindName, name string, ttl time.Duration) error {
 	if err := checkName(k.primitive(), name); err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func checkName(of, name string) error {
 
 // checkTTL refuses a TTL that could never give a usable hold of kind k:
 // one that the clock drift allowance and the loss margin use up.
-func checkTTL(o *options, k kind, name string, ttl time.Duration) error {
+func checkTTL(o *options, k kindName, name string, ttl time.Duration) error {
 	if ttl < keyserver.MinTTL {
 		return invalidArgument("ttl %v of %s is under the minimum of %v", ttl, k.of(name), keyserver.MinTTL)
 	}

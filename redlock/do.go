@@ -46,7 +46,7 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 // doOptions resolves the options of a call that runs fn under a hold of
 // kind k, and refuses, before any server is asked, what Do could not
 // carry through: bad arguments, a nil fn, a TTL too short to keep alive.
-func (c *Client) doOptions(k kind, name string, ttl time.Duration, fn func(context.Context) error, opts []Option) (*options, error) {
+func (c *Client) doOptions(k kindName, name string, ttl time.Duration, fn func(context.Context) error, opts []Option) (*options, error) {
 	o, err := c.primOptions(k, name, ttl, opts)
 	if err != nil {
 		return nil, err
@@ -117,7 +117,7 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 // (Semaphore.Do, RWMutex.Do and RDo). It takes the hold with acquire, then
 // runs fn under it; ran is false when fn did not run, with a nil error
 // when a skipping acquisition skipped.
-func (c *Client) doWith(ctx context.Context, k kind, name string, ttl time.Duration, fn func(context.Context) error, opts []Option,
+func (c *Client) doWith(ctx context.Context, k kindName, name string, ttl time.Duration, fn func(context.Context) error, opts []Option,
 	acquire func(*options) (*Lock, error)) (ran bool, err error) {
 	o, err := c.doOptions(k, name, ttl, fn, opts)
 	if err != nil {

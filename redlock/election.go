@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
+	"math"
 	"time"
 
 	"github.com/goredlock/goredlock/internal/layout"
@@ -144,7 +144,7 @@ func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
 	r := newAnswers(len(c.servers), func(ctx context.Context, _ int, ks keyserver.KeyServer) (keyserver.Leadership, error) {
 		return ks.(keyserver.HoldKeeper).ReadLeader(ctx, e.key(&c.options))
 	})
-	t, err := c.read(ctx, fan{op: opRead, name: e.name, key: e.key(&c.options), timeout: c.readTimeout(), rule: everyAnswer, prim: r})
+	t, err := c.read(ctx, fan{op: opRead, name: e.name, key: e.key(&c.options), timeout: c.readTimeout(), rule: everyAnswer, read: r})
 	if err != nil {
 		return "", 0, err
 	}
@@ -191,12 +191,13 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	c := e.c
 	defer c.dos.Done()
 	defer close(ch)
-	// An observer waits as a leadership's campaigner does, without trying.
-	w := &acquisition{c: c, p: &leaderOps{}, key: e.key(&c.options), b: budget{timeout: c.readTimeout()}}
-	defer w.stopWatches()
+	// An observer watches as a leadership's campaigner does, without trying.
+	var ws watches
+	defer func() { ws.stop() }()
+	of := watchOf{kind: &leaderOps{}, name: e.name, key: e.key(&c.options), timeout: c.readTimeout()}
 	sent, last := false, ""
 	for {
-		w.watch(ctx, true) // before the read: a change after it is not missed
+		ws.arm(ctx, c, of, &tally{}, true) // before the read: a change after it is not missed
 		v, left, err := e.leader(ctx)
 		if errors.Is(err, ErrInvalidArgument) {
 			c.logger.Error("redlock: election not observed", "election", e.name, "error", err)
@@ -215,58 +216,41 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 				return
 			}
 		}
-		wake := []<-chan struct{}{ctx.Done(), c.closing.Done()}
-		all := true
-		for _, at := range w.watches {
-			if !at.armed() {
-				all = false
-				continue
-			}
-			wake = append(wake, at.changed...)
-		}
+		wake, fired := ws.wake([]<-chan struct{}{c.closing.Done()})
 		d := left
-		if err != nil || !all {
+		switch {
+		case fired > 0:
+			d = 0 // a change since the watch: look again at once
+		case err != nil || ws.armed() < len(ws):
 			d = c.retryWait() // servers that did not answer announce nothing
 			if left > 0 {
 				d = min(d, left)
 			}
+		case d == 0:
+			d = math.MaxInt64 // nobody leads, and no TTL runs out: until a change
 		}
-		if waitAny(ctx, c, d, wake) != nil || c.closing.Err() != nil {
+		if c.clock.SleepOrWake(ctx, d, wake) != nil || c.closing.Err() != nil {
 			return
 		}
 	}
-}
-
-// waitAny waits until one of wake is closed, or d has passed on the
-// client's clock when d > 0.
-func waitAny(ctx context.Context, c *Client, d time.Duration, wake []<-chan struct{}) error {
-	if d > 0 {
-		return c.clock.SleepOrWake(ctx, d, wake)
-	}
-	cases := make([]reflect.SelectCase, len(wake))
-	for i, w := range wake {
-		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)}
-	}
-	reflect.Select(cases)
-	return ctx.Err()
 }
 
 func (e *Election) key(o *options) string { return layout.ElectionKey(o.keyPrefix + e.name) }
 
 // leaderOps are the calls of a leadership with its value.
 type leaderOps struct {
+	primitive
 	value string
 }
 
-func (p *leaderOps) ops() primOps              { return p }
-func (p *leaderOps) again(primOps, tally) bool { return false }
-func (p *leaderOps) together() int             { return 0 }
+func (p *leaderOps) name() kindName    { return leaderKind }
+func (p *leaderOps) attempt() holdKind { return p }
 
 func (p *leaderOps) watch(ctx context.Context, ks keyserver.KeyServer, key, _ string, _ uint64) ([]<-chan struct{}, func(), error) {
 	return watchHolds(ctx, ks, keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: key})
 }
 
-func (p *leaderOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	ok, r, err := holdCall(ctx, f, ks, keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: f.key, Token: f.token, Value: p.value})
+func (p *leaderOps) call(ctx context.Context, f fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+	ok, r, err := holdCall(ctx, &f, ks, keyserver.HoldSpec{Kind: keyserver.LeaderHold, Key: f.key, Token: f.token, Value: p.value})
 	return ok, r.Fence, keyserver.Holder{}, err
 }

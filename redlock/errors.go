@@ -94,11 +94,11 @@ type QuorumError struct {
 
 	sentinels []error // what the failure means: ErrNotAcquired, ErrHeldElsewhere, ErrNotHeld, ErrLockLost
 	ctxErr    error
-	skip      bool // the votes said DoOrSkip should skip (see tally.skip)
-	kind      kind // what failed to be taken, extended or released, for the message
+	skip      bool     // the votes said DoOrSkip should skip (see tally.skip)
+	kind      kindName // what failed to be taken, extended or released, for the message
 }
 
-func newQuorumError(op string, k kind, name string, attempts int, t tally, ctxErr error, sentinels ...error) *QuorumError {
+func newQuorumError(op string, k kindName, name string, attempts int, t tally, ctxErr error, sentinels ...error) *QuorumError {
 	return &QuorumError{Op: op, Name: name, Attempts: attempts,
 		Servers: t.n, Granted: t.granted, Refused: t.refused, Failed: t.errs,
 		sentinels: sentinels, ctxErr: ctxErr, kind: k}
@@ -252,34 +252,18 @@ func (f serverFailure) Is(target error) bool {
 
 func (f serverFailure) As(target any) bool { return errors.As(f.se, target) }
 
-// kind is what a Lock holds: a lock, or a primitive's hold, which errors
-// name in its own words (a semaphore's permit, an election's leadership).
-type kind uint8
+// kindName is how errors name what a Lock holds: a lock, or a primitive's
+// hold, in its own words (a semaphore's permit, an election's leadership).
+type kindName uint8
 
 const (
-	lockKind kind = iota
+	lockKind kindName = iota
 	permitKind
 	readKind
 	writeKind
 	leaderKind
 	setKind
 )
-
-// kindOf returns the kind of hold that p, a primitive or the calls of
-// its hold (nil for a lock), takes.
-func kindOf(p any) kind {
-	switch p := p.(type) {
-	case *slotPick, *permitOps:
-		return permitKind
-	case *rwOps:
-		return holdKind(p.write)
-	case *leaderOps:
-		return leaderKind
-	case *setOps:
-		return setKind
-	}
-	return lockKind
-}
 
 // kindWords are how errors name each kind: its primitive, and its hold of
 // a name (lock "x", permit of semaphore "x", leadership of election "x").
@@ -293,10 +277,10 @@ var kindWords = [...]struct{ primitive, of string }{
 }
 
 // primitive names the primitive a hold of kind k belongs to.
-func (k kind) primitive() string { return kindWords[k].primitive }
+func (k kindName) primitive() string { return kindWords[k].primitive }
 
 // of names the hold of name, as an error says it.
-func (k kind) of(name string) string { return fmt.Sprintf(kindWords[k].of, name) }
+func (k kindName) of(name string) string { return fmt.Sprintf(kindWords[k].of, name) }
 
 // holdError says what happened to one hold in its own words and matches
 // the package's errors it stands for; wrapping them with %w would repeat
@@ -311,6 +295,6 @@ func (e *holdError) Unwrap() []error { return e.errs }
 
 // holdErr returns the error of the hold of kind k called name: the
 // package's prefix, the hold, and what is said of it, matching errs.
-func holdErr(k kind, name string, errs []error, format string, args ...any) error {
+func holdErr(k kindName, name string, errs []error, format string, args ...any) error {
 	return &holdError{msg: prefix + k.of(name) + " " + fmt.Sprintf(format, args...), errs: errs}
 }

@@ -25,7 +25,7 @@ const (
 	opReadFence // RaiseFence to 0, which reads the counter (see CheckFence)
 	opLeaveLine // Notifiers only; other servers vote for without a call
 	opIdentify  // keyserver.Incarnator's Incarnation, for its ID (see identities)
-	opRead      // a primitive's read of its state (see primOps)
+	opRead      // a read of what the servers hold (see fan.read)
 )
 
 // opNames are the opKinds' Strings.
@@ -48,6 +48,7 @@ func (k opKind) String() string { return opNames[k] }
 // closures, so that a fan-out on in-process servers allocates nothing.
 type fan struct {
 	op         opKind
+	rule       rule   // when the votes settle the outcome
 	name       string // the lock's name, for logs
 	key, token string
 	// ttl is how long acquire and extend ask the servers to keep the key:
@@ -58,7 +59,6 @@ type fan struct {
 	ttl     time.Duration
 	fence   uint64        // raise_fence
 	timeout time.Duration // bound on each server's call
-	rule    rule          // when the votes settle the outcome
 	// final marks a lock's release (also one that only cuts the TTL to a
 	// minimum hold): its calls go all the way even when overtaken.
 	final bool
@@ -77,9 +77,10 @@ type fan struct {
 	// next is a token of the call of this client that waits behind this
 	// one, for AcquireInLine to put in line too (see keyserver.Notifier).
 	next string
-	// prim, if set, makes the calls to a primitive's keys instead of a
-	// lock key's (a permit, a read or write hold, a leadership).
-	prim primOps
+	// kind makes the calls of a hold; read, if set, those of a read
+	// (opRead) instead.
+	kind holdKind
+	read reader
 	// quarantine judges grants of restarted servers (incarnation.go).
 	quarantine quarantineRule
 }
@@ -307,7 +308,7 @@ func (f *fan) storedNothing(ok bool, err error) bool {
 func (c *Client) undo(ctx context.Context, f *fan, i int) {
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
-	u := fan{op: opRelease, key: f.key, token: f.token, prim: f.prim}
+	u := fan{op: opRelease, key: f.key, token: f.token, kind: f.kind}
 	_, _, _, err := u.call(uctx, i, c.servers[i])
 	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt
 }
@@ -352,6 +353,11 @@ func (c *Client) read(ctx context.Context, f fan) (tally, error) {
 	return res.tally, nil
 }
 
+// reader makes a read's call to server i.
+type reader interface {
+	call(ctx context.Context, f fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error)
+}
+
 // answers keeps what a read's call returned, by server, for the reader to
 // count once the read has settled (under mu: a late call may still land).
 type answers[T any] struct {
@@ -364,7 +370,7 @@ func newAnswers[T any](n int, read func(ctx context.Context, i int, ks keyserver
 	return &answers[T]{got: make([]T, n), read: read}
 }
 
-func (r *answers[T]) call(ctx context.Context, _ *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+func (r *answers[T]) call(ctx context.Context, _ fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	v, err := r.read(ctx, i, ks)
 	if err != nil {
 		return false, 0, keyserver.Holder{}, err
@@ -443,14 +449,10 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 	if !f.asks(i) {
 		return true, 0, h, nil
 	}
-	switch {
-	case f.prim != nil:
-		// A copy, as the primitive's method keeps what it is given: f
-		// then stays on the stack for a lock's fan-outs.
-		g := *f
-		ok, n, h, err = g.prim.call(ctx, &g, i, ks)
-	default:
-		ok, n, h, err = f.lockCall(ctx, ks)
+	if f.read != nil {
+		ok, n, h, err = f.read.call(ctx, *f, i, ks)
+	} else {
+		ok, n, h, err = f.kind.call(ctx, *f, i, ks)
 	}
 	if q := f.quarantine.q; q != nil && q.judged[i] != nil && (ok || err == nil) {
 		ok, err = f.judge(ctx, i, ok, err)
@@ -466,40 +468,6 @@ func (f *fan) call(ctx context.Context, i int, ks keyserver.KeyServer) (ok bool,
 func (f *fan) judge(ctx context.Context, i int, ok bool, err error) (bool, error) {
 	in, inErr := f.quarantine.q.judged[i].Incarnation(ctx)
 	return f.quarantine.answer(i, f.ttl, ok, err, in, inErr)
-}
-
-// lockCall makes f's call to ks for a lock key.
-func (f *fan) lockCall(ctx context.Context, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error) {
-	switch f.op {
-	case opAcquire, opAcquireInLine:
-		ns, is := ks.(keyserver.Notifier)
-		switch {
-		case !is:
-			ok, err = ks.Acquire(ctx, f.key, f.token, f.ttl)
-		case f.op == opAcquireInLine:
-			ok, h, err = ns.AcquireInLine(ctx, f.key, f.token, f.ttl, f.next)
-		default:
-			ok, h, err = ns.AcquireOrHolder(ctx, f.key, f.token, f.ttl)
-		}
-	case opAcquireFenced:
-		ok, n, err = ks.(keyserver.Fencer).AcquireFenced(ctx, f.key, f.token, f.ttl)
-	case opExtend:
-		ok, err = ks.Extend(ctx, f.key, f.token, f.ttl)
-	case opRelease:
-		ok, err = ks.Release(ctx, f.key, f.token)
-	case opRaiseFence:
-		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, f.fence)
-		ok = err == nil && n < f.fence
-	case opReadFence:
-		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, 0)
-		ok = err == nil
-	case opLeaveLine:
-		if ns, is := ks.(keyserver.Notifier); is {
-			err = ns.LeaveLine(ctx, f.key, f.token)
-		}
-		ok = err == nil
-	}
-	return ok, n, h, err
 }
 
 // heard observes server i's answer to f, unless f voted for it without

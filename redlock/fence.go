@@ -57,7 +57,7 @@ func (c *Client) fence(ctx context.Context, name, key string, timeout time.Durat
 	outbid := false // the last round lost to higher counters, not to failures
 	for round := 1; proposed <= keyserver.MaxFence; round++ {
 		p := proposed
-		f := fan{op: opRaiseFence, name: name, key: key, fence: p, timeout: timeout, rule: earliest}
+		f := fan{op: opRaiseFence, name: name, key: key, fence: p, timeout: timeout, rule: earliest, kind: lockOps{}}
 		res := c.fanOut(ctx, f)
 		c.settle(ctx, &f, &res, false) // nothing to undo: a counter raised stays raised
 		if t = res.tally; t.won() {
@@ -102,7 +102,7 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 		return false, err
 	}
 	defer c.exit()
-	t, err := c.read(ctx, fan{op: opReadFence, name: name, key: c.options.keyPrefix + name, timeout: c.readTimeout(), rule: earliest})
+	t, err := c.read(ctx, fan{op: opReadFence, name: name, key: c.options.keyPrefix + name, timeout: c.readTimeout(), rule: earliest, kind: lockOps{}})
 	if err != nil {
 		return false, err
 	}
@@ -117,12 +117,12 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 // drawFences draws the fencing token of each key the call holds (a set's
 // acquisition read no hint) for the grant of the attempt begun at start;
 // nil, with the failed round's votes, when one was not written to a
-// quorum.
+// quorum. A set keeps its own (see FenceOf): its calls are its Lock's
+// alone, and the Lock stays small.
 func (a *acquisition) drawFences(ctx context.Context, hint uint64, start time.Time) ([]uint64, tally) {
 	keys := []string{a.key}
-	if so, ok := a.p.(*setOps); ok {
-		keys = so.keys
-		hint = 0
+	if s := a.kind.several(); s != nil {
+		keys, hint = s.keys, 0
 	}
 	// A grant is worth a token while its validity exceeds the loss margin.
 	worth := func() bool {
@@ -134,6 +134,9 @@ func (a *acquisition) drawFences(ctx context.Context, hint uint64, start time.Ti
 		if fences[i], t = a.c.fence(ctx, a.name, k, a.b.timeout, hint, worth); fences[i] == 0 {
 			return nil, t
 		}
+	}
+	if s := a.kind.several(); s != nil {
+		s.fences = fences
 	}
 	return fences, t
 }

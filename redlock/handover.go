@@ -127,7 +127,7 @@ func (p *pass) mayGo(now time.Time) bool {
 // to a waiting call, else nil. l.mu must be held, before l.end.
 func (l *Lock) passing() *pass {
 	o, c := l.o, l.c
-	if l.prim != nil || o.handOver < 0 || o.minHold > 0 || l.risk != nil && l.risk.entered {
+	if !l.kind.passes() || o.handOver < 0 || o.minHold > 0 || l.risk != nil && l.risk.entered {
 		return nil
 	}
 	if _, ok := c.queues.Load(l.key); !ok {
@@ -208,7 +208,7 @@ func (a *acquisition) holds(l *Lock) {
 		return
 	}
 	o := l.o
-	if l.prim != nil || o.handOver < 0 || o.minHold > 0 || l.chain.passes >= o.maxPasses() {
+	if !l.kind.passes() || o.handOver < 0 || o.minHold > 0 || l.chain.passes >= o.maxPasses() {
 		a.queue.hold("", time.Time{})
 		return
 	}
@@ -225,7 +225,7 @@ func (c *Client) giveBack(ctx context.Context, name, key string, p *pass, again 
 	if again && p.mayGo(c.clock.Now()) && c.handTo(key, p) {
 		return
 	}
-	l := &Lock{c: c, o: p.o, name: name, key: key, token: p.token, tails: p.tails}
+	l := &Lock{c: c, o: p.o, name: name, key: key, token: p.token, tails: p.tails, kind: lockOps{}}
 	_ = l.release(context.WithoutCancel(ctx), p.b, p.granted.Add(p.b.ttl), false) // as Release's: final either way
 	c.unhold(key, p.token)
 }
@@ -233,7 +233,7 @@ func (c *Client) giveBack(ctx context.Context, name, key string, p *pass, again 
 // takesPasses records that the call, a lock's in its client's queue, may
 // be passed a lock, unless its options turn hand-over off.
 func (a *acquisition) takesPasses() {
-	if a.qw != nil && a.p == nil && a.o.handOver >= 0 {
+	if a.qw != nil && a.kind.passes() && a.o.handOver >= 0 {
 		a.queue.takes(a.qw, &taker{o: a.o, b: a.b})
 	}
 }
@@ -288,5 +288,5 @@ func (a *acquisition) takePass(ctx context.Context) (*Lock, error) {
 	}
 	a.passed = true
 	return newLock(c, a.o, grant{name: a.name, key: a.key, token: p.token, b: p.b, began: now, from: p.granted, tails: p.tails,
-		fence: fence, ctx: ctx, chain: chain{began: p.chain.began, passes: p.chain.passes + 1}}), nil
+		fence: fence, ctx: ctx, kind: a.kind, chain: chain{began: p.chain.began, passes: p.chain.passes + 1}}), nil
 }

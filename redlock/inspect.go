@@ -155,7 +155,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 			only = 0 // every server: no bit stands for a server it must not ask
 		}
 		var err error
-		t, err = c.read(ctx, fan{op: opRead, name: name, key: key, timeout: c.readTimeout(), rule: everyAnswer, prim: r, only: only})
+		t, err = c.read(ctx, fan{op: opRead, name: name, key: key, timeout: c.readTimeout(), rule: everyAnswer, read: r, only: only})
 		if err != nil {
 			return Status{}, err
 		}

@@ -37,7 +37,7 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 		if err != nil {
 			return l.stopped(ctx, "")
 		}
-		interval, err := keepAliveInterval(l.o, l.kind(), l.name, b)
+		interval, err := keepAliveInterval(l.o, l.kind.name(), l.name, b)
 		if err != nil {
 			return err
 		}
@@ -90,7 +90,7 @@ func (l *Lock) extendFrom(ctx, live context.Context, b budget, due, lossAt time.
 // keepAliveInterval returns how often a lock of ttl is extended, or an
 // error if that leaves no time for an extension to be answered before the
 // lock would be declared lost.
-func keepAliveInterval(o *options, k kind, name string, b budget) (time.Duration, error) {
+func keepAliveInterval(o *options, k kindName, name string, b budget) (time.Duration, error) {
 	interval := o.keepAlive
 	if interval == 0 {
 		interval = b.ttl / 3
@@ -140,7 +140,7 @@ func (l *Lock) stopped(ctx context.Context, why string) error {
 	case l.released:
 		return nil
 	case why != "":
-		return holdErr(l.kind(), l.name, []error{l.err}, "lost: %s", why)
+		return holdErr(l.kind.name(), l.name, []error{l.err}, "lost: %s", why)
 	}
 	return l.err
 }

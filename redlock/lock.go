@@ -22,9 +22,8 @@ type Lock struct {
 	name  string
 	key   string
 	token string
-	fence uint64 // 0 without WithFencing; never changes
-	// prim makes the calls of a primitive's hold; nil for a lock.
-	prim primOps
+	fence uint64   // 0 without WithFencing; never changes
+	kind  holdKind // what it holds, and how its calls are made
 	// callCtx is the acquiring call's context without its cancellation,
 	// for the Lost hook; nil when there are no hooks.
 	callCtx context.Context
@@ -63,26 +62,17 @@ type grant struct {
 	chain            chain     // of passes (handover.go); zero: a chain begins at began
 	tails            tails     // its calls, per server
 	fence            uint64
-	fences           []uint64        // a set's, one per name
 	ctx              context.Context // the acquiring call's
-	prim             primOps
+	kind             holdKind
 }
 
 func newLock(c *Client, o *options, g grant) *Lock {
-	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.began, tails: g.tails, fence: g.fence, prim: g.prim, chain: g.chain}
+	l := &Lock{c: c, o: o, name: g.name, key: g.key, token: g.token, acquired: g.began, tails: g.tails, fence: g.fence, kind: g.kind, chain: g.chain}
 	if g.from.IsZero() {
 		g.from = g.began
 	}
 	if l.chain.began.IsZero() {
 		l.chain.began = g.began
-	}
-	if so, ok := g.prim.(*setOps); ok {
-		// The set's calls are this lock's alone: its fences go there, and
-		// the Lock stays small.
-		so.fences = g.fences
-		if so.fences == nil {
-			so.fences = make([]uint64, len(so.names))
-		}
 	}
 	if c.hooks.Lost != nil || c.hooks.AtRisk != nil || c.hooks.Contended != nil {
 		l.callCtx = context.WithoutCancel(g.ctx)
@@ -206,7 +196,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if l.zero() {
 		return errNilLock
 	}
-	if err := checkTTL(l.o, l.kind(), l.name, ttl); err != nil {
+	if err := checkTTL(l.o, l.kind.name(), l.name, ttl); err != nil {
 		return err
 	}
 	if h := l.c.hooks.Extended; h != nil {
@@ -224,8 +214,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	defer c.exit()
 	b := l.o.budget(ttl)
 	start := c.clock.Now()
-	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: l.o.keyTTL(ttl, l.prim != nil), timeout: b.timeout, after: l.tails,
-		prim: l.prim, quarantine: c.quarantineRule(l.o)}
+	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: l.o.keyTTL(ttl, l.kind.delays()), timeout: b.timeout, after: l.tails,
+		kind: l.kind, quarantine: c.quarantineRule(l.o)}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)
 	l.tails = res.tails
@@ -237,7 +227,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	defer l.mu.Unlock()
 	l.checkExpiry()
 	if l.err != nil {
-		return holdErr(l.kind(), l.name, []error{l.err}, "was lost while it was being extended")
+		return holdErr(l.kind.name(), l.name, []error{l.err}, "was lost while it was being extended")
 	}
 	if t.won() && left > b.margin {
 		l.setValidity(start, b)
@@ -251,10 +241,10 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if t.heldElsewhere() {
 		c.logger.Warn("redlock: lock taken by another holder", "lock", l.name)
 		l.end(ErrLockLost)
-		return newQuorumError("extend", l.kind(), l.name, 1, t, ctx.Err(), ErrLockLost, ErrHeldElsewhere)
+		return newQuorumError("extend", l.kind.name(), l.name, 1, t, ctx.Err(), ErrLockLost, ErrHeldElsewhere)
 	}
 	l.failedExtension(ctx)
-	return newQuorumError("extend", l.kind(), l.name, 1, t, ctx.Err(), ErrNotAcquired)
+	return newQuorumError("extend", l.kind.name(), l.name, 1, t, ctx.Err(), ErrNotAcquired)
 }
 
 // held returns nil if the lock can still be extended.
@@ -264,16 +254,13 @@ func (l *Lock) held() error {
 	l.checkExpiry()
 	switch {
 	case l.released:
-		return holdErr(l.kind(), l.name, []error{ErrNotHeld}, "not held: it was released")
+		return holdErr(l.kind.name(), l.name, []error{ErrNotHeld}, "not held: it was released")
 	case l.err != nil:
-		return holdErr(l.kind(), l.name, []error{ErrNotHeld, l.err}, "not held: it was lost %v before it was to be extended",
+		return holdErr(l.kind.name(), l.name, []error{ErrNotHeld, l.err}, "not held: it was lost %v before it was to be extended",
 			l.c.clock.Since(l.lossAt).Round(time.Millisecond))
 	}
 	return nil
 }
-
-// kind returns what l holds, as its errors name it.
-func (l *Lock) kind() kind { return kindOf(l.prim) }
 
 // checkExpiry declares the lock lost once the loss margin before its Until
 // is reached, whether or not the timer has fired yet. l.mu must be held.
@@ -293,7 +280,7 @@ func (l *Lock) end(err error) {
 		return
 	}
 	l.err = err
-	if k := l.kind(); k != lockKind {
+	if k := l.kind.name(); k != lockKind {
 		// Made once, as Err may be called often: "redlock: lock lost"
 		// would misname a permit.
 		word := "not held"

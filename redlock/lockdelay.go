@@ -40,14 +40,14 @@ func WithLockDelay(d time.Duration) Option {
 }
 
 // keyTTL is how long the servers keep the key of a hold with ttl: a
-// lock's ttl plus its lock-delay, so that the key outlives the lease by
-// the delay whoever asks for it next; a primitive's hold (prim) has no
-// delay. A release deletes the key, delay and all.
-func (o *options) keyTTL(ttl time.Duration, prim bool) time.Duration {
-	if prim {
-		return ttl
+// lock's ttl plus its lock-delay (delayed: see holdKind.delays), so that
+// the key outlives the lease by the delay whoever asks for it next; a
+// primitive's hold has no delay. A release deletes the key, delay and all.
+func (o *options) keyTTL(ttl time.Duration, delayed bool) time.Duration {
+	if delayed {
+		return ttl + o.lockDelay
 	}
-	return ttl + o.lockDelay
+	return ttl
 }
 
 // splitDelay reads a server's lock key, which lives a lease and then the

@@ -2,39 +2,28 @@ package redlock
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// primOps makes the server calls of a primitive's hold in place of a lock
-// key's, so that the fan-out, the votes, Lock, KeepAlive and Do serve the
-// primitives unchanged.
-type primOps interface {
-	// call makes f's call (f.op is opAcquire, opExtend, opRelease or
-	// opRead) to server i, as fan.call does for a lock.
-	call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error)
-}
+// primitive answers for the kinds other than the lock (a set, a permit,
+// a read or write hold, a leadership) where they do as one, unlike a lock:
+// each embeds it and answers the rest itself.
+type primitive struct{}
 
-// primitive is what the acquisition of a primitive's hold asks of the
-// primitive.
-type primitive interface {
-	// ops returns the calls of the next attempt: a semaphore picks the
-	// slot it asks for.
-	ops() primOps
-	// again reports, after a refused attempt whose calls were ops, whether
-	// to try again at once rather than wait: a semaphore whose refusals
-	// named a slot free on a quorum.
-	again(ops primOps, t tally) bool
-	// watch watches on server ks for what the call of token waits for: a
-	// change of the primitive's key, or a set's turns in the lines of its
-	// keys not yet promised to it (promised).
-	watch(ctx context.Context, ks keyserver.KeyServer, key, token string, promised uint64) ([]<-chan struct{}, func(), error)
-	// together is how many calls could be granted together, which is
-	// how many of a client's waiting calls try on the servers at once
-	// (see gates); 0 for no bound.
-	together() int
-}
+func (primitive) again(tally) bool       { return false }
+func (primitive) together() int          { return 0 }
+func (primitive) turns() bool            { return false }
+func (primitive) maxWait() time.Duration { return math.MaxInt64 }
+func (primitive) oneLine() bool          { return false }
+func (primitive) passes() bool           { return false }
+func (primitive) keepsToken() bool       { return false }
+func (primitive) delays() bool           { return false }
+func (primitive) fencesInCall() bool     { return false }
+func (primitive) startable() bool        { return false }
+func (primitive) several() *nameSet      { return nil }
 
 // maxAtOnce bounds the attempts a call makes in a row without waiting,
 // when refusals keep naming a free slot that others take first.
@@ -59,7 +48,7 @@ func implements[T any](ks keyserver.KeyServer) bool {
 
 // primOptions resolves the options of a call that takes a hold of kind k
 // and checks its name and TTL, before any server is asked.
-func (c *Client) primOptions(k kind, name string, ttl time.Duration, opts []Option) (*options, error) {
+func (c *Client) primOptions(k kindName, name string, ttl time.Duration, opts []Option) (*options, error) {
 	o, err := c.options.with(opts)
 	if err != nil {
 		return nil, err
@@ -83,4 +72,10 @@ func holdCall(ctx context.Context, f *fan, ks keyserver.KeyServer, h keyserver.H
 	}
 	ok, err := hk.ReleaseHold(ctx, h)
 	return ok, keyserver.HoldReply{}, err
+}
+
+// watchHolds watches the holds of h on ks, for a primitive's watch.
+func watchHolds(ctx context.Context, ks keyserver.KeyServer, h keyserver.HoldSpec) ([]<-chan struct{}, func(), error) {
+	changed, stop, err := ks.(keyserver.HoldKeeper).WatchHolds(ctx, h)
+	return []<-chan struct{}{changed}, stop, err
 }

@@ -124,7 +124,7 @@ func (t *tally) add(v vote) {
 func (t *tally) against() int { return t.refused + len(t.errs) }
 
 // rule says when the votes so far settle a fan-out.
-type rule int
+type rule uint8
 
 const (
 	// earliest: a quorum for, or so many against (refusals and failures

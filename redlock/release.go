@@ -34,7 +34,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return holdErr(l.kind(), l.name, []error{ErrNotHeld}, "not held: it was already released")
+		return holdErr(l.kind.name(), l.name, []error{ErrNotHeld}, "not held: it was already released")
 	}
 	l.released = true
 	l.checkExpiry()
@@ -80,7 +80,7 @@ func (l *Lock) release(ctx context.Context, b budget, expires time.Time, lost bo
 	defer c.exit()
 	// Sent even for a lost lock: our keys may sit on slow-clocked servers,
 	// and the calls are owner-checked.
-	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: b.timeout, after: l.tails, prim: l.prim, final: true,
+	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: b.timeout, after: l.tails, kind: l.kind, final: true,
 		rule: untilKnownReleased}
 	if l.o.minHold > 0 && !lost { // a clock read saved for most locks
 		// Never beyond the rest of the lock's own TTL, or Release would
@@ -103,15 +103,15 @@ func (l *Lock) release(ctx context.Context, b budget, expires time.Time, lost bo
 	c.released.note(l.key, l.tails)
 	switch {
 	case lost:
-		return holdErr(l.kind(), l.name, []error{ErrNotHeld, ErrLockLost}, "not held: it had been lost before it was released")
+		return holdErr(l.kind.name(), l.name, []error{ErrNotHeld, ErrLockLost}, "not held: it had been lost before it was released")
 	case t.won():
 		return nil
 	case t.refused > t.n-quorum(t.n):
 		// No quorum can have held ours: for an even n, fewer than a
 		// quorum of refusals ("The even-N release").
-		return newQuorumError("release", l.kind(), l.name, 1, t, nil, ErrNotHeld)
+		return newQuorumError("release", l.kind.name(), l.name, 1, t, nil, ErrNotHeld)
 	}
-	return newQuorumError("release", l.kind(), l.name, 1, t, nil) // the servers that failed may still hold the key
+	return newQuorumError("release", l.kind.name(), l.name, 1, t, nil) // the servers that failed may still hold the key
 }
 
 // releases remembers, per key, the calls of this client's last release

@@ -81,7 +81,7 @@ func (m *RWMutex) acquire(ctx context.Context, op string, ttl time.Duration, md 
 	if m.err != nil {
 		return nil, m.err
 	}
-	o, err := c.primOptions(holdKind(write), m.name, ttl, opts)
+	o, err := c.primOptions(rwName(write), m.name, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(
 	if m.err != nil {
 		return m.err
 	}
-	_, err = c.doWith(ctx, holdKind(write), m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
+	_, err = c.doWith(ctx, rwName(write), m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
 		return c.acquireHold(ctx, o, m.name, m.key(o), ttl, waits, false, m.mode(write, o.retryCount != 0))
 	})
 	return err
@@ -103,8 +103,8 @@ func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(
 
 func (m *RWMutex) key(o *options) string { return layout.RWKey(o.keyPrefix + m.name) }
 
-// holdKind is the kind of a write hold, or of a read hold.
-func holdKind(write bool) kind {
+// rwName names a write hold, or a read hold.
+func rwName(write bool) kindName {
 	if write {
 		return writeKind
 	}
@@ -117,13 +117,15 @@ func (m *RWMutex) mode(write, wait bool) *rwOps { return &rwOps{write: write, wa
 // only after a refused attempt (refused), as a first attempt's mark could
 // keep readers out for nothing ("Read-write locks" in docs/design.md).
 type rwOps struct {
+	primitive
 	write, wait bool
 	refused     atomic.Bool // read by the calls of attempts still in flight
 }
 
-func (r *rwOps) ops() primOps { return r }
+func (r *rwOps) name() kindName    { return rwName(r.write) }
+func (r *rwOps) attempt() holdKind { return r }
 
-func (r *rwOps) again(primOps, tally) bool {
+func (r *rwOps) again(tally) bool {
 	r.refused.Store(true)
 	return false
 }
@@ -162,7 +164,7 @@ func (r *rwOps) maxWait() time.Duration {
 	return time.Duration(math.MaxInt64)
 }
 
-func (r *rwOps) call(ctx context.Context, f *fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
-	ok, h, err := holdCall(ctx, f, ks, r.hold(f.key, f.token, f.op == opAcquire && r.wait && r.refused.Load()))
+func (r *rwOps) call(ctx context.Context, f fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+	ok, h, err := holdCall(ctx, &f, ks, r.hold(f.key, f.token, f.op == opAcquire && r.wait && r.refused.Load()))
 	return ok, 0, keyserver.Holder{Left: h.Left}, err
 }

@@ -91,28 +91,33 @@ func (s *Semaphore) acquire(ctx context.Context, op string, ttl time.Duration, m
 
 func (s *Semaphore) key(o *options) string { return layout.SemaphoreKey(o.keyPrefix + s.name) }
 
-// newPick returns the slot picker of one call.
-func (s *Semaphore) newPick() *slotPick {
-	return &slotPick{permits: s.permits, next: rand.IntN(s.permits)}
+// newPick returns the permit of one call, before its first attempt: a
+// slot at random, so that callers spread over the free slots.
+func (s *Semaphore) newPick() *permitOps {
+	return &permitOps{permits: s.permits, next: rand.IntN(s.permits)}
 }
 
-// slotPick chooses the slot each attempt of one call asks for: at random
-// first, so that callers spread over the free slots, then one that the
-// refusals reported free on a quorum.
-type slotPick struct {
-	permits int
-	next    int
+// permitOps is a permit: the slot one attempt asks for, and the free slots
+// its refusals reported, by server, from which the call picks the slot of
+// its next attempt (next).
+type permitOps struct {
+	primitive
+	permits, slot, next int
+	mu                  sync.Mutex
+	free                map[int][]int
 }
 
-func (p *slotPick) ops() primOps {
-	return &permitOps{permits: p.permits, slot: p.next, free: make(map[int][]int)}
+func (po *permitOps) name() kindName { return permitKind }
+func (po *permitOps) together() int  { return po.permits }
+
+func (po *permitOps) attempt() holdKind {
+	return &permitOps{permits: po.permits, slot: po.next, next: po.next, free: make(map[int][]int)}
 }
 
-// again picks the next slot from the last attempt's answers and reports
+// again picks the next slot from the attempt's answers and reports
 // whether it may be free on a quorum ("Slots" in docs/design.md); never the
 // slot just asked for, whose undone grant is no sign its holder left.
-func (p *slotPick) again(ops primOps, t tally) bool {
-	po := ops.(*permitOps)
+func (po *permitOps) again(t tally) bool {
 	po.mu.Lock()
 	defer po.mu.Unlock()
 	count := make(map[int]int)
@@ -138,31 +143,21 @@ func (p *slotPick) again(ops primOps, t tally) bool {
 		sure = maybe
 	}
 	if len(sure) == 0 {
-		p.next = rand.IntN(p.permits)
+		po.next = rand.IntN(po.permits)
 		return false
 	}
-	p.next = sure[rand.IntN(len(sure))]
+	po.next = sure[rand.IntN(len(sure))]
 	return true
 }
 
-func (p *slotPick) together() int { return p.permits }
-
-func (p *slotPick) watch(ctx context.Context, ks keyserver.KeyServer, key, token string, _ uint64) ([]<-chan struct{}, func(), error) {
-	return watchHolds(ctx, ks, keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: key, Token: token, Permits: p.permits, Slot: p.next})
+func (po *permitOps) watch(ctx context.Context, ks keyserver.KeyServer, key, token string, _ uint64) ([]<-chan struct{}, func(), error) {
+	return watchHolds(ctx, ks, keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: key, Token: token, Permits: po.permits, Slot: po.next})
 }
 
-// permitOps are the calls of one permit: its slot, and the free slots the
-// refusals of its attempt reported, by server.
-type permitOps struct {
-	permits, slot int
-	mu            sync.Mutex
-	free          map[int][]int
-}
-
-func (po *permitOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+func (po *permitOps) call(ctx context.Context, f fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	h := keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: f.key, Token: f.token, Permits: po.permits, Slot: po.slot}
 	if f.op != opAcquire {
-		ok, _, err := holdCall(ctx, f, ks, h)
+		ok, _, err := holdCall(ctx, &f, ks, h)
 		return ok, 0, keyserver.Holder{}, err
 	}
 	// Not through holdCall: one frame less on the stack of the call's

@@ -176,7 +176,7 @@ func TestNaiveCounterAdmitsThreeSlotsRefuse(t *testing.T) {
 		}
 		require.ErrorIs(t, err, ErrNotAcquired, "caller %d, reaching servers %v: a third holder of 2 permits", i, rs)
 	}
-	assert.NotEqual(t, held[0].prim.(*permitOps).slot, held[1].prim.(*permitOps).slot, "the two holders' slots")
+	assert.NotEqual(t, held[0].kind.(*permitOps).slot, held[1].kind.(*permitOps).slot, "the two holders' slots")
 }
 
 // TestSemaphoreTryAcquireWhenFull: a full semaphore makes TryAcquire fail

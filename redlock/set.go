@@ -55,11 +55,10 @@ func (l *Lock) Names() []string {
 	if l.zero() {
 		return nil
 	}
-	so, ok := l.prim.(*setOps)
-	if !ok {
-		return []string{l.name}
+	if s := l.kind.several(); s != nil {
+		return slices.Clone(s.names)
 	}
-	return slices.Clone(so.names)
+	return []string{l.name}
 }
 
 // FenceOf returns the fencing token of one of the lock's names (see
@@ -68,15 +67,14 @@ func (l *Lock) FenceOf(name string) uint64 {
 	if l.zero() {
 		return 0
 	}
-	so, ok := l.prim.(*setOps)
-	if !ok {
-		if name == l.name {
-			return l.fence
+	if s := l.kind.several(); s != nil {
+		if i := slices.Index(s.names, name); i >= 0 && s.fences != nil {
+			return s.fences[i]
 		}
 		return 0
 	}
-	if i := slices.Index(so.names, name); i >= 0 {
-		return so.fences[i]
+	if name == l.name {
+		return l.fence
 	}
 	return 0
 }
@@ -128,7 +126,7 @@ func (c *Client) acquireSet(ctx context.Context, o *options, names []string, ttl
 	if err := checkServers(c.servers, "AcquireAll", "SetLocker", implements[keyserver.SetLocker]); err != nil {
 		return nil, err
 	}
-	so := &setOps{names: names, keys: make([]string, len(names))}
+	so := &setOps{nameSet: nameSet{names: names, keys: make([]string, len(names))}}
 	for i, n := range names {
 		so.keys[i] = o.keyPrefix + n
 	}
@@ -167,31 +165,44 @@ func (c *Client) checkNames(names []string) ([]string, error) {
 // separated.
 func setName(names []string) string { return strings.Join(names, ",") }
 
-// setOps makes the calls of a set's hold, every key in one call per
-// server, and is the set's primitive: its call waits in its keys' lines
-// (see setOps.watch), or, not in line (DoAllOrSkip), by the retry delay.
+// setOps is the set of locks that AcquireAll takes: every key in one call
+// per server; its call waits in its keys' lines (see setOps.watch), or,
+// not in line (DoAllOrSkip), by the retry delay.
 type setOps struct {
-	names, keys []string
-	fences      []uint64 // the granted set's, by name; set once, before its Lock is handed over
+	primitive
+	nameSet
+}
+
+// nameSet is what a hold of several names keeps of them.
+type nameSet struct {
+	names, keys []string // the keys by name
+	fences      []uint64 // by name, drawn for the grant before its Lock is handed over; nil unfenced
 	lines       struct {
 		once sync.Once
 		keys []string // the keys' lines (layout.LineKey), for a started release
 	}
 }
 
+func (so *setOps) name() kindName    { return setKind }
+func (so *setOps) attempt() holdKind { return so }
+func (so *setOps) together() int     { return 1 }
+func (so *setOps) turns() bool       { return true }
+func (so *setOps) startable() bool   { return true }
+func (so *setOps) several() *nameSet { return &so.nameSet }
+
 // lineKeys returns the lines of the set's keys, made once for the calls
 // of every server.
-func (so *setOps) lineKeys() []string {
-	so.lines.once.Do(func() {
-		so.lines.keys = make([]string, len(so.keys))
-		for i, k := range so.keys {
-			so.lines.keys[i] = layout.LineKey(k)
+func (s *nameSet) lineKeys() []string {
+	s.lines.once.Do(func() {
+		s.lines.keys = make([]string, len(s.keys))
+		for i, k := range s.keys {
+			s.lines.keys[i] = layout.LineKey(k)
 		}
 	})
-	return so.lines.keys
+	return s.lines.keys
 }
 
-func (so *setOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+func (so *setOps) call(ctx context.Context, f fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
 	sl := ks.(keyserver.SetLocker)
 	_, lines := ks.(keyserver.Notifier)
 	switch f.op {
@@ -215,10 +226,6 @@ func (so *setOps) call(ctx context.Context, f *fan, i int, ks keyserver.KeyServe
 	ok, err := sl.ReleaseAll(ctx, so.keys, f.token)
 	return ok, 0, keyserver.Holder{}, err
 }
-
-func (so *setOps) ops() primOps              { return so }
-func (so *setOps) again(primOps, tally) bool { return false }
-func (so *setOps) together() int             { return 1 }
 
 // errNoWatch is a set's watch on a server that promised it every key:
 // nothing to wait for there.

@@ -12,8 +12,7 @@ import (
 func (f *fan) startable() bool {
 	switch f.op {
 	case opAcquire, opAcquireInLine, opExtend, opRelease:
-		_, set := f.prim.(*setOps)
-		return f.prim == nil || set
+		return f.kind.startable()
 	}
 	return false
 }
@@ -31,10 +30,10 @@ func (c *Client) startCall(bg *background, i int, deadline time.Time) bool {
 	call := startcall.Call{Key: f.key, Token: f.token, TTL: f.ttl, Deadline: deadline,
 		Incarnation: f.quarantine.q != nil && f.quarantine.q.judged[i] != nil}
 	_, notifier := c.servers[i].(keyserver.Notifier)
-	if so, ok := f.prim.(*setOps); ok {
-		call.Keys, notifier = so.keys, true // a set's acquire is AcquireAll, which reports the holder
+	if s := f.kind.several(); s != nil {
+		call.Keys, notifier = s.keys, true // a set's acquire is AcquireAll, which reports the holder
 		if f.op == opRelease {
-			call.Lines = so.lineKeys()
+			call.Lines = s.lineKeys()
 		}
 	}
 	switch {

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -14,26 +13,29 @@ import (
 
 // wait is the one wait after a refused attempt, until the next is worth
 // making: for the call's turn in the servers' lines, for a change a
-// primitive's watches announce, or else the retry delay.
+// primitive's watches announce, or else the retry delay (a lock out of
+// line).
 func (a *acquisition) wait(ctx context.Context) error {
-	if a.p != nil && !a.waitsInLine() {
+	if !a.kind.oneLine() && !a.waitsInLine() {
 		return a.waitForChange(ctx)
 	}
-	if a.inLine != 0 && a.waitsInALine() {
+	// In the servers' lines it waits there rather than polls when the call
+	// ahead put it there, or the Notifiers that did not fail its last
+	// attempt can give it its turns ("A quorum of turns" in docs/design.md).
+	if a.inLine != 0 && (a.attempts == 0 || bits.OnesCount64(a.inLine&^a.last.failers) >= a.c.turnsNeeded()) {
 		return a.waitInLine(ctx)
 	}
 	c := a.c
-	d := a.untilPatience(a.o.retryWait())
-	if !a.passable() {
-		return c.clock.SleepOrWake(ctx, d, []<-chan struct{}{c.closing.Done()})
+	until := c.clock.Now().Add(a.untilPatience(a.o.retryWait()))
+	wake := []<-chan struct{}{c.closing.Done()}
+	if a.passable() {
+		wake = append(wake, a.qw.wake) // woken early only by a lock of its client passed to it (handover.go)
 	}
-	// Woken early only by a lock of its client passed to it (handover.go).
-	until := c.clock.Now().Add(d)
 	for {
-		if err := c.clock.SleepOrWake(ctx, until.Sub(c.clock.Now()), []<-chan struct{}{c.closing.Done(), a.qw.wake}); err != nil {
+		if err := c.clock.SleepOrWake(ctx, until.Sub(c.clock.Now()), wake); err != nil {
 			return err
 		}
-		if c.closing.Err() != nil || a.queue.handed(a.qw) || !c.clock.Now().Before(until) {
+		if !a.passable() || c.closing.Err() != nil || a.queue.handed(a.qw) || !c.clock.Now().Before(until) {
 			return nil
 		}
 	}
@@ -47,16 +49,6 @@ const linePoll = keyserver.LineTTL / 3
 // gatherTurns is how long a waiter that was given its turn by some servers
 // waits for the turns of the others before it tries anyway.
 const gatherTurns = 5 * time.Millisecond
-
-// waitsInALine reports whether the call waits in the servers' lines rather
-// than polls: the call ahead put it there, or the Notifiers that did not fail
-// its last attempt can give it its turns ("A quorum of turns" in docs/design.md).
-func (a *acquisition) waitsInALine() bool {
-	if a.attempts == 0 {
-		return true
-	}
-	return bits.OnesCount64(a.inLine&^a.last.failers) >= a.c.turnsNeeded()
-}
 
 // turnsNeeded is how many Notifiers must give a waiter its turn before it
 // tries again: a quorum, less the servers that keep no line.
@@ -83,7 +75,7 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 	c := a.c
 	a.watch(ctx, true)
 	d := linePoll
-	if _, set := a.p.(*setOps); set || len(c.notifiers) < len(c.servers) || a.armed() < c.turnsNeeded() {
+	if !a.kind.oneLine() || len(c.notifiers) < len(c.servers) || a.watches.armed() < c.turnsNeeded() {
 		// Servers that keep no line give no turn, nor do those whose
 		// watch failed; a set's undone attempt gave its keys on
 		// ("Several names without deadlock" in docs/design.md).
@@ -110,17 +102,8 @@ func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time)
 		if a.passable() {
 			wake = append(wake, a.qw.wake)
 		}
-		turns := 0
-		for _, w := range a.watches {
-			switch {
-			case !w.armed():
-			case w.fired():
-				turns++
-			default:
-				wake = append(wake, w.changed...)
-			}
-		}
-		if turns >= need {
+		var turns int
+		if wake, turns = a.watches.wake(wake); turns >= need {
 			return nil
 		}
 		now := c.clock.Now()
@@ -137,173 +120,16 @@ func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time)
 	}
 }
 
-// watchOn watches on server ks what the call waits for: its turn in the
-// key's line (a lock), in the lines of a set's keys not yet promised to it
-// (promised), or a change of a primitive's key.
-func watchOn(ctx context.Context, p primitive, ks keyserver.KeyServer, key, token string, promised uint64) ([]<-chan struct{}, func(), error) {
-	if p != nil {
-		return p.watch(ctx, ks, key, token, promised)
-	}
-	turn, stop, err := ks.(keyserver.Notifier).WatchTurn(ctx, key, token)
-	return []<-chan struct{}{turn}, stop, err
-}
-
-// watchHolds watches the holds of h on ks, for a primitive's watch.
-func watchHolds(ctx context.Context, ks keyserver.KeyServer, h keyserver.HoldSpec) ([]<-chan struct{}, func(), error) {
-	changed, stop, err := ks.(keyserver.HoldKeeper).WatchHolds(ctx, h)
-	return []<-chan struct{}{changed}, stop, err
-}
-
-// watch is what a waiting call watches on one server: its turn in the
-// server's line (a lock; a set, in the line of each key not yet promised
-// to it), or a change of the key (a primitive).
-type watch struct {
-	changed []<-chan struct{} // nil when none is armed
-	stop    func()
-	at      time.Time // when it was set
-	anew    bool      // to be set anew at the next watch (see ignoreOwnUndo)
-}
-
-// armed is how many of the call's watches are armed.
-func (a *acquisition) armed() int {
-	n := 0
-	for i := range a.watches {
-		if a.watches[i].armed() {
-			n++
-		}
-	}
-	return n
-}
-
-// armed reports whether w watches anything.
-func (w *watch) armed() bool { return w.changed != nil }
-
-// fired reports whether one of w's channels is closed: a turn came, or the
-// watch broke.
-func (w *watch) fired() bool {
-	for _, ch := range w.changed {
-		if closed(ch) {
-			return true
-		}
-	}
-	return false
-}
-
-// renewWatches is how often a waiter sets its watches anew: a server may
-// forget a watch not set again within keyserver.LineTTL.
-const renewWatches = keyserver.LineTTL / 3
-
-// watch arms the call's watches where none is armed or one is marked anew,
-// and with renew where one fired or a primitive's is due; a fired watch is
-// renewed only after the wait it ended, which it would swallow.
+// watch arms the call's watches (see watches.arm).
 func (a *acquisition) watch(ctx context.Context, renew bool) {
-	c := a.c
-	if a.watches == nil {
-		a.watches = make([]watch, len(c.servers))
-	}
-	turns := a.watchesTurns()
-	now := c.clock.Now()
-	var (
-		wg  sync.WaitGroup
-		old []func()
-	)
-	// The goroutines take copies, not a: a captured a would move every
-	// acquisition, a lock's too, to the heap.
-	p, name, key, token, timeout := a.p, a.name, a.key, a.token, a.b.timeout
-	for i, ks := range c.servers {
-		w := &a.watches[i]
-		due := renew && (w.fired() || !turns && now.Sub(w.at) >= renewWatches)
-		if turns && c.notifierMask&bit(i) == 0 || w.armed() && !w.anew && !due {
-			continue
-		}
-		if w.stop != nil {
-			old = append(old, w.stop)
-		}
-		*w = watch{}
-		if a.last.failed(i) || c.health.breakers[i].open.Load() || c.polled[i].Load() {
-			continue // a server down would hold up every wait; one that refused a watch is polled
-		}
-		promised := a.last.promisedOn(i)
-		arm := func() {
-			wctx, cancel := c.clock.WithTimeout(ctx, timeout)
-			changed, stop, err := watchOn(wctx, p, ks, key, token, promised)
-			cancel()
-			if err != nil {
-				c.watchFailed(ctx, i, name, err)
-				return
-			}
-			*w = watch{changed: changed, stop: stop, at: now}
-		}
-		// Turns one server after another: the call's place in the lines is
-		// taken. A primitive's at once: one armed late lets a release pass it by.
-		if turns {
-			arm()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			arm()
-		}()
-	}
-	wg.Wait()
-	// Stopped after the new ones are set, so the call stays among the watchers.
-	for _, stop := range old {
-		stop()
-	}
-}
-
-// ignoreOwnUndo watches anew on the servers that granted an attempt since
-// the call last did, which was then undone, so that its own clean-up does
-// not wake it ("How primitives wait" in docs/design.md).
-func (a *acquisition) ignoreOwnUndo(ctx context.Context) {
-	for i := range a.watches {
-		if a.undone&bit(i) != 0 && a.watches[i].stop != nil {
-			a.watches[i].anew = true
-		}
-	}
-	a.undone = 0
-	a.watch(ctx, false)
-}
-
-// backOff waits a moment drawn from (0, retry delay / 4] after an attempt
-// that split the servers, so that contenders woken by each other's
-// clean-up come back apart ("How primitives wait" in docs/design.md).
-func (a *acquisition) backOff(ctx context.Context) error {
-	if a.last.granted == 0 || a.last.won() {
-		return nil
-	}
-	c := a.c
-	d := time.Duration(rand.Int64N(int64(a.o.retryDelay/4)+1)) + 1
-	return c.clock.SleepOrWake(ctx, d, []<-chan struct{}{c.closing.Done()})
-}
-
-// stopWatches ends every watch. A primitive's call whose last attempt
-// won the servers records it in its queue first (see heldSince).
-func (a *acquisition) stopWatches() {
-	if a.p != nil && a.queue != nil && a.last.won() {
-		a.queue.heldBy(a.qw)
-	}
-	for i := range a.watches {
-		if stop := a.watches[i].stop; stop != nil {
-			stop()
-		}
-		a.watches[i] = watch{}
-	}
+	a.watches.arm(ctx, a.c, watchOf{kind: a.kind, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout}, &a.last, renew)
 }
 
 // prewatches reports whether the call watches the servers already while
 // next behind the front of its queue: a primitive's call its client lets try
 // alone, a writer or a permit of one ("How primitives wait" in docs/design.md).
 func (a *acquisition) prewatches() bool {
-	return !a.watchesTurns() && a.mode == waits && a.retries != 0 && a.p.together() == 1
-}
-
-// watchesTurns reports whether the call waits for its turn in the servers'
-// lines (a lock, a set) rather than for a change of a primitive's key.
-func (a *acquisition) watchesTurns() bool {
-	_, set := a.p.(*setOps)
-	return a.p == nil || set
+	return !a.kind.turns() && a.mode == waits && a.retries != 0 && a.kind.together() == 1
 }
 
 // prewatch arms (or renews those due) the watches of w, next behind the
@@ -335,47 +161,6 @@ func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told b
 	}
 }
 
-// gatherTold, before the first attempt of a call that prewatches, gathers
-// the other servers' word for at most gatherTurns when some but too few of
-// its watches fired ("How primitives wait" in docs/design.md).
-func (a *acquisition) gatherTold(ctx context.Context) error {
-	if !a.prewatches() || a.watches == nil {
-		return nil
-	}
-	turns, need := a.told()
-	if turns == 0 || turns >= need {
-		return nil
-	}
-	return a.awaitTurns(ctx, need, a.c.clock.Now().Add(gatherTurns))
-}
-
-// heldSinceWatched reports whether the call, at the front before its first
-// attempt, may wait for its watches rather than look (see prewatches): none
-// fired, a quorum stands, and the call ahead won the servers since they did.
-func (a *acquisition) heldSinceWatched() bool {
-	if !a.prewatches() || a.watches == nil || !a.queue.heldSince(a.qw) {
-		return false
-	}
-	turns, need := a.told()
-	return turns == 0 && need >= a.c.quorum
-}
-
-// told counts the call's watches that fired, and the turns it needs before
-// it tries: one from each of a quorum of its armed watches, or from every
-// armed watch when fewer stand (at least one).
-func (a *acquisition) told() (turns, need int) {
-	armed := 0
-	for i := range a.watches {
-		if w := &a.watches[i]; w.armed() {
-			armed++
-			if w.fired() {
-				turns++
-			}
-		}
-	}
-	return turns, max(min(armed, a.c.quorum), 1)
-}
-
 // waitForChange waits after a primitive's refusal ("How primitives wait" in
 // docs/design.md). Having renewed a fired watch it looks again, not waits: the
 // server may have told another waiter while this one was no watcher there.
@@ -386,22 +171,31 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 		a.watch(ctx, true)
 		return nil
 	}
-	a.ignoreOwnUndo(ctx)
-	if err := a.backOff(ctx); err != nil {
-		return err
+	// Its own clean-up must not wake it: it watches anew on the servers
+	// that granted an attempt, since it last did, that was then undone.
+	for i := range a.watches {
+		if a.undone&bit(i) != 0 && a.watches[i].stop != nil {
+			a.watches[i].anew = true
+		}
 	}
-	fired, _ := a.told()
+	a.undone = 0
+	a.watch(ctx, false)
+	if a.last.granted > 0 && !a.last.won() {
+		// It split the servers: it backs off a moment in (0, retry delay / 4],
+		// so that contenders woken by each other's clean-up come back apart.
+		d := time.Duration(rand.Int64N(int64(a.o.retryDelay/4)+1)) + 1
+		if err := a.c.clock.SleepOrWake(ctx, d, []<-chan struct{}{a.c.closing.Done()}); err != nil {
+			return err
+		}
+	}
+	fired, _ := a.watches.told(a.c.quorum)
 	a.watch(ctx, true)
 	if fired > 0 {
 		return nil
 	}
 	c := a.c
-	d := a.o.retryWait()
-	if rw, ok := a.p.(*rwOps); ok {
-		d = min(d, rw.maxWait())
-	}
-	d = a.untilPatience(min(d, renewWatches))
-	_, need := a.told()
+	d := a.untilPatience(min(a.o.retryWait(), a.kind.maxWait(), renewWatches))
+	_, need := a.watches.told(c.quorum)
 	return a.awaitTurns(ctx, need, c.clock.Now().Add(d))
 }
 
@@ -428,10 +222,12 @@ func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error
 			if told {
 				return nil
 			}
-			for _, pw := range a.watches {
-				wake = append(wake, pw.changed...)
+			var fired int
+			if wake, fired = a.watches.wake(wake); fired == 0 {
+				sleep = renewIn
+			} else {
+				sleep = 0 // one fired since prewatch looked: it looks again at once
 			}
-			sleep = renewIn
 		}
 		if a.retries >= 0 { // patience: retries × delay per call ahead, counted from the queue's last move
 			q.mu.Lock()
@@ -468,18 +264,35 @@ func (a *acquisition) awaitPlace(ctx context.Context) error {
 	if a.queue == nil || a.attempts > 0 {
 		return nil
 	}
-	if err := a.awaitFront(ctx, a.queue, a.qw); err != nil {
-		return a.gaveUp(err)
+	if err := a.awaitFront(ctx, a.queue, a.qw); err != nil { // it gave up: out of patience, ctx ended, or the client closed
+		switch {
+		case errors.Is(err, ErrClosed):
+			return err
+		case errors.Is(err, errOutOfPatience):
+			err = nil
+		}
+		return a.notAcquired(err)
 	}
 	switch {
-	case a.p != nil && !a.heldSinceWatched():
-		if err := a.gatherTold(ctx); err != nil { // told by some: it gathers the others' word first
-			return a.notAcquired(err)
+	case !a.kind.oneLine():
+		if !a.prewatches() || a.watches == nil {
+			return nil
 		}
-		return nil
-	case a.p != nil:
-		// Its watches predate the hold of the call ahead, whose end tells
-		// it or a watcher ahead of it: a look would only be refused.
+		turns, need := a.watches.told(a.c.quorum)
+		if turns > 0 || need < a.c.quorum || !a.queue.heldSince(a.qw) {
+			if turns == 0 || turns >= need {
+				return nil
+			}
+			// Told by some, it gathers the others' word first ("How
+			// primitives wait" in docs/design.md).
+			if err := a.awaitTurns(ctx, need, a.c.clock.Now().Add(gatherTurns)); err != nil {
+				return a.notAcquired(err)
+			}
+			return nil
+		}
+		// Untold while a quorum stands, its watches predate the hold of the
+		// call ahead (see heldSince), whose end tells it or a watcher ahead
+		// of it: a look would only be refused.
 	case !a.queue.inLine(a.qw) || a.watches != nil || a.passable() && a.queue.handed(a.qw):
 		return nil
 	default:
@@ -501,24 +314,12 @@ func (a *acquisition) awaitPlace(ctx context.Context) error {
 // servers' lines.
 func (a *acquisition) queueUp() {
 	if a.queue == nil && a.waitsInLine() {
-		a.queue, a.qw = a.c.joinQueue(a.key, 1, &a.rank, false, true)
+		a.queue, a.qw = a.c.joinQueue(a.key, a.kind.together(), &a.rank, false, true)
 		a.takesPasses()
 	}
 	if a.queue != nil {
-		a.queue.refused(a.qw, a.last, a.p == nil)
+		a.queue.refused(a.qw, a.last, a.kind.oneLine())
 	}
-}
-
-// gaveUp is the error of a call that stopped waiting behind others of its
-// client: out of patience, ctx ended, or the client closed.
-func (a *acquisition) gaveUp(err error) error {
-	switch {
-	case errors.Is(err, ErrClosed):
-		return err
-	case errors.Is(err, errOutOfPatience):
-		return a.notAcquired(nil)
-	}
-	return a.notAcquired(err)
 }
 
 // refused decides, after a refused attempt, whether the call ends, and
@@ -580,5 +381,5 @@ func (a *acquisition) notAcquired(ctxErr error) *QuorumError {
 	if a.last.heldElsewhere() {
 		sentinel = ErrHeldElsewhere
 	}
-	return newQuorumError("acquire", a.kind(), a.name, a.attempts, a.last, ctxErr, sentinel)
+	return newQuorumError("acquire", a.kind.name(), a.name, a.attempts, a.last, ctxErr, sentinel)
 }
