@@ -27,14 +27,13 @@ package keyservertest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/testkit"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -391,12 +390,9 @@ func (s *suite) acquireOrHolder(t *testing.T, ks keyserver.KeyServer, key string
 // wakeWithin bounds how long a Notifier may take to wake a waiter.
 const wakeWithin = 5 * time.Second
 
-// ranked returns a token that carries a rank, as the redlock client's do:
-// call orders the calls (lower is earlier), and attempt tells the tokens of
-// one call apart.
-func ranked(call, attempt uint32) string {
-	return fmt.Sprintf("%016x.%08x%024x", 0x19a2b3c4d00+uint64(call), call, attempt)
-}
+// ranked returns a token that carries a rank, as the redlock client's do
+// (testkit.Ranked).
+var ranked = testkit.Ranked
 
 // awaitClosed fails t unless c is closed within wakeWithin.
 func awaitClosed(t *testing.T, what string, c <-chan struct{}) {
@@ -734,26 +730,10 @@ func (s *suite) wait(d time.Duration) {
 }
 
 // expect returns a checker for the (ok, err) result of one call.
-func expect(t *testing.T, what string, want bool) func(bool, error) {
-	t.Helper()
-	return func(got bool, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: unexpected error: %v", what, err)
-		}
-		if got != want {
-			t.Fatalf("%s = %v, want %v", what, got, want)
-		}
-	}
-}
+var expect = testkit.Expect
 
-func randomKey(t *testing.T) string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "keyservertest:" + t.Name() + ":" + hex.EncodeToString(b[:])
-}
+// randomKey names a key no other test uses, on a server tests may share.
+func randomKey(t *testing.T) string { return testkit.RandomKey(t, "keyservertest") }
 
 // contentionIsTold checks a ContentionWatcher: a waiter that joins the
 // holder's line is told, a caller that does not wait (AcquireOrHolder) is

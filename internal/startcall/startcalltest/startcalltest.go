@@ -8,13 +8,11 @@ package startcalltest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/goredlock/goredlock/internal/startcall"
+	"github.com/goredlock/goredlock/internal/testkit"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -222,33 +220,11 @@ func startedCallStopsWhenNotContinued(t *testing.T, ks keyserver.KeyServer, st s
 	expect(t, "Release(a)", true)(ks.Release(ctx, key, a))
 }
 
-// ranked returns a token that carries a rank, as the redlock client's do:
-// call orders the calls (lower is earlier), and attempt tells the tokens of
-// one call apart.
-func ranked(call, attempt uint32) string {
-	return fmt.Sprintf("%016x.%08x%024x", 0x19a2b3c4d00+uint64(call), call, attempt)
-}
-
-// expect returns a function that fails t unless a call answered want
-// without an error.
-func expect(t *testing.T, what string, want bool) func(bool, error) {
-	t.Helper()
-	return func(got bool, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: unexpected error: %v", what, err)
-		}
-		if got != want {
-			t.Fatalf("%s = %v, want %v", what, got, want)
-		}
-	}
-}
+// The kits' shared helpers (internal/testkit).
+var (
+	ranked = testkit.Ranked
+	expect = testkit.Expect
+)
 
 // randomKey names a key no other test uses, on a server tests may share.
-func randomKey(t *testing.T) string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "startcalltest:" + t.Name() + ":" + hex.EncodeToString(b[:])
-}
+func randomKey(t *testing.T) string { return testkit.RandomKey(t, "startcalltest") }

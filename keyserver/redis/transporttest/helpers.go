@@ -8,16 +8,14 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/internal/testkit"
 )
 
 func contextBackground() context.Context { return context.Background() }
 
-// ranked returns a token that carries a rank, as the redlock client's do:
-// call orders the calls (lower is earlier), attempt tells the tokens of
-// one call apart.
-func ranked(call, attempt uint32) string {
-	return fmt.Sprintf("%016x.%08x%024x", 0x19a2b3c4d00+uint64(call), call, attempt)
-}
+// ranked returns a token that carries a rank, as the redlock client's do
+// (testkit.Ranked).
+var ranked = testkit.Ranked
 
 // counter counts the commands a node runs, scripts' commands included, as
 // Redis's own statistics do (total_commands_processed counts them the same
