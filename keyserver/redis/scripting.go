@@ -195,6 +195,11 @@ func (s *Server) firstSetNX(ctx context.Context, key, token string, ttl time.Dur
 func (c *scriptCheck) refusalKept() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.refusalKeptLocked()
+}
+
+// refusalKeptLocked is refusalKept with c.mu held.
+func (c *scriptCheck) refusalKeptLocked() bool {
 	return c.refused != nil && time.Since(c.refusedAt) < recheckRefused
 }
 
@@ -206,12 +211,11 @@ func (s *Server) runCheck(ctx context.Context, op, key string, check func() (boo
 	c := &s.scripting
 	for {
 		c.mu.Lock()
-		kept := c.refused != nil && time.Since(c.refusedAt) < recheckRefused
 		switch {
 		case c.ok.Load():
 			c.mu.Unlock()
 			return false, nil
-		case kept:
+		case c.refusalKeptLocked():
 			err := c.refused
 			c.mu.Unlock()
 			return false, s.fail(op, key, err)
@@ -333,7 +337,7 @@ func (s *Server) startScriptingCheck(ctx context.Context) {
 		return
 	}
 	c.mu.Lock()
-	busy := c.checking != nil || c.refused != nil && time.Since(c.refusedAt) < recheckRefused
+	busy := c.checking != nil || c.refusalKeptLocked()
 	c.mu.Unlock()
 	if busy {
 		return
