@@ -99,10 +99,6 @@ var (
 	lineTTL  = ms(keyserver.LineTTL)
 )
 
-// promiseLenArg is a promise's length, which start.go still sends a
-// release as its last argument: the scripts read it from the prelude's
-// TOKEN now, and Lua leaves an argument no script reads alone.
-var promiseLenArg = strconv.Itoa(promiseLen)
 
 // setWords are setScript's keys and arguments, for the script of an
 // Acquire whose SET NX was refused and for Extend: a key holding the token

@@ -119,8 +119,8 @@ func (st *started) first() (cmd, keys, args []string, ok bool) {
 			*w = [8]string{"EVALSHA", *d, "1", c.Key, c.Token, ms(c.TTL), promise(c.Token)}
 			return w[:3:3], w[3:4:4], w[4:7:7], true
 		}
-		*w = [8]string{"EVALSHA", *d, "2", c.Key, layout.LineKey(c.Key), c.Token, claimTTL, promiseLenArg}
-		return w[:3:3], w[3:5:5], w[5:8:8], true
+		*w = [8]string{"EVALSHA", *d, "2", c.Key, layout.LineKey(c.Key), c.Token, claimTTL}
+		return w[:3:3], w[3:5:5], w[5:7:7], true
 	}
 	return nil, nil, nil, false
 }
