@@ -99,7 +99,6 @@ var (
 	lineTTL  = ms(keyserver.LineTTL)
 )
 
-
 // setWords are setScript's keys and arguments, for the script of an
 // Acquire whose SET NX was refused and for Extend: a key holding the token
 // or the promise to its call is the caller's (see lua/acquire.lua).
