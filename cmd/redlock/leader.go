@@ -15,18 +15,11 @@ func (t *tool) leader(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := openServers(cfg.servers)
+	client, done, err := t.readClient(cfg.servers)
 	if err != nil {
 		return err
 	}
-	defer srv.close()
-	t.addrs = srv.addrs
-	t.quiet.Store(true) // the error names every server that failed
-	client, err := redlock.New(srv.keyServers(), redlock.WithLogger(t.logger()))
-	if err != nil {
-		return badf("%v", err)
-	}
-	defer client.Close()
+	defer done()
 
 	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
 	defer cancel()

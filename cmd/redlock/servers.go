@@ -5,6 +5,7 @@ import (
 
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
+	"github.com/goredlock/goredlock/redlock"
 )
 
 // servers are the key servers of the URLs given, made without contacting
@@ -56,4 +57,22 @@ func (s *servers) close() error {
 		errs = append(errs, srv.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// readClient opens the servers of a command that only reads (leader,
+// status) and a client over them whose warnings are kept quiet: the
+// command's own output names every server that failed. done closes both.
+func (t *tool) readClient(urls []string, opts ...redlock.ClientOption) (client *redlock.Client, done func(), err error) {
+	srv, err := openServers(urls)
+	if err != nil {
+		return nil, nil, err
+	}
+	t.addrs = srv.addrs
+	t.quiet.Store(true)
+	client, err = redlock.New(srv.keyServers(), append([]redlock.ClientOption{redlock.WithLogger(t.logger())}, opts...)...)
+	if err != nil {
+		srv.close()
+		return nil, nil, badf("%v", err)
+	}
+	return client, func() { client.Close(); srv.close() }, nil
 }

@@ -26,19 +26,11 @@ func (t *tool) status(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := openServers(cfg.servers)
+	client, done, err := t.readClient(cfg.servers, redlock.WithServerTimeout(statusTimeout), redlock.WithLockDelay(cfg.lockDelay))
 	if err != nil {
 		return err
 	}
-	defer srv.close()
-	t.addrs = srv.addrs
-	t.quiet.Store(true) // each server's line says what failed
-	client, err := redlock.New(srv.keyServers(), redlock.WithLogger(t.logger()), redlock.WithServerTimeout(statusTimeout),
-		redlock.WithLockDelay(cfg.lockDelay))
-	if err != nil {
-		return badf("%v", err)
-	}
-	defer client.Close()
+	defer done()
 
 	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
 	defer cancel()
@@ -52,12 +44,12 @@ func (t *tool) status(args []string) error {
 	}
 	held := anyHeld(st.View)
 	if cfg.json {
-		if err := t.printJSON(st, srv.addrs, client.Quorum(), held, qe == nil); err != nil {
+		if err := t.printJSON(st, t.addrs, client.Quorum(), held, qe == nil); err != nil {
 			return err
 		}
 	} else {
 		for i, s := range st.Servers {
-			fmt.Fprintln(t.stdout, describeServer(srv.addrs[i], s))
+			fmt.Fprintln(t.stdout, describeServer(t.addrs[i], s))
 		}
 		verdict := "quorum: " + describe(st.View)
 		if !held && qe != nil {
