@@ -21,3 +21,13 @@ func TestEvalBodyLine(t *testing.T) {
 		t.Errorf("wrap left the body out:\n%s", wrapped)
 	}
 }
+
+// Both scripts call the guard's admit: it must be in place of their
+// guard line.
+func TestScriptsHaveTheGuard(t *testing.T) {
+	for name, src := range map[string]string{"set.lua": guarded(setFile), "eval.lua": evalSrc} {
+		if strings.Contains(src, guardLine) || !strings.Contains(src, "local function admit(") {
+			t.Errorf("%s without the guard:\n%s", name, src)
+		}
+	}
+}

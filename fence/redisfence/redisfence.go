@@ -93,15 +93,27 @@ func FenceKey(key string) string {
 	return "{" + key + "}" + suffix
 }
 
-// The scripts, each whole in its file under lua/.
+// The scripts, each in its file under lua/ with the guard they share
+// (lua/guard.lua) put in place of their guardLine.
 var (
+	//go:embed lua/guard.lua
+	guardSrc string
+
 	//go:embed lua/set.lua
-	setSrc    string
-	setScript = redis.NewScript(2, setSrc)
+	setFile   string
+	setScript = redis.NewScript(2, guarded(setFile))
 
 	//go:embed lua/eval.lua
-	evalSrc string
+	evalFile string
+	evalSrc  = guarded(evalFile)
 )
+
+// guardLine is the line of each script that guarded replaces with
+// lua/guard.lua.
+const guardLine = "-- guard.lua\n"
+
+// guarded is src with the guard in place of its guardLine.
+func guarded(src string) string { return strings.Replace(src, guardLine, guardSrc, 1) }
 
 // bodyLine is the line of eval.lua that Eval replaces with the caller's
 // script.

@@ -16,27 +16,11 @@ local function body(KEYS, ARGV)
 return nil -- the caller's script
 end
 
--- older: a < b for decimal numbers without leading zeros, exact for any
--- uint64 (Lua's numbers are not, past 2^53).
-local function older(a, b)
-	if #a ~= #b then return #a < #b end
-	for i = 1, #a do
-		local x, y = string.byte(a, i), string.byte(b, i)
-		if x ~= y then return x < y end
-	end
-	return false
-end
+-- guard.lua
 
 local fence = ARGV[1]
-local seen = redis.call('GET', KEYS[1])
-if seen then
-	if not string.match(seen, '^[1-9]%d*$') then
-		return redis.error_reply('ERR ' .. KEYS[1] .. ' holds no fence')
-	end
-	if older(fence, seen) then
-		return redis.error_reply('FENCESTALE ' .. seen)
-	end
-end
+local seen, refused = admit(KEYS[1], fence)
+if refused then return refused end
 local reply = body({unpack(KEYS, 2)}, {unpack(ARGV, 2)})
 if seen ~= fence then
 	redis.call('SET', KEYS[1], fence)

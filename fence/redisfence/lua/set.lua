@@ -7,27 +7,11 @@
 -- ARGV[3]: the value's TTL in milliseconds, "0" for none.
 -- Reply: the fence stored before, "0" for none.
 
--- older: a < b for decimal numbers without leading zeros, exact for any
--- uint64 (Lua's numbers are not, past 2^53).
-local function older(a, b)
-	if #a ~= #b then return #a < #b end
-	for i = 1, #a do
-		local x, y = string.byte(a, i), string.byte(b, i)
-		if x ~= y then return x < y end
-	end
-	return false
-end
+-- guard.lua
 
 local fence = ARGV[1]
-local seen = redis.call('GET', KEYS[2])
-if seen then
-	if not string.match(seen, '^[1-9]%d*$') then
-		return redis.error_reply('ERR ' .. KEYS[2] .. ' holds no fence')
-	end
-	if older(fence, seen) then
-		return redis.error_reply('FENCESTALE ' .. seen)
-	end
-end
+local seen, refused = admit(KEYS[2], fence)
+if refused then return refused end
 if ARGV[3] == '0' then
 	redis.call('SET', KEYS[1], ARGV[2])
 else
