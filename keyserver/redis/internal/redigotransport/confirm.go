@@ -289,13 +289,7 @@ func (p *pipeline) sendNext(cn *conn) {
 	// A failed send leaves cn to the writer, which finds it dead.
 	batch, _ = p.sendConfirming(cn, batch)
 	clear(batch) // the calls are the reader's (or requeued) now
-	p.mu.Lock()
-	p.writing = false
-	more := len(p.queue) > 0
-	p.mu.Unlock()
-	if more {
-		p.signal()
-	}
+	p.doneWriting()
 }
 
 // waitDue reports whether writes sent on cn wait for a WAIT that may go

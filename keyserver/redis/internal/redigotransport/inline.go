@@ -199,13 +199,7 @@ func (p *pipeline) inline(c *call) (made, answered bool) {
 	p.writing = true
 	p.mu.Unlock()
 	sent := p.sendInline(cn, c)
-	p.mu.Lock()
-	p.writing = false
-	more := len(p.queue) > 0
-	p.mu.Unlock()
-	if more {
-		p.signal()
-	}
+	p.doneWriting()
 	if !sent {
 		return false, false
 	}
@@ -287,4 +281,16 @@ func (cn *conn) sound() error {
 		return nil
 	}
 	return cn.idle.sound()
+}
+
+// doneWriting gives back the turn to write that a caller took (writing),
+// and wakes the writer for the calls queued meanwhile.
+func (p *pipeline) doneWriting() {
+	p.mu.Lock()
+	p.writing = false
+	more := len(p.queue) > 0
+	p.mu.Unlock()
+	if more {
+		p.signal()
+	}
 }
