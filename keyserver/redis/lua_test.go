@@ -131,7 +131,17 @@ type luaCase struct {
 }
 
 // luaNode is the Redis of TestLuaScripts.
-type luaNode struct{ *redistest.Node }
+type luaNode struct {
+	*redistest.Node
+	start time.Time // when the test began: before any key was set up
+}
+
+// near reports whether left, a TTL read now of one set to ms, is right:
+// at most ms, and at least ms less the time since the test began (plus a
+// millisecond of rounding), however long the machine stalled the test.
+func (n luaNode) near(left, ms int64) bool {
+	return left <= ms && left >= ms-time.Since(n.start).Milliseconds()-1
+}
 
 // str is cmd's reply as a string ("" for nil).
 func (n luaNode) str(cmd string, args ...any) string {
@@ -143,7 +153,7 @@ func (n luaNode) str(cmd string, args ...any) string {
 func (n luaNode) pttlNear(t *testing.T, key string, ms int64) {
 	t.Helper()
 	left := n.MustDo("PTTL", key).(int64)
-	assert.True(t, left > ms-1000 && left <= ms, "PTTL %s is %d, want about %d", key, left, ms)
+	assert.True(t, n.near(left, ms), "PTTL %s is %d, want about %d", key, left, ms)
 }
 
 // heldNear checks that sem:held records slot as lapsing in about ms.
@@ -152,15 +162,15 @@ func (n luaNode) heldNear(t *testing.T, sem, slot string, ms int64) {
 	score, err := redigo.Int64(n.Do("ZSCORE", sem+":held", slot))
 	require.NoError(t, err, "slot %s in %s:held", slot, sem)
 	left := score - time.Now().UnixMilli()
-	assert.True(t, left > ms-1000 && left <= ms, "slot %s lapses in %d ms, want about %d", slot, left, ms)
+	assert.True(t, n.near(left, ms), "slot %s lapses in %d ms, want about %d", slot, left, ms)
 }
 
-// about stands in a want for a TTL left of about so many milliseconds:
-// in (ms-1000, ms].
+// about stands in a want for a TTL left of about so many milliseconds
+// (luaNode.near).
 type about int64
 
 // matchReply checks reply against want, which may hold abouts.
-func matchReply(t *testing.T, want, reply any) {
+func (n luaNode) matchReply(t *testing.T, want, reply any) {
 	t.Helper()
 	w, ok := want.([]any)
 	if !ok {
@@ -174,7 +184,7 @@ func matchReply(t *testing.T, want, reply any) {
 	for i := range w {
 		if ms, ok := w[i].(about); ok {
 			left, _ := r[i].(int64)
-			assert.True(t, left > int64(ms)-1000 && left <= int64(ms), "reply %v: [%d] is %v, want about %d", reply, i, r[i], ms)
+			assert.True(t, n.near(left, int64(ms)), "reply %v: [%d] is %v, want about %d", reply, i, r[i], ms)
 		} else {
 			assert.Equal(t, w[i], r[i], "reply %v: [%d]", reply, i)
 		}
@@ -201,7 +211,7 @@ func plain(r any) any {
 // as the Server passes them, and checks the reply, the keys after it and
 // what it published.
 func TestLuaScripts(t *testing.T) {
-	n := luaNode{redistest.Start(t, 1).Nodes[0]}
+	n := luaNode{Node: redistest.Start(t, 1).Nodes[0]}
 	ps := redigo.PubSubConn{Conn: dial(t, n)}
 	defer ps.Close()
 	require.NoError(t, ps.Subscribe(luaChannel))
@@ -223,6 +233,7 @@ func TestLuaScripts(t *testing.T) {
 	relK := []string{sem + ":1", sem + ":watchers", sem + ":told"}
 	holdK := []string{rw + ":w", rw + ":r", rw + ":watchers", rw + ":told"}
 	now := time.Now().UnixMilli() // for the watchers' scores and the promises' deadlines: the test and Redis share a clock
+	n.start = time.UnixMilli(now)
 	// live is how long after now a promise set up as live stays so: every
 	// case runs within it, on a loaded machine too (300 ms was seen to
 	// lapse before the last cases ran).
@@ -794,7 +805,7 @@ func TestLuaScripts(t *testing.T) {
 				assert.True(t, strings.HasPrefix(err.Error(), want), "error %v, want %s", err, want)
 			} else {
 				require.NoError(t, err)
-				matchReply(t, c.want, plain(reply))
+				n.matchReply(t, c.want, plain(reply))
 			}
 			if c.check != nil {
 				c.check(n, t)
