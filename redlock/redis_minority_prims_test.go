@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/redlock"
@@ -22,6 +23,16 @@ func TestRedisPrimitivesSurviveAPausedMinority(t *testing.T) {
 	ctx := context.Background()
 	sem := c.Semaphore("pool", 3)
 	rw := c.RWMutex("table")
+	// Every server identified and connected before the pauses: the
+	// windows measure a running client's, not its first contact's.
+	for _, take := range []func() (*redlock.Lock, error){
+		func() (*redlock.Lock, error) { return sem.Acquire(ctx, 10*time.Second) },
+		func() (*redlock.Lock, error) { return rw.Lock(ctx, 10*time.Second) },
+	} {
+		l, err := take()
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+	}
 	cluster.Nodes[1].Pause()
 	cluster.Nodes[3].Pause()
 	defer cluster.Nodes[1].Resume()

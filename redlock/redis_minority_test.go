@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -111,13 +112,23 @@ func lockUnlocks(t *testing.T, c *redlock.Client, goroutines int, d time.Duratio
 		go func() {
 			defer wg.Done()
 			name := fmt.Sprintf("g%d", g)
-			for time.Now().Before(end) {
+			for i := 0; time.Now().Before(end); i++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				l, err := c.Acquire(ctx, name, minorityTTL)
 				if err == nil {
 					err = l.Release(ctx)
 				}
 				cancel()
+				var qe *redlock.QuorumError
+				if errors.As(err, &qe) && qe.Op == "release" && qe.Refused == 0 {
+					// A healthy server stalled past the server timeout
+					// beside the failed one (a loaded machine): the key
+					// may stay held for its TTL, so the next round takes
+					// another; the count below judges the cost.
+					t.Logf("lock+unlock: %v", err)
+					name = fmt.Sprintf("g%d-%d", g, i)
+					continue
+				}
 				if err != nil {
 					errs <- err
 					return

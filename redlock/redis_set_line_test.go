@@ -23,7 +23,8 @@ type waiter struct {
 	lock  bool
 }
 
-// grantOrder has a holder take every name, starts each waiter's call on
+// grantOrder has a holder take every name on every node (its server
+// timeout must allow for a loaded machine), starts each waiter's call on
 // a Client of its own 15 ms after the one before (and once the one before
 // waits in its names' lines on cluster: a goroutine started late ranks
 // late), lets go once all wait, and returns the order in which the
@@ -32,6 +33,16 @@ func grantOrder(t *testing.T, ctx context.Context, cluster *redistest.Cluster, h
 	t.Helper()
 	h, err := holder.AcquireAll(ctx, all, 10*time.Second)
 	require.NoError(t, err)
+	// A grant needs two of the three nodes; the order needs all three, or
+	// the first waiter is granted on the third and waits in no line there.
+	require.Eventually(t, func() bool {
+		for _, node := range cluster.Nodes {
+			if n, err := node.Do("EXISTS", toAny(all)...); err != nil || n.(int64) != int64(len(all)) {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "the holder's names on every node")
 	var (
 		mu    sync.Mutex
 		order []int
@@ -81,7 +92,7 @@ func grantOrder(t *testing.T, ctx context.Context, cluster *redistest.Cluster, h
 // promises a name to the earliest waiter.
 func TestRedisSetsWaitInLine(t *testing.T) {
 	cluster := redistest.Start(t, 3)
-	holder := clientOn(t, cluster)
+	holder := clientOn(t, cluster, redlock.WithServerTimeout(2*time.Second))
 	clients := []*redlock.Client{clientOn(t, cluster), clientOn(t, cluster), clientOn(t, cluster)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -99,7 +110,7 @@ func TestRedisSetsWaitInLine(t *testing.T) {
 // while another holds a and b, are granted in that order.
 func TestRedisLockAndSetWaitersInterleave(t *testing.T) {
 	cluster := redistest.Start(t, 3)
-	holder := clientOn(t, cluster)
+	holder := clientOn(t, cluster, redlock.WithServerTimeout(2*time.Second))
 	clients := []*redlock.Client{clientOn(t, cluster), clientOn(t, cluster), clientOn(t, cluster)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -148,4 +159,13 @@ func TestRedisOppositeSetsProgress(t *testing.T) {
 	t.Logf("granted %d and %d times in %v", granted[0].Load(), granted[1].Load(), run)
 	assert.Greater(t, granted[0].Load(), int64(20))
 	assert.Greater(t, granted[1].Load(), int64(20))
+}
+
+// toAny is ss as the arguments of a command.
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
