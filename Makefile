@@ -7,13 +7,13 @@ PKGS        := ./...
 # Nested modules: their own go.mod, so the core module's users never
 # download go-redis, rueidis, valkey-go, OpenTelemetry, gocron, SQL drivers,
 # miniredis or the peers of the comparison.
-NESTED      := keyserver/goredis keyserver/rueidis keyserver/valkey bench redlockotel integration/gocronlock integration/miniredis fence/sqlfence
+NESTED      := keyserver/goredis keyserver/rueidis keyserver/valkey bench redlockotel integration/gocronlock integration/miniredis fence/sqlfence tests/chaos
 
 .PHONY: test test-engines lint vet demo bench bench-peers chaos fuzz redis-up redis-down release-check
 
-## test: vet, then every test with the race detector, in this module (the
-## short fault-injection run of internal/chaos included) and in the nested
-## modules, then test-engines. Real redis-server processes (redis-server
+## test: vet, then every test with the race detector, in this module and in
+## the nested modules (the short fault-injection run of tests/chaos
+## included), then test-engines. Real redis-server processes (redis-server
 ## from PATH: Debian's Redis 7.0 in CI) are started by the tests that need
 ## them.
 test: vet
@@ -88,7 +88,7 @@ lint: vet
 ## keyserver/goredis@VERSION and builds; prints the tags to push.
 ## RELEASING.md has the procedure; CI runs it for the next version
 ## (.ci/release/next-version). Nested modules that are not tagged:
-RELEASE_UNPUBLISHED := bench integration/miniredis
+RELEASE_UNPUBLISHED := bench integration/miniredis tests/chaos
 release-check:
 	@test -n "$(VERSION)" || { echo "usage: make release-check VERSION=vX.Y.Z (RELEASING.md)"; exit 2; }
 	GO='$(GO)' NESTED='$(NESTED)' UNPUBLISHED='$(RELEASE_UNPUBLISHED)' ./.ci/release/check '$(VERSION)'
@@ -109,14 +109,15 @@ BENCH_PEERS_FLAGS ?=
 bench-peers:
 	cd bench && $(GO) run . $(BENCH_PEERS_FLAGS)
 
-## chaos: the fault-injection suite (internal/chaos) on five throwaway Redis
-## nodes: every scenario at full length, about seven minutes, and its table.
+## chaos: the fault-injection suite (tests/chaos, a module of its own) on
+## five throwaway Redis nodes: every scenario at full length, about seven
+## minutes, and its table.
 ## SHORT=1 runs the short version that make test also runs; LONG=1 runs
 ## every scenario for longer, for more than 100,000 grants in the safe
 ## ones (about 40 minutes; not run by CI); SEED=n replays a run's
 ## fault schedule.
 chaos:
-	$(GO) test -count=1 -timeout $(if $(LONG),90m,20m) -run '^TestChaos$$' -v ./internal/chaos -args \
+	cd tests/chaos && $(GO) test -count=1 -timeout $(if $(LONG),90m,20m) -run '^TestChaos$$' -v . -args \
 	  $(if $(LONG),-chaos.long,$(if $(SHORT),,-chaos.full)) $(if $(SEED),-chaos.seed=$(SEED))
 
 ## fuzz: each fuzz target for FUZZTIME (default 1m): FromURL's parser and

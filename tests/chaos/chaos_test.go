@@ -83,19 +83,17 @@ func TestChaos(t *testing.T) {
 					r.Writes.Fenced, r.Writes.Unfenced, r.Writes, r.StopLate)
 			}
 			if sc.LockDelay > 0 {
-				t.Logf("lock-delay %v TTLs: %d grants ran out unreleased, and no other holder was granted their names within the delay unless %s violations say so",
-					sc.LockDelay, r.Delays, kindCount(r.Violations, DelayBroken))
+				t.Log(lockDelayKind.note(r, PrimResult{}))
 			}
 			logViolations(t, r.Violations)
 			for _, p := range r.Prims {
 				t.Logf("%s: %d grants, most at once %d, %d lost, %d violations, %d overlaps (longest %v), failures %v, fence order broken by counters lost in empty restarts %d",
 					p.Primitive, p.Grants, p.MostAtOnce, p.Lost, len(p.Violations), p.Overlaps, p.MaxOverlap.Round(time.Millisecond),
 					p.ByKind, p.FenceResets)
-				if p.Primitive == ElectionPrim {
-					t.Logf("election: Leader named a leader %d times and none %d times; Observe sent %d values", p.Reads, p.NoLeader, p.Observed)
-				}
-				if p.Primitive == SetPrim {
-					t.Logf("sets: %d granted (pairs and triples), checked as %d holds of their names", p.Sets, p.Grants)
+				for _, k := range primKinds() {
+					if k.prim == p.Primitive && k.note != nil {
+						t.Log(k.note(r, p))
+					}
 				}
 				logViolations(t, p.Violations)
 			}

@@ -68,6 +68,7 @@ type Report struct {
 	Overlaps   int           // pairs of grants of one name that overlapped (instants over the permits, for a semaphore)
 	MaxOverlap time.Duration // the longest of those overlaps
 	MostAtOnce int           // the most holds of one name at once: 1 for a lock that kept its promise
+	Expired    int           // grants that ran out unreleased (CheckLockDelay's; 0 from the others)
 	Violations []Violation
 }
 

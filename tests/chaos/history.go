@@ -46,21 +46,6 @@ const (
 	SetPrim Primitive = "lock in a set"
 )
 
-// Primitive returns what the grants of workload w are of.
-func (w Workload) Primitive() Primitive {
-	switch w {
-	case Permit:
-		return SemaphorePrim
-	case Reader, Writer:
-		return RWMutexPrim
-	case Leader, Observer:
-		return ElectionPrim
-	case AcquireAll:
-		return SetPrim
-	}
-	return LockPrim
-}
-
 // Grant is one lock as its holder saw it. Every time is an offset from the
 // start of its History, on the process's monotonic clock.
 type Grant struct {

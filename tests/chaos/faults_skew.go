@@ -213,3 +213,107 @@ var (
 	_ keyserver.Notifier          = skewedBoth{}
 	_ keyserver.Fencer            = skewedBoth{}
 )
+
+// skewedPrims adds the primitives' methods (keyserver.HoldKeeper) to a
+// skewed Notifier and Fencer, with their TTLs scaled and the times left
+// they report scaled back, as for a lock: a node whose clock runs fast
+// lets a permit, a hold or a leadership go early. Skewed returns one when
+// the server it wraps has every one of these abilities, as the Redis key
+// server does.
+type skewedPrims struct {
+	skewedBoth
+	hk keyserver.HoldKeeper
+}
+
+// skewedWithPrims returns s with the primitives' methods of ks, if ks
+// has them.
+func skewedWithPrims(s skewedBoth, ks keyserver.KeyServer) (skewedPrims, bool) {
+	hk, ok := ks.(keyserver.HoldKeeper)
+	if !ok {
+		return skewedPrims{}, false
+	}
+	return skewedPrims{skewedBoth: s, hk: hk}, true
+}
+
+func (s skewedPrims) AcquireHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, keyserver.HoldReply, error) {
+	ok, r, err := s.hk.AcquireHold(ctx, h, s.skewedNotifier.ttl(ttl))
+	r.Left = s.skewedNotifier.left(r.Left)
+	return ok, r, err
+}
+
+func (s skewedPrims) ExtendHold(ctx context.Context, h keyserver.HoldSpec, ttl time.Duration) (bool, error) {
+	return s.hk.ExtendHold(ctx, h, s.skewedNotifier.ttl(ttl))
+}
+
+func (s skewedPrims) ReleaseHold(ctx context.Context, h keyserver.HoldSpec) (bool, error) {
+	return s.hk.ReleaseHold(ctx, h)
+}
+
+func (s skewedPrims) WatchHolds(ctx context.Context, h keyserver.HoldSpec) (<-chan struct{}, func(), error) {
+	return s.hk.WatchHolds(ctx, h)
+}
+
+func (s skewedPrims) ReadLeader(ctx context.Context, key string) (keyserver.Leadership, error) {
+	ld, err := s.hk.ReadLeader(ctx, key)
+	ld.Left = s.skewedNotifier.left(ld.Left)
+	return ld, err
+}
+
+// The wrapper keeps every ability it promises.
+var (
+	_ keyserver.Notifier   = skewedPrims{}
+	_ keyserver.Fencer     = skewedPrims{}
+	_ keyserver.HoldKeeper = skewedPrims{}
+)
+
+// skewedSets adds keyserver.SetLocker to a skewed server with the
+// primitives, with its TTLs scaled and the time left it reports scaled
+// back, as for a lock: a node whose clock runs fast lets a set go early.
+// Without it the sets' clients of the skew scenarios would find a server
+// that is no SetLocker, and every AcquireAll would be refused.
+type skewedSets struct {
+	skewedPrims
+	set keyserver.SetLocker
+}
+
+// skewedWithSets returns s with the SetLocker methods of ks, if ks has
+// them.
+func skewedWithSets(s skewedPrims, ks keyserver.KeyServer) (keyserver.KeyServer, bool) {
+	set, ok := ks.(keyserver.SetLocker)
+	if !ok {
+		return nil, false
+	}
+	return skewedSets{skewedPrims: s, set: set}, true
+}
+
+func (s skewedSets) AcquireAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	ok, h, err := s.set.AcquireAll(ctx, keys, token, s.skewedNotifier.ttl(ttl))
+	h.Left = s.skewedNotifier.left(h.Left)
+	return ok, h, err
+}
+
+func (s skewedSets) AcquireAllInLine(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, keyserver.Holder, error) {
+	ok, h, err := s.set.AcquireAllInLine(ctx, keys, token, s.skewedNotifier.ttl(ttl))
+	h.Left = s.skewedNotifier.left(h.Left)
+	return ok, h, err
+}
+
+func (s skewedSets) LeaveLines(ctx context.Context, keys []string, token string) error {
+	return s.set.LeaveLines(ctx, keys, token)
+}
+
+func (s skewedSets) ExtendAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error) {
+	return s.set.ExtendAll(ctx, keys, token, s.skewedNotifier.ttl(ttl))
+}
+
+func (s skewedSets) ReleaseAll(ctx context.Context, keys []string, token string) (bool, error) {
+	return s.set.ReleaseAll(ctx, keys, token)
+}
+
+// The wrapper keeps every ability it promises.
+var (
+	_ keyserver.Notifier   = skewedSets{}
+	_ keyserver.Fencer     = skewedSets{}
+	_ keyserver.HoldKeeper = skewedSets{}
+	_ keyserver.SetLocker  = skewedSets{}
+)

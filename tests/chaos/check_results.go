@@ -25,38 +25,30 @@ type PrimResult struct {
 }
 
 // primWorks returns the primitives' clients of a run: n[w] of each
-// workload w, in a fixed order.
+// workload w, in the order of the kinds table (holdKinds).
 func primWorks(n map[Workload]int) []Workload {
 	var works []Workload
-	for _, w := range []Workload{Permit, Reader, Writer, Leader, Observer, AcquireAll} {
-		for range n[w] {
-			works = append(works, w)
+	for _, k := range primKinds() {
+		for _, wk := range k.works {
+			for range n[wk.w] {
+				works = append(works, wk.w)
+			}
 		}
 	}
 	return works
 }
 
-// primCheckers are the primitives' checkers, in the order results list them.
-var primCheckers = []struct {
-	prim  Primitive
-	check func([]Grant) Report
-}{
-	{SemaphorePrim, CheckSemaphore},
-	{RWMutexPrim, CheckRWMutex},
-	{ElectionPrim, CheckElection},
-	{SetPrim, CheckSets},
-}
-
-// checkPrims checks the grants of each primitive whose clients ran, and
+// checkPrims checks the grants of each primitive whose clients ran with
+// its kind's checker (holdKinds), and
 // adds what those clients counted. countersLost sets fence-order breaks
 // apart, as for the lock, in a scenario whose nodes restarted empty
 // without fsync. An Observe stream that sent one value twice in a row is
 // an ObserveRepeat violation of the election.
 func checkPrims(byPrim map[Primitive][]Grant, clients []*client, countersLost bool) []PrimResult {
 	var rs []PrimResult
-	for _, pc := range primCheckers {
-		r := PrimResult{Primitive: pc.prim, Report: pc.check(byPrim[pc.prim])}
-		for _, g := range byPrim[pc.prim] {
+	for _, k := range primKinds() {
+		r := PrimResult{Primitive: k.prim, Report: k.check(byPrim[k.prim], 0)}
+		for _, g := range byPrim[k.prim] {
 			if g.Workload == Writer {
 				r.Writes++
 			}
@@ -66,7 +58,7 @@ func checkPrims(byPrim map[Primitive][]Grant, clients []*client, countersLost bo
 		}
 		byKind := make(map[string]int)
 		for _, c := range clients {
-			if c.work.Primitive() != pc.prim {
+			if c.work.Primitive() != k.prim {
 				continue
 			}
 			r.Clients++
@@ -74,7 +66,7 @@ func checkPrims(byPrim map[Primitive][]Grant, clients []*client, countersLost bo
 			r.NoLeader += c.noLeader
 			r.Observed += c.changes
 			for _, v := range c.repeats {
-				r.Violations = append(r.Violations, Violation{Kind: ObserveRepeat, Of: pc.prim,
+				r.Violations = append(r.Violations, Violation{Kind: ObserveRepeat, Of: k.prim,
 					Detail: fmt.Sprintf("client %d's Observe sent %q twice in a row", c.id, v)})
 			}
 			for k, n := range c.failures {

@@ -152,7 +152,42 @@
 //
 // # Seams
 //
-// The functions of seams.go are where the suite meets the redlock API
-// (Client.Close, the loss margin, LockFromContext, WithFencing and
+// The functions of traffic_seams.go are where the suite meets the redlock
+// API (Client.Close, the loss margin, LockFromContext, WithFencing and
 // Lock.Fence): one place to adapt when that API changes.
+//
+// # Layout
+//
+// One package, its files named by concern (as etcd's tests/robustness
+// splits failpoint, traffic, validate and report into packages), and one
+// table of the kinds of hold, kinds.go's holdKinds, whose row for a kind
+// (lock, lock with lock-delay, semaphore, read-write lock, election, set
+// of names) gives its workloads, its checker and its report columns:
+//
+//   - kinds.go: the kinds table.
+//   - faults: faults.go (the schedule: pauses, kills, restarts,
+//     failovers, partitions, clocks, stops), faults_proxy.go (Proxy:
+//     latency, black holes, resets), faults_skew.go (Clocks, Skewed, for
+//     every ability of a key server), faults_procs*.go (the client
+//     processes, which the faults stop and continue; their side is
+//     childMain, which TestMain runs).
+//   - traffic: traffic.go (the clients and every kind's workloads),
+//     traffic_store.go (the Store the processes write to),
+//     traffic_seams.go (the redlock API it calls).
+//   - checks: check.go (Check and the rules every kind shares),
+//     check_kinds.go (the other kinds' checkers), check_results.go (a
+//     kind's result in a scenario), check_leaks.go, check_stalls.go (the
+//     stalls of the test's process that excuse a late loss); CheckWrites
+//     is with the Store.
+//   - report: report_table.go (the tables, from the kinds' columns),
+//     report_availability.go (grants per second against the baseline's).
+//   - the run: history.go (the grants on one clock), scenario.go (the
+//     scenarios and their settings), run.go (Run: one scenario from
+//     start to check).
+//
+// It stays one package: the client processes are the test binary run
+// again (TestMain → childMain), so the traffic's client, the faults'
+// processes and the run share unexported state (client, faults, procs,
+// Load), and subpackages would export dozens of names and split the
+// processes between faults and traffic.
 package chaos

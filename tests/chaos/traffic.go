@@ -145,33 +145,12 @@ func (c *client) close() error {
 	return errors.Join(errs...)
 }
 
-// run does the client's workload until ctx ends.
+// run does the client's workload (its kind's row in holdKinds) until ctx
+// ends.
 func (c *client) run(ctx context.Context) {
+	do := runner(c.work)
 	for ctx.Err() == nil {
-		switch c.work {
-		case Acquire:
-			c.acquire(ctx)
-		case KeepAlive:
-			c.keepAlive(ctx)
-		case Do:
-			c.do(ctx)
-		case DoOrSkip:
-			c.doOrSkip(ctx)
-		case Holdout:
-			c.holdout(ctx)
-		case AcquireAll:
-			c.acquireAll(ctx)
-		case Permit:
-			c.permit(ctx)
-		case Reader:
-			c.reader(ctx)
-		case Writer:
-			c.writer(ctx)
-		case Leader:
-			c.campaign(ctx)
-		case Observer:
-			c.observe(ctx)
-		}
+		do(c, ctx)
 		sleep(ctx, c.between(0, c.load.Think))
 	}
 }
@@ -416,4 +395,176 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// The workloads of the primitives on the same quorum: a semaphore's
+// permits, a read-write lock's readers and writers, an election's leaders
+// and observers. Their clients run beside the lock's, through their own
+// paths to the same faulted nodes.
+
+// permit takes a permit of a semaphore: three times in four with Acquire,
+// held briefly or, one time in three, kept alive by hand through a long
+// job; otherwise under the semaphore's Do with a short job.
+func (c *client) permit(ctx context.Context) {
+	sem := c.load.Semaphores[c.rng.IntN(len(c.load.Semaphores))]
+	s := c.rc.Semaphore(sem.Name, sem.Permits)
+	if c.rng.IntN(4) == 0 {
+		c.under(ctx, "permit do", Permit, sem.Name, sem.Permits, c.between(0, c.load.PrimHold),
+			func(ctx context.Context, fn func(context.Context) error) error { return s.Do(ctx, c.load.TTL, fn) })
+		return
+	}
+	l, g, ok := c.take(ctx, "permit", Permit, func(ctx context.Context) (*redlock.Lock, error) {
+		return s.Acquire(ctx, c.load.TTL)
+	})
+	if !ok {
+		return
+	}
+	g.Permits = sem.Permits
+	if c.rng.IntN(3) == 0 {
+		c.keepAliveFor(ctx, l, &g, c.between(c.load.MinJob, c.load.MaxJob))
+	} else {
+		c.hold(l, &g, c.careful(l, c.load.PrimHold), ctx.Done())
+	}
+	c.release(l, &g)
+}
+
+// reader takes a read hold: four times in five with RLock, held briefly;
+// otherwise under RDo with a job that outlasts the TTL half of the time,
+// so that read holds are extended, one by one, while writers wait.
+func (c *client) reader(ctx context.Context) {
+	c.readWrite(ctx, Reader, 5, c.load.PrimHold, c.load.TTL/2, c.load.MinJob)
+}
+
+// writer takes a write hold: three times in four with Lock, held as
+// briefly as the lock's short holds; otherwise under Do with a job up to
+// a read hold's length.
+func (c *client) writer(ctx context.Context) {
+	c.readWrite(ctx, Writer, 4, c.load.MaxHold, 0, c.load.PrimHold)
+}
+
+// readWrite takes a hold of a read-write lock for work (Reader or
+// Writer): one time in oneIn under RDo or Do with a job of jobMin to
+// jobMax, otherwise with RLock or Lock and a careful hold up to hold.
+func (c *client) readWrite(ctx context.Context, work Workload, oneIn int, hold, jobMin, jobMax time.Duration) {
+	name := c.pick(c.load.RWNames)
+	m := c.rc.RWMutex(name)
+	op, lock, do := "rlock", m.RLock, m.RDo
+	if work == Writer {
+		op, lock, do = "lock", m.Lock, m.Do
+	}
+	if c.rng.IntN(oneIn) == 0 {
+		c.under(ctx, op+" do", work, name, 0, c.between(jobMin, jobMax),
+			func(ctx context.Context, fn func(context.Context) error) error { return do(ctx, c.load.TTL, fn) })
+		return
+	}
+	l, g, ok := c.take(ctx, op, work, func(ctx context.Context) (*redlock.Lock, error) { return lock(ctx, c.load.TTL) })
+	if !ok {
+		return
+	}
+	c.hold(l, &g, c.careful(l, hold), ctx.Done())
+	c.release(l, &g)
+}
+
+// campaign campaigns for an election with a value of its own (so that
+// Leader reads name the term), waiting as long as it takes, leads for a
+// long job (Campaign keeps the leadership alive past its TTL) or until the
+// leadership is lost, and resigns.
+func (c *client) campaign(ctx context.Context) {
+	name := c.pick(c.load.Elections)
+	c.campaigns++
+	value := fmt.Sprintf("client%d.%d", c.id, c.campaigns)
+	l, g, ok := c.take(ctx, "campaign", Leader, func(context.Context) (*redlock.Lock, error) {
+		// Not take's context with the patience: its end would resign.
+		// Campaign waits until it leads or the run ends.
+		return c.rc.Election(name).Campaign(ctx, c.load.TTL, value)
+	})
+	if !ok {
+		return
+	}
+	c.hold(l, &g, c.between(c.load.MinJob, c.load.MaxJob), ctx.Done())
+	c.release(l, &g)
+}
+
+// observe watches an election: every other time one Leader read, else an
+// Observe stream for a TTL or two, whose values must never repeat one in a
+// row.
+func (c *client) observe(ctx context.Context) {
+	e := c.rc.Election(c.pick(c.load.Elections))
+	if c.rng.IntN(2) == 0 {
+		rctx, cancel := context.WithTimeout(ctx, c.load.Patience)
+		defer cancel()
+		_, err := e.Leader(rctx)
+		switch {
+		case err == nil:
+			c.reads++
+		case errors.Is(err, redlock.ErrNoLeader):
+			c.noLeader++
+		default:
+			c.fail(ctx, "leader", err)
+		}
+		return
+	}
+	octx, cancel := context.WithTimeout(ctx, c.between(c.load.TTL, 2*c.load.TTL))
+	defer cancel()
+	first, last := true, ""
+	for v := range e.Observe(octx) {
+		if !first && v == last {
+			c.repeats = append(c.repeats, v)
+		}
+		first, last = false, v
+		c.changes++
+	}
+}
+
+// The workload of locks taken several names at once (AcquireAll): its
+// clients take random pairs and triples of the load's SetNames, which
+// overlap and name their common names in different orders, hold them
+// briefly and release them, through their own paths to the same faulted
+// nodes as every other client. Every set client fences (setClientOptions),
+// so that each name's tokens can be checked in grant order.
+
+// acquireAll takes a set of two or three names, holds it briefly (as
+// acquire holds a lock) and releases it; it stops holding as soon as it
+// hears the set is lost. Its grant is recorded once per name (perName).
+func (c *client) acquireAll(ctx context.Context) {
+	names := c.pickSet(c.load.SetNames)
+	l, g, ok := c.take(ctx, "acquireall", AcquireAll, func(ctx context.Context) (*redlock.Lock, error) {
+		return c.rc.AcquireAll(ctx, names, c.load.TTL)
+	})
+	if !ok {
+		return
+	}
+	c.hold(l, &g, c.careful(l, c.load.MaxHold), ctx.Done())
+	c.release(l, &g)
+}
+
+// pickSet draws two or three distinct names of names (fewer when there are
+// fewer), in a random order: sets of six names overlap often, and two sets
+// name their common names in either order, which must not deadlock.
+func (c *client) pickSet(names []string) []string {
+	k := min(2+c.rng.IntN(2), len(names))
+	set := make([]string, k)
+	for i, j := range c.rng.Perm(len(names))[:k] {
+		set[i] = names[j]
+	}
+	return set
+}
+
+// perName returns the records of g, a grant of the lock whose names are
+// names: g itself for a lock of one name (or a primitive), and for a set
+// one copy of g per name, with that name, its fencing token (fenceOf) and
+// the set's names (Grant.Set). The checkers work name by name, so a
+// set's records are checked against every other hold of each of its
+// names exactly as separate locks would be: no second checker for sets.
+func perName(g Grant, names []string, fenceOf func(string) uint64) []Grant {
+	if len(names) <= 1 {
+		return []Grant{g}
+	}
+	records := make([]Grant, len(names))
+	for i, n := range names {
+		r := g
+		r.Name, r.Fence, r.Set = n, fenceOf(n), names
+		records[i] = r
+	}
+	return records
 }

@@ -275,11 +275,11 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	for _, g := range grants {
 		byPrim[g.Workload.Primitive()] = append(byPrim[g.Workload.Primitive()], g)
 	}
-	res.Report = Check(byPrim[LockPrim])
+	res.Report = lockKind.check(byPrim[LockPrim], delay)
 	if delay > 0 {
-		var vs []Violation
-		res.Delays, vs = CheckLockDelay(byPrim[LockPrim], delay)
-		res.Violations = append(res.Violations, vs...)
+		d := lockDelayKind.check(byPrim[LockPrim], delay)
+		res.Delays = d.Expired
+		res.Violations = append(res.Violations, d.Violations...)
 	}
 	res.Ran = healed - working
 	res.Availability = Availability{PerSecond: perSecond(byPrim[LockPrim], working, healed)}
@@ -363,7 +363,8 @@ func assign(mix map[Workload]int, n int) []Workload {
 		total += w
 	}
 	var works []Workload
-	for _, work := range []Workload{Acquire, DoOrSkip, Do, KeepAlive, Holdout} {
+	for _, wk := range lockKind.works {
+		work := wk.w
 		if mix[work] == 0 {
 			continue
 		}

@@ -90,7 +90,7 @@ func TestWritePrimTable(t *testing.T) {
 		t.Fatalf("%d lines, want a header, two scenarios and the total:\n%s", len(lines), b.String())
 	}
 	for i, want := range [][]string{
-		{"baseline", "yes", "120", "3", "0", "50", "30", "4", "0", "9", "1", "1", "2", "35", "(5", "none)"},
+		{"baseline", "yes", "120", "3", "0", "50", "30", "4", "0", "9", "1", "35", "(5", "none)", "1", "2"},
 		{"unsafe", "NO", "120"},
 		{"safe", "scenarios", "120", "0", "50", "30", "0", "9", "1"},
 	} {
