@@ -35,6 +35,25 @@ func TestRedisInspect(t *testing.T) {
 		}
 		return st
 	}
+	// settled inspects until every server shows what ok asks of it: a
+	// grant returns at a quorum, and the last server's write may land a
+	// moment later on a loaded machine.
+	settled := func(what string, ok func(redlock.ServerStatus) bool) redlock.Status {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			st, err := c.Inspect(ctx, name)
+			if err != nil || len(st.Servers) != 3 {
+				return false
+			}
+			for _, s := range st.Servers {
+				if s.Err != nil || !ok(s) {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second, 5*time.Millisecond, "%s on every server", what)
+		return inspect()
+	}
 	var tokens []string
 	noToken := func(st redlock.Status) {
 		t.Helper()
@@ -47,7 +66,7 @@ func TestRedisInspect(t *testing.T) {
 	l, err := c.Acquire(ctx, name, 20*time.Second)
 	require.NoError(t, err)
 	tokens = append(tokens, l.Token())
-	st := inspect()
+	st := settled("the lock", func(s redlock.ServerStatus) bool { return s.Held })
 	assert.True(t, st.Held)
 	assert.Equal(t, l.Token()[17:25], st.Holder)
 	assert.True(t, st.Left > 10*time.Second && st.Left <= 20*time.Second, "left %v", st.Left)
@@ -80,7 +99,7 @@ func TestRedisInspect(t *testing.T) {
 	p2, err := sem.Acquire(ctx, 20*time.Second)
 	require.NoError(t, err)
 	tokens = append(tokens, p1.Token(), p2.Token())
-	st = inspect()
+	st = settled("two permits", func(s redlock.ServerStatus) bool { return s.Semaphore.InUse == 2 })
 	assert.False(t, st.Held, "the lock of the name is another key")
 	assert.Equal(t, redlock.SemaphoreView{Permits: 3, InUse: 2}, st.Semaphore)
 	for _, s := range st.Servers {
@@ -95,7 +114,7 @@ func TestRedisInspect(t *testing.T) {
 	r2, err := rw.RLock(ctx, 20*time.Second)
 	require.NoError(t, err)
 	tokens = append(tokens, r1.Token(), r2.Token())
-	st = inspect()
+	st = settled("two readers", func(s redlock.ServerStatus) bool { return s.RW.Readers == 2 })
 	assert.Equal(t, redlock.RWView{Readers: 2}, st.RW)
 	noToken(st)
 	require.NoError(t, r1.Release(ctx))
@@ -103,7 +122,7 @@ func TestRedisInspect(t *testing.T) {
 	w, err := rw.Lock(ctx, 20*time.Second)
 	require.NoError(t, err)
 	tokens = append(tokens, w.Token())
-	st = inspect()
+	st = settled("the writer", func(s redlock.ServerStatus) bool { return s.RW.Writer != "" })
 	assert.Equal(t, redlock.RWView{Writer: w.Token()[17:25]}, st.RW, "servers: %+v", st.Servers)
 	for _, s := range st.Servers {
 		assert.Equal(t, st.RW, s.RW)
@@ -116,7 +135,7 @@ func TestRedisInspect(t *testing.T) {
 	lead, err := c.Election(name).Campaign(lctx, 20*time.Second, "host-a")
 	require.NoError(t, err)
 	tokens = append(tokens, lead.Token())
-	st = inspect()
+	st = settled("the leader", func(s redlock.ServerStatus) bool { return s.Election.Leader != "" })
 	assert.Equal(t, "host-a", st.Election.Leader)
 	assert.Equal(t, lead.Fence(), st.Election.Term)
 	assert.Positive(t, st.Election.Term)
@@ -129,7 +148,9 @@ func TestRedisInspect(t *testing.T) {
 	for _, h := range []*redlock.Lock{p1, p2, w, lead} {
 		require.NoError(t, h.Release(ctx))
 	}
-	st = inspect()
+	st = settled("nothing held", func(s redlock.ServerStatus) bool {
+		return s.Semaphore.InUse == 0 && s.RW.Writer == "" && s.Election.Leader == ""
+	})
 	assert.Equal(t, redlock.View{Fence: l.Fence(), Election: redlock.ElectionView{Term: lead.Fence()}}, st.View)
 
 	// A lock taken with a lock-delay d, read by a client with the same d:
