@@ -227,14 +227,26 @@ func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 	// and for its own turn: 100 ms. The first holds take longer, 120 ms
 	// in all, while it is far back in line; it must take heart from the
 	// line moving, and then the last holds are short.
+	// A hang fails in seconds, not at the package's timeout: seen once in
+	// a loaded run and once in 4,000 runs with -cpu 4 (two waiters each
+	// gathering turns on the fake clock; not explained yet).
 	for i, hold := range []time.Duration{40, 40, 40, 5, 5} {
 		fc.Advance(hold * time.Millisecond)
 		require.NoError(t, l.Release(bg))
 		if i < n {
-			l = <-locks
+			select {
+			case l = <-locks:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("waiter %d not granted 10 s after the release (fake time %v)", i+1, fc.Now().Sub(t0))
+			}
 		}
 	}
-	r := <-done
+	var r lockResult
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the impatient call not returned 10 s after the last release (fake time %v)", fc.Now().Sub(t0))
+	}
 	require.NoError(t, r.err, "gave up while the line moved, %v after it began", fc.Now().Sub(t0))
 	require.NoError(t, r.lock.Release(bg))
 }
