@@ -237,7 +237,8 @@ func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 			select {
 			case l = <-locks:
 			case <-time.After(10 * time.Second):
-				t.Fatalf("waiter %d not granted 10 s after the release (fake time %v)", i+1, fc.Now().Sub(t0))
+				st, err := holder.Inspect(bg, "job")
+				t.Fatalf("waiter %d not granted 10 s after the release (fake time %v); servers: %+v, %v", i+1, fc.Now().Sub(t0), st.Servers, err)
 			}
 		}
 	}
@@ -245,7 +246,8 @@ func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 	select {
 	case r = <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("the impatient call not returned 10 s after the last release (fake time %v)", fc.Now().Sub(t0))
+		st, err := holder.Inspect(bg, "job")
+		t.Fatalf("the impatient call not returned 10 s after the last release (fake time %v); servers: %+v, %v", fc.Now().Sub(t0), st.Servers, err)
 	}
 	require.NoError(t, r.err, "gave up while the line moved, %v after it began", fc.Now().Sub(t0))
 	require.NoError(t, r.lock.Release(bg))
