@@ -283,7 +283,10 @@ func TestRedisLargeSemaphoreCountBindsUntilItLapses(t *testing.T) {
 // permit if the servers did not keep it for the earliest.
 func TestRedisSemaphoreServesClientsInOrder(t *testing.T) {
 	cluster := redistest.Start(t, 3)
-	holder := clientOn(t, cluster)
+	// The holder's permit must reach every node, or the first waiter is
+	// granted on the one it missed and waits in no line there: a loaded
+	// machine missed the 500 ms default timeout (1 of 1 loaded .ci/run).
+	holder := clientOn(t, cluster, redlock.WithServerTimeout(2*time.Second))
 	waiters := make([]*redlock.Client, 3)
 	for i := range waiters {
 		waiters[i] = clientOn(t, cluster, redlock.WithRetryDelay(5*time.Millisecond), redlock.WithRetryCount(-1))
@@ -293,6 +296,18 @@ func TestRedisSemaphoreServesClientsInOrder(t *testing.T) {
 	for round := range 5 {
 		l, err := holder.Semaphore("ordered", 1).Acquire(ctx, 10*time.Second)
 		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			st, err := holder.Inspect(ctx, "ordered")
+			if err != nil {
+				return false
+			}
+			for _, s := range st.Servers {
+				if s.Err != nil || s.Semaphore.InUse != 1 {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second, 5*time.Millisecond, "the holder's permit on every node")
 		var (
 			mu    sync.Mutex
 			order []int
