@@ -41,7 +41,9 @@ import (
 // the token. Release deletes only a token, never a promise: the clean-up
 // of a failed attempt, sent to every server, must not give away a promise
 // that a server made to the caller meanwhile. A call passes on a promise
-// it will not claim with LeaveLine.
+// it will not claim with LeaveLine. A waiter that gives back what a failed
+// attempt was granted does so with ReleaseInLine, which keeps its place:
+// with Release, the key would go to the waiter behind it.
 type Notifier interface {
 	KeyServer
 	// AcquireOrHolder is Acquire that, when another token holds key (or
@@ -78,6 +80,14 @@ type Notifier interface {
 	// was promised to it, the promise passes to the next waiter, or key is
 	// freed when there is none.
 	LeaveLine(ctx context.Context, key, token string) error
+	// ReleaseInLine is Release for a waiter that gives back what an attempt
+	// that failed on the other servers was granted (the attempt claimed a
+	// promise, or found the key free): the waiter takes its place in key's
+	// line again first, so that key is promised to the earliest waiter
+	// counting it, and to itself when it is that one. It reports whether
+	// token held key; a token that carries no rank is released as by
+	// Release.
+	ReleaseInLine(ctx context.Context, key, token string) (bool, error)
 }
 
 // ContentionWatcher is a Notifier that can also tell the holder of a key

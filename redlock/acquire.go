@@ -261,8 +261,13 @@ func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, 
 	a.calls = res.bg
 	if f.op == opAcquireInLine {
 		// A place in line where a Notifier did not grant, and only where a
-		// call of its token was made (see tails.made).
-		a.inLine = c.notifierMask &^ t.granters & res.made
+		// call of its token was made (see tails.made); where it granted
+		// too when the grants are given back, as that keeps the place
+		// (opGiveBack).
+		a.inLine = c.notifierMask & res.made
+		if granted || kept || !f.givesBack() {
+			a.inLine &^= t.granters
+		}
 	}
 	if !granted {
 		a.undone |= t.granters
@@ -308,10 +313,16 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 			a.c.giveBack(ctx, a.name, a.key, p, true)
 		}
 	}
-	if a.inLine != 0 && !putInLine && a.calls != nil && a.calls.f.op == opAcquireInLine {
-		// Servers that answered late mostly granted, or are still on
-		// the SET NX, which puts no call in line.
-		a.inLine = a.calls.mayJoinLine(a.inLine)
+	// The last attempt's grants were given back, which keeps its places:
+	// it leaves every line it called.
+	var unlessGranted *background
+	if gaveBack := l == nil && !a.kept && a.calls != nil && a.calls.f.givesBack(); !gaveBack {
+		unlessGranted = a.calls
+		if a.inLine != 0 && !putInLine && a.calls != nil && a.calls.f.op == opAcquireInLine {
+			// Servers that answered late mostly granted, or are still on
+			// the SET NX, which puts no call in line.
+			a.inLine = a.calls.mayJoinLine(a.inLine)
+		}
 	}
 	if (l == nil || a.passed) && a.kept {
 		a.c.background(ctx, fan{op: opRelease, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout, after: a.tails, kind: a.kind})
@@ -320,6 +331,6 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		// After the last attempt's calls, which would put it back in
 		// line; not where such a straggler granted.
 		a.c.background(ctx, fan{op: opLeaveLine, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout,
-			after: a.tails, only: a.inLine, unlessGranted: a.calls, kind: a.kind})
+			after: a.tails, only: a.inLine, unlessGranted: unlessGranted, kind: a.kind})
 	}
 }

@@ -21,6 +21,7 @@ const (
 	opAcquireFenced
 	opExtend
 	opRelease
+	opGiveBack // a release by a waiter in line: Notifiers are asked with ReleaseInLine
 	opRaiseFence
 	opReadFence // RaiseFence to 0, which reads the counter (see CheckFence)
 	opLeaveLine // Notifiers only; other servers vote for without a call
@@ -35,6 +36,7 @@ var opNames = [...]string{
 	opAcquireFenced: "acquire",
 	opExtend:        "extend",
 	opRelease:       "release",
+	opGiveBack:      "release",
 	opRaiseFence:    "raise_fence",
 	opReadFence:     "read_fence",
 	opLeaveLine:     "leave_line",
@@ -89,10 +91,19 @@ type fan struct {
 // vote for it without a call.
 func (f *fan) asks(i int) bool { return f.only == 0 || f.only&bit(i) != 0 }
 
+// givesBack reports whether the undo of f's grants keeps the caller's
+// place in line (opGiveBack): a lock's waiter that gave them back would
+// else let the waiter behind it overtake it (keyserver.Notifier). A set's
+// undo frees its keys ("Several names without deadlock" in docs/design.md).
+func (f *fan) givesBack() bool {
+	_, lock := f.kind.(lockOps)
+	return lock && f.op == opAcquireInLine
+}
+
 // cleansUp reports whether f cleans up after the lock's earlier calls
 // rather than asking for a vote that grants anything.
 func (f *fan) cleansUp() bool {
-	return f.op == opRelease || f.op == opLeaveLine || f.final
+	return f.op == opRelease || f.op == opGiveBack || f.op == opLeaveLine || f.final
 }
 
 // heldBack returns why f's call to server i is not made, its breaker being
@@ -309,6 +320,9 @@ func (c *Client) undo(ctx context.Context, f *fan, i int) {
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
 	u := fan{op: opRelease, key: f.key, token: f.token, kind: f.kind}
+	if f.givesBack() {
+		u.op = opGiveBack
+	}
 	_, _, _, err := u.call(uctx, i, c.servers[i])
 	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt
 }

@@ -104,6 +104,12 @@ func (lockOps) call(ctx context.Context, f fan, _ int, ks keyserver.KeyServer) (
 		ok, err = ks.Extend(ctx, f.key, f.token, f.ttl)
 	case opRelease:
 		ok, err = ks.Release(ctx, f.key, f.token)
+	case opGiveBack:
+		if ns, is := ks.(keyserver.Notifier); is {
+			ok, err = ns.ReleaseInLine(ctx, f.key, f.token)
+		} else {
+			ok, err = ks.Release(ctx, f.key, f.token)
+		}
 	case opRaiseFence:
 		n, err = ks.(keyserver.Fencer).RaiseFence(ctx, f.key, f.fence)
 		ok = err == nil && n < f.fence

@@ -88,6 +88,7 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"LeaveLinePassesThePromise", s.leaveLinePassesThePromise},
 		{"PromiseLapses", s.promiseLapses},
 		{"PromiseIsTheCallers", s.promiseIsTheCallers},
+		{"ReleaseInLineKeepsThePlace", s.releaseInLineKeepsThePlace},
 		{"OnlyAcquireInLineJoins", s.onlyAcquireInLineJoins},
 		{"NextJoinsTheLine", s.nextJoinsTheLine},
 		{"LineArguments", s.lineArguments},
@@ -643,6 +644,52 @@ func (s *suite) promiseIsTheCallers(t *testing.T, ks keyserver.KeyServer, key st
 		t.Fatalf("LeaveLine by the waiter's call of its promise: %v", err)
 	}
 	l.free("after the promise was passed on to nobody")
+}
+
+// releaseInLineKeepsThePlace checks ReleaseInLine: a waiter that gives
+// back a claimed promise, or a key it found free, is promised the key
+// again when it ranks first, not the waiter behind it; one ranked after
+// a waiter gives the key to that waiter; a token that does not hold the
+// key changes nothing.
+func (s *suite) releaseInLineKeepsThePlace(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	l := line{t, ns, key}
+	holder, first, second := ranked(1, 1), ranked(2, 1), ranked(3, 1)
+	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
+	l.inLine("AcquireInLine(first)", first, false)
+	l.inLine("AcquireInLine(second)", second, false)
+	secondTurn := l.watch(second)
+	expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
+	l.inLine("AcquireInLine by first's call, claiming its promise", ranked(2, 2), true)
+	expect(t, "ReleaseInLine of another token", false)(ns.ReleaseInLine(ctx, key, ranked(2, 9)))
+	expect(t, "ReleaseInLine by first's call", true)(ns.ReleaseInLine(ctx, key, ranked(2, 2)))
+	awaitClosed(t, "first's turn, given back to itself", l.watch(first))
+	quiet(t, "second's turn, while first keeps its place", secondTurn)
+	if h := l.inLine("AcquireInLine(second), behind first", second, false); h.Ahead != 0 || h.Rank != keyserver.HolderFirst {
+		t.Errorf("AcquireInLine(second) reported %+v; want the key promised to first, nobody ahead", h)
+	}
+	l.inLine("AcquireInLine by first's call, claiming again", ranked(2, 3), true)
+	expect(t, "Release(first's claim)", true)(ks.Release(ctx, key, ranked(2, 3)))
+	awaitClosed(t, "second's turn, after first's release", secondTurn)
+
+	// A later waiter that gives back a key it was granted passes it to
+	// the earlier one in line.
+	l.inLine("AcquireInLine by second's call, claiming", ranked(3, 2), true)
+	l.inLine("AcquireInLine(first) again", ranked(2, 4), false)
+	firstTurn := l.watch(first)
+	expect(t, "ReleaseInLine by second's call", true)(ns.ReleaseInLine(ctx, key, ranked(3, 2)))
+	awaitClosed(t, "first's turn, second having given back", firstTurn)
+	if err := ns.LeaveLine(ctx, key, first); err != nil {
+		t.Fatalf("LeaveLine(first) while the key is promised to it: %v", err)
+	}
+	if err := ns.LeaveLine(ctx, key, second); err != nil {
+		t.Fatalf("LeaveLine(second) while the key is promised to it: %v", err)
+	}
+	l.free("after both left")
 }
 
 // onlyAcquireInLineJoins checks that AcquireOrHolder and tokens without a

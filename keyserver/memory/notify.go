@@ -156,6 +156,19 @@ func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 	return err
 }
 
+// ReleaseInLine puts the waiter ranked as token back in key's line, when
+// token holds key, before releasing it as Release does.
+func (s *Server) ReleaseInLine(ctx context.Context, key, token string) (bool, error) {
+	return s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
+		if e, held := s.keys[key]; held && e.token == token && s.now().Before(e.expires) {
+			if p := keyserver.PromiseOf(token); p != "" {
+				s.joinLocked(key, p)
+			}
+		}
+		return s.releaseLocked(key, token), nil
+	})
+}
+
 // leaveOneLocked is LeaveLine of the call whose promise is p. s.mu must be
 // held.
 func (s *Server) leaveOneLocked(key, p string) {

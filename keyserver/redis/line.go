@@ -151,3 +151,22 @@ func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 	_, err := s.eval(ctx, "leave line", leaveAllScript, []string{key, layout.LineKey(key)}, s.sub.turnMember(p), p, claimTTL)
 	return err
 }
+
+// ReleaseInLine is Release for a waiter giving back what a failed attempt
+// was granted: the script puts it in key's line again before it hands the
+// key over, so that a waiter behind it is not promised the key instead.
+func (s *Server) ReleaseInLine(ctx context.Context, key, token string) (bool, error) {
+	p := keyserver.PromiseOf(token)
+	if p == "" {
+		return s.Release(ctx, key, token)
+	}
+	if err := keyserver.CheckToken(key, token); err != nil {
+		return false, err
+	}
+	cn := s.sub.joining(key, p) // before the place is taken: see subscriber.joinedOn
+	n, err := s.eval(ctx, "release", releaseInLine, []string{key, layout.LineKey(key)}, token, claimTTL, s.sub.turnMember(p), lineTTL)
+	if n == 1 && err == nil {
+		s.sub.joinedOn(cn, key, p)
+	}
+	return n == 1, err
+}

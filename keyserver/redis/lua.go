@@ -20,6 +20,7 @@ var (
 	setScript     = newScript("acquire.lua")         // Acquire, past its SET NX, Extend and AcquireFenced
 	lineScript    = newScript("acquire_in_line.lua") // AcquireInLine
 	releaseScript = newScript("release.lua")         // Release
+	releaseInLine = newScript("release_in_line.lua") // ReleaseInLine
 	raiseScript   = newScript("raise_fence.lua")     // RaiseFence
 )
 

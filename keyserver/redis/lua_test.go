@@ -51,6 +51,7 @@ func TestLuaPrelude(t *testing.T) {
 	}
 	for name, want := range map[string][]string{
 		"release.lua":         {"tell", "handOver"},
+		"release_in_line.lua": {"join", "tell", "handOver"},
 		"acquire.lua":         {"take"},
 		"release_hold.lua":    {"clock", "tell", "live", "passOn"},
 		"acquire_in_line.lua": {"plain", "rank", "holder", "join"},
@@ -327,6 +328,29 @@ func TestLuaScripts(t *testing.T) {
 		{file: "release.lua", name: "unranked, nobody in line: deleted", setup: [][]any{{"SET", k, luaUnranked, "PX", 9000}},
 			keys: []string{k, line}, args: []string{luaUnranked, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, int64(0), n.MustDo("EXISTS", k)) }},
+
+		{file: "release_in_line.lua", name: "first in line: promised to itself", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}, {"ZADD", line, 0, waiterM}},
+			keys: []string{k, line}, args: []string{luaCaller, claim, callerM, lineTTL}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, callerP, n.str("GET", k))
+				n.pttlNear(t, k, keyserver.ClaimTTL.Milliseconds())
+				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", line, 0, -1)), "the waiter behind it waits on")
+			},
+			told: []string{callerP + k}},
+		{file: "release_in_line.lua", name: "an earlier waiter: handed over, back in line", setup: [][]any{{"SET", k, luaCaller + "+", "PX", 9000}, {"ZADD", line, 0, earlyM}},
+			keys: []string{k, line}, args: []string{luaCaller, claim, callerM, lineTTL}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, keyserver.PromiseOf(luaEarly), n.str("GET", k))
+				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", line, 0, -1)))
+				n.pttlNear(t, line, keyserver.LineTTL.Milliseconds())
+			},
+			told: []string{keyserver.PromiseOf(luaEarly) + k}},
+		{file: "release_in_line.lua", name: "wrong token: nothing joins", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}},
+			keys: []string{k, line}, args: []string{luaCaller, claim, callerM, lineTTL}, want: int64(0),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, luaHolder, n.str("GET", k))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", line))
+			}},
 
 		{file: "acquire_all.lua", name: "all free", setup: [][]any{{"SET", k2, luaCaller + "+", "PX", 9000}},
 			keys: []string{k, k2}, args: []string{luaCaller, ttl, callerP}, want: int64(1),

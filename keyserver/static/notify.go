@@ -117,6 +117,13 @@ func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 	return err
 }
 
+// ReleaseInLine answers as Release does, from OpRelease's script; when it
+// answers from the store, the waiter takes its place in the store's line
+// again first, as a Notifier's does.
+func (s *Server) ReleaseInLine(ctx context.Context, key, token string) (bool, error) {
+	return s.release(ctx, key, token, s.store.ReleaseInLine)
+}
+
 // WatchContention answers from OpWatchContention's script: a reply's Err
 // fails the call, and its Delay and Block hold it up; otherwise it is the
 // store's watch of key's line, told of the waiters the store put in line.

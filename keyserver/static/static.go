@@ -253,9 +253,14 @@ func (s *Server) RaiseFence(ctx context.Context, key string, fence uint64) (uint
 // Release that answers true wakes every watch of key; one the store
 // answers promises key to the next waiter in the store's line.
 func (s *Server) Release(ctx context.Context, key, token string) (bool, error) {
+	return s.release(ctx, key, token, s.store.Release)
+}
+
+// release is Release or ReleaseInLine, answered by store unless scripted.
+func (s *Server) release(ctx context.Context, key, token string, store func(context.Context, string, string) (bool, error)) (bool, error) {
 	r, ok, err := s.call(ctx, Call{Op: OpRelease, Key: key, Token: token},
 		func(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
-			return s.store.Release(ctx, key, token)
+			return store(ctx, key, token)
 		})
 	if ok && err == nil && !r.Store {
 		s.Wake(key)

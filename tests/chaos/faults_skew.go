@@ -159,6 +159,10 @@ func (s skewedNotifier) LeaveLine(ctx context.Context, key, token string) error 
 	return s.n.LeaveLine(ctx, key, token)
 }
 
+func (s skewedNotifier) ReleaseInLine(ctx context.Context, key, token string) (bool, error) {
+	return s.n.ReleaseInLine(ctx, key, token)
+}
+
 // WatchContention forwards to the server, a ContentionWatcher as every
 // server the harness runs (memory, Redis) is; another Notifier fails the
 // watch, which a Lock.Contended then retries.

@@ -61,6 +61,11 @@ func (r *recorder) LeaveLine(context.Context, string, string) error {
 	return nil
 }
 
+func (r *recorder) ReleaseInLine(context.Context, string, string) (bool, error) {
+	r.note("ReleaseInLine", 0)
+	return true, nil
+}
+
 func (r *recorder) WatchContention(context.Context, string, string) (contended, broken <-chan struct{}, stop func(), err error) {
 	r.note("WatchContention", 0)
 	return nil, nil, func() {}, nil
@@ -128,13 +133,14 @@ func TestSkewedScalesEveryTTLAndForwardsEveryMethod(t *testing.T) {
 	_, h2, _ := n.AcquireInLine(ctx, "k", "t", ttl, "")
 	_, stop, _ := n.WatchTurn(ctx, "k", "t")
 	stop()
-	n.LeaveLine(ctx, "k", "t") //nolint:errcheck
+	n.LeaveLine(ctx, "k", "t")     //nolint:errcheck
+	n.ReleaseInLine(ctx, "k", "t") //nolint:errcheck
 	_, _, stop, _ = n.(keyserver.ContentionWatcher).WatchContention(ctx, "k", "t")
 	stop()
 	_, fence, _ := f.AcquireFenced(ctx, "k", "t", ttl)
 	prev, _ := f.RaiseFence(ctx, "k", 9)
 
-	want := []string{"Acquire", "Extend", "Release", "AcquireOrHolder", "AcquireInLine", "WatchTurn", "LeaveLine", "WatchContention", "AcquireFenced", "RaiseFence"}
+	want := []string{"Acquire", "Extend", "Release", "AcquireOrHolder", "AcquireInLine", "WatchTurn", "LeaveLine", "ReleaseInLine", "WatchContention", "AcquireFenced", "RaiseFence"}
 	if len(r.calls) != len(want) {
 		t.Fatalf("calls %v, want %v", r.calls, want)
 	}
