@@ -82,11 +82,13 @@ type Notifier interface {
 	LeaveLine(ctx context.Context, key, token string) error
 	// ReleaseInLine is Release for a waiter that gives back what an attempt
 	// that failed on the other servers was granted (the attempt claimed a
-	// promise, or found the key free): the waiter takes its place in key's
-	// line again first, so that key is promised to the earliest waiter
-	// counting it, and to itself when it is that one. It reports whether
-	// token held key; a token that carries no rank is released as by
-	// Release.
+	// promise, or found the key free): when others wait in key's line, the
+	// waiter takes its place there again first, so that key is promised to
+	// the earliest waiter counting it, and to itself when it is that one.
+	// With nobody waiting key is freed, as by Release, and the caller is in
+	// no line: a promise to a call that then ends elsewhere would hold up
+	// the next caller for ClaimTTL. It reports whether token held key; a
+	// token that carries no rank is released as by Release.
 	ReleaseInLine(ctx context.Context, key, token string) (bool, error)
 }
 

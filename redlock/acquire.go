@@ -261,13 +261,11 @@ func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, 
 	a.calls = res.bg
 	if f.op == opAcquireInLine {
 		// A place in line where a Notifier did not grant, and only where a
-		// call of its token was made (see tails.made); where it granted
-		// too when the grants are given back, as that keeps the place
-		// (opGiveBack).
-		a.inLine = c.notifierMask & res.made
-		if granted || kept || !f.givesBack() {
-			a.inLine &^= t.granters
-		}
+		// call of its token was made (see tails.made). Where it granted and
+		// gives back, it keeps a place only if others wait there (opGiveBack):
+		// it waits for the turns of the others, and its watch tells it of a
+		// promise there.
+		a.inLine = c.notifierMask &^ t.granters & res.made
 	}
 	if !granted {
 		a.undone |= t.granters
@@ -313,10 +311,12 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 			a.c.giveBack(ctx, a.name, a.key, p, true)
 		}
 	}
-	// The last attempt's grants were given back, which keeps its places:
-	// it leaves every line it called.
+	// The last attempt's grants were given back, which may keep its places
+	// there (opGiveBack): it leaves every line it called.
 	var unlessGranted *background
-	if gaveBack := l == nil && !a.kept && a.calls != nil && a.calls.f.givesBack(); !gaveBack {
+	if gaveBack := l == nil && !a.kept && a.calls != nil && a.calls.f.givesBack(); gaveBack {
+		a.inLine |= a.c.notifierMask & a.last.granters
+	} else {
 		unlessGranted = a.calls
 		if a.inLine != 0 && !putInLine && a.calls != nil && a.calls.f.op == opAcquireInLine {
 			// Servers that answered late mostly granted, or are still on

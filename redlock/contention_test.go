@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/static"
 )
@@ -272,6 +273,108 @@ func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 	}
 	require.NoError(t, r.err, "gave up while the line moved, %v after it began", fc.Now().Sub(t0))
 	require.NoError(t, r.lock.Release(bg))
+}
+
+// TestAGiveBackKeepsThePlace: a waiter granted on one server, refused by
+// the holder on the others, gives the grant back and keeps its place
+// there (keyserver.Notifier's ReleaseInLine): when the holder lets go of
+// a second server, the earlier waiter holds two promises and is granted,
+// not the later waiter behind it, to which a plain Release had passed the
+// first.
+func TestAGiveBackKeepsThePlace(t *testing.T) {
+	fc := clock.NewFake(t0)
+	servers := static.NewCluster(3, static.WithNow(fc.Now))
+	holder := testClient(t, fc, servers.KeyServers())
+	h, err := holder.Acquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	lineOf := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			st, err := holder.Inspect(bg, "job")
+			if err != nil {
+				return false
+			}
+			for _, s := range st.Servers {
+				if s.Err != nil || !s.View.Held || s.View.Waiters != n {
+					return false
+				}
+			}
+			return true
+		}, wait, time.Millisecond, "%d in line on every server", n)
+	}
+	lineOf(0)
+	results := make(chan lockResult, 2)
+	for i := range 2 { // the earlier waiter, then the later
+		fc.Advance(time.Millisecond)
+		c := testClient(t, fc, servers.KeyServers(), WithRetryCount(-1))
+		go func() { l, err := c.Acquire(bg, "job", ttl3); results <- lockResult{l, err} }()
+		lineOf(i + 1)
+	}
+	// advanceUntil moves the fake clock a millisecond at a time (the
+	// waiters gather turns for 5 ms) until done, within 100 ms: far
+	// below the holder's TTL and a waiter's poll of its line.
+	advanceUntil := func(what string, done func() bool) {
+		t.Helper()
+		for range 100 {
+			if done() {
+				return
+			}
+			fc.Advance(time.Millisecond)
+			time.Sleep(time.Millisecond)
+		}
+		require.Eventually(t, done, wait, time.Millisecond, what)
+	}
+	// The holder lets go of server 2 only: promised to the earlier waiter,
+	// which claims it, is refused by the holder on 0 and 1, and gives it
+	// back.
+	_, err = servers[2].Release(bg, h.key, h.token)
+	require.NoError(t, err)
+	var gaveBack string
+	advanceUntil("the earlier waiter's give-back on server 2", func() bool {
+		for _, c := range servers[2].Calls() {
+			if c.Op == static.OpRelease && c.Token != h.token && c.Done {
+				gaveBack = c.Token
+				return true
+			}
+		}
+		return false
+	})
+	// The clock stands: each waiter told of a promise gathers the others'
+	// turns, and the promise stays where it was made.
+	st2, err := servers[2].Inspect(bg, keyserver.NameKeys{Lock: h.key, Semaphore: layout.SemaphoreKey(h.key), RW: layout.RWKey(h.key), Election: layout.ElectionKey(h.key)})
+	require.NoError(t, err)
+	assert.Equal(t, keyserver.PromiseOf(gaveBack), st2.Lock.Token, "server 2 promised to the waiter that gave it back, not to the one behind it")
+	// Then of server 1: the earlier waiter is promised 1 and 2.
+	_, err = servers[1].Release(bg, h.key, h.token)
+	require.NoError(t, err)
+	var first lockResult
+	advanceUntil("a waiter granted", func() bool {
+		select {
+		case first = <-results:
+			return true
+		default:
+			return false
+		}
+	})
+	require.NoError(t, first.err)
+	st, err := holder.Inspect(bg, "job")
+	require.NoError(t, err)
+	require.NoError(t, first.lock.Release(bg))
+	var second lockResult
+	advanceUntil("the other waiter granted", func() bool {
+		select {
+		case second = <-results:
+			return true
+		default:
+			return false
+		}
+	})
+	require.NoError(t, second.err)
+	assert.Equal(t, keyserver.HolderFirst, keyserver.Compare(first.lock.token, second.lock.token),
+		"the earlier waiter is granted first; servers at the first grant: %+v", st.Servers)
+	require.NoError(t, second.lock.Release(bg))
+	_, err = servers[0].Release(bg, h.key, h.token) // the holder's last server
+	require.NoError(t, err)
 }
 
 // TestALeaverStopsBlocking: a waiter whose context ends leaves the lines,

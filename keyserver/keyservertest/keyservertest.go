@@ -647,10 +647,11 @@ func (s *suite) promiseIsTheCallers(t *testing.T, ks keyserver.KeyServer, key st
 }
 
 // releaseInLineKeepsThePlace checks ReleaseInLine: a waiter that gives
-// back a claimed promise, or a key it found free, is promised the key
-// again when it ranks first, not the waiter behind it; one ranked after
-// a waiter gives the key to that waiter; a token that does not hold the
-// key changes nothing.
+// back a claimed promise while others wait is promised the key again when
+// it ranks first, not the waiter behind it; one ranked after a waiter
+// gives the key to that waiter; with nobody waiting the key is freed and
+// the caller is in no line; a token that does not hold the key changes
+// nothing.
 func (s *suite) releaseInLineKeepsThePlace(t *testing.T, ks keyserver.KeyServer, key string) {
 	ns, ok := notifier(ks)
 	if !ok {
@@ -690,6 +691,13 @@ func (s *suite) releaseInLineKeepsThePlace(t *testing.T, ks keyserver.KeyServer,
 		t.Fatalf("LeaveLine(second) while the key is promised to it: %v", err)
 	}
 	l.free("after both left")
+
+	// With nobody else in line the key is freed, and the caller joins no
+	// line: the next release does not promise the key to it.
+	l.inLine("AcquireInLine(alone) of a free key", ranked(5, 1), true)
+	expect(t, "ReleaseInLine(alone)", true)(ns.ReleaseInLine(ctx, key, ranked(5, 1)))
+	l.free("after a give-back with nobody in line")
+	l.free("after a release that promised it to nobody")
 }
 
 // onlyAcquireInLineJoins checks that AcquireOrHolder and tokens without a

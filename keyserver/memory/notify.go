@@ -157,11 +157,12 @@ func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 }
 
 // ReleaseInLine puts the waiter ranked as token back in key's line, when
-// token holds key, before releasing it as Release does.
+// token holds key and others wait there, before releasing it as Release
+// does.
 func (s *Server) ReleaseInLine(ctx context.Context, key, token string) (bool, error) {
 	return s.locked(ctx, keyserver.CheckToken(key, token), func() (bool, error) {
 		if e, held := s.keys[key]; held && e.token == token && s.now().Before(e.expires) {
-			if p := keyserver.PromiseOf(token); p != "" {
+			if p := keyserver.PromiseOf(token); p != "" && s.lineLocked(key) != nil {
 				s.joinLocked(key, p)
 			}
 		}

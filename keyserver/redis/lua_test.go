@@ -345,6 +345,12 @@ func TestLuaScripts(t *testing.T) {
 				n.pttlNear(t, line, keyserver.LineTTL.Milliseconds())
 			},
 			told: []string{keyserver.PromiseOf(luaEarly) + k}},
+		{file: "release_in_line.lua", name: "nobody in line: deleted, in no line", setup: [][]any{{"SET", k, luaCaller + "+", "PX", 9000}},
+			keys: []string{k, line}, args: []string{luaCaller, claim, callerM, lineTTL}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", k))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", line))
+			}},
 		{file: "release_in_line.lua", name: "wrong token: nothing joins", setup: [][]any{{"SET", k, luaHolder, "PX", 9000}},
 			keys: []string{k, line}, args: []string{luaCaller, claim, callerM, lineTTL}, want: int64(0),
 			check: func(n luaNode, t *testing.T) {
