@@ -21,7 +21,7 @@ const (
 	opAcquireFenced
 	opExtend
 	opRelease
-	opGiveBack // a release by a waiter in line: Notifiers are asked with ReleaseInLine
+	opGiveBack // a waiter's undo of a failed attempt: Notifiers are asked with ReleaseInLine
 	opRaiseFence
 	opReadFence // RaiseFence to 0, which reads the counter (see CheckFence)
 	opLeaveLine // Notifiers only; other servers vote for without a call

@@ -153,8 +153,10 @@ func (s *Server) LeaveLine(ctx context.Context, key, token string) error {
 }
 
 // ReleaseInLine is Release for a waiter giving back what a failed attempt
-// was granted: the script puts it in key's line again before it hands the
-// key over, so that a waiter behind it is not promised the key instead.
+// was granted: where others wait, the script puts it in key's line again
+// before it hands the key over, so that a waiter behind it is not promised
+// the key instead. Its next WatchTurn relies on the subscription either
+// way: a turn for it can come only if it joined.
 func (s *Server) ReleaseInLine(ctx context.Context, key, token string) (bool, error) {
 	p := keyserver.PromiseOf(token)
 	if p == "" {
