@@ -312,9 +312,10 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		}
 	}
 	// The last attempt's grants were given back, which may keep its places
-	// there (opGiveBack): it leaves every line it called.
+	// there (opGiveBack): it leaves every line it called. A call passed the
+	// lock in the process had failed its last attempt too.
 	var unlessGranted *background
-	if gaveBack := l == nil && !a.kept && a.calls != nil && a.calls.f.givesBack(); gaveBack {
+	if gaveBack := (l == nil || a.passed) && !a.kept && a.calls != nil && a.calls.f.givesBack(); gaveBack {
 		a.inLine |= a.c.notifierMask & a.last.granters
 	} else {
 		unlessGranted = a.calls

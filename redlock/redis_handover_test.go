@@ -25,6 +25,7 @@ func TestRedisHandOverCommandsPerGrant(t *testing.T) {
 	type result struct {
 		grants, commands int
 		took, p99        time.Duration
+		byCommand        map[string]int // over every node
 	}
 	run := func(opts ...redlock.ClientOption) result {
 		ctx := context.Background()
@@ -71,10 +72,13 @@ func TestRedisHandOverCommandsPerGrant(t *testing.T) {
 		wg.Wait()
 		took := time.Since(began)
 		require.NoError(t, c.Close()) // what it left running has landed
-		r := result{grants: len(waits), took: took}
+		r := result{grants: len(waits), took: took, byCommand: map[string]int{}}
 		for _, n := range cluster.Nodes {
-			total, _ := commandsRun(n)
+			total, byCommand := commandsRun(n)
 			r.commands += total
+			for cmd, k := range byCommand {
+				r.byCommand[cmd] += k
+			}
 		}
 		sort.Slice(waits, func(i, j int) bool { return waits[i] < waits[j] })
 		if len(waits) > 0 {
@@ -89,9 +93,9 @@ func TestRedisHandOverCommandsPerGrant(t *testing.T) {
 		name string
 		r    result
 	}{{"hand-over off", off}, {"hand-over on ", on}} {
-		t.Logf("%s: %6d grants in %v (%7.0f/s), %6.2f Redis commands a grant over 5 nodes, p99 wait %v", x.name,
+		t.Logf("%s: %6d grants in %v (%7.0f/s), %6.2f Redis commands a grant over 5 nodes, p99 wait %v; commands: %v", x.name,
 			x.r.grants, x.r.took.Round(time.Millisecond), float64(x.r.grants)/x.r.took.Seconds(),
-			float64(x.r.commands)/float64(max(x.r.grants, 1)), x.r.p99.Round(10*time.Microsecond))
+			float64(x.r.commands)/float64(max(x.r.grants, 1)), x.r.p99.Round(10*time.Microsecond), x.r.byCommand)
 	}
 	require.NotZero(t, on.grants)
 	assert.LessOrEqual(t, float64(on.commands)/float64(on.grants), 5.0, "Redis commands a grant with hand-over")
