@@ -209,22 +209,7 @@ func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 	// that lands after the next call's counts one waiter fewer ahead of
 	// it, and the impatient call's patience 20 ms less (seen in about one
 	// run in 3,000 under load, then given up at a release).
-	lineOf := func(n int) {
-		t.Helper()
-		require.Eventually(t, func() bool {
-			st, err := holder.Inspect(bg, "job")
-			if err != nil {
-				return false
-			}
-			for _, s := range st.Servers {
-				if s.Err != nil || !s.View.Held || s.View.Waiters != n {
-					return false
-				}
-			}
-			return true
-		}, wait, time.Millisecond, "%d in line on every server", n)
-	}
-	lineOf(0)
+	heldWithWaiters(t, holder, "job", 0)
 	const n = 4
 	locks := make(chan lockResult, n)
 	for i := 0; i < n; i++ {
@@ -233,7 +218,7 @@ func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 		go func() { l, err := ahead.Acquire(bg, "job", ttl3); locks <- lockResult{l, err} }()
 		_, err := fc.BlockUntilSleepers(i+1, wait)
 		require.NoError(t, err)
-		lineOf(i + 1)
+		heldWithWaiters(t, holder, "job", i+1)
 	}
 	fc.Advance(time.Millisecond)
 	impatient := testClient(t, fc, servers.KeyServers(), WithRetryCount(2), WithRetryDelay(10*time.Millisecond))
@@ -241,7 +226,7 @@ func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 	go func() { l, err := impatient.Acquire(bg, "job", ttl3); done <- lockResult{l, err} }()
 	_, err = fc.BlockUntilSleepers(n+1, wait)
 	require.NoError(t, err)
-	lineOf(n + 1)
+	heldWithWaiters(t, holder, "job", n+1)
 	// The impatient call is given 20 ms for each of the 4 waiters ahead
 	// and for its own turn: 100 ms. The first holds take longer, 120 ms
 	// in all, while it is far back in line; it must take heart from the
@@ -287,28 +272,13 @@ func TestAGiveBackKeepsThePlace(t *testing.T) {
 	holder := testClient(t, fc, servers.KeyServers())
 	h, err := holder.Acquire(bg, "job", ttl3)
 	require.NoError(t, err)
-	lineOf := func(n int) {
-		t.Helper()
-		require.Eventually(t, func() bool {
-			st, err := holder.Inspect(bg, "job")
-			if err != nil {
-				return false
-			}
-			for _, s := range st.Servers {
-				if s.Err != nil || !s.View.Held || s.View.Waiters != n {
-					return false
-				}
-			}
-			return true
-		}, wait, time.Millisecond, "%d in line on every server", n)
-	}
-	lineOf(0)
+	heldWithWaiters(t, holder, "job", 0)
 	results := make(chan lockResult, 2)
 	for i := range 2 { // the earlier waiter, then the later
 		fc.Advance(time.Millisecond)
 		c := testClient(t, fc, servers.KeyServers(), WithRetryCount(-1))
 		go func() { l, err := c.Acquire(bg, "job", ttl3); results <- lockResult{l, err} }()
-		lineOf(i + 1)
+		heldWithWaiters(t, holder, "job", i+1)
 	}
 	// advanceUntil moves the fake clock a millisecond at a time (the
 	// waiters gather turns for 5 ms) until done, within 100 ms: far
@@ -375,6 +345,24 @@ func TestAGiveBackKeepsThePlace(t *testing.T) {
 	require.NoError(t, second.lock.Release(bg))
 	_, err = servers[0].Release(bg, h.key, h.token) // the holder's last server
 	require.NoError(t, err)
+}
+
+// heldWithWaiters waits until every server of c holds name's key with n
+// callers in its line.
+func heldWithWaiters(t *testing.T, c *Client, name string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		st, err := c.Inspect(bg, name)
+		if err != nil {
+			return false
+		}
+		for _, s := range st.Servers {
+			if s.Err != nil || !s.View.Held || s.View.Waiters != n {
+				return false
+			}
+		}
+		return true
+	}, wait, time.Millisecond, "%q held with %d in line on every server", name, n)
 }
 
 // TestALeaverStopsBlocking: a waiter whose context ends leaves the lines,
