@@ -85,6 +85,7 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"AcquireOrHolder", s.acquireOrHolder},
 		{"LineServesInRankOrder", s.lineServesInRankOrder},
 		{"TurnIsNotMissed", s.turnIsNotMissed},
+		{"ASecondWatchHearsTheTurn", s.aSecondWatchHearsTheTurn},
 		{"LeaveLinePassesThePromise", s.leaveLinePassesThePromise},
 		{"PromiseLapses", s.promiseLapses},
 		{"PromiseIsTheCallers", s.promiseIsTheCallers},
@@ -569,6 +570,29 @@ func (s *suite) turnIsNotMissed(t *testing.T, ks keyserver.KeyServer, key string
 	awaitClosed(t, "a turn that came before WatchTurn", turn)
 	l.inLine("AcquireInLine(waiter), claiming", waiter, true)
 	expect(t, "Release(waiter)", true)(ks.Release(ctx, key, waiter))
+}
+
+// aSecondWatchHearsTheTurn checks that a WatchTurn started while the key
+// is promised to the waiter fires at once, though an earlier watch of the
+// same waiter, set before its place was last taken and still on, heard
+// the turn: a waiter that sets its watches anew before it claims must not
+// lose the turn to the watch it replaces.
+func (s *suite) aSecondWatchHearsTheTurn(t *testing.T, ks keyserver.KeyServer, key string) {
+	ns, ok := notifier(ks)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	l := line{t, ns, key}
+	holder, waiter := ranked(1, 1), ranked(2, 1)
+	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
+	first := l.watch(waiter)
+	l.inLine("AcquireInLine(waiter), its first watch on", waiter, false)
+	expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
+	awaitClosed(t, "the first watch, at the turn", first)
+	awaitClosed(t, "a second watch, set while the key is promised to the waiter", l.watch(waiter))
+	l.inLine("AcquireInLine(waiter), claiming", ranked(2, 2), true)
+	expect(t, "Release(waiter)", true)(ks.Release(ctx, key, ranked(2, 2)))
 }
 
 // leaveLinePassesThePromise checks LeaveLine: a waiter that leaves is

@@ -23,18 +23,15 @@ func (cn *subConn) Message(channel, payload string) {
 		return
 	}
 	at := watchKey{key: payload[promiseLen:], promise: payload[:promiseLen]}
-	told := false
 	for w := range s.watches[at] {
-		told = told || !w.fired
 		w.fireLocked()
 	}
-	if !told {
-		// No watch was waiting for it: kept for the next one. A watch
-		// that fired at an earlier turn stays registered until its waiter
-		// set its next one (see acquisition.watch), and must not swallow
-		// this turn: the waiter would wait for its line's poll, a second.
-		s.keepLocked(at, cn)
-	}
+	// Kept for the waiter's next watch too, until its place is taken
+	// again (joining): the watches on now may be ones it is replacing (a
+	// watch that fired at an earlier turn, or one it sets anew), and a
+	// watch that relies on this connection does not look at the key (see
+	// seenLocked). The waiter would wait for its line's poll, a second.
+	s.keepLocked(at, cn)
 }
 
 // Subscribed confirms the connection's SUBSCRIBE, or that of a contention
