@@ -85,7 +85,6 @@ func Run(t *testing.T, newServer func(t *testing.T) keyserver.KeyServer, opts ..
 		{"AcquireOrHolder", s.acquireOrHolder},
 		{"LineServesInRankOrder", s.lineServesInRankOrder},
 		{"TurnIsNotMissed", s.turnIsNotMissed},
-		{"ASecondWatchHearsTheTurn", s.aSecondWatchHearsTheTurn},
 		{"LeaveLinePassesThePromise", s.leaveLinePassesThePromise},
 		{"PromiseLapses", s.promiseLapses},
 		{"PromiseIsTheCallers", s.promiseIsTheCallers},
@@ -554,7 +553,10 @@ func (s *suite) lineServesInRankOrder(t *testing.T, ks keyserver.KeyServer, key 
 
 // turnIsNotMissed checks that a WatchTurn started after the turn came (the
 // release landed between the waiter's refusal and its watch) fires at
-// once.
+// once; and so does one started while an earlier watch of the same
+// waiter, set before its place was last taken and still on, heard the
+// turn: a waiter that sets its watches anew before it claims must not
+// lose the turn to the watch it replaces.
 func (s *suite) turnIsNotMissed(t *testing.T, ks keyserver.KeyServer, key string) {
 	ns, ok := notifier(ks)
 	if !ok {
@@ -562,37 +564,20 @@ func (s *suite) turnIsNotMissed(t *testing.T, ks keyserver.KeyServer, key string
 	}
 	ctx := context.Background()
 	l := line{t, ns, key}
-	holder, waiter := ranked(1, 1), ranked(2, 1)
+	holder, waiter, next := ranked(1, 1), ranked(2, 1), ranked(3, 1)
 	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
 	l.inLine("AcquireInLine(waiter)", waiter, false)
 	expect(t, "Release(holder), before the waiter watches", true)(ks.Release(ctx, key, holder))
-	turn := l.watch(waiter)
-	awaitClosed(t, "a turn that came before WatchTurn", turn)
+	awaitClosed(t, "a turn that came before WatchTurn", l.watch(waiter))
 	l.inLine("AcquireInLine(waiter), claiming", waiter, true)
-	expect(t, "Release(waiter)", true)(ks.Release(ctx, key, waiter))
-}
 
-// aSecondWatchHearsTheTurn checks that a WatchTurn started while the key
-// is promised to the waiter fires at once, though an earlier watch of the
-// same waiter, set before its place was last taken and still on, heard
-// the turn: a waiter that sets its watches anew before it claims must not
-// lose the turn to the watch it replaces.
-func (s *suite) aSecondWatchHearsTheTurn(t *testing.T, ks keyserver.KeyServer, key string) {
-	ns, ok := notifier(ks)
-	if !ok {
-		return
-	}
-	ctx := context.Background()
-	l := line{t, ns, key}
-	holder, waiter := ranked(1, 1), ranked(2, 1)
-	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
-	first := l.watch(waiter)
-	l.inLine("AcquireInLine(waiter), its first watch on", waiter, false)
-	expect(t, "Release(holder)", true)(ks.Release(ctx, key, holder))
-	awaitClosed(t, "the first watch, at the turn", first)
-	awaitClosed(t, "a second watch, set while the key is promised to the waiter", l.watch(waiter))
-	l.inLine("AcquireInLine(waiter), claiming", ranked(2, 2), true)
-	expect(t, "Release(waiter)", true)(ks.Release(ctx, key, ranked(2, 2)))
+	first := l.watch(next)
+	l.inLine("AcquireInLine(next), its first watch on", next, false)
+	expect(t, "Release(waiter)", true)(ks.Release(ctx, key, waiter))
+	awaitClosed(t, "next's first watch, at the turn", first)
+	awaitClosed(t, "a second watch of next, set while the key is promised to it", l.watch(next))
+	l.inLine("AcquireInLine(next), claiming", ranked(3, 2), true)
+	expect(t, "Release(next)", true)(ks.Release(ctx, key, ranked(3, 2)))
 }
 
 // leaveLinePassesThePromise checks LeaveLine: a waiter that leaves is
