@@ -30,7 +30,8 @@ func (cn *subConn) Message(channel, payload string) {
 	// again (joining): the watches on now may be ones it is replacing (a
 	// watch that fired at an earlier turn, or one it sets anew), and a
 	// watch that relies on this connection does not look at the key (see
-	// seenLocked). The waiter would wait for its line's poll, a second.
+	// seenLocked): the waiter would wait until its promises lapsed, first
+	// in line with the line standing behind it.
 	s.keepLocked(at, cn)
 }
 
