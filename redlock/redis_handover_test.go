@@ -33,7 +33,7 @@ func TestRedisHandOverCommandsPerGrant(t *testing.T) {
 		warm, err := c.Acquire(ctx, "cohort", 10*time.Second)
 		require.NoError(t, err)
 		require.NoError(t, warm.Release(ctx))
-		time.Sleep(50 * time.Millisecond) // the warm-up's last calls land
+		redlock.Settle(c) // the warm-up's calls to a node slower than the quorum have landed
 		for _, n := range cluster.Nodes {
 			n.MustDo("CONFIG", "RESETSTAT")
 		}
