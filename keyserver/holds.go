@@ -131,6 +131,14 @@ type HoldSpec struct {
 	// Value, for a LeaderHold's AcquireHold and ExtendHold: the leader's
 	// value, which ReadLeader reports; not empty.
 	Value string
+	// InLine, for ReleaseHold, marks the give-back of what an attempt of
+	// a call that still waits won here without a quorum elsewhere: a
+	// server that orders a primitive's watchers and promises what a
+	// release frees (a Redis key server) puts the call back in its place
+	// first, as Notifier.ReleaseInLine does for a lock's waiter; else the
+	// watcher behind it would be promised the hold and overtake it. Other
+	// servers may ignore it.
+	InLine bool
 }
 
 // HoldReply is what AcquireHold tells beside its vote.

@@ -21,7 +21,7 @@ const (
 	opAcquireFenced
 	opExtend
 	opRelease
-	opGiveBack // a waiter's undo of a failed attempt: Notifiers are asked with ReleaseInLine
+	opGiveBack // a waiter's undo of a failed attempt: Notifiers are asked with ReleaseInLine, HoldKeepers with an InLine ReleaseHold
 	opRaiseFence
 	opReadFence // RaiseFence to 0, which reads the counter (see CheckFence)
 	opLeaveLine // Notifiers only; other servers vote for without a call
@@ -320,8 +320,8 @@ func (c *Client) undo(ctx context.Context, f *fan, i int) {
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
 	u := fan{op: opRelease, key: f.key, token: f.token, kind: f.kind}
-	if f.givesBack() {
-		u.op = opGiveBack
+	if f.givesBack() || f.op == opAcquire && !f.kind.turns() {
+		u.op = opGiveBack // a primitive's waiter keeps its place too (keyserver.HoldSpec.InLine)
 	}
 	_, _, _, err := u.call(uctx, i, c.servers[i])
 	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt

@@ -59,8 +59,9 @@ func (c *Client) primOptions(k kindName, name string, ttl time.Duration, opts []
 	return o, nil
 }
 
-// holdCall makes f's call (acquire, extend, else release) of hold h to
-// ks, a keyserver.HoldKeeper; only an acquire has a reply.
+// holdCall makes f's call (acquire, extend, else release, in line for a
+// waiter's give-back) of hold h to ks, a keyserver.HoldKeeper; only an
+// acquire has a reply.
 func holdCall(ctx context.Context, f *fan, ks keyserver.KeyServer, h keyserver.HoldSpec) (bool, keyserver.HoldReply, error) {
 	hk := ks.(keyserver.HoldKeeper)
 	switch f.op {
@@ -70,6 +71,7 @@ func holdCall(ctx context.Context, f *fan, ks keyserver.KeyServer, h keyserver.H
 		ok, err := hk.ExtendHold(ctx, h, f.ttl)
 		return ok, keyserver.HoldReply{}, err
 	}
+	h.InLine = f.op == opGiveBack
 	ok, err := hk.ReleaseHold(ctx, h)
 	return ok, keyserver.HoldReply{}, err
 }

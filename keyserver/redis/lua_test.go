@@ -53,7 +53,7 @@ func TestLuaPrelude(t *testing.T) {
 		"release.lua":         {"tell", "handOver"},
 		"release_in_line.lua": {"join", "tell", "handOver"},
 		"acquire.lua":         {"take"},
-		"release_hold.lua":    {"clock", "tell", "live", "passOn"},
+		"release_hold.lua":    {"clock", "tell", "live", "passOn", "rejoin"},
 		"acquire_in_line.lua": {"plain", "rank", "holder", "join"},
 		"raise_fence.lua":     nil,
 	} {
@@ -562,7 +562,7 @@ func TestLuaScripts(t *testing.T) {
 
 		{file: "release_permit.lua", name: "released: the earliest watcher promised and told, and kept",
 			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", 2, earlyM, 1, waiterM}},
-			keys:  relK, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
+			keys:  relK, args: []string{luaHolder, lineTTL, claim, "", "", sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1"))
 				assert.Equal(t, []any{waiterM, earlyM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)), "in the order they came")
@@ -577,7 +577,7 @@ func TestLuaScripts(t *testing.T) {
 		{file: "release_permit.lua", name: "a watcher promised a slot already is passed over, one whose promise lapsed taken out",
 			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", 1, earlyM, 2, callerM, 3, waiterM},
 				{"SET", sem + ":told", promiseOf(callerM, now+live) + promiseOf(earlyM, now-5), "PX", 3000}},
-			keys: relK, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
+			keys: relK, args: []string{luaHolder, lineTTL, claim, "", "", sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				promise := n.str("GET", sem+":told")
 				assert.True(t, strings.HasPrefix(promise, promiseOf(callerM, now+live)+waiterM+" "), "the lapsed promise dropped, the waiter's added: %q", promise)
@@ -586,13 +586,22 @@ func TestLuaScripts(t *testing.T) {
 			told: []string{waiterP + sem}},
 		{file: "release_permit.lua", name: "no rank: told and taken out, not promised",
 			setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", now, primWatch + luaChannel}},
-			keys:  relK, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
+			keys:  relK, args: []string{luaHolder, lineTTL, claim, "", "", sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":told", sem+":watchers"))
 			},
 			told: []string{primWatch + sem}},
+		{file: "release_permit.lua", name: "a waiter's give-back: back among the watchers in its place, and promised the slot",
+			setup: [][]any{{"SET", sem + ":1", luaCaller, "PX", 9000}, {"ZADD", sem + ":watchers", 2, waiterM}},
+			keys:  relK, args: []string{luaCaller, lineTTL, claim, callerM, "1", sem}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, []any{callerM, waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
+				assert.True(t, strings.HasPrefix(n.str("GET", sem+":told"), callerM+" "), "promised to the giver")
+				n.pttlNear(t, sem+":watchers", keyserver.LineTTL.Milliseconds())
+			},
+			told: []string{callerP + sem}},
 		{file: "release_permit.lua", name: "wrong token", setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", now, callerM}},
-			keys: relK, args: []string{luaCaller, lineTTL, claim, sem}, want: int64(0)},
+			keys: relK, args: []string{luaCaller, lineTTL, claim, "", "", sem}, want: int64(0)},
 
 		{file: "acquire_read.lua", name: "granted", keys: rwK, args: []string{luaCaller, ttl, ""}, want: []any{int64(1), int64(0)},
 			check: func(n luaNode, t *testing.T) {
@@ -641,7 +650,7 @@ func TestLuaScripts(t *testing.T) {
 
 		{file: "release_hold.lua", name: "writer, a reader first: all told, none promised",
 			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"ZADD", rw + ":watchers", 1, reader + luaChannel, 2, callerM}},
-			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
+			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, "", "", rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":w"))
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers", rw+":told"), "a reader first: all told and taken out, none promised")
@@ -649,50 +658,58 @@ func TestLuaScripts(t *testing.T) {
 			told: []string{reader + rw, callerP + rw}},
 		{file: "release_hold.lua", name: "writer, a writer first: promised and told",
 			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"ZADD", rw + ":watchers", 2, callerM, 1, waiterM}},
-			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
+			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, "", "", rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), waiterM+" "))
 				assert.Equal(t, []any{waiterM, callerM}, plain(n.MustDo("ZRANGE", rw+":watchers", 0, -1)))
 			},
 			told: []string{waiterP + rw}},
+		{file: "release_hold.lua", name: "a writer's give-back: back among the watchers in its place, and promised",
+			setup: [][]any{{"SET", rw + ":w", luaCaller, "PX", 9000}, {"ZADD", rw + ":watchers", 2, waiterM}},
+			keys:  holdK, args: []string{luaCaller, "1", lineTTL, claim, callerM, "1", rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, []any{callerM, waiterM}, plain(n.MustDo("ZRANGE", rw+":watchers", 0, -1)))
+				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), callerM+" "), "promised to the giver")
+			},
+			told: []string{callerP + rw}},
 		{file: "release_hold.lua", name: "a reader, others still read: nobody told",
 			setup: [][]any{{"ZADD", rw + ":r", now + 9000, luaHolder, now + 9000, luaEarly}, {"ZADD", rw + ":watchers", now, callerM}},
-			keys:  holdK, args: []string{luaHolder, "0", lineTTL, claim, rw}, want: int64(1),
+			keys:  holdK, args: []string{luaHolder, "0", lineTTL, claim, "", "", rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, []any{luaEarly}, plain(n.MustDo("ZRANGE", rw+":r", 0, -1)))
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":told"))
 			}},
 		{file: "release_hold.lua", name: "the last reader, an expired one left: the writer promised",
 			setup: [][]any{{"ZADD", rw + ":r", now + 9000, luaHolder, now - 10, luaEarly}, {"ZADD", rw + ":watchers", now, callerM}},
-			keys:  holdK, args: []string{luaHolder, "0", lineTTL, claim, rw}, want: int64(1),
+			keys:  holdK, args: []string{luaHolder, "0", lineTTL, claim, "", "", rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), callerM+" "))
 			},
 			told: []string{callerP + rw}},
 		{file: "release_hold.lua", name: "promised already: nobody else told",
 			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"SET", rw + ":told", promiseOf(waiterM, now+live+100), "PX", 3000}, {"ZADD", rw + ":watchers", now, callerM}},
-			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
+			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, "", "", rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, promiseOf(waiterM, now+live+100), n.str("GET", rw+":told"))
 			}},
 		{file: "release_hold.lua", name: "a lapsed promise: its watcher out, the next promised",
 			setup: [][]any{{"SET", rw + ":w", luaHolder, "PX", 9000}, {"SET", rw + ":told", promiseOf(waiterM, now-10), "PX", 3000}, {"ZADD", rw + ":watchers", 1, waiterM, 2, callerM}},
-			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, rw}, want: int64(1),
+			keys:  holdK, args: []string{luaHolder, "1", lineTTL, claim, "", "", rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), callerM+" "))
 				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", rw+":watchers", 0, -1)))
 			},
 			told: []string{callerP + rw}},
-		{file: "release_hold.lua", name: "not a reader", keys: holdK, args: []string{luaCaller, "0", lineTTL, claim, rw}, want: int64(0)},
+		{file: "release_hold.lua", name: "not a reader", keys: holdK, args: []string{luaCaller, "0", lineTTL, claim, "", "", rw}, want: int64(0)},
 
 		{file: "leave_watch.lua", name: "no promise: out of the watchers", setup: [][]any{{"ZADD", sem + ":watchers", now, callerM, now, waiterM}},
-			keys: []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, sem}, want: int64(1),
+			keys: []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, "", "", sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
 			}},
 		{file: "leave_watch.lua", name: "a semaphore's promise passed on",
 			setup: [][]any{{"ZADD", sem + ":watchers", 1, callerM, 2, earlyM, 3, waiterM}, {"SET", sem + ":told", promiseOf(callerM, now+live) + promiseOf(earlyM, now+live), "PX", 3000}},
-			keys:  []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, sem}, want: int64(1),
+			keys:  []string{sem + ":watchers", sem + ":told"}, args: []string{callerM, lineTTL, claim, "", "", sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				promise := n.str("GET", sem+":told")
 				assert.True(t, strings.HasPrefix(promise, promiseOf(earlyM, now+live)+waiterM+" "), "the caller's promise now the waiter's: %q", promise)
@@ -701,14 +718,14 @@ func TestLuaScripts(t *testing.T) {
 			told: []string{waiterP + sem}},
 		{file: "leave_watch.lua", name: "a read-write lock's promise passed on",
 			setup: [][]any{{"ZADD", rw + ":watchers", now, waiterM}, {"SET", rw + ":told", promiseOf(callerM, now+live), "PX", 3000}},
-			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, rw}, want: int64(1),
+			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, "", "", rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), waiterM+" "))
 			},
 			told: []string{waiterP + rw}},
 		{file: "leave_watch.lua", name: "another's promise stays",
 			setup: [][]any{{"ZADD", rw + ":watchers", now, callerM}, {"SET", rw + ":told", promiseOf(waiterM, now+live), "PX", 3000}},
-			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, rw}, want: int64(1),
+			keys:  []string{rw + ":watchers", rw + ":told"}, args: []string{callerM, lineTTL, claim, "", "", rw}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, promiseOf(waiterM, now+live), n.str("GET", rw+":told"))
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":watchers"))
@@ -792,7 +809,7 @@ func TestLuaScripts(t *testing.T) {
 			}},
 		{file: "release_permit.lua", name: "past slot 1023: out of key:held",
 			setup: [][]any{{"SET", sem + ":1500", luaHolder, "PX", 9000}, {"ZADD", sem + ":held", now + 9000, "1500", now + 9000, "1511"}},
-			keys:  []string{sem + ":1500", sem + ":watchers", sem + ":told"}, args: []string{luaHolder, lineTTL, claim, sem}, want: int64(1),
+			keys:  []string{sem + ":1500", sem + ":watchers", sem + ":told"}, args: []string{luaHolder, lineTTL, claim, "", "", sem}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":1500"))
 				assert.Equal(t, []any{"1511"}, plain(n.MustDo("ZRANGE", sem+":held", 0, -1)), "the slot left key:held")

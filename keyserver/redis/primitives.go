@@ -195,13 +195,17 @@ func (s *Server) ReleaseHold(ctx context.Context, h keyserver.HoldSpec) (bool, e
 	)
 	switch key := h.Key; h.Kind {
 	case keyserver.PermitHold:
+		member, since := s.rejoin(h)
 		n, err = s.eval(ctx, "release permit", releasePermitScript, []string{slotKey(key, h.Slot), key + ":watchers", key + ":told"},
-			h.Token, lineTTL, claimTTL, key)
+			h.Token, lineTTL, claimTTL, member, since, key)
+		s.unwatched(key, member, false)
 	case keyserver.LeaderHold:
 		n, err = s.eval(ctx, "resign", resignScript, []string{key, key + ":watchers"}, h.Token, key)
 	default:
+		member, since := s.rejoin(h)
 		n, err = s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers", key + ":told"},
-			h.Token, flag(h.Kind != keyserver.ReadHold), lineTTL, claimTTL, key)
+			h.Token, flag(h.Kind != keyserver.ReadHold), lineTTL, claimTTL, member, since, key)
+		s.unwatched(key, member, false)
 	}
 	return n == 1, err
 }
@@ -346,6 +350,16 @@ func (t *watchTimes) watch(at watchKey) int64 {
 	return w.at
 }
 
+// since returns the time of at's first watch, if a watch of at is on.
+func (t *watchTimes) since(at watchKey) (int64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w := t.m[at]; w != nil {
+		return w.at, true
+	}
+	return 0, false
+}
+
 // stop counts a watch of at off.
 func (t *watchTimes) stop(at watchKey) {
 	t.mu.Lock()
@@ -383,6 +397,26 @@ func (s *Server) watcher(key, token string, reader bool) string {
 	}
 	s.sub.acquire(key, p)
 	return s.sub.turnMember(p)
+}
+
+// rejoin is the member, and its score, with which h's give-back
+// (h.InLine) puts its call back among h.Key's watchers, when the call
+// still watches the key here; else "", "". The attempt's grant here took
+// the call out of the watchers; released plainly, the hold would be
+// promised to the watcher behind it, which overtook it once two servers
+// did so. unwatched must follow, as for an acquire (watcher): a stop
+// meanwhile leaves the leaving to it.
+func (s *Server) rejoin(h keyserver.HoldSpec) (member, since string) {
+	p := watchPromise(h.Token, h.Kind == keyserver.ReadHold)
+	if !h.InLine || p == primWatch || !s.sub.watching(h.Key, p) {
+		return "", ""
+	}
+	at, ok := firstWatches.since(watchKey{h.Key, p})
+	if !ok {
+		return "", ""
+	}
+	s.sub.rejoin(h.Key, p)
+	return s.sub.turnMember(p), strconv.FormatInt(at, 10)
 }
 
 // unwatched records the answer of watcher's acquire: granted, the call's

@@ -316,6 +316,18 @@ func (s *subscriber) acquired(key, promise string, granted bool) (leave bool) {
 	return a.leave && len(s.watches[at]) == 0
 }
 
+// rejoin records a give-back of the call that promise stands for, on key,
+// which puts it back among key's watchers (Server.rejoin): its last
+// watch's stop leaves them again; acquired must follow, as for an acquire.
+func (s *subscriber) rejoin(key, promise string) {
+	s.mu.Lock()
+	for w := range s.watches[watchKey{key, promise}] {
+		w.left = false
+	}
+	s.mu.Unlock()
+	s.acquire(key, promise)
+}
+
 // stop ends w, and reports whether the call is still among a primitive's
 // watchers: w was its last watch and no grant took it out since w began.
 // With an acquire in flight it reports false: the answer decides (acquired).

@@ -165,6 +165,15 @@ local function passOn(ws, out, kept, now, wkey, tkey, claim, ttl)
 	end
 end
 
+-- rejoin puts member m unless '' back in wkey with score, for ttl ms: a
+-- waiter's undo of its attempt's grant, which took it out (unwatch).
+local function rejoin(wkey, m, score, ttl)
+	if m ~= '' then
+		redis.call('ZADD', wkey, score, m)
+		redis.call('PEXPIRE', wkey, ttl)
+	end
+end
+
 -- unwatch takes a granted caller, member m unless '', out of wkey.
 local function unwatch(wkey, m)
 	if m ~= '' then

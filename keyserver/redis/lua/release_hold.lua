@@ -10,7 +10,10 @@
 -- key:told (see release_permit.lua).
 -- ARGV[1]: token; ARGV[2]: '1' for the writer, '0' for a reader; ARGV[3]:
 -- key:told's TTL in ms (keyserver.LineTTL); ARGV[4]: a promise's TTL in
--- ms (keyserver.ClaimTTL); ARGV[5]: the lock's key, which names the turn.
+-- ms (keyserver.ClaimTTL); ARGV[5], ARGV[6]: the releasing call's
+-- watcher member and its score, or '' (rejoin: a call that still waits
+-- gives back its attempt's hold and keeps its place); ARGV[7]: the lock's
+-- key, which names the turn.
 -- Reply: 1 or 0.
 if ARGV[2] == '1' then
 	if redis.call('GET', KEYS[1]) ~= ARGV[1] then
@@ -20,6 +23,7 @@ if ARGV[2] == '1' then
 elseif redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
 	return 0
 end
+rejoin(KEYS[3], ARGV[5], ARGV[6], ARGV[3])
 local ws = redis.call('ZRANGE', KEYS[3], 0, -1)
 if #ws == 0 or ARGV[2] == '0' and redis.call('EXISTS', KEYS[1]) == 1 then
 	return 1

@@ -4,12 +4,16 @@
 -- call with another count looks at the slots.
 -- KEYS[1]: the slot's key; KEYS[2]: key:watchers; KEYS[3]: key:told.
 -- ARGV[1]: token; ARGV[2]: key:told's TTL in ms (keyserver.LineTTL);
--- ARGV[3]: a promise's TTL in ms (keyserver.ClaimTTL); ARGV[4]: the
--- semaphore key, which names the turn.
+-- ARGV[3]: a promise's TTL in ms (keyserver.ClaimTTL); ARGV[4], ARGV[5]:
+-- the releasing call's watcher member and its score, or '' (rejoin);
+-- ARGV[6]: the semaphore key, which names the turn.
 -- Reply: 1 or 0. A freed slot leaves key:held (held), if there.
 --
--- key:watchers holds each watching call's member, scored by the server's
--- time of its first watch: the earliest is the first. key:told is the
+-- key:watchers holds each watching call's member, scored by the client's
+-- time of its first watch (watch.lua): the earliest is the first. A call
+-- that still waits gives back what its attempt won here (a grant took it
+-- out of the watchers) and comes back in its place, as a lock's waiter
+-- does with ReleaseInLine. key:told is the
 -- promises made, each '<member> <deadline, server ms>,': a permit's
 -- AcquireHold keeps a free slot for each live promise to another call,
 -- until that call claims it (a grant takes it out of both) or the
@@ -20,10 +24,11 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
 redis.call('DEL', KEYS[1])
-local slot = string.sub(KEYS[1], #ARGV[4] + 2)
+local slot = string.sub(KEYS[1], #ARGV[6] + 2)
 if tonumber(slot) >= MAX_INSPECTED then
-	redis.call('ZREM', ARGV[4] .. ':held', slot)
+	redis.call('ZREM', ARGV[6] .. ':held', slot)
 end
+rejoin(KEYS[2], ARGV[4], ARGV[5], ARGV[2])
 local ws = redis.call('ZRANGE', KEYS[2], 0, -1)
 if #ws == 0 then
 	return 1

@@ -1,0 +1,81 @@
+package redis_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
+)
+
+// rankedToken is a token of the redlock client's form, whose call began
+// at ms with call digits id.
+func rankedToken(ms int64, id, attempt int) string {
+	return fmt.Sprintf("%016x.%08x%024x", ms, id, attempt)
+}
+
+// TestWaiterGivingBackKeepsItsPlace: a waiter whose attempt won a
+// primitive here but no quorum elsewhere gives it back while it still
+// waits; the freed hold is promised to it again, not to the watcher
+// behind it (which, once two servers did so, overtook it: 1 round in
+// about 100 of the semaphore order test under load). For a permit and a
+// write hold.
+func TestWaiterGivingBackKeepsItsPlace(t *testing.T) {
+	s := fromURL(t, redistest.Start(t, 1).Nodes[0].URL(""))
+	now := time.Now().UnixMilli()
+	for name, kind := range map[string]keyserver.HoldKind{"permit": keyserver.PermitHold, "write": keyserver.WriteHold} {
+		t.Run(name, func(t *testing.T) {
+			key := "{gives-back-" + name + "}"
+			spec := func(token string) keyserver.HoldSpec {
+				h := keyserver.HoldSpec{Kind: kind, Key: key, Token: token}
+				if kind == keyserver.PermitHold {
+					h.Permits = 1
+				}
+				return h
+			}
+			holder, early, late := spec(rankedToken(now, 1, 0)), spec(rankedToken(now+1, 2, 0)), spec(rankedToken(now+2, 3, 0))
+			ok, _, err := s.AcquireHold(bg, holder, time.Minute)
+			require.NoError(t, err)
+			require.True(t, ok)
+			for _, w := range []keyserver.HoldSpec{early, late} {
+				ok, _, err := s.AcquireHold(bg, w, time.Minute)
+				require.NoError(t, err)
+				require.False(t, ok, "held")
+			}
+			turn, stopEarly, err := s.WatchHolds(bg, early)
+			require.NoError(t, err)
+			defer stopEarly()
+			time.Sleep(2 * time.Millisecond) // a later first watch, a later place
+			_, stopLate, err := s.WatchHolds(bg, late)
+			require.NoError(t, err)
+			defer stopLate()
+
+			_, err = s.ReleaseHold(bg, holder)
+			require.NoError(t, err)
+			select {
+			case <-turn:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the earliest watcher was not told")
+			}
+			ok, _, err = s.AcquireHold(bg, early, time.Minute)
+			require.NoError(t, err)
+			require.True(t, ok, "the earliest watcher claims its promise")
+			given := early
+			given.InLine = true
+			ok, err = s.ReleaseHold(bg, given) // no quorum elsewhere: given back, still waiting
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			ok, _, err = s.AcquireHold(bg, late, time.Minute)
+			require.NoError(t, err)
+			assert.False(t, ok, "the later watcher overtook the earlier, which gave back what it won and waits on")
+			ok, _, err = s.AcquireHold(bg, early, time.Minute)
+			require.NoError(t, err)
+			assert.True(t, ok, "the earlier watcher keeps its place")
+		})
+	}
+}
