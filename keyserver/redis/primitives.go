@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/goredlock/goredlock/internal/check"
@@ -307,68 +306,29 @@ func (s *Server) watchPrim(ctx context.Context, key, promise string, leaves bool
 		return nil, nil, s.fail("watch", key, err)
 	}
 	member := s.sub.turnMember(promise)
-	at := watchKey{key, promise}
-	since := firstWatches.watch(at)
-	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, member, watchersTTL, strconv.FormatInt(since, 10)); err != nil {
-		firstWatches.stop(at)
+	if _, err := s.eval(ctx, "watch", registerScript, []string{key + ":watchers"}, member, watchersTTL, watchScore(promise)); err != nil {
 		s.sub.stop(w)
 		return nil, nil, err
 	}
 	return w.turn, func() {
-		firstWatches.stop(at)
 		if s.sub.stop(w) && leaves && promise != primWatch {
 			s.leaveWatch(key, member)
 		}
 	}, nil
 }
 
-// firstWatches holds, per primitive key and promise, while a watch is on,
-// when the call first watched through any Server of this process (Unix ms):
-// one score for all servers, so that they order two processes' calls alike.
-var firstWatches = watchTimes{m: make(map[watchKey]*watchTime)}
-
-type watchTimes struct {
-	mu sync.Mutex
-	m  map[watchKey]*watchTime
-}
-
-type watchTime struct {
-	at      int64
-	watches int
-}
-
-// watch counts a watch of at on, and returns the time of the first.
-func (t *watchTimes) watch(at watchKey) int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	w := t.m[at]
-	if w == nil {
-		w = &watchTime{at: time.Now().UnixMilli()}
-		t.m[at] = w
-	}
-	w.watches++
-	return w.at
-}
-
-// since returns the time of at's first watch, if a watch of at is on.
-func (t *watchTimes) since(at watchKey) (int64, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if w := t.m[at]; w != nil {
-		return w.at, true
-	}
-	return 0, false
-}
-
-// stop counts a watch of at off.
-func (t *watchTimes) stop(at watchKey) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if w := t.m[at]; w != nil {
-		if w.watches--; w.watches <= 0 {
-			delete(t.m, at)
+// watchScore is the place among a primitive's watchers of the call that
+// promise stands for: the time its call began (its rank's, Unix ms), so
+// that every server and every process orders the calls alike, and as lock
+// lines do; one millisecond's calls sort by their members, which begin
+// with the rank. A watch with no rank scores the time it is set.
+func watchScore(promise string) string {
+	if promise != primWatch {
+		if ms, err := strconv.ParseInt(promise[:16], 16, 64); err == nil {
+			return strconv.FormatInt(ms, 10)
 		}
 	}
+	return strconv.FormatInt(time.Now().UnixMilli(), 10)
 }
 
 // leaveWatch runs leave_watch.lua for member of key's watchers in the
@@ -408,15 +368,10 @@ func (s *Server) watcher(key, token string, reader bool) string {
 // meanwhile leaves the leaving to it.
 func (s *Server) rejoin(h keyserver.HoldSpec) (member, since string) {
 	p := watchPromise(h.Token, h.Kind == keyserver.ReadHold)
-	if !h.InLine || p == primWatch || !s.sub.watching(h.Key, p) {
+	if !h.InLine || p == primWatch || !s.sub.rejoin(h.Key, p) {
 		return "", ""
 	}
-	at, ok := firstWatches.since(watchKey{h.Key, p})
-	if !ok {
-		return "", ""
-	}
-	s.sub.rejoin(h.Key, p)
-	return s.sub.turnMember(p), strconv.FormatInt(at, 10)
+	return s.sub.turnMember(p), watchScore(p)
 }
 
 // unwatched records the answer of watcher's acquire: granted, the call's

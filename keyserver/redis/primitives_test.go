@@ -49,7 +49,6 @@ func TestWaiterGivingBackKeepsItsPlace(t *testing.T) {
 			turn, stopEarly, err := s.WatchHolds(bg, early)
 			require.NoError(t, err)
 			defer stopEarly()
-			time.Sleep(2 * time.Millisecond) // a later first watch, a later place
 			_, stopLate, err := s.WatchHolds(bg, late)
 			require.NoError(t, err)
 			defer stopLate()

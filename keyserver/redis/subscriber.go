@@ -278,7 +278,11 @@ func (s *subscriber) watching(key, promise string) bool {
 func (s *subscriber) acquire(key, promise string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	at := watchKey{key, promise}
+	s.acquireLocked(watchKey{key, promise})
+}
+
+// acquireLocked is acquire, s.mu held.
+func (s *subscriber) acquireLocked(at watchKey) {
 	a := s.acquiring[at]
 	if a == nil {
 		if s.acquiring == nil {
@@ -317,15 +321,25 @@ func (s *subscriber) acquired(key, promise string, granted bool) (leave bool) {
 }
 
 // rejoin records a give-back of the call that promise stands for, on key,
-// which puts it back among key's watchers (Server.rejoin): its last
-// watch's stop leaves them again; acquired must follow, as for an acquire.
-func (s *subscriber) rejoin(key, promise string) {
+// which puts it back among key's watchers (Server.rejoin), and reports
+// whether the call still watches key: then its last watch's stop leaves
+// the watchers again, and acquired must follow, as for an acquire. One
+// step, lest the last watch stop unseen before the give-back lands.
+func (s *subscriber) rejoin(key, promise string) bool {
+	if s == nil {
+		return false
+	}
 	s.mu.Lock()
-	for w := range s.watches[watchKey{key, promise}] {
+	defer s.mu.Unlock()
+	at := watchKey{key, promise}
+	if len(s.watches[at]) == 0 {
+		return false
+	}
+	for w := range s.watches[at] {
 		w.left = false
 	}
-	s.mu.Unlock()
-	s.acquire(key, promise)
+	s.acquireLocked(at)
+	return true
 }
 
 // stop ends w, and reports whether the call is still among a primitive's

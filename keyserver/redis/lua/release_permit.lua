@@ -9,8 +9,8 @@
 -- ARGV[6]: the semaphore key, which names the turn.
 -- Reply: 1 or 0. A freed slot leaves key:held (held), if there.
 --
--- key:watchers holds each watching call's member, scored by the client's
--- time of its first watch (watch.lua): the earliest is the first. A call
+-- key:watchers holds each watching call's member, scored by when its
+-- call began (watch.lua): the earliest is the first. A call
 -- that still waits gives back what its attempt won here (a grant took it
 -- out of the watchers) and comes back in its place, as a lock's waiter
 -- does with ReleaseInLine. key:told is the
