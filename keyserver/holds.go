@@ -132,12 +132,14 @@ type HoldSpec struct {
 	// value, which ReadLeader reports; not empty.
 	Value string
 	// InLine, for ReleaseHold, marks the give-back of what an attempt of
-	// a call that still waits won here without a quorum elsewhere: a
+	// a call that may wait on won here without a quorum elsewhere: a
 	// server that orders a primitive's watchers and promises what a
-	// release frees (a Redis key server) puts the call back in its place
-	// first, as Notifier.ReleaseInLine does for a lock's waiter; else the
-	// watcher behind it would be promised the hold and overtake it. Other
-	// servers may ignore it.
+	// release frees (a Redis key server, for permits and read-write
+	// holds) puts the call back in its place first, if it still watches,
+	// as Notifier.ReleaseInLine does for a lock's waiter; else the
+	// watcher behind it would be promised the hold and overtake it. A
+	// server that keeps no order, or tells every watcher (an election's),
+	// ignores it.
 	InLine bool
 }
 

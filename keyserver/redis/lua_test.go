@@ -600,6 +600,13 @@ func TestLuaScripts(t *testing.T) {
 				n.pttlNear(t, sem+":watchers", keyserver.LineTTL.Milliseconds())
 			},
 			told: []string{callerP + sem}},
+		{file: "release_permit.lua", name: "a give-back of a slot no longer held: back among the watchers, nobody promised",
+			setup: [][]any{{"ZADD", sem + ":watchers", 2, waiterM}},
+			keys:  relK, args: []string{luaCaller, lineTTL, claim, callerM, "1", sem}, want: int64(0),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, []any{callerM, waiterM}, plain(n.MustDo("ZRANGE", sem+":watchers", 0, -1)))
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", sem+":told"))
+			}},
 		{file: "release_permit.lua", name: "wrong token", setup: [][]any{{"SET", sem + ":1", luaHolder, "PX", 9000}, {"ZADD", sem + ":watchers", now, callerM}},
 			keys: relK, args: []string{luaCaller, lineTTL, claim, "", "", sem}, want: int64(0)},
 
@@ -672,6 +679,13 @@ func TestLuaScripts(t *testing.T) {
 				assert.True(t, strings.HasPrefix(n.str("GET", rw+":told"), callerM+" "), "promised to the giver")
 			},
 			told: []string{callerP + rw}},
+		{file: "release_hold.lua", name: "a reader's give-back, first again: every watcher told and taken out",
+			setup: [][]any{{"ZADD", rw + ":r", now + 9000, luaHolder}, {"ZADD", rw + ":watchers", 2, callerM}},
+			keys:  holdK, args: []string{luaHolder, "0", lineTTL, claim, reader + luaChannel, "1", rw}, want: int64(1),
+			check: func(n luaNode, t *testing.T) {
+				assert.Equal(t, int64(0), n.MustDo("EXISTS", rw+":r", rw+":watchers", rw+":told"))
+			},
+			told: []string{reader + rw, callerP + rw}},
 		{file: "release_hold.lua", name: "a reader, others still read: nobody told",
 			setup: [][]any{{"ZADD", rw + ":r", now + 9000, luaHolder, now + 9000, luaEarly}, {"ZADD", rw + ":watchers", now, callerM}},
 			keys:  holdK, args: []string{luaHolder, "0", lineTTL, claim, "", "", rw}, want: int64(1),

@@ -197,14 +197,14 @@ func (s *Server) ReleaseHold(ctx context.Context, h keyserver.HoldSpec) (bool, e
 		member, since := s.rejoin(h)
 		n, err = s.eval(ctx, "release permit", releasePermitScript, []string{slotKey(key, h.Slot), key + ":watchers", key + ":told"},
 			h.Token, lineTTL, claimTTL, member, since, key)
-		s.unwatched(key, member, false)
+		s.rejoined(key, member)
 	case keyserver.LeaderHold:
 		n, err = s.eval(ctx, "resign", resignScript, []string{key, key + ":watchers"}, h.Token, key)
 	default:
 		member, since := s.rejoin(h)
 		n, err = s.eval(ctx, "release hold", releaseHoldScript, []string{key + ":w", key + ":r", key + ":watchers", key + ":told"},
 			h.Token, flag(h.Kind != keyserver.ReadHold), lineTTL, claimTTL, member, since, key)
-		s.unwatched(key, member, false)
+		s.rejoined(key, member)
 	}
 	return n == 1, err
 }
@@ -322,13 +322,15 @@ func (s *Server) watchPrim(ctx context.Context, key, promise string, leaves bool
 // that every server and every process orders the calls alike, and as lock
 // lines do; one millisecond's calls sort by their members, which begin
 // with the rank. A watch with no rank scores the time it is set.
+// (Scores are doubles in Redis: exact for ms times.)
 func watchScore(promise string) string {
-	if promise != primWatch {
-		if ms, err := strconv.ParseInt(promise[:16], 16, 64); err == nil {
-			return strconv.FormatInt(ms, 10)
-		}
+	if promise == primWatch {
+		return strconv.FormatInt(time.Now().UnixMilli(), 10)
 	}
-	return strconv.FormatInt(time.Now().UnixMilli(), 10)
+	if ms, err := strconv.ParseUint(promise[:16], 16, 64); err == nil {
+		return strconv.FormatUint(ms, 10)
+	}
+	return "0" // another client's rank: the same on every server and renewal, sorted by member
 }
 
 // leaveWatch runs leave_watch.lua for member of key's watchers in the
@@ -364,14 +366,22 @@ func (s *Server) watcher(key, token string, reader bool) string {
 // still watches the key here; else "", "". The attempt's grant here took
 // the call out of the watchers; released plainly, the hold would be
 // promised to the watcher behind it, which overtook it once two servers
-// did so. unwatched must follow, as for an acquire (watcher): a stop
-// meanwhile leaves the leaving to it.
+// did so. rejoined must follow, as unwatched follows an acquire
+// (watcher): a stop meanwhile leaves the leaving to it.
 func (s *Server) rejoin(h keyserver.HoldSpec) (member, since string) {
 	p := watchPromise(h.Token, h.Kind == keyserver.ReadHold)
 	if !h.InLine || p == primWatch || !s.sub.rejoin(h.Key, p) {
 		return "", ""
 	}
 	return s.sub.turnMember(p), watchScore(p)
+}
+
+// rejoined records the answer of rejoin's give-back: the call leaves now
+// if its last watch stopped meanwhile.
+func (s *Server) rejoined(key, member string) {
+	if member != "" && s.sub.rejoined(key, member[:promiseLen]) {
+		s.leaveWatch(key, member)
+	}
 }
 
 // unwatched records the answer of watcher's acquire: granted, the call's

@@ -78,3 +78,41 @@ func TestWaiterGivingBackKeepsItsPlace(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchersAreOrderedByRank: a primitive's watchers are in the order
+// their calls began (their ranks), as a lock's line is, not the order
+// they watched: on two Servers (two processes) of one node, the call that
+// began first but watched last is the one a release tells.
+func TestWatchersAreOrderedByRank(t *testing.T) {
+	node := redistest.Start(t, 1).Nodes[0]
+	a, b := fromURL(t, node.URL("")), fromURL(t, node.URL(""))
+	now := time.Now().UnixMilli()
+	permit := func(token string) keyserver.HoldSpec {
+		return keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: "{ordered-by-rank}", Token: token, Permits: 1}
+	}
+	holder, early, late := permit(rankedToken(now, 1, 0)), permit(rankedToken(now+1, 2, 0)), permit(rankedToken(now+50, 3, 0))
+	ok, _, err := a.AcquireHold(bg, holder, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	lateTurn, stop, err := a.WatchHolds(bg, late)
+	require.NoError(t, err)
+	defer stop()
+	earlyTurn, stop, err := b.WatchHolds(bg, early)
+	require.NoError(t, err)
+	defer stop()
+	_, err = a.ReleaseHold(bg, holder)
+	require.NoError(t, err)
+	select {
+	case <-earlyTurn:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call that began first was not told")
+	}
+	select {
+	case <-lateTurn:
+		t.Fatal("the call that began later was told: one freed slot, one waiter told")
+	default:
+	}
+	ok, _, err = a.AcquireHold(bg, late, time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok, "the slot is promised to the call that began first")
+}

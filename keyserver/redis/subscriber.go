@@ -59,6 +59,11 @@ type subscriber struct {
 type acquires struct {
 	n     int
 	leave bool // the last watch stopped, and no grant took the call out
+	// rejoins counts the give-backs among them (rejoin), which put the
+	// call back among the watchers: while one is in flight a grant's
+	// answer cannot tell whether the call is out, for Redis may run the
+	// give-back after the grant, so the last stop leaves.
+	rejoins int
 }
 
 // heardTurn is a turn that came while no watch was on its key and promise.
@@ -298,19 +303,32 @@ func (s *subscriber) acquireLocked(at watchKey) {
 // watchers, so its watches end without leaving. leave: refused or failed, the
 // last acquire in flight, after the call's last watch stopped while they ran.
 func (s *subscriber) acquired(key, promise string, granted bool) (leave bool) {
+	return s.answered(watchKey{key, promise}, granted, false)
+}
+
+// rejoined records a give-back's answer (see rejoin), as acquired does a
+// refused acquire's.
+func (s *subscriber) rejoined(key, promise string) (leave bool) {
+	return s.answered(watchKey{key, promise}, false, true)
+}
+
+// answered is acquired, or rejoined for a give-back.
+func (s *subscriber) answered(at watchKey, granted, giveBack bool) (leave bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	at := watchKey{key, promise}
-	if granted {
+	a := s.acquiring[at]
+	if granted && (a == nil || a.rejoins == 0) {
 		for w := range s.watches[at] {
 			w.left = true
 		}
 	}
-	a := s.acquiring[at]
 	if a == nil {
 		return false
 	}
-	if granted {
+	if giveBack {
+		a.rejoins--
+	}
+	if granted && a.rejoins == 0 {
 		a.leave = false
 	}
 	if a.n--; a.n > 0 {
@@ -323,8 +341,8 @@ func (s *subscriber) acquired(key, promise string, granted bool) (leave bool) {
 // rejoin records a give-back of the call that promise stands for, on key,
 // which puts it back among key's watchers (Server.rejoin), and reports
 // whether the call still watches key: then its last watch's stop leaves
-// the watchers again, and acquired must follow, as for an acquire. One
-// step, lest the last watch stop unseen before the give-back lands.
+// the watchers again, and rejoined must follow. One step, lest the last
+// watch stop unseen before the give-back lands.
 func (s *subscriber) rejoin(key, promise string) bool {
 	if s == nil {
 		return false
@@ -339,6 +357,7 @@ func (s *subscriber) rejoin(key, promise string) bool {
 		w.left = false
 	}
 	s.acquireLocked(at)
+	s.acquiring[at].rejoins++
 	return true
 }
 

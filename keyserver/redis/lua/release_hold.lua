@@ -15,6 +15,7 @@
 -- gives back its attempt's hold and keeps its place); ARGV[7]: the lock's
 -- key, which names the turn.
 -- Reply: 1 or 0.
+rejoin(KEYS[3], ARGV[5], ARGV[6], ARGV[3])
 if ARGV[2] == '1' then
 	if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 		return 0
@@ -23,7 +24,6 @@ if ARGV[2] == '1' then
 elseif redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
 	return 0
 end
-rejoin(KEYS[3], ARGV[5], ARGV[6], ARGV[3])
 local ws = redis.call('ZRANGE', KEYS[3], 0, -1)
 if #ws == 0 or ARGV[2] == '0' and redis.call('EXISTS', KEYS[1]) == 1 then
 	return 1

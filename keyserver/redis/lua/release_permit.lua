@@ -20,6 +20,7 @@
 -- promise lapses: its watcher, gone or too slow to keep its place, is
 -- then taken out of the watchers (live). A watch without a rank is told
 -- and taken out, never promised (passOn).
+rejoin(KEYS[2], ARGV[4], ARGV[5], ARGV[2])
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
@@ -28,7 +29,6 @@ local slot = string.sub(KEYS[1], #ARGV[6] + 2)
 if tonumber(slot) >= MAX_INSPECTED then
 	redis.call('ZREM', ARGV[6] .. ':held', slot)
 end
-rejoin(KEYS[2], ARGV[4], ARGV[5], ARGV[2])
 local ws = redis.call('ZRANGE', KEYS[2], 0, -1)
 if #ws == 0 then
 	return 1
