@@ -36,7 +36,7 @@ func TestRedisSilentSinceStartCostsNothing(t *testing.T) {
 	cluster.Nodes[2].Pause()
 	t.Cleanup(cluster.Nodes[2].Resume) // runs after the client's Close: cleanups run last first
 	c := clientOn(t, cluster)
-	assertMinorityFree(t, c, nil)
+	assertMinorityFree(t, c, "a silent minority", 0.2)
 }
 
 func TestRedisSilencedWhileRunningCostsNothing(t *testing.T) {
@@ -45,25 +45,27 @@ func TestRedisSilencedWhileRunningCostsNothing(t *testing.T) {
 	c := clientOn(t, cluster)
 	lockUnlock(t, c, "warm") // every server identified and connected
 	cluster.Nodes[2].Pause()
-	assertMinorityFree(t, c, nil)
+	assertMinorityFree(t, c, "a silent minority", 0.2)
 }
 
 func TestRedisDeadMinorityCostsNothing(t *testing.T) {
 	cluster := redistest.Start(t, 3)
 	c := clientOn(t, cluster)
-	healthy := lockUnlocks(t, c, 16, 2*time.Second)
+	lockUnlock(t, c, "warm")
 	cluster.Nodes[2].Kill()
-	assertMinorityFree(t, c, func(n int) {
-		assert.GreaterOrEqual(t, float64(n), 0.6*float64(healthy),
-			"16 goroutines with one node dead: %d lock+unlock against %d healthy", n, healthy)
-	})
+	assertMinorityFree(t, c, "one node dead", 0.6)
 }
 
 // assertMinorityFree checks that one goroutine's median lock+unlock takes
-// under 50 ms, and that 16 goroutines on distinct keys make at least a
-// fifth of what they make in 2 s on a healthy cluster (or what check says
-// of their count).
-func assertMinorityFree(t *testing.T, c *redlock.Client, check func(n int)) {
+// under 50 ms, and that 16 goroutines on distinct keys make at least
+// bound times what they make on a healthy cluster. The two are measured
+// in turns, 500 ms each, four times, so that a machine busy for a while
+// slows both alike: measured one after the other, the ratio fell to 0.5
+// with one node dead in a loaded .ci/run (1,520 against 3,013), where
+// it is about 1 on a quiet one. A call that waited for the silent
+// server would make a few percent of the healthy count, one that
+// redialled the dead one per call a fraction; the bounds break only so.
+func assertMinorityFree(t *testing.T, c *redlock.Client, what string, bound float64) {
 	t.Helper()
 	var took []time.Duration
 	for i := range 21 {
@@ -73,18 +75,15 @@ func assertMinorityFree(t *testing.T, c *redlock.Client, check func(n int)) {
 	}
 	slices.Sort(took)
 	assert.Less(t, took[len(took)/2], 50*time.Millisecond, "median lock+unlock of one goroutine; all: %v", took)
-	n := lockUnlocks(t, c, 16, 2*time.Second)
-	if check != nil {
-		check(n)
-		return
+	healthyClient := clientOn(t, redistest.Start(t, 3))
+	lockUnlock(t, healthyClient, "warm")
+	var n, healthy int
+	for range 4 {
+		n += lockUnlocks(t, c, 16, 500*time.Millisecond)
+		healthy += lockUnlocks(t, healthyClient, 16, 500*time.Millisecond)
 	}
-	// Beside a healthy cluster's count, measured now on the same machine:
-	// a fixed floor failed on loaded cores (1,100 to 1,700 of 2,000). A
-	// call that waited for the silent server would make a few percent of
-	// it; a fifth is a bound only that breaks.
-	healthy := lockUnlocks(t, clientOn(t, redistest.Start(t, 3)), 16, 2*time.Second)
-	assert.GreaterOrEqual(t, float64(n), 0.2*float64(healthy),
-		"16 goroutines with a silent minority: %d lock+unlock in 2 s against %d healthy", n, healthy)
+	assert.GreaterOrEqual(t, float64(n), bound*float64(healthy),
+		"16 goroutines with %s: %d lock+unlock in 2 s against %d healthy, in turns", what, n, healthy)
 }
 
 // lockUnlock takes name for minorityTTL and releases it.
