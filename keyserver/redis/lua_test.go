@@ -53,7 +53,7 @@ func TestLuaPrelude(t *testing.T) {
 		"release.lua":         {"tell", "handOver"},
 		"release_in_line.lua": {"join", "tell", "handOver"},
 		"acquire.lua":         {"take"},
-		"release_hold.lua":    {"clock", "tell", "live", "passOn", "rejoin"},
+		"release_hold.lua":    {"clock", "tell", "live", "passOn", "enlist"},
 		"acquire_in_line.lua": {"plain", "rank", "holder", "join"},
 		"raise_fence.lua":     nil,
 	} {

@@ -1,7 +1,6 @@
 package redis_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -9,14 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/internal/testkit"
 	"github.com/goredlock/goredlock/keyserver"
 )
-
-// rankedToken is a token of the redlock client's form, whose call began
-// at ms with call digits id.
-func rankedToken(ms int64, id, attempt int) string {
-	return fmt.Sprintf("%016x.%08x%024x", ms, id, attempt)
-}
 
 // TestWaiterGivingBackKeepsItsPlace: a waiter whose attempt won a
 // primitive here but no quorum elsewhere gives it back while it still
@@ -26,7 +20,6 @@ func rankedToken(ms int64, id, attempt int) string {
 // write hold.
 func TestWaiterGivingBackKeepsItsPlace(t *testing.T) {
 	s := fromURL(t, redistest.Start(t, 1).Nodes[0].URL(""))
-	now := time.Now().UnixMilli()
 	for name, kind := range map[string]keyserver.HoldKind{"permit": keyserver.PermitHold, "write": keyserver.WriteHold} {
 		t.Run(name, func(t *testing.T) {
 			key := "{gives-back-" + name + "}"
@@ -37,7 +30,7 @@ func TestWaiterGivingBackKeepsItsPlace(t *testing.T) {
 				}
 				return h
 			}
-			holder, early, late := spec(rankedToken(now, 1, 0)), spec(rankedToken(now+1, 2, 0)), spec(rankedToken(now+2, 3, 0))
+			holder, early, late := spec(testkit.Ranked(1, 0)), spec(testkit.Ranked(2, 0)), spec(testkit.Ranked(3, 0))
 			ok, _, err := s.AcquireHold(bg, holder, time.Minute)
 			require.NoError(t, err)
 			require.True(t, ok)
@@ -86,11 +79,10 @@ func TestWaiterGivingBackKeepsItsPlace(t *testing.T) {
 func TestWatchersAreOrderedByRank(t *testing.T) {
 	node := redistest.Start(t, 1).Nodes[0]
 	a, b := fromURL(t, node.URL("")), fromURL(t, node.URL(""))
-	now := time.Now().UnixMilli()
 	permit := func(token string) keyserver.HoldSpec {
 		return keyserver.HoldSpec{Kind: keyserver.PermitHold, Key: "{ordered-by-rank}", Token: token, Permits: 1}
 	}
-	holder, early, late := permit(rankedToken(now, 1, 0)), permit(rankedToken(now+1, 2, 0)), permit(rankedToken(now+50, 3, 0))
+	holder, early, late := permit(testkit.Ranked(1, 0)), permit(testkit.Ranked(2, 0)), permit(testkit.Ranked(50, 0))
 	ok, _, err := a.AcquireHold(bg, holder, time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -44,8 +44,9 @@ type subscriber struct {
 	joined map[watchKey]*subConn
 	heard  map[watchKey]heardTurn
 	// acquiring counts, per primitive key and promise, the acquires in
-	// flight whose grant takes the call out of the watchers (Server.watcher):
-	// a last watch stopped meanwhile leaves the leaving to them (see acquired).
+	// flight whose grant takes the call out of the watchers (Server.watcher),
+	// and the give-backs that put it back (Server.rejoin): a last watch
+	// stopped meanwhile leaves the leaving to them (see answered).
 	acquiring map[watchKey]*acquires
 	// contention holds the holders' watches of their keys' lines, by key;
 	// subscribing the SUBSCRIBEs awaiting confirmation, by channel, in the

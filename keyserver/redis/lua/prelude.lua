@@ -165,9 +165,11 @@ local function passOn(ws, out, kept, now, wkey, tkey, claim, ttl)
 	end
 end
 
--- rejoin puts member m unless '' back in wkey with score, for ttl ms: a
--- waiter's undo of its attempt's grant, which took it out (unwatch).
-local function rejoin(wkey, m, score, ttl)
+-- enlist puts member m unless '' in wkey, a primitive's watchers, with
+-- score, and has them live ttl ms more: a watch (watch.lua), or a waiter's
+-- give-back, which puts back the call its attempt's grant took out
+-- (unwatch).
+local function enlist(wkey, m, score, ttl)
 	if m ~= '' then
 		redis.call('ZADD', wkey, score, m)
 		redis.call('PEXPIRE', wkey, ttl)

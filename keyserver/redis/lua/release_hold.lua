@@ -11,11 +11,11 @@
 -- ARGV[1]: token; ARGV[2]: '1' for the writer, '0' for a reader; ARGV[3]:
 -- key:told's TTL in ms (keyserver.LineTTL); ARGV[4]: a promise's TTL in
 -- ms (keyserver.ClaimTTL); ARGV[5], ARGV[6]: the releasing call's
--- watcher member and its score, or '' (rejoin: a call that still waits
--- gives back its attempt's hold and keeps its place); ARGV[7]: the lock's
--- key, which names the turn.
+-- watcher member and its score, or '' (Server.rejoin: a call that still
+-- waits gives back its attempt's hold and keeps its place); ARGV[7]: the
+-- lock's key, which names the turn.
 -- Reply: 1 or 0.
-rejoin(KEYS[3], ARGV[5], ARGV[6], ARGV[3])
+enlist(KEYS[3], ARGV[5], ARGV[6], ARGV[3])
 if ARGV[2] == '1' then
 	if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 		return 0

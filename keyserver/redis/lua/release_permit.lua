@@ -5,7 +5,7 @@
 -- KEYS[1]: the slot's key; KEYS[2]: key:watchers; KEYS[3]: key:told.
 -- ARGV[1]: token; ARGV[2]: key:told's TTL in ms (keyserver.LineTTL);
 -- ARGV[3]: a promise's TTL in ms (keyserver.ClaimTTL); ARGV[4], ARGV[5]:
--- the releasing call's watcher member and its score, or '' (rejoin);
+-- the releasing call's watcher member and its score, or '' (Server.rejoin);
 -- ARGV[6]: the semaphore key, which names the turn.
 -- Reply: 1 or 0. A freed slot leaves key:held (held), if there.
 --
@@ -20,7 +20,7 @@
 -- promise lapses: its watcher, gone or too slow to keep its place, is
 -- then taken out of the watchers (live). A watch without a rank is told
 -- and taken out, never promised (passOn).
-rejoin(KEYS[2], ARGV[4], ARGV[5], ARGV[2])
+enlist(KEYS[2], ARGV[4], ARGV[5], ARGV[2])
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end

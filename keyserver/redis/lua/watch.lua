@@ -7,6 +7,5 @@
 -- ARGV[1]: the watcher's member; ARGV[2]: the watchers' TTL in ms
 -- (keyserver.LineTTL); ARGV[3]: the score.
 -- Reply: 1.
-redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+enlist(KEYS[1], ARGV[1], ARGV[3], ARGV[2])
 return 1
