@@ -89,6 +89,16 @@ func checkPrims(byPrim map[Primitive][]Grant, clients []*client, countersLost bo
 	return rs
 }
 
+// allOverlaps counts the overlaps of every kind: the lock's, the
+// primitives' and the sets'.
+func (r Result) allOverlaps() int {
+	n := r.Overlaps
+	for _, p := range r.Prims {
+		n += p.Overlaps
+	}
+	return n
+}
+
 // prim returns the result of primitive p, if its clients ran.
 func (r Result) prim(p Primitive) (PrimResult, bool) {
 	for _, pr := range r.Prims {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/internal/redistest"
 )
 
@@ -23,6 +24,7 @@ type faults struct {
 	nodes []*redistest.Node
 	// replicas[i] is node i's replica (Scenario.Replicas); nil without.
 	replicas []*redistest.Node
+	jobs     []string   // the keys of the lock's long-held names (Load.LongNames: the clients have no prefix)
 	paths    [][]*Proxy // paths[i][c] carries client c's traffic to node i
 	clocks   *Clocks    // the nodes' clock rates; nil when the scenario keeps true time
 	procs    *procs     // the clients that run as processes of their own; nil if none
@@ -324,21 +326,68 @@ func (f *faults) healAll() {
 	}
 }
 
-// failover kills node i's master (SIGKILL) and promotes its replica,
-// continued if stopped, to which every path to node i leads from now on;
-// the old master comes back empty as the new master's replica.
-func (f *faults) failover(i int) {
-	old, next := f.nodes[i], f.replicas[i]
-	old.Kill()
-	next.Resume()
-	next.MustDo("REPLICAOF", "NO", "ONE")
-	for _, p := range f.paths[i] {
-		p.Retarget(next.Addr())
+// failover promotes the replicas of nodes and points every path to
+// those nodes at them at once (resetting the connections, as a failover
+// does), and then kills their old masters (SIGKILL), which come back empty
+// as the new masters' replicas: the clients find all the new masters at
+// the same moment, and none of the old ones again.
+func (f *faults) failover(nodes []int) {
+	for _, i := range nodes {
+		f.replicas[i].MustDo("REPLICAOF", "NO", "ONE")
 	}
-	old.Revive()
-	old.ReplicaOf(next)
-	f.nodes[i], f.replicas[i] = next, old
-	f.counted("failover")
+	for _, i := range nodes {
+		for _, p := range f.paths[i] {
+			p.Retarget(f.replicas[i].Addr())
+		}
+	}
+	for _, i := range nodes {
+		old, next := f.nodes[i], f.replicas[i]
+		old.Kill()
+		old.Revive()
+		old.ReplicaOf(next)
+		f.nodes[i], f.replicas[i] = next, old
+		f.counted("failover")
+	}
+}
+
+// jobValues reads the keys of the lock's long-held names on each of
+// nodes (one MGET each): what grantedSince compares with.
+func (f *faults) jobValues(nodes []int) map[int][]any {
+	args := make([]any, len(f.jobs))
+	for j, name := range f.jobs {
+		args[j] = name
+	}
+	values := make(map[int][]any, len(nodes))
+	for _, i := range nodes {
+		v, _ := f.nodes[i].MustDo("MGET", args...).([]any)
+		values[i] = v
+	}
+	return values
+}
+
+// grantedSince reports whether one of those keys holds, on every one of
+// nodes (a majority), one token it did not hold when seen was read: a
+// grant since then, held for a job, or a vote for one that waits for its
+// replica's confirmation; not a promise to a waiter, not a minority's
+// attempt.
+func (f *faults) grantedSince(nodes []int, seen map[int][]any) bool {
+	now := f.jobValues(nodes)
+	for j := range f.jobs {
+		var token []byte
+		for k, i := range nodes {
+			v, _ := now[i][j].([]byte)
+			was, _ := seen[i][j].([]byte)
+			if v == nil || layout.IsPromise(string(v)) || string(v) == string(was) || k > 0 && string(v) != string(token) {
+				token = nil
+				break
+			}
+			token = v
+		}
+		if token != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // summary lists the faults injected, e.g. "black hole 12, pause 3".

@@ -148,6 +148,7 @@ func Run(t testing.TB, sc Scenario, s Settings, seed uint64) Result {
 	// The state the clients are made in, and then their faults' schedule.
 	f := newFaults(t, rand.New(rand.NewPCG(seed, 0xfa)), cluster.Nodes, paths, s.Load.TTL)
 	f.replicas = replicas
+	f.jobs = s.Load.LongNames
 	if sc.before != nil {
 		sc.before(f)
 	}

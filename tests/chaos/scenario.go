@@ -186,19 +186,32 @@ func Scenarios() []Scenario {
 }
 
 // failovers fails a majority of the deployments over to their replicas,
-// again and again. Each replica is stopped for half a TTL first, so that
-// what its master acknowledged meanwhile is not on it when it is promoted,
-// as when a master dies ahead of its replication.
+// again and again. Each replica is cut from its master first, so that what
+// the master acknowledges meanwhile is not on it when it is promoted, as
+// when a master dies ahead of its replication (a stopped replica would not
+// do: what the master sent waits in the replica's socket, and it reads it
+// all once continued); the failover comes once a job's lock was written to
+// all of those masters since (grantedSince), or after a TTL and a half
+// without. Without durable votes that grant is lost while its holder holds
+// it, and the promoted replicas grant the lock again: the overlap the
+// unsafe scenario must show. With them, the write was no vote.
 func failovers(f *faults) {
 	for {
 		nodes := f.pick(f.majority())
 		for _, i := range nodes {
-			f.replicas[i].Pause()
+			f.replicas[i].MustDo("REPLICAOF", "NO", "ONE") // nothing reaches it until the paths lead there
 		}
-		ok := f.sleep(f.ttls(0.5))
-		for _, i := range nodes {
-			f.failover(i)
+		seen, until := f.jobValues(nodes), time.Now().Add(f.ttls(1.5))
+		ok, granted := true, false
+		for ok && !granted && time.Now().Before(until) {
+			if granted = f.grantedSince(nodes, seen); !granted {
+				ok = f.sleep(20 * time.Millisecond)
+			}
 		}
+		if granted {
+			f.counted("failover of a job's lock")
+		}
+		f.failover(nodes)
 		if !ok || !f.sleep(f.ttls(1.5)) {
 			return
 		}
