@@ -326,11 +326,12 @@ func (f *faults) healAll() {
 	}
 }
 
-// failover promotes the replicas of nodes and points every path to
-// those nodes at them at once (resetting the connections, as a failover
-// does), and then kills their old masters (SIGKILL), which come back empty
-// as the new masters' replicas: the clients find all the new masters at
-// the same moment, and none of the old ones again.
+// failover promotes the replicas of nodes (again, for a fault that did
+// not cut them first) and points every path to those nodes at them at
+// once, resetting the connections as a failover does, and then kills
+// their old masters (SIGKILL), which come back empty as the new masters'
+// replicas: from that moment the clients' connections to all of those
+// nodes lead to the new masters.
 func (f *faults) failover(nodes []int) {
 	for _, i := range nodes {
 		f.replicas[i].MustDo("REPLICAOF", "NO", "ONE")
@@ -351,8 +352,12 @@ func (f *faults) failover(nodes []int) {
 }
 
 // jobValues reads the keys of the lock's long-held names on each of
-// nodes (one MGET each): what grantedSince compares with.
+// nodes (one MGET each): what grantedSince compares with. Nil without
+// such names.
 func (f *faults) jobValues(nodes []int) map[int][]any {
+	if len(f.jobs) == 0 {
+		return nil
+	}
 	args := make([]any, len(f.jobs))
 	for j, name := range f.jobs {
 		args[j] = name
@@ -367,23 +372,29 @@ func (f *faults) jobValues(nodes []int) map[int][]any {
 
 // grantedSince reports whether one of those keys holds, on every one of
 // nodes (a majority), one token it did not hold when seen was read: a
-// grant since then, held for a job, or a vote for one that waits for its
-// replica's confirmation; not a promise to a waiter, not a minority's
-// attempt.
+// grant since then (a job's, or now and then a short hold's), or a vote
+// for one that waits for its replica's confirmation; not a promise to a
+// waiter, not a minority's attempt, and not the mark a waiter adds to the
+// holder's token (a '+', which the comparison leaves out).
 func (f *faults) grantedSince(nodes []int, seen map[int][]any) bool {
 	now := f.jobValues(nodes)
+	token := func(values map[int][]any, i, j int) string {
+		if j >= len(values[i]) {
+			return ""
+		}
+		v, _ := values[i][j].([]byte)
+		return strings.TrimSuffix(string(v), "+")
+	}
 	for j := range f.jobs {
-		var token []byte
-		for k, i := range nodes {
-			v, _ := now[i][j].([]byte)
-			was, _ := seen[i][j].([]byte)
-			if v == nil || layout.IsPromise(string(v)) || string(v) == string(was) || k > 0 && string(v) != string(token) {
-				token = nil
+		first := token(now, nodes[0], j)
+		granted := first != "" && !layout.IsPromise(first)
+		for _, i := range nodes {
+			if v := token(now, i, j); v != first || v == token(seen, i, j) {
+				granted = false
 				break
 			}
-			token = v
 		}
-		if token != nil {
+		if granted {
 			return true
 		}
 	}

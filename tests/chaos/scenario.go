@@ -190,9 +190,9 @@ func Scenarios() []Scenario {
 // the master acknowledges meanwhile is not on it when it is promoted, as
 // when a master dies ahead of its replication (a stopped replica would not
 // do: what the master sent waits in the replica's socket, and it reads it
-// all once continued); the failover comes once a job's lock was written to
-// all of those masters since (grantedSince), or after a TTL and a half
-// without. Without durable votes that grant is lost while its holder holds
+// all once continued); the failover comes once one new token of a job's
+// lock is on all of those masters (grantedSince), or after a TTL and a
+// half without. Without durable votes that grant is lost while its holder holds
 // it, and the promoted replicas grant the lock again: the overlap the
 // unsafe scenario must show. With them, the write was no vote.
 func failovers(f *faults) {
