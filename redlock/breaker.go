@@ -92,13 +92,17 @@ func (b *breaker) cancelled() {
 
 // failed records a call's failure, the failures'th in a row, and opens the
 // breaker when that is enough, or lets it wait longer for the next probe.
-func (b *breaker) failed(clk clock.Clock, failures int64, err error) {
+// silent is how long the server had left the call unanswered when it
+// failed (its timeout, when it timed out): the streak began that long
+// ago, so that calls to a server that stopped, all timing out together a
+// timeout after it did, open its breaker then rather than a second later.
+func (b *breaker) failed(clk clock.Clock, failures int64, err error, silent time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := clk.Now()
 	if !b.open.Load() {
-		if failures == 1 || b.streak.IsZero() {
-			b.streak = now
+		if began := now.Add(-silent); failures == 1 || b.streak.IsZero() || began.Before(b.streak) {
+			b.streak = began
 		}
 		if !dialFailed(err) && (failures < tripAfter || now.Sub(b.streak) < tripQuiet) {
 			return

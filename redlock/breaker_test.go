@@ -1,7 +1,9 @@
 package redlock
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -72,17 +74,17 @@ func TestBreakerWaitsNoLongerThanMaxBackoff(t *testing.T) {
 	var b breaker
 	err := errors.New("i/o timeout")
 	for n := range int64(tripAfter) {
-		b.failed(fc, n+1, err)
+		b.failed(fc, n+1, err, 0)
 	}
 	require.NoError(t, b.allow(fc), "failures in a row, but over less than tripQuiet: only slow")
 	fc.Advance(tripQuiet)
-	b.failed(fc, tripAfter+1, err)
+	b.failed(fc, tripAfter+1, err, 0)
 	require.Error(t, b.allow(fc), "open")
 	for range 10 { // probes that fail
 		fc.Advance(maxBackoff)
 		require.NoError(t, b.allow(fc), "a probe after the backoff")
 		require.Error(t, b.allow(fc), "one probe at a time")
-		b.failed(fc, 99, err)
+		b.failed(fc, 99, err, 0)
 	}
 	fc.Advance(maxBackoff)
 	require.NoError(t, b.allow(fc), "the capped backoff has passed")
@@ -91,13 +93,28 @@ func TestBreakerWaitsNoLongerThanMaxBackoff(t *testing.T) {
 	assert.NoError(t, b.allow(fc), "closed")
 }
 
+// TestBreakerCountsTheSilenceOfCallsThatTimedOut: calls that all time out
+// together, a timeout of tripQuiet after the server stopped, open the
+// breaker then; as many that failed at once, each at once, do not.
+func TestBreakerCountsTheSilenceOfCallsThatTimedOut(t *testing.T) {
+	fc := clock.NewFake(t0)
+	err := fmt.Errorf("no answer: %w", context.DeadlineExceeded)
+	var slow, stopped breaker
+	for n := range int64(tripAfter) {
+		slow.failed(fc, n+1, err, tripQuiet/2)
+		stopped.failed(fc, n+1, err, tripQuiet)
+	}
+	assert.NoError(t, slow.allow(fc), "unanswered for less than tripQuiet: only slow")
+	assert.ErrorIs(t, stopped.allow(fc), errServerDown, "unanswered for tripQuiet")
+}
+
 // TestDialFailureOpensTheBreakerAtOnce: a server that cannot be dialled
 // is not redialled by the next call; a caller's cancellation does not
 // count, and frees the probe.
 func TestDialFailureOpensTheBreakerAtOnce(t *testing.T) {
 	fc := clock.NewFake(t0)
 	var b breaker
-	b.failed(fc, 1, errors.Join(errors.New("acquire"), &dialError))
+	b.failed(fc, 1, errors.Join(errors.New("acquire"), &dialError), 0)
 	assert.ErrorIs(t, b.allow(fc), errServerDown)
 	fc.Advance(firstBackoff)
 	require.NoError(t, b.allow(fc), "probe")

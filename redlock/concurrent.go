@@ -265,7 +265,7 @@ func (bg *background) expire(err error) {
 	}
 	err = fmt.Errorf("%s %q: no answer: %w", bg.f.op, bg.f.key, err)
 	for _, i := range late { // reported before they count, as in take
-		bg.c.observe(bg.ctx, bg.f.op, bg.f.name, i, err)
+		bg.c.observe(bg.ctx, bg.f.op, bg.f.name, i, bg.f.timeout, err)
 	}
 	next := make([]int, len(late))
 	bg.mu.Lock()

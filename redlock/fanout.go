@@ -253,7 +253,7 @@ func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint
 			}
 			// Not called: it stored nothing, and there is nothing to undo.
 			v.ok = false
-			c.observe(ctx, f.op, f.name, i, v.err)
+			c.observe(ctx, f.op, f.name, i, f.timeout, v.err)
 		}
 		calls--
 		s.ok, s.phase = v.ok, callSkipped
@@ -324,7 +324,7 @@ func (c *Client) undo(ctx context.Context, f *fan, i int) {
 		u.op = opGiveBack // a primitive's waiter keeps its place too (keyserver.HoldSpec.InLine)
 	}
 	_, _, _, err := u.call(uctx, i, c.servers[i])
-	c.observe(ctx, opRelease, f.name, i, err) // the clean-up of a failed attempt
+	c.observe(ctx, opRelease, f.name, i, f.timeout, err) // the clean-up of a failed attempt
 }
 
 // detach returns ctx without its cancellation, bounded by timeout, for a
@@ -437,7 +437,7 @@ func (c *Client) identify(ctx context.Context, i int, f *fan) error {
 		// answer for its asks after grants.
 		// Only a server the quarantine judges is asked (see identities.init).
 		in, err := c.quarantine.judged[i].Incarnation(ctx)
-		c.observe(ctx, opIdentify, f.name, i, err)
+		c.observe(ctx, opIdentify, f.name, i, 0, err)
 		if err == nil {
 			// A kept reading may be older than this call: it was current
 			// when that incarnation came back, no later.
@@ -488,7 +488,7 @@ func (f *fan) judge(ctx context.Context, i int, ok bool, err error) (bool, error
 // a call (see fan.only): that says nothing of the server.
 func (c *Client) heard(ctx context.Context, f *fan, i int, err error) {
 	if err != nil || f.asks(i) {
-		c.observe(ctx, f.op, f.name, i, err)
+		c.observe(ctx, f.op, f.name, i, f.timeout, err)
 	}
 }
 
@@ -501,8 +501,10 @@ type health struct {
 
 // observe records a server call's outcome for the breaker, the log and
 // the ServerFailed hook. A cancelled call and a quarantined grant say
-// nothing of the server: they are logged at debug level only.
-func (c *Client) observe(ctx context.Context, op opKind, name string, server int, err error) {
+// nothing of the server: they are logged at debug level only. timeout is
+// the bound on the call, ctx its caller's: a call that timed out before
+// ctx ended went unanswered that long.
+func (c *Client) observe(ctx context.Context, op opKind, name string, server int, timeout time.Duration, err error) {
 	n := &c.health.failures[server]
 	b := &c.health.breakers[server]
 	if err == nil {
@@ -535,7 +537,11 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 	}
 	failures := n.Add(1)
 	if !errors.Is(err, keyserver.ErrPermanent) {
-		b.failed(c.clock, failures, err)
+		var silent time.Duration
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			silent = timeout
+		}
+		b.failed(c.clock, failures, err, silent)
 	}
 	if failures == 1 {
 		c.logger.Warn("redlock: key server failing", "op", op, "lock", name, "server", server, "error", err)

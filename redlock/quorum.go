@@ -46,6 +46,7 @@ type tally struct {
 	ahead         int           // the most waiters a refusal said were ahead in line
 	granters      uint64        // bit(i) set when server i granted
 	failers       uint64        // bit(i) set when server i failed
+	answered      uint64        // bit(i) set when server i's answer was counted
 	// promised holds, for a set waiting in line, the keys that refusing
 	// servers keep promised to it (keyserver.Holder.Promised): nil, and
 	// no allocation, until a refusal names one.
@@ -84,6 +85,13 @@ func (t *tally) failed(i int) bool {
 	return err != nil
 }
 
+// late reports whether server i had not answered when the votes t were
+// decided, among servers that others answered for: one paused or cut off
+// may not answer a watch either until the call's server timeout.
+func (t *tally) late(i int) bool {
+	return t.answered != 0 && t.answered&bit(i) == 0
+}
+
 // bit is server i's bit in a set of servers; servers from 64 on share the
 // last bit, so that a set tells only that some of them are in it.
 func bit(i int) uint64 { return 1 << min(i, 63) }
@@ -91,6 +99,7 @@ func bit(i int) uint64 { return 1 << min(i, 63) }
 // add counts one server's answer.
 func (t *tally) add(v vote) {
 	t.maxN = max(t.maxN, v.n)
+	t.answered |= bit(v.server)
 	switch {
 	case v.err != nil:
 		t.errs = append(t.errs, &ServerError{Server: v.server, Err: v.err})

@@ -122,7 +122,12 @@ func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time)
 
 // watch arms the call's watches (see watches.arm).
 func (a *acquisition) watch(ctx context.Context, renew bool) {
-	a.watches.arm(ctx, a.c, watchOf{kind: a.kind, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout}, &a.last, renew)
+	a.watchAfter(ctx, &a.last, renew)
+}
+
+// watchAfter arms the call's watches after the attempt that last tallied.
+func (a *acquisition) watchAfter(ctx context.Context, last *tally, renew bool) {
+	a.watches.arm(ctx, a.c, watchOf{kind: a.kind, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout}, last, renew)
 }
 
 // prewatches reports whether the call watches the servers already while
@@ -136,16 +141,23 @@ func (a *acquisition) prewatches() bool {
 // front of q, with a token of its rank until it draws its own. It reports
 // whether one fired, and else how soon the next is due to be set anew.
 func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told bool, renewIn time.Duration) {
+	// Before its first attempt it has not heard the servers: those that
+	// had not answered the front's last refusal are watched without
+	// waiting for them (see watches.arm).
+	q.mu.Lock()
+	front := tally{answered: q.last.answered}
+	q.mu.Unlock()
 	if a.watches == nil {
 		if a.token == "" {
 			a.token = a.rank.token()
 		}
-		a.watch(ctx, false)
+		a.watchAfter(ctx, &front, false)
 		q.stamp(&w.watched)
 	}
 	for {
 		now := a.c.clock.Now()
 		renewIn = renewWatches
+		a.watches.takeIn()
 		for _, pw := range a.watches {
 			if pw.fired() {
 				return true, 0
@@ -157,7 +169,7 @@ func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told b
 		if renewIn > 0 {
 			return false, renewIn
 		}
-		a.watch(ctx, true) // none fired: only those due
+		a.watchAfter(ctx, &front, true) // none fired: only those due
 	}
 }
 
@@ -173,6 +185,7 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	}
 	// Its own clean-up must not wake it: it watches anew on the servers
 	// that granted an attempt, since it last did, that was then undone.
+	a.watches.takeIn()
 	for i := range a.watches {
 		if a.undone&bit(i) != 0 && a.watches[i].stop != nil {
 			a.watches[i].anew = true

@@ -16,10 +16,52 @@ type watch struct {
 	stop    func()
 	at      time.Time // when it was set
 	anew    bool      // to be set anew at the next arming (see waitForChange)
+	// late is the watch being set on a server the call did not wait for
+	// (see arm): nil once none is.
+	late *lateWatch
+}
+
+// lateWatch is a watch set on its own goroutine. Whichever of the setter
+// and the call is last takes care of it: the call takes it in (takeIn),
+// or the setter stops what it set for a call that stopped watching.
+type lateWatch struct {
+	mu   sync.Mutex
+	done bool  // set, or failed to be: w is what the call takes in
+	gone bool  // the call stopped watching
+	w    watch // what was set
 }
 
 // armed reports whether w watches anything.
 func (w *watch) armed() bool { return w.changed != nil }
+
+// takeIn takes in the watch set late, once it is.
+func (w *watch) takeIn() {
+	l := w.late
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		*w = l.w
+	}
+}
+
+// end stops w, or leaves its stopping to the setter still at work.
+func (w *watch) end() {
+	if l := w.late; l != nil {
+		l.mu.Lock()
+		l.gone = true
+		done := l.done
+		l.mu.Unlock()
+		if done && l.w.stop != nil {
+			l.w.stop()
+		}
+	} else if w.stop != nil {
+		w.stop()
+	}
+	*w = watch{}
+}
 
 // fired reports whether one of w's channels is closed: a turn came, or the
 // watch broke.
@@ -53,11 +95,15 @@ const renewWatches = keyserver.LineTTL / 3
 // with renew where one fired or a change's is due; a fired watch is
 // renewed only after the wait it ended, which it would swallow. Servers
 // that failed last, the call's last refusal, are not watched, and a set
-// is not watched for the keys a server promised it there.
+// is not watched for the keys a server promised it there. A change is
+// watched on servers that had not answered the last attempt without
+// waiting for them (see late): a server paused or cut off holds up no wait
+// for its timeout, which its breaker takes a second to notice.
 func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, renew bool) {
 	if *ws == nil {
 		*ws = make(watches, len(c.servers))
 	}
+	ws.takeIn()
 	turns := of.kind.turns()
 	now := c.clock.Now()
 	var (
@@ -67,38 +113,64 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 	for i, ks := range c.servers {
 		w := &(*ws)[i]
 		due := renew && (w.fired() || !turns && now.Sub(w.at) >= renewWatches)
-		if turns && c.notifierMask&bit(i) == 0 || w.armed() && !w.anew && !due {
-			continue
+		if turns && c.notifierMask&bit(i) == 0 || w.late != nil || w.armed() && !w.anew && !due {
+			continue // a late one is still being set
 		}
-		if w.stop != nil {
-			old = append(old, w.stop)
-		}
+		stopOld := w.stop
 		*w = watch{}
 		if last.failed(i) || c.health.breakers[i].open.Load() || c.polled[i].Load() {
+			if stopOld != nil {
+				old = append(old, stopOld)
+			}
 			continue // a server down would hold up every wait; one that refused a watch is polled
 		}
 		promised := last.promisedOn(i)
-		set := func() {
+		set := func() watch {
 			wctx, cancel := c.clock.WithTimeout(ctx, of.timeout)
 			changed, stop, err := of.kind.watch(wctx, ks, of.key, of.token, promised)
 			cancel()
 			if err != nil {
 				c.watchFailed(ctx, i, of.name, err)
-				return
+				return watch{}
 			}
-			*w = watch{changed: changed, stop: stop, at: now}
+			return watch{changed: changed, stop: stop, at: now}
 		}
-		// Turns one server after another: the call's place in the lines is
-		// taken. A change's at once: one armed late lets a release pass it by.
-		if turns {
-			set()
+		switch {
+		case turns:
+			// Turns one server after another: the call's place in the lines
+			// is taken.
+			*w = set()
+		case last.late(i):
+			// The old watch stops once the new is set, as below.
+			l := &lateWatch{}
+			*w = watch{late: l}
+			c.bg.Add(1)
+			go func() {
+				defer c.bg.Done()
+				nw := set()
+				if stopOld != nil {
+					stopOld()
+				}
+				l.mu.Lock()
+				l.done, l.w = true, nw
+				gone := l.gone
+				l.mu.Unlock()
+				if gone && nw.stop != nil {
+					nw.stop()
+				}
+			}()
 			continue
+		default:
+			// A change's at once: one armed late lets a release pass it by.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				*w = set()
+			}()
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			set()
-		}()
+		if stopOld != nil {
+			old = append(old, stopOld)
+		}
 	}
 	wg.Wait()
 	// Stopped after the new ones are set, so the call stays among the watchers.
@@ -107,13 +179,17 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 	}
 }
 
+// takeIn takes in the watches set late that are.
+func (ws watches) takeIn() {
+	for i := range ws {
+		ws[i].takeIn()
+	}
+}
+
 // stop ends every watch.
 func (ws watches) stop() {
 	for i := range ws {
-		if stop := ws[i].stop; stop != nil {
-			stop()
-		}
-		ws[i] = watch{}
+		ws[i].end()
 	}
 }
 
@@ -121,7 +197,7 @@ func (ws watches) stop() {
 func (ws watches) armed() int {
 	n := 0
 	for i := range ws {
-		if ws[i].armed() {
+		if ws[i].takeIn(); ws[i].armed() {
 			n++
 		}
 	}
@@ -133,7 +209,7 @@ func (ws watches) armed() int {
 // armed watch when fewer stand (at least one).
 func (ws watches) told(quorum int) (turns, need int) {
 	for i := range ws {
-		if ws[i].fired() {
+		if ws[i].takeIn(); ws[i].fired() {
 			turns++
 		}
 	}
@@ -145,7 +221,7 @@ func (ws watches) told(quorum int) (turns, need int) {
 func (ws watches) wake(chans []<-chan struct{}) ([]<-chan struct{}, int) {
 	fired := 0
 	for i := range ws {
-		if ws[i].fired() {
+		if ws[i].takeIn(); ws[i].fired() {
 			fired++
 		} else {
 			chans = append(chans, ws[i].changed...)

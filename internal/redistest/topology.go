@@ -123,6 +123,13 @@ func (n *Node) ReplicaOf(master *Node) {
 		info, _ := redigo.String(n.Do("INFO", "replication"))
 		return strings.Contains(info, "master_link_status:up")
 	})
+	// After a diskless sync the master counts the replica for WAIT only
+	// once it acknowledged (its replication cron, up to a second later):
+	// a WAIT before then times out with 0 acknowledgements.
+	waitFor(n.t, master.Addr()+" to count "+n.Addr()+" for WAIT", func() bool {
+		acked, _ := redigo.Int(master.Do("WAIT", "1", "100"))
+		return acked >= 1
+	})
 }
 
 // Sentinel is one redis-server in sentinel mode.
