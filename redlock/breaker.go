@@ -92,10 +92,11 @@ func (b *breaker) cancelled() {
 
 // failed records a call's failure, the failures'th in a row, and opens the
 // breaker when that is enough, or lets it wait longer for the next probe.
-// silent is how long the server had left the call unanswered when it
-// failed (its timeout, when it timed out): the streak began that long
-// ago, so that calls to a server that stopped, all timing out together a
-// timeout after it did, open its breaker then rather than a second later.
+// silent is how long the server had answered nothing when the call
+// failed (up to the call's timeout, when it timed out): the streak began
+// that long ago, so that calls to a server that stopped, all timing out
+// together a timeout after it did, open its breaker then rather than a
+// second later. A server that answered any call in tripQuiet is not cut.
 func (b *breaker) failed(clk clock.Clock, failures int64, err error, silent time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"github.com/goredlock/goredlock/internal/startcall"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -92,7 +91,7 @@ func New(servers []keyserver.KeyServer, opts ...ClientOption) (*Client, error) {
 		servers: append([]keyserver.KeyServer(nil), servers...),
 		quorum:  quorum(len(servers)),
 		options: o,
-		health:  health{failures: make([]atomic.Int64, len(servers)), breakers: make(breakers, len(servers))},
+		health:  newHealth(len(servers)),
 		polled:  make(polled, len(servers)),
 	}
 	c.closing, c.stopClosing = context.WithCancel(context.Background())

@@ -197,7 +197,7 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	of := watchOf{kind: &leaderOps{}, name: e.name, key: e.key(&c.options), timeout: c.readTimeout()}
 	sent, last := false, ""
 	for {
-		ws.arm(ctx, c, of, &tally{}, true) // before the read: a change after it is not missed
+		ws.arm(ctx, c, of, &tally{}, nil, true) // before the read: a change after it is not missed
 		v, left, err := e.leader(ctx)
 		if errors.Is(err, ErrInvalidArgument) {
 			c.logger.Error("redlock: election not observed", "election", e.name, "error", err)

@@ -497,17 +497,28 @@ func (c *Client) heard(ctx context.Context, f *fan, i int, err error) {
 type health struct {
 	failures []atomic.Int64 // per server; 0 while it answers
 	breakers breakers       // per server (see breaker)
+	// answeredAt is when each server last answered (UnixNano of the
+	// client's clock): a call that timed out went unanswered since then
+	// at most.
+	answeredAt []atomic.Int64
+}
+
+// newHealth is the health of n servers, none failing.
+func newHealth(n int) health {
+	return health{failures: make([]atomic.Int64, n), breakers: make(breakers, n), answeredAt: make([]atomic.Int64, n)}
 }
 
 // observe records a server call's outcome for the breaker, the log and
 // the ServerFailed hook. A cancelled call and a quarantined grant say
 // nothing of the server: they are logged at debug level only. timeout is
 // the bound on the call, ctx its caller's: a call that timed out before
-// ctx ended went unanswered that long.
+// ctx ended counts the server silent that long, or since it last answered
+// if that is sooner.
 func (c *Client) observe(ctx context.Context, op opKind, name string, server int, timeout time.Duration, err error) {
 	n := &c.health.failures[server]
 	b := &c.health.breakers[server]
 	if err == nil {
+		c.health.answeredAt[server].Store(c.clock.Now().UnixNano())
 		b.answered()
 		if n.Load() != 0 {
 			if was := n.Swap(0); was > 0 {
@@ -539,7 +550,8 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 	if !errors.Is(err, keyserver.ErrPermanent) {
 		var silent time.Duration
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			silent = timeout
+			now := c.clock.Now()
+			silent = min(timeout, now.Sub(time.Unix(0, c.health.answeredAt[server].Load())))
 		}
 		b.failed(c.clock, failures, err, silent)
 	}

@@ -16,6 +16,8 @@ type queue struct {
 	calls    []*queued // by rank
 	gone     bool      // removed from the client's map: joiners make a new one
 	last     tally     // the votes of the last refused attempt of a call at the front
+	// lastCalls are that attempt's calls, per server (tails.done).
+	lastCalls []<-chan struct{}
 	// progress is when a call of the queue last saw the hold move: it
 	// renews the patience of the calls waiting behind.
 	progress time.Time
@@ -217,13 +219,13 @@ func (q *queue) inLine(w *queued) bool {
 	return w.inLine
 }
 
-// refused records the votes of w's refused attempt, for the calls behind
-// it that give up; inLine says the attempt put w in the servers' lines.
-func (q *queue) refused(w *queued, t tally, inLine bool) {
+// refused records the votes of w's refused attempt and its calls, for the
+// calls behind it that give up or watch (see prewatch); inLine says the attempt put w in the servers' lines.
+func (q *queue) refused(w *queued, t tally, calls []<-chan struct{}, inLine bool) {
 	q.mu.Lock()
 	w.inLine = w.inLine || inLine
 	w.trying = false
-	q.last = t
+	q.last, q.lastCalls = t, calls
 	q.mu.Unlock()
 }
 

@@ -2,6 +2,8 @@ package redlock_test
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredlock/goredlock/internal/redistest"
+	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/keyserver/redis"
 	"github.com/goredlock/goredlock/redlock"
 )
 
@@ -88,4 +92,56 @@ func TestRedisPrimitivesSurviveAPausedMinority(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRedisCloseWaitsForWatchesSetLate: a waiter's watches on servers
+// that did not answer its last attempt (paused here) are set on
+// goroutines of their own (watch.go), which Close waits for.
+func TestRedisCloseWaitsForWatchesSetLate(t *testing.T) {
+	cluster := redistest.Start(t, 5)
+	urls := cluster.URLs("")
+	holder := clientOn(t, cluster)
+	var servers []keyserver.KeyServer
+	for _, u := range urls {
+		s, err := redis.FromURL(u)
+		require.NoError(t, err)
+		defer s.Close()
+		servers = append(servers, s)
+	}
+	c, err := redlock.New(servers)
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	held, err := holder.Semaphore("pool", 1).Acquire(ctx, 10*time.Second)
+	require.NoError(t, err)
+	defer held.Release(ctx) //nolint:errcheck // the nodes are back by then
+	cluster.Nodes[1].Pause()
+	cluster.Nodes[3].Pause()
+	defer cluster.Nodes[1].Resume()
+	defer cluster.Nodes[3].Resume()
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Semaphore("pool", 1).Acquire(ctx, 10*time.Second)
+		done <- err
+	}()
+	const setter = "redlock.(*watches).arm.func"
+	require.Eventually(t, func() bool { return goroutinesIn(setter) > 0 }, 10*time.Second, time.Millisecond,
+		"the waiter sets its watches on the paused servers late")
+	require.NoError(t, c.Close())
+	assert.Zero(t, goroutinesIn(setter), "a setter outlived Close")
+	assert.ErrorIs(t, <-done, redlock.ErrClosed)
+}
+
+// goroutinesIn counts the goroutines whose stack names fn.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
 }

@@ -120,14 +120,15 @@ func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time)
 	}
 }
 
-// watch arms the call's watches (see watches.arm).
+// watch arms the call's watches (see watches.arm) after its last attempt.
 func (a *acquisition) watch(ctx context.Context, renew bool) {
-	a.watchAfter(ctx, &a.last, renew)
+	a.watchAfter(ctx, &a.last, a.tails.done, renew)
 }
 
-// watchAfter arms the call's watches after the attempt that last tallied.
-func (a *acquisition) watchAfter(ctx context.Context, last *tally, renew bool) {
-	a.watches.arm(ctx, a.c, watchOf{kind: a.kind, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout}, last, renew)
+// watchAfter arms the call's watches after the attempt that last tallied,
+// whose calls are still out where calls says (see watches.arm).
+func (a *acquisition) watchAfter(ctx context.Context, last *tally, calls []<-chan struct{}, renew bool) {
+	a.watches.arm(ctx, a.c, watchOf{kind: a.kind, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout}, last, calls, renew)
 }
 
 // prewatches reports whether the call watches the servers already while
@@ -142,16 +143,16 @@ func (a *acquisition) prewatches() bool {
 // whether one fired, and else how soon the next is due to be set anew.
 func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told bool, renewIn time.Duration) {
 	// Before its first attempt it has not heard the servers: those that
-	// had not answered the front's last refusal are watched without
-	// waiting for them (see watches.arm).
+	// had not answered the front's last refusal, if slow, are watched
+	// without waiting for them (see watches.arm).
 	q.mu.Lock()
-	front := tally{answered: q.last.answered}
+	front, calls := tally{answered: q.last.answered}, q.lastCalls
 	q.mu.Unlock()
 	if a.watches == nil {
 		if a.token == "" {
 			a.token = a.rank.token()
 		}
-		a.watchAfter(ctx, &front, false)
+		a.watchAfter(ctx, &front, calls, false)
 		q.stamp(&w.watched)
 	}
 	for {
@@ -169,7 +170,7 @@ func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told b
 		if renewIn > 0 {
 			return false, renewIn
 		}
-		a.watchAfter(ctx, &front, true) // none fired: only those due
+		a.watchAfter(ctx, &front, calls, true) // none fired: only those due
 	}
 }
 
@@ -331,7 +332,7 @@ func (a *acquisition) queueUp() {
 		a.takesPasses()
 	}
 	if a.queue != nil {
-		a.queue.refused(a.qw, a.last, a.kind.oneLine())
+		a.queue.refused(a.qw, a.last, a.tails.done, a.kind.oneLine())
 	}
 }
 

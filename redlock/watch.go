@@ -16,19 +16,21 @@ type watch struct {
 	stop    func()
 	at      time.Time // when it was set
 	anew    bool      // to be set anew at the next arming (see waitForChange)
-	// late is the watch being set on a server the call did not wait for
-	// (see arm): nil once none is.
-	late *lateWatch
+	// late is the watch still being set when arm returned (see arm): nil
+	// once the call has taken it in.
+	late *setting
 }
 
-// lateWatch is a watch set on its own goroutine. Whichever of the setter
-// and the call is last takes care of it: the call takes it in (takeIn),
-// or the setter stops what it set for a call that stopped watching.
-type lateWatch struct {
-	mu   sync.Mutex
-	done bool  // set, or failed to be: w is what the call takes in
-	gone bool  // the call stopped watching
-	w    watch // what was set
+// setting is a watch being set on a goroutine of its own. Whichever of
+// the setter and the call is last takes care of it: the call takes it in
+// (takeIn), or the setter stops what it set for a call that stopped
+// watching.
+type setting struct {
+	server int
+	ready  chan struct{} // closed once set, or failed to be
+	mu     sync.Mutex
+	gone   bool  // the call stopped watching
+	w      watch // what was set, once ready
 }
 
 // armed reports whether w watches anything.
@@ -36,13 +38,7 @@ func (w *watch) armed() bool { return w.changed != nil }
 
 // takeIn takes in the watch set late, once it is.
 func (w *watch) takeIn() {
-	l := w.late
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
+	if l := w.late; l != nil && closed(l.ready) {
 		*w = l.w
 	}
 }
@@ -52,9 +48,8 @@ func (w *watch) end() {
 	if l := w.late; l != nil {
 		l.mu.Lock()
 		l.gone = true
-		done := l.done
 		l.mu.Unlock()
-		if done && l.w.stop != nil {
+		if closed(l.ready) && l.w.stop != nil {
 			l.w.stop()
 		}
 	} else if w.stop != nil {
@@ -95,11 +90,17 @@ const renewWatches = keyserver.LineTTL / 3
 // with renew where one fired or a change's is due; a fired watch is
 // renewed only after the wait it ended, which it would swallow. Servers
 // that failed last, the call's last refusal, are not watched, and a set
-// is not watched for the keys a server promised it there. A change is
-// watched on servers that had not answered the last attempt without
-// waiting for them (see late): a server paused or cut off holds up no wait
-// for its timeout, which its breaker takes a second to notice.
-func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, renew bool) {
+// is not watched for the keys a server promised it there.
+//
+// A change's watches are set at once, and arm returns when they are,
+// except those on servers that had not answered the last attempt and are
+// slow: its call to them is still out (calls, the last attempt's calls
+// per server, nil if all ended), or their last call failed. A watch set
+// after the call's next attempt may miss the release it was for, but a
+// server paused or cut off would hold up every wait for its timeout,
+// until its breaker opens. The call takes a watch set late in when it is
+// (takeIn).
+func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, calls []<-chan struct{}, renew bool) {
 	if *ws == nil {
 		*ws = make(watches, len(c.servers))
 	}
@@ -107,20 +108,20 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 	turns := of.kind.turns()
 	now := c.clock.Now()
 	var (
-		wg  sync.WaitGroup
-		old []func()
+		sets    []*setting
+		mayLate uint64 // bit(i) for each of sets that arm may leave
 	)
 	for i, ks := range c.servers {
 		w := &(*ws)[i]
 		due := renew && (w.fired() || !turns && now.Sub(w.at) >= renewWatches)
 		if turns && c.notifierMask&bit(i) == 0 || w.late != nil || w.armed() && !w.anew && !due {
-			continue // a late one is still being set
+			continue // one being set is left to its setter
 		}
 		stopOld := w.stop
 		*w = watch{}
-		if last.failed(i) || c.health.breakers[i].open.Load() || c.polled[i].Load() {
+		if last.failed(i) || c.health.breakers[i].open.Load() || c.polled[i].Load() || c.enter() != nil {
 			if stopOld != nil {
-				old = append(old, stopOld)
+				stopOld()
 			}
 			continue // a server down would hold up every wait; one that refused a watch is polled
 		}
@@ -129,54 +130,59 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 			wctx, cancel := c.clock.WithTimeout(ctx, of.timeout)
 			changed, stop, err := of.kind.watch(wctx, ks, of.key, of.token, promised)
 			cancel()
+			// Stopped once the new one is set, so the call stays among the watchers.
+			if stopOld != nil {
+				stopOld()
+			}
 			if err != nil {
 				c.watchFailed(ctx, i, of.name, err)
 				return watch{}
 			}
 			return watch{changed: changed, stop: stop, at: now}
 		}
-		switch {
-		case turns:
+		if turns {
 			// Turns one server after another: the call's place in the lines
 			// is taken.
 			*w = set()
-		case last.late(i):
-			// The old watch stops once the new is set, as below.
-			l := &lateWatch{}
-			*w = watch{late: l}
-			c.bg.Add(1)
-			go func() {
-				defer c.bg.Done()
-				nw := set()
-				if stopOld != nil {
-					stopOld()
-				}
-				l.mu.Lock()
-				l.done, l.w = true, nw
-				gone := l.gone
-				l.mu.Unlock()
-				if gone && nw.stop != nil {
-					nw.stop()
-				}
-			}()
+			c.exit()
 			continue
-		default:
-			// A change's at once: one armed late lets a release pass it by.
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				*w = set()
-			}()
 		}
-		if stopOld != nil {
-			old = append(old, stopOld)
+		l := &setting{server: i, ready: make(chan struct{})}
+		*w = watch{late: l}
+		sets = append(sets, l)
+		if last.late(i) {
+			mayLate |= bit(i)
+		}
+		go func() {
+			defer c.exit()
+			nw := set()
+			l.mu.Lock()
+			l.w = nw
+			close(l.ready)
+			gone := l.gone
+			l.mu.Unlock()
+			if gone && nw.stop != nil {
+				nw.stop()
+			}
+		}()
+	}
+	for _, l := range sets {
+		if mayLate&bit(l.server) == 0 {
+			<-l.ready // within the timeout
 		}
 	}
-	wg.Wait()
-	// Stopped after the new ones are set, so the call stays among the watchers.
-	for _, stop := range old {
-		stop()
+	for _, l := range sets { // asked once the others are set: stragglers had that long
+		if mayLate&bit(l.server) != 0 && !c.slow(l.server, calls) {
+			<-l.ready
+		}
 	}
+	ws.takeIn()
+}
+
+// slow reports whether server i is slow to answer: its call of calls
+// (see arm) is still out, or its last call failed.
+func (c *Client) slow(i int, calls []<-chan struct{}) bool {
+	return calls != nil && !closed(calls[i]) || c.health.failures[i].Load() > 0
 }
 
 // takeIn takes in the watches set late that are.
@@ -217,12 +223,15 @@ func (ws watches) told(quorum int) (turns, need int) {
 }
 
 // wake appends to chans the channels of the armed watches that have not
-// fired, for a wait to wake by, and counts those that fired.
+// fired, and of those still being set, for a wait to wake by, and counts
+// those that fired.
 func (ws watches) wake(chans []<-chan struct{}) ([]<-chan struct{}, int) {
 	fired := 0
 	for i := range ws {
 		if ws[i].takeIn(); ws[i].fired() {
 			fired++
+		} else if l := ws[i].late; l != nil {
+			chans = append(chans, l.ready) // to wake by the watch once set
 		} else {
 			chans = append(chans, ws[i].changed...)
 		}
