@@ -95,8 +95,9 @@ func (b *breaker) cancelled() {
 // silent is how long the server had answered nothing when the call
 // failed (up to the call's timeout, when it timed out): the streak began
 // that long ago, so that calls to a server that stopped, all timing out
-// together a timeout after it did, open its breaker then rather than a
-// second later. A server that answered any call in tripQuiet is not cut.
+// together a timeout of tripQuiet or more after it did, open its breaker
+// then, not once later calls spanned tripQuiet too. A server that
+// answered any call in tripQuiet is not cut.
 func (b *breaker) failed(clk clock.Clock, failures int64, err error, silent time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

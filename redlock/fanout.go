@@ -503,6 +503,14 @@ type health struct {
 	answeredAt []atomic.Int64
 }
 
+// heard records that server i answered at now: written at most once a
+// millisecond, as every answer of every call passes here.
+func (h *health) heard(i int, now time.Time) {
+	if t := now.UnixNano(); t-h.answeredAt[i].Load() >= int64(time.Millisecond) {
+		h.answeredAt[i].Store(t)
+	}
+}
+
 // newHealth is the health of n servers, none failing.
 func newHealth(n int) health {
 	return health{failures: make([]atomic.Int64, n), breakers: make(breakers, n), answeredAt: make([]atomic.Int64, n)}
@@ -518,7 +526,7 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 	n := &c.health.failures[server]
 	b := &c.health.breakers[server]
 	if err == nil {
-		c.health.answeredAt[server].Store(c.clock.Now().UnixNano())
+		c.health.heard(server, c.clock.Now())
 		b.answered()
 		if n.Load() != 0 {
 			if was := n.Swap(0); was > 0 {
@@ -551,7 +559,7 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 		var silent time.Duration
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			now := c.clock.Now()
-			silent = min(timeout, now.Sub(time.Unix(0, c.health.answeredAt[server].Load())))
+			silent = max(min(timeout, now.Sub(time.Unix(0, c.health.answeredAt[server].Load()))), 0)
 		}
 		b.failed(c.clock, failures, err, silent)
 	}

@@ -129,7 +129,10 @@ func TestRedisCloseWaitsForWatchesSetLate(t *testing.T) {
 	require.Eventually(t, func() bool { return goroutinesIn(setter) > 0 }, 10*time.Second, time.Millisecond,
 		"the waiter sets its watches on the paused servers late")
 	require.NoError(t, c.Close())
-	assert.Zero(t, goroutinesIn(setter), "a setter outlived Close")
+	// One that Close did not wait for would live on for the server timeout
+	// (500 ms); one that did is gone but for its last instructions.
+	assert.Eventually(t, func() bool { return goroutinesIn(setter) == 0 }, 100*time.Millisecond, time.Millisecond,
+		"a setter outlived Close")
 	assert.ErrorIs(t, <-done, redlock.ErrClosed)
 }
 

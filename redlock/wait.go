@@ -143,10 +143,10 @@ func (a *acquisition) prewatches() bool {
 // whether one fired, and else how soon the next is due to be set anew.
 func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told bool, renewIn time.Duration) {
 	// Before its first attempt it has not heard the servers: those that
-	// had not answered the front's last refusal, if slow, are watched
-	// without waiting for them (see watches.arm).
+	// failed the front's last refusal are not watched, and those that had
+	// not answered it, if slow, without waiting for them (see watches.arm).
 	q.mu.Lock()
-	front, calls := tally{answered: q.last.answered}, q.lastCalls
+	front, calls := tally{answered: q.last.answered, errs: q.last.errs}, q.lastCalls
 	q.mu.Unlock()
 	if a.watches == nil {
 		if a.token == "" {

@@ -48,8 +48,9 @@ func (w *watch) end() {
 	if l := w.late; l != nil {
 		l.mu.Lock()
 		l.gone = true
+		set := closed(l.ready) // else the setter stops what it sets
 		l.mu.Unlock()
-		if closed(l.ready) && l.w.stop != nil {
+		if set && l.w.stop != nil {
 			l.w.stop()
 		}
 	} else if w.stop != nil {

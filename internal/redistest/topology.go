@@ -125,10 +125,18 @@ func (n *Node) ReplicaOf(master *Node) {
 	})
 	// After a diskless sync the master counts the replica for WAIT only
 	// once it acknowledged (its replication cron, up to a second later):
-	// a WAIT before then times out with 0 acknowledgements.
+	// a WAIT before then times out with 0 acknowledgements. Every
+	// replica the master lists, this one among them, must acknowledge.
+	listed := "port=" + strconv.Itoa(n.port) + ","
 	waitFor(n.t, master.Addr()+" to count "+n.Addr()+" for WAIT", func() bool {
-		acked, _ := redigo.Int(master.Do("WAIT", "1", "100"))
-		return acked >= 1
+		info, _ := redigo.String(master.Do("INFO", "replication"))
+		_, rest, _ := strings.Cut(info, "connected_slaves:")
+		k, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+		if err != nil || !strings.Contains(info, listed) {
+			return false
+		}
+		acked, _ := redigo.Int(master.Do("WAIT", strconv.Itoa(k), "100"))
+		return acked >= k
 	})
 }
 
