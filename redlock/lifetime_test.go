@@ -189,18 +189,20 @@ func TestLossDeclaredAMarginBeforeUntilWithHungServers(t *testing.T) {
 	require.NoError(t, c.Close())
 	for i, s := range servers {
 		// At most 7: no try whose answer could come after the loss. The
-		// answering server hears at least 3: the tries go on past the
-		// first failures (4 or more but for the stepping below; 3 in 2
+		// answering server hears at least 2: the tries go on past the
+		// first failure (4 or more but for the stepping below; 3 in 2
 		// runs of 300); a hung one at least its first, its breaker
-		// failing the rest at once but for its probes. (On a loaded
+		// failing the rest at once but for its probes. On a loaded
 		// machine the stepping may move the clock before an extension's
 		// call that waited for the one before it has armed its own
-		// timeout, which delays the tries after it by one timeout.)
+		// timeout, which delays the tries after it by one timeout: 2
+		// tries in 1 to 3 runs of 1,000 beside two busy loops, where this
+		// bound was 3.
 		n := s.Count(static.OpExtend)
 		assert.LessOrEqual(t, n, 7, "server %d: no try whose answer could come after the loss", i)
 		least := 1
 		if i == 2 {
-			least = 3
+			least = 2
 		}
 		assert.GreaterOrEqual(t, n, least, "server %d: tries until the margin", i)
 	}
