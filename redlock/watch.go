@@ -26,11 +26,10 @@ type watch struct {
 // (takeIn), or the setter stops what it set for a call that stopped
 // watching.
 type setting struct {
-	server int
-	ready  chan struct{} // closed once set, or failed to be
-	mu     sync.Mutex
-	gone   bool  // the call stopped watching
-	w      watch // what was set, once ready
+	ready chan struct{} // closed once set, or failed to be
+	mu    sync.Mutex
+	gone  bool  // the call stopped watching
+	w     watch // what was set, once ready
 }
 
 // armed reports whether w watches anything.
@@ -108,10 +107,12 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 	ws.takeIn()
 	turns := of.kind.turns()
 	now := c.clock.Now()
-	var (
-		sets    []*setting
-		mayLate uint64 // bit(i) for each of sets that arm may leave
-	)
+	type started struct {
+		l       *setting
+		server  int
+		mayLate bool // its server had not answered the last attempt
+	}
+	var sets []started
 	for i, ks := range c.servers {
 		w := &(*ws)[i]
 		due := renew && (w.fired() || !turns && now.Sub(w.at) >= renewWatches)
@@ -148,12 +149,9 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 			c.exit()
 			continue
 		}
-		l := &setting{server: i, ready: make(chan struct{})}
+		l := &setting{ready: make(chan struct{})}
 		*w = watch{late: l}
-		sets = append(sets, l)
-		if last.late(i) {
-			mayLate |= bit(i)
-		}
+		sets = append(sets, started{l, i, last.late(i)})
 		go func() {
 			defer c.exit()
 			nw := set()
@@ -167,14 +165,14 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 			}
 		}()
 	}
-	for _, l := range sets {
-		if mayLate&bit(l.server) == 0 {
-			<-l.ready // within the timeout
+	for _, s := range sets {
+		if !s.mayLate {
+			<-s.l.ready // within the timeout
 		}
 	}
-	for _, l := range sets { // asked once the others are set: stragglers had that long
-		if mayLate&bit(l.server) != 0 && !c.slow(l.server, calls) {
-			<-l.ready
+	for _, s := range sets { // asked once the others are set: stragglers had that long
+		if s.mayLate && !c.slow(s.server, calls) {
+			<-s.l.ready
 		}
 	}
 	ws.takeIn()
