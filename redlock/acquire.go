@@ -177,6 +177,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	defer c.exit()
 	a.attempts++
 	f := a.fan()
+	defer a.kind.attempted()
 	// An earlier start only understates validity ("The first clock
 	// reading" in docs/design.md).
 	start := a.began

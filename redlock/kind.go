@@ -21,6 +21,9 @@ type holdKind interface {
 	// attempt returns the calls of the next attempt: a permit's ask for
 	// the slot its last refusal picked (again); the others are their own.
 	attempt() holdKind
+	// attempted tells the calls attempt returned that they have settled:
+	// a permit gives the slot it asked for back to its client's others.
+	attempted()
 	// again reports, after a refused attempt of these calls, whether to
 	// try again at once: a semaphore's refusals named a slot free on a
 	// quorum.
@@ -67,6 +70,7 @@ type lockOps struct{}
 
 func (lockOps) name() kindName         { return lockKind }
 func (lockOps) attempt() holdKind      { return lockOps{} }
+func (lockOps) attempted()             {}
 func (lockOps) again(tally) bool       { return false }
 func (lockOps) together() int          { return 1 }
 func (lockOps) turns() bool            { return true }

@@ -13,6 +13,7 @@ import (
 // each embeds it and answers the rest itself.
 type primitive struct{}
 
+func (primitive) attempted()             {}
 func (primitive) again(tally) bool       { return false }
 func (primitive) together() int          { return 0 }
 func (primitive) turns() bool            { return false }

@@ -20,6 +20,7 @@ type Semaphore struct {
 	name    string
 	permits int
 	err     error // a bad name or count, reported by every method
+	asked   asked // the slots its calls' attempts are asking for now
 }
 
 // Semaphore returns the semaphore called name with permits permits. Every
@@ -94,15 +95,57 @@ func (s *Semaphore) key(o *options) string { return layout.SemaphoreKey(o.keyPre
 // newPick returns the permit of one call, before its first attempt: a
 // slot at random, so that callers spread over the free slots.
 func (s *Semaphore) newPick() *permitOps {
-	return &permitOps{permits: s.permits, next: rand.IntN(s.permits)}
+	return &permitOps{permits: s.permits, next: rand.IntN(s.permits), asked: &s.asked}
+}
+
+// asked counts the slots that a Semaphore's attempts are asking for. Two
+// attempts of one client that ask for one slot at once split the servers
+// between them, and while a minority is silent neither can win until the
+// silent servers' calls time out: the three permit attempts of a client
+// beside two paused servers of five granted nothing for 500 ms that way.
+// An attempt asks for a slot no other is asking for, where there is one.
+type asked struct {
+	mu    sync.Mutex
+	slots map[int]int
+}
+
+// take counts an attempt asking for the first slot of want no other asks
+// for, else for want[0], and returns it.
+func (a *asked) take(want ...int) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.slots == nil {
+		a.slots = make(map[int]int)
+	}
+	slot := want[0]
+	for _, w := range want {
+		if a.slots[w] == 0 {
+			slot = w
+			break
+		}
+	}
+	a.slots[slot]++
+	return slot
+}
+
+// drop ends an attempt's count of slot.
+func (a *asked) drop(slot int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.slots[slot]--; a.slots[slot] <= 0 {
+		delete(a.slots, slot)
+	}
 }
 
 // permitOps is a permit: the slot one attempt asks for, and the free slots
 // its refusals reported, by server, from which the call picks the slot of
-// its next attempt (next).
+// its next attempt (next), one other attempts of its Semaphore are not
+// asking for where it can (others, from again).
 type permitOps struct {
 	primitive
 	permits, slot, next int
+	others              []int
+	asked               *asked
 	mu                  sync.Mutex
 	free                map[int][]int
 }
@@ -111,8 +154,17 @@ func (po *permitOps) name() kindName { return permitKind }
 func (po *permitOps) together() int  { return po.permits }
 
 func (po *permitOps) attempt() holdKind {
-	return &permitOps{permits: po.permits, slot: po.next, next: po.next, free: make(map[int][]int)}
+	// The other slots to ask for when another attempt asks for next: those
+	// the refusals named free, else the ones after it, a few at most.
+	want := append([]int{po.next}, po.others...)
+	for i := 1; i <= min(po.permits-1, maxAtOnce) && len(po.others) == 0; i++ {
+		want = append(want, (po.next+i)%po.permits)
+	}
+	slot := po.asked.take(want...)
+	return &permitOps{permits: po.permits, slot: slot, next: slot, asked: po.asked, free: make(map[int][]int)}
 }
+
+func (po *permitOps) attempted() { po.asked.drop(po.slot) }
 
 // again picks the next slot from the attempt's answers and reports
 // whether it may be free on a quorum ("Slots" in docs/design.md); never the
@@ -143,10 +195,11 @@ func (po *permitOps) again(t tally) bool {
 		sure = maybe
 	}
 	if len(sure) == 0 {
-		po.next = rand.IntN(po.permits)
+		po.next, po.others = rand.IntN(po.permits), nil
 		return false
 	}
-	po.next = sure[rand.IntN(len(sure))]
+	rand.Shuffle(len(sure), func(i, j int) { sure[i], sure[j] = sure[j], sure[i] })
+	po.next, po.others = sure[0], sure[1:]
 	return true
 }
 
