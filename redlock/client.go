@@ -29,6 +29,8 @@ type Client struct {
 	// releases); queues the waiting calls by key (*queue).
 	released releases
 	queues   sync.Map
+	// asked is the semaphore slots its attempts are asking for (asked).
+	asked asked
 	// identities tells servers that reach one store (see identities).
 	identities identities
 	// quarantine judges the grants of restarted servers; nil when no

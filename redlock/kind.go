@@ -19,10 +19,11 @@ type holdKind interface {
 	// server i; f is a copy, as a pointer would move fan-outs to the heap.
 	call(ctx context.Context, f fan, i int, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error)
 	// attempt returns the calls of the next attempt: a permit's ask for
-	// the slot its last refusal picked (again); the others are their own.
+	// a slot its last refusal named free (again) that no other attempt of
+	// its client asks for; the others are their own.
 	attempt() holdKind
-	// attempted tells the calls attempt returned that they have settled:
-	// a permit gives the slot it asked for back to its client's others.
+	// attempted tells the calls attempt returned that their attempt is
+	// over: a permit lets its client's other attempts ask for its slot.
 	attempted()
 	// again reports, after a refused attempt of these calls, whether to
 	// try again at once: a semaphore's refusals named a slot free on a

@@ -20,7 +20,6 @@ type Semaphore struct {
 	name    string
 	permits int
 	err     error // a bad name or count, reported by every method
-	asked   asked // the slots its calls' attempts are asking for now
 }
 
 // Semaphore returns the semaphore called name with permits permits. Every
@@ -71,7 +70,7 @@ func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(context.C
 		return s.err
 	}
 	_, err = c.doWith(ctx, permitKind, s.name, ttl, fn, opts, func(o *options) (*Lock, error) {
-		return c.acquireHold(ctx, o, s.name, s.key(o), ttl, waits, false, s.newPick())
+		return c.acquireHold(ctx, o, s.name, s.key(o), ttl, waits, false, s.newPick(o))
 	})
 	return err
 }
@@ -87,64 +86,74 @@ func (s *Semaphore) acquire(ctx context.Context, op string, ttl time.Duration, m
 	if err != nil {
 		return nil, err
 	}
-	return c.acquireHold(ctx, o, s.name, s.key(o), ttl, m, false, s.newPick())
+	return c.acquireHold(ctx, o, s.name, s.key(o), ttl, m, false, s.newPick(o))
 }
 
 func (s *Semaphore) key(o *options) string { return layout.SemaphoreKey(o.keyPrefix + s.name) }
 
 // newPick returns the permit of one call, before its first attempt: a
 // slot at random, so that callers spread over the free slots.
-func (s *Semaphore) newPick() *permitOps {
-	return &permitOps{permits: s.permits, next: rand.IntN(s.permits), asked: &s.asked}
+func (s *Semaphore) newPick(o *options) *permitOps {
+	return &permitOps{permits: s.permits, next: rand.IntN(s.permits), key: s.key(o), asked: &s.c.asked}
 }
 
-// asked counts the slots that a Semaphore's attempts are asking for. Two
-// attempts of one client that ask for one slot at once split the servers
-// between them, and while a minority is silent neither can win until the
-// silent servers' calls time out: the three permit attempts of a client
-// beside two paused servers of five granted nothing for 500 ms that way.
-// An attempt asks for a slot no other is asking for, where there is one.
+// asked counts, by semaphore key, the slots that a client's attempts are
+// asking for until their votes decide. Two attempts of one client asking
+// for one slot at once split the servers between them, and while a
+// minority is silent neither wins until the silent servers' calls time
+// out ("Slots" in docs/design.md). So an attempt asks for a slot that no
+// other is asking for, among a few candidates.
 type asked struct {
 	mu    sync.Mutex
-	slots map[int]int
+	slots map[string]map[int]int
 }
 
-// take counts an attempt asking for the first slot of want no other asks
-// for, else for want[0], and returns it.
-func (a *asked) take(want ...int) int {
+// take counts an attempt on key asking for the first slot of want that no
+// other asks for, else for want[0], and returns it.
+func (a *asked) take(key string, want []int) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.slots == nil {
-		a.slots = make(map[int]int)
+		a.slots = make(map[string]map[int]int)
+	}
+	on := a.slots[key]
+	if on == nil {
+		on = make(map[int]int)
+		a.slots[key] = on
 	}
 	slot := want[0]
 	for _, w := range want {
-		if a.slots[w] == 0 {
+		if on[w] == 0 {
 			slot = w
 			break
 		}
 	}
-	a.slots[slot]++
+	on[slot]++
 	return slot
 }
 
-// drop ends an attempt's count of slot.
-func (a *asked) drop(slot int) {
+// drop ends an attempt's count of slot on key.
+func (a *asked) drop(key string, slot int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.slots[slot]--; a.slots[slot] <= 0 {
-		delete(a.slots, slot)
+	on := a.slots[key]
+	if on[slot]--; on[slot] <= 0 {
+		delete(on, slot)
+	}
+	if len(on) == 0 {
+		delete(a.slots, key)
 	}
 }
 
 // permitOps is a permit: the slot one attempt asks for, and the free slots
 // its refusals reported, by server, from which the call picks the slot of
-// its next attempt (next), one other attempts of its Semaphore are not
-// asking for where it can (others, from again).
+// its next attempt (next, else one of others that no other attempt of its
+// client asks for: see asked).
 type permitOps struct {
 	primitive
 	permits, slot, next int
-	others              []int
+	others              []int // the other slots again found free
+	key                 string
 	asked               *asked
 	mu                  sync.Mutex
 	free                map[int][]int
@@ -154,17 +163,24 @@ func (po *permitOps) name() kindName { return permitKind }
 func (po *permitOps) together() int  { return po.permits }
 
 func (po *permitOps) attempt() holdKind {
-	// The other slots to ask for when another attempt asks for next: those
-	// the refusals named free, else the ones after it, a few at most.
+	// Failing next, the other slots the refusals named free; with none
+	// named, the few after next.
 	want := append([]int{po.next}, po.others...)
-	for i := 1; i <= min(po.permits-1, maxAtOnce) && len(po.others) == 0; i++ {
-		want = append(want, (po.next+i)%po.permits)
+	if len(po.others) == 0 {
+		for i := 1; i <= min(po.permits-1, askedAround); i++ {
+			want = append(want, (po.next+i)%po.permits)
+		}
 	}
-	slot := po.asked.take(want...)
-	return &permitOps{permits: po.permits, slot: slot, next: slot, asked: po.asked, free: make(map[int][]int)}
+	slot := po.asked.take(po.key, want)
+	return &permitOps{permits: po.permits, slot: slot, next: slot, key: po.key, asked: po.asked, free: make(map[int][]int)}
 }
 
-func (po *permitOps) attempted() { po.asked.drop(po.slot) }
+// askedAround is how many slots after the one it picked an attempt may ask
+// for instead when its client asks for that one already and no refusal
+// named others: as many as a client's attempts on a few permits.
+const askedAround = 4
+
+func (po *permitOps) attempted() { po.asked.drop(po.key, po.slot) }
 
 // again picks the next slot from the attempt's answers and reports
 // whether it may be free on a quorum ("Slots" in docs/design.md); never the
@@ -191,16 +207,20 @@ func (po *permitOps) again(t tally) bool {
 			maybe = append(maybe, slot)
 		}
 	}
-	if len(sure) == 0 {
-		sure = maybe
-	}
-	if len(sure) == 0 {
+	if len(sure)+len(maybe) == 0 {
 		po.next, po.others = rand.IntN(po.permits), nil
 		return false
 	}
-	rand.Shuffle(len(sure), func(i, j int) { sure[i], sure[j] = sure[j], sure[i] })
-	po.next, po.others = sure[0], sure[1:]
+	shuffle(sure)
+	shuffle(maybe)
+	all := append(sure, maybe...)
+	po.next, po.others = all[0], all[1:]
 	return true
+}
+
+// shuffle puts slots in a random order.
+func shuffle(slots []int) {
+	rand.Shuffle(len(slots), func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
 }
 
 func (po *permitOps) watch(ctx context.Context, ks keyserver.KeyServer, key, token string, _ uint64) ([]<-chan struct{}, func(), error) {

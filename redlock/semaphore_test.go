@@ -311,3 +311,35 @@ func TestSemaphoreCountIsFreeOnceReleased(t *testing.T) {
 	require.NoError(t, err, "once every permit is released")
 	require.NoError(t, l.Release(bg))
 }
+
+// TestPermitAttemptsAskForDistinctSlots: the attempts of one client on a
+// semaphore, made through separate Semaphore values, ask for distinct
+// slots while a candidate is left that no other asks for (the slots the
+// refusals named free, else the few after the one picked), then share
+// one; each attempt's end gives its slot back.
+func TestPermitAttemptsAskForDistinctSlots(t *testing.T) {
+	c, _ := memoryClient(t)
+	o := &c.options
+	key := c.Semaphore("pool", 3).key(o)
+	attempt := func(next int, others ...int) holdKind {
+		po := c.Semaphore("pool", 3).newPick(o)
+		po.next, po.others = next, others
+		return po.attempt()
+	}
+	var attempts []holdKind
+	for range 4 {
+		attempts = append(attempts, attempt(1))
+	}
+	assert.Equal(t, map[int]int{0: 1, 1: 2, 2: 1}, c.asked.slots[key], "three distinct slots, then the slot picked again")
+	for _, a := range attempts {
+		a.attempted()
+	}
+	assert.Empty(t, c.asked.slots, "every slot given back")
+
+	first := attempt(0)
+	second := attempt(0, 2)
+	assert.Equal(t, map[int]int{0: 1, 2: 1}, c.asked.slots[key], "a slot the refusals named free, not the one after")
+	first.attempted()
+	second.attempted()
+	assert.Empty(t, c.asked.slots)
+}
