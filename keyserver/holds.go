@@ -149,26 +149,22 @@ type HoldReply struct {
 	// this server; 0 when unknown, and for a LeaderHold.
 	Left time.Duration
 	// Free, with a PermitHold's refusal, lists the semaphore's slots that
-	// no token holds on this server, lowest first, at most MaxFreeHint.
+	// no token holds on this server, lowest first, at most 32.
 	Free []int
 	// Fence, for a LeaderHold, is the election's fence counter, read with
 	// the vote whatever it was.
 	Fence uint64
 }
 
-// MaxFreeHint bounds HoldReply.Free, so that a refusal stays small however
-// many permits a semaphore has.
-const MaxFreeHint = 32
-
-// ErrPermitsDiffer is the error, wrapped and marked Permanent, of a
+// ErrPermitsDiffer is the error, wrapped and marked ErrPermanent, of a
 // PermitHold's AcquireHold whose permit count differs from the one the
 // server stores for the semaphore while some of its slots are held, such
 // as
 //
-//	keyserver.Permanent(fmt.Errorf("%w: semaphore %q asked with %d permits, stored with %d",
-//		keyserver.ErrPermitsDiffer, h.Key, h.Permits, stored))
+//	fmt.Errorf("%w: %w: semaphore %q asked with %d permits, stored with %d",
+//		keyserver.ErrPermanent, keyserver.ErrPermitsDiffer, h.Key, h.Permits, stored)
 //
-// Retrying cannot help a caller whose count differs, hence Permanent.
+// Retrying cannot help a caller whose count differs, hence ErrPermanent.
 var ErrPermitsDiffer = errors.New("semaphore permit count differs from the stored one")
 
 // WriterWaitTTL is how long a waiting writer's mark keeps new readers out

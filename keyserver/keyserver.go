@@ -29,6 +29,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/goredlock/goredlock/internal/layout"
 )
 
 // KeyServer is one independent store of lock keys.
@@ -52,31 +54,15 @@ var ErrInvalidArgument = errors.New("invalid argument")
 // ErrPermanent marks a server failure that trying again cannot fix: a key
 // holding another type of value, a password the server rejects, a script it
 // refuses to run. The client stops retrying once such failures leave too
-// few servers for a quorum. Wrap an error with Permanent to mark it.
+// few servers for a quorum. Mark an error by wrapping it with this one too:
+//
+//	fmt.Errorf("%w: %w", keyserver.ErrPermanent, err)
 var ErrPermanent = errors.New("permanent failure")
-
-// Permanent marks err as a failure that trying again cannot fix: the result
-// keeps err's message and matches both err and ErrPermanent under
-// errors.Is. Permanent(nil) is nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return permanent{err}
-}
-
-type permanent struct{ error }
-
-func (p permanent) Unwrap() error        { return p.error }
-func (p permanent) Is(target error) bool { return target == ErrPermanent }
-
-// MinTTL is the smallest TTL a key server accepts: TTLs have millisecond
-// precision.
-const MinTTL = time.Millisecond
 
 // CheckKey, CheckToken and CheckTTL validate the arguments of a KeyServer
 // call, so that every implementation refuses the same input with the same
-// error: an empty key, an empty token, a TTL under MinTTL.
+// error: an empty key, an empty token, a TTL under a millisecond (TTLs
+// have millisecond precision).
 func CheckKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalidArgument)
@@ -102,8 +88,8 @@ func CheckTTL(key, token string, ttl time.Duration) error {
 	if err := CheckToken(key, token); err != nil {
 		return err
 	}
-	if ttl < MinTTL {
-		return fmt.Errorf("%w: ttl %v for key %q is under %v", ErrInvalidArgument, ttl, key, MinTTL)
+	if ttl < layout.MinTTL {
+		return fmt.Errorf("%w: ttl %v for key %q is under %v", ErrInvalidArgument, ttl, key, layout.MinTTL)
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 //   - WatchTurn then watches for its turn; it looks once more after it
 //     started listening, so that a turn that came in between is not missed.
 //   - A Release of the key, when waiters are in line, does not free the
-//     key: it promises it, for ClaimTTL, to the earliest of them, takes that
+//     key: it promises it, for 500 ms, to the earliest of them, takes that
 //     waiter out of line and tells it (its turn). While promised, the key
 //     refuses every other token, so that nobody overtakes the line.
 //   - The waiter's next AcquireInLine claims the promise: the key then
@@ -87,7 +87,7 @@ type Notifier interface {
 	// the earliest waiter counting it, and to itself when it is that one.
 	// With nobody waiting key is freed, as by Release, and the caller is in
 	// no line: a promise to a call that then ends elsewhere would hold up
-	// the next caller for ClaimTTL. It reports whether token held key; a
+	// the next caller for 500 ms. It reports whether token held key; a
 	// token that carries no rank is released as by Release.
 	ReleaseInLine(ctx context.Context, key, token string) (bool, error)
 }
@@ -117,11 +117,6 @@ type ContentionWatcher interface {
 	// granted the key while the holder holds it.
 	WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error)
 }
-
-// ClaimTTL is how long a key that a release promised to the next waiter
-// stays promised: the waiter claims it within a round trip, and one that
-// died blocks the others no longer than this.
-const ClaimTTL = 500 * time.Millisecond
 
 // LineTTL is how long a key's line outlives the last AcquireInLine of the
 // key: waiters renew their places by trying again at least every

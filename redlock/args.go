@@ -3,7 +3,7 @@ package redlock
 import (
 	"time"
 
-	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/internal/layout"
 )
 
 // MaxNameLen bounds a lock name, in bytes: every call sends the name to
@@ -41,8 +41,8 @@ func checkName(of, name string) error {
 // checkTTL refuses a TTL that could never give a usable hold of kind k:
 // one that the clock drift allowance and the loss margin use up.
 func checkTTL(o *options, k kindName, name string, ttl time.Duration) error {
-	if ttl < keyserver.MinTTL {
-		return invalidArgument("ttl %v of %s is under the minimum of %v", ttl, k.of(name), keyserver.MinTTL)
+	if ttl < layout.MinTTL {
+		return invalidArgument("ttl %v of %s is under the minimum of %v", ttl, k.of(name), layout.MinTTL)
 	}
 	d := drift(ttl, o.driftFactor)
 	if ttl <= d {

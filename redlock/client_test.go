@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/memory"
@@ -111,7 +112,7 @@ func TestPermanentFailuresEndRetriesOnlyWhenNoQuorumIsLeft(t *testing.T) {
 	}{{1, 1, true}, {3, 1, false}, {3, 2, true}, {4, 1, false}, {4, 2, true}, {5, 2, false}, {5, 3, true}} {
 		tl := tally{n: tc.n}
 		for i := 0; i < tc.permanent; i++ {
-			tl.add(vote{server: i, err: keyserver.Permanent(errors.New("WRONGTYPE"))})
+			tl.add(vote{server: i, err: check.Permanent(errors.New("WRONGTYPE"))})
 		}
 		tl.add(vote{server: tc.n - 1, err: errors.New("i/o timeout")})
 		assert.Equal(t, tc.hopeless, tl.hopeless(), "%+v", tc)

@@ -96,8 +96,7 @@ func (f *fan) asks(i int) bool { return f.only == 0 || f.only&bit(i) != 0 }
 // else let the waiter behind it overtake it (keyserver.Notifier). A set's
 // undo frees its keys ("Several names without deadlock" in docs/design.md).
 func (f *fan) givesBack() bool {
-	_, lock := f.kind.(lockOps)
-	return lock && f.op == opAcquireInLine
+	return f.kind.oneLine() && f.op == opAcquireInLine
 }
 
 // cleansUp reports whether f cleans up after the lock's earlier calls

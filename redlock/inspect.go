@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -143,7 +144,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 	r := newAnswers(len(c.servers), func(ctx context.Context, i int, ks keyserver.KeyServer) (keyserver.NameStatus, error) {
 		in, ok := ks.(keyserver.Inspector)
 		if !ok { // a server past the 63rd, which shares its bit with one that can
-			return keyserver.NameStatus{}, keyserver.Permanent(fmt.Errorf("key server %d does not implement keyserver.Inspector", i))
+			return keyserver.NameStatus{}, check.Permanent(fmt.Errorf("key server %d does not implement keyserver.Inspector", i))
 		}
 		return in.Inspect(ctx, keys)
 	})
@@ -206,7 +207,7 @@ func (c *Client) inspectors(servers []ServerStatus) (only uint64, some bool) {
 			only |= bit(i)
 			some = true
 		} else {
-			servers[i].Err = keyserver.Permanent(fmt.Errorf("key server %s does not implement keyserver.Inspector", serverName(c.servers, i)))
+			servers[i].Err = check.Permanent(fmt.Errorf("key server %s does not implement keyserver.Inspector", serverName(c.servers, i)))
 		}
 	}
 	return only, some

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
@@ -558,7 +559,7 @@ func waitPending(t *testing.T, fc *clock.Fake, n int) {
 
 func TestPermanentFailuresEndTheRetries(t *testing.T) {
 	fc := clock.NewFake(t0)
-	wrong := keyserver.Permanent(errors.New("WRONGTYPE Operation against a key holding the wrong kind of value"))
+	wrong := check.Permanent(errors.New("WRONGTYPE Operation against a key holding the wrong kind of value"))
 	servers := static.NewCluster(3, static.WithAcquire(static.Fail(wrong)))
 	servers[0].Script(static.OpAcquire, static.FromStore)
 	c := testClient(t, fc, servers.KeyServers(), WithRetryCount(5))

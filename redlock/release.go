@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/internal/layout"
 )
 
 // Release gives the lock up on every server (a permit, a read or write
@@ -88,7 +88,7 @@ func (l *Lock) release(ctx context.Context, b budget, expires time.Time, lost bo
 		// expires is no later than their end on the servers.
 		now := c.clock.Now()
 		// The cut is a release: keep carries no lock-delay.
-		if keep := earlier(l.acquired.Add(l.o.minHold), expires).Sub(now); keep >= keyserver.MinTTL {
+		if keep := earlier(l.acquired.Add(l.o.minHold), expires).Sub(now); keep >= layout.MinTTL {
 			f.op, f.ttl = opExtend, keep
 		}
 	}

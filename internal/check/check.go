@@ -8,7 +8,7 @@
 // checks that it does).
 //
 // Each check comes in two: one for the calls that store something for a
-// TTL, which must be at least keyserver.MinTTL, and one for those that
+// TTL, which must be at least layout.MinTTL, and one for those that
 // store nothing. (One function with a TTL of 0 for "no TTL" would pass an
 // acquire whose caller gave a TTL of 0.)
 package check
@@ -36,7 +36,7 @@ func Keys(keys []string, token string) error {
 
 // KeysTTL validates a call that stores token under the set keys for ttl
 // (AcquireAll, ExtendAll, AcquireAllInLine): Keys, and a TTL of at least
-// keyserver.MinTTL.
+// layout.MinTTL.
 func KeysTTL(keys []string, token string, ttl time.Duration) error {
 	if len(keys) == 0 {
 		return keyserver.CheckKey("")
@@ -64,7 +64,7 @@ func Hold(h keyserver.HoldSpec) error {
 }
 
 // HoldTTL validates h for the calls that store it for ttl (AcquireHold,
-// ExtendHold): Hold, a TTL of at least keyserver.MinTTL, and a
+// ExtendHold): Hold, a TTL of at least layout.MinTTL, and a
 // LeaderHold's Value.
 func HoldTTL(h keyserver.HoldSpec, ttl time.Duration) error {
 	if err := kind(h); err != nil {
@@ -84,7 +84,7 @@ func HoldTTL(h keyserver.HoldSpec, ttl time.Duration) error {
 // some of its slots are held (see keyserver.ErrPermitsDiffer): it names
 // both counts.
 func PermitsDiffer(key string, permits, stored int) error {
-	return keyserver.Permanent(fmt.Errorf("%w: semaphore %q asked with %d permits, stored with %d while held", keyserver.ErrPermitsDiffer, key, permits, stored))
+	return Permanent(fmt.Errorf("%w: semaphore %q asked with %d permits, stored with %d while held", keyserver.ErrPermitsDiffer, key, permits, stored))
 }
 
 // kind refuses a hold of no known kind.
@@ -102,3 +102,18 @@ func slot(h keyserver.HoldSpec) error {
 	}
 	return nil
 }
+
+// Permanent marks err as a failure that trying again cannot fix
+// (keyserver.ErrPermanent) and keeps its message: the result matches both
+// err and ErrPermanent under errors.Is. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error        { return p.error }
+func (p permanent) Is(target error) bool { return target == keyserver.ErrPermanent }

@@ -17,6 +17,19 @@ const (
 	TokenLen = 49
 )
 
+// MinTTL is the smallest TTL a key server accepts (keyserver.CheckTTL):
+// TTLs have millisecond precision.
+const MinTTL = time.Millisecond
+
+// ClaimTTL is how long a key that a release promised to the next waiter
+// stays promised (keyserver.Notifier): the waiter claims it within a round
+// trip, and one that died blocks the others no longer than this.
+const ClaimTTL = 500 * time.Millisecond
+
+// MaxFreeHint bounds keyserver.HoldReply.Free, so that a refusal stays
+// small however many permits a semaphore has.
+const MaxFreeHint = 32
+
 // RankOf returns the rank that token carries, or "" if it carries none.
 //
 // The redlock client's tokens are 16 hexadecimal digits of the time its

@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/internal/testkit"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -537,9 +538,9 @@ func (s *suite) lineServesInRankOrder(t *testing.T, ks keyserver.KeyServer, key 
 	}
 	expect(t, "Acquire(x) of a key promised to early", false)(ks.Acquire(ctx, key, "x", ttl))
 	ok, h, err := ns.AcquireOrHolder(ctx, key, late, ttl)
-	if ok || err != nil || h.Rank != keyserver.HolderFirst || h.Left <= 0 || h.Left > keyserver.ClaimTTL {
+	if ok || err != nil || h.Rank != keyserver.HolderFirst || h.Left <= 0 || h.Left > layout.ClaimTTL {
 		t.Errorf("AcquireOrHolder(late) of a key promised to early = %v, %+v, %v; want false, early first, at most %v left",
-			ok, h, err, keyserver.ClaimTTL)
+			ok, h, err, layout.ClaimTTL)
 	}
 	claim := ranked(2, 2) // another attempt of early's call
 	l.inLine("AcquireInLine by early's call, claiming its promise", claim, true)
@@ -624,7 +625,7 @@ func (s *suite) promiseLapses(t *testing.T, ks keyserver.KeyServer, key string) 
 	l := line{t, ns, key}
 	l.promise(ranked(1, 1), ranked(2, 1))
 	expect(t, "Acquire(x) of a key promised to gone", false)(ks.Acquire(ctx, key, "x", ttl))
-	s.wait(keyserver.ClaimTTL + s.d(100*time.Millisecond))
+	s.wait(layout.ClaimTTL + s.d(100*time.Millisecond))
 	l.free("after the promise lapsed")
 }
 

@@ -365,7 +365,7 @@ func (s *suite) setYieldsToAnEarlierPromise(t *testing.T, ks keyserver.KeyServer
 }
 
 // setArguments checks that the set's calls refuse no keys, an empty key or
-// token, and a TTL under MinTTL (as CheckTTL refuses for one key).
+// token, and a TTL under a millisecond (as CheckTTL refuses for one key).
 func (s *suite) setArguments(t *testing.T, ks keyserver.KeyServer, key string) {
 	sl, keys, ok := setLocker(ks, key, 2)
 	if !ok {

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -32,7 +33,7 @@ import (
 // ErrClosed is returned by calls on a Server after Close. It matches
 // keyserver.ErrPermanent: calling a closed server is a mistake of the
 // program that retrying cannot fix, so a redlock call fails at once.
-var ErrClosed = keyserver.Permanent(errors.New("memory: server closed"))
+var ErrClosed = check.Permanent(errors.New("memory: server closed"))
 
 // DefaultSweepInterval is how often expired keys are swept by default.
 const DefaultSweepInterval = time.Minute

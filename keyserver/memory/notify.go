@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -216,7 +217,7 @@ func (s *Server) handOverLocked(key string) {
 	}
 	next := q.waiters[0]
 	s.leaveLocked(key, next)
-	s.keys[key] = entry{token: next, expires: s.now().Add(keyserver.ClaimTTL)}
+	s.keys[key] = entry{token: next, expires: s.now().Add(layout.ClaimTTL)}
 	for w := range s.turns[key] {
 		if w.promise == next {
 			w.fire()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/internal/clock"
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/memory"
 )
@@ -61,7 +62,7 @@ func TestTurnComesWithAReleaseNotAnExpiry(t *testing.T) {
 	if !closed(turn) {
 		t.Fatal("the release did not give the waiter its turn")
 	}
-	if ok, h, _ := s.AcquireOrHolder(ctx, "k", "c", time.Second); ok || h.Left != keyserver.ClaimTTL || h.Rank != keyserver.Unranked {
+	if ok, h, _ := s.AcquireOrHolder(ctx, "k", "c", time.Second); ok || h.Left != layout.ClaimTTL || h.Rank != keyserver.Unranked {
 		t.Fatalf("AcquireOrHolder(c) of the promised key = %v, %+v; want false, the whole ClaimTTL left", ok, h)
 	}
 	stop()

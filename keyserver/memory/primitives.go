@@ -158,10 +158,10 @@ func (s *Server) acquirePermitLocked(h keyserver.HoldSpec, ttl time.Duration, p 
 	return ok, nil
 }
 
-// describe lists m's free slots (at most keyserver.MaxFreeHint) and the
+// describe lists m's free slots (at most layout.MaxFreeHint) and the
 // shortest TTL left of its held ones in p.
 func (m *semaphore) describe(now time.Time, p *keyserver.HoldReply) {
-	for i := 0; i < m.permits && len(p.Free) < keyserver.MaxFreeHint; i++ {
+	for i := 0; i < m.permits && len(p.Free) < layout.MaxFreeHint; i++ {
 		if _, held := m.slots[i]; !held {
 			p.Free = append(p.Free, i)
 		}

@@ -9,6 +9,7 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
 )
@@ -130,7 +131,7 @@ func (d *durability) judge(reply any, err error) error {
 		if errors.As(err, &r) {
 			err = fmt.Errorf("%s replied %q", d.command(), string(r))
 			if containsAny(string(r), permanentCodes) {
-				return keyserver.Permanent(fmt.Errorf("%w: %w", errNotDurable, err))
+				return check.Permanent(fmt.Errorf("%w: %w", errNotDurable, err))
 			}
 		}
 		return fmt.Errorf("%w: %w", errNotDurable, err)

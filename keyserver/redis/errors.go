@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/keyserver/redis/internal/redigotransport"
 )
 
@@ -63,11 +63,11 @@ func (s *Server) fail(op, key string, err error) error {
 		err = fmt.Errorf("authentication failed (wrong or missing password?): %w", err)
 	}
 	if msg, ok := s.t.ReplyText(err); ok && strings.HasPrefix(msg, "READONLY") {
-		err = keyserver.Permanent(fmt.Errorf("%w: %w", errReplica, err))
+		err = check.Permanent(fmt.Errorf("%w: %w", errReplica, err))
 	}
 	err = s.refusal(key, err) // names what is missing and what grants it
 	if s.permanent(err) {
-		err = keyserver.Permanent(err)
+		err = check.Permanent(err)
 	}
 	if key == "" { // a call about the server, not a key
 		return fmt.Errorf("%s: %s: %w", s.name, op, err)

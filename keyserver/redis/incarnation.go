@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
@@ -359,9 +360,9 @@ func (s *Server) info(ctx context.Context) (serverInfo, error) {
 		case "role":
 			switch v {
 			case "slave", "replica":
-				return serverInfo{}, s.fail("incarnation", "", keyserver.Permanent(errReplica))
+				return serverInfo{}, s.fail("incarnation", "", check.Permanent(errReplica))
 			case "active-replica":
-				return serverInfo{}, s.fail("incarnation", "", keyserver.Permanent(errors.New(
+				return serverInfo{}, s.fail("incarnation", "", check.Permanent(errors.New(
 					"is an active replica (KeyDB multi-master): two masters of one data set can each grant a lock")))
 			}
 		}

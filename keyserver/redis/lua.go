@@ -65,7 +65,7 @@ const preludeFile = "prelude.lua"
 // luaConstants is the prelude's first line: the numbers the scripts
 // share with Go, so that none writes them out.
 var luaConstants = fmt.Sprintf("local TOKEN, RANK, MAX_INSPECTED, MAX_FREE_HINT, READER, UNRANKED = %d, %d, %d, %d, %d, %d\n",
-	layout.TokenLen, layout.RankLen, keyserver.MaxInspected, keyserver.MaxFreeHint, readerMark, primWatch[0])
+	layout.TokenLen, layout.RankLen, keyserver.MaxInspected, layout.MaxFreeHint, readerMark, primWatch[0])
 
 // luaHelper is one function of the prelude: its name, its code without
 // comments, and how a call of it reads.

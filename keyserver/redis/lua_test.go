@@ -88,7 +88,7 @@ func luaFile(t *testing.T, name string) string {
 // index 16, is written out: counted from 1, 17.
 func TestLuaNumbers(t *testing.T) {
 	known := []int{layout.TokenLen, layout.TokenLen + 1, layout.RankLen, keyserver.MaxInspected,
-		keyserver.MaxFreeHint, 2 * keyserver.MaxFreeHint, readerMark, int(primWatch[0])}
+		layout.MaxFreeHint, 2 * layout.MaxFreeHint, readerMark, int(primWatch[0])}
 	dot := regexp.MustCompile(`string\.byte\(\w+, (\d+)\) == 46`)
 	files, err := fs.Glob(luaFiles, "lua/*.lua")
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestLuaNumbers(t *testing.T) {
 	}
 	assert.NotZero(t, dots, "the dot tests")
 	assert.Equal(t, fmt.Sprintf("local TOKEN, RANK, MAX_INSPECTED, MAX_FREE_HINT, READER, UNRANKED = %d, %d, %d, %d, %d, %d\n",
-		layout.TokenLen, layout.RankLen, keyserver.MaxInspected, keyserver.MaxFreeHint, readerMark, primWatch[0]), luaConstants)
+		layout.TokenLen, layout.RankLen, keyserver.MaxInspected, layout.MaxFreeHint, readerMark, primWatch[0]), luaConstants)
 }
 
 // Tokens for TestLuaScripts: ranked ones, in the order of their ranks,
@@ -226,7 +226,7 @@ func TestLuaScripts(t *testing.T) {
 	earlyM := keyserver.PromiseOf(luaEarly) + luaChannel
 	ttl := "5000"
 	lineTTL := strconv.FormatInt(keyserver.LineTTL.Milliseconds(), 10)
-	claim := strconv.FormatInt(keyserver.ClaimTTL.Milliseconds(), 10)
+	claim := strconv.FormatInt(layout.ClaimTTL.Milliseconds(), 10)
 	reader := watchPromise(luaHolder, true) // the earliest watcher
 	const sem, rw, el = "{s}", "{rw}", "{e}"
 	rwK := rwKeys(rw)
@@ -321,7 +321,7 @@ func TestLuaScripts(t *testing.T) {
 			keys: []string{k, line}, args: []string{luaCaller, claim}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, waiterP, n.str("GET", k))
-				n.pttlNear(t, k, keyserver.ClaimTTL.Milliseconds())
+				n.pttlNear(t, k, layout.ClaimTTL.Milliseconds())
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", line))
 			},
 			told: []string{waiterP + k}},
@@ -333,7 +333,7 @@ func TestLuaScripts(t *testing.T) {
 			keys: []string{k, line}, args: []string{luaCaller, claim, callerM, lineTTL}, want: int64(1),
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, callerP, n.str("GET", k))
-				n.pttlNear(t, k, keyserver.ClaimTTL.Milliseconds())
+				n.pttlNear(t, k, layout.ClaimTTL.Milliseconds())
 				assert.Equal(t, []any{waiterM}, plain(n.MustDo("ZRANGE", line, 0, -1)), "the waiter behind it waits on")
 			},
 			told: []string{callerP + k}},
@@ -456,7 +456,7 @@ func TestLuaScripts(t *testing.T) {
 			check: func(n luaNode, t *testing.T) {
 				earlyP := keyserver.PromiseOf(luaEarly)
 				assert.Equal(t, earlyP, n.str("GET", k), "handed over to the earlier first of its line")
-				n.pttlNear(t, k, keyserver.ClaimTTL.Milliseconds())
+				n.pttlNear(t, k, layout.ClaimTTL.Milliseconds())
 				assert.Equal(t, []any{callerM, waiterM}, plain(n.MustDo("ZRANGE", line, 0, -1)), "the caller waits there again")
 				assert.Equal(t, []any{callerM}, plain(n.MustDo("ZRANGE", line2, 0, -1)))
 				assert.Equal(t, callerP, n.str("GET", "{k}3"), "only a later rank waits for it: kept")
@@ -569,7 +569,7 @@ func TestLuaScripts(t *testing.T) {
 				promise := n.str("GET", sem+":told")
 				if assert.True(t, strings.HasPrefix(promise, waiterM+" "), "promised: %q", promise) {
 					at, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(promise, waiterM+" "), ","), 10, 64)
-					assert.InDelta(t, time.Now().UnixMilli()+keyserver.ClaimTTL.Milliseconds(), at, 1000, "deadline, server time")
+					assert.InDelta(t, time.Now().UnixMilli()+layout.ClaimTTL.Milliseconds(), at, 1000, "deadline, server time")
 				}
 				n.pttlNear(t, sem+":told", keyserver.LineTTL.Milliseconds())
 			},

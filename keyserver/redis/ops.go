@@ -95,7 +95,7 @@ func promise(token string) string {
 
 // The TTLs of the line, in the milliseconds the scripts take.
 var (
-	claimTTL = ms(keyserver.ClaimTTL)
+	claimTTL = ms(layout.ClaimTTL)
 	lineTTL  = ms(keyserver.LineTTL)
 )
 

@@ -134,7 +134,7 @@ func (s *Server) acquirePermit(ctx context.Context, h keyserver.HoldSpec, ttl ti
 	key := h.Key
 	member := s.watcher(key, h.Token, false)
 	reply, err := s.evalAny(ctx, "acquire permit", permitScript, []string{key, slotKey(key, h.Slot), key + ":watchers", key + ":told"},
-		strconv.Itoa(h.Permits), strconv.Itoa(h.Slot), h.Token, ms(ttl), strconv.Itoa(keyserver.MaxFreeHint), member,
+		strconv.Itoa(h.Permits), strconv.Itoa(h.Slot), h.Token, ms(ttl), strconv.Itoa(layout.MaxFreeHint), member,
 		keyserver.PromiseOf(h.Token))
 	if err != nil {
 		s.unwatched(key, member, false)
@@ -336,7 +336,7 @@ func watchScore(promise string) string {
 // leaveWatch runs leave_watch.lua for member of key's watchers in the
 // background, bounded by a promise's time; Close waits for it.
 func (s *Server) leaveWatch(key, member string) {
-	ctx, cancel := context.WithTimeout(context.Background(), keyserver.ClaimTTL)
+	ctx, cancel := context.WithTimeout(context.Background(), layout.ClaimTTL)
 	if s.enter(ctx, "leave watch", key) != nil {
 		cancel()
 		return

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/internal/layout"
-	"github.com/goredlock/goredlock/keyserver"
 )
 
 // The subscriber is what WatchTurn runs on: one Pub/Sub connection per
@@ -75,7 +74,7 @@ type heardTurn struct {
 
 // keepFor is how long a turn heard with no watch is kept: a promise lives
 // no longer.
-const keepFor = keyserver.ClaimTTL
+const keepFor = layout.ClaimTTL
 
 // watchKey is what a turn names: a key and the promise made on it.
 type watchKey struct{ key, promise string }

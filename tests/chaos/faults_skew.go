@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/layout"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -51,7 +52,7 @@ func (c *Clocks) toNode(i int, ttl time.Duration) time.Duration {
 		return ttl
 	}
 	d := time.Duration(float64(ttl) / r).Round(time.Millisecond)
-	return max(d, keyserver.MinTTL)
+	return max(d, layout.MinTTL)
 }
 
 // fromNode converts a time left that node i measured on true time to what
@@ -116,7 +117,7 @@ func (s skewed) Release(ctx context.Context, key, token string) (bool, error) {
 // ttl scales a valid TTL; an invalid one is passed on as it is, for the
 // server to reject.
 func (s skewed) ttl(ttl time.Duration) time.Duration {
-	if ttl < keyserver.MinTTL {
+	if ttl < layout.MinTTL {
 		return ttl
 	}
 	return s.c.toNode(s.i, ttl)

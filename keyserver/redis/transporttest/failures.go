@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/check"
 	"github.com/goredlock/goredlock/internal/clock"
 	"github.com/goredlock/goredlock/internal/redistest"
 	"github.com/goredlock/goredlock/keyserver"
@@ -79,7 +80,7 @@ func (s *suite) refused(t *testing.T, target Target) (err error, made bool) {
 	t.Helper()
 	srv, err := s.newServer(t, target)
 	if err != nil {
-		return keyserver.Permanent(err), false
+		return check.Permanent(err), false
 	}
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)

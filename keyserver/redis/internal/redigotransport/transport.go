@@ -23,15 +23,14 @@ import (
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
-
-	"github.com/goredlock/goredlock/keyserver"
+	"github.com/goredlock/goredlock/internal/check"
 )
 
 // The errors of the transports, which keyserver/redis exports under the
 // same names (and documents).
 var (
 	// ErrClosed fails the calls still queued when a transport is closed.
-	ErrClosed = keyserver.Permanent(errors.New("redis: server closed"))
+	ErrClosed = check.Permanent(errors.New("redis: server closed"))
 	// ErrOverloaded fails at once a call to a pipeline that holds its
 	// maximum of calls.
 	ErrOverloaded = errors.New("redis: too many calls waiting for this server")
