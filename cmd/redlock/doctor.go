@@ -35,7 +35,7 @@ func (t *tool) doctor(args []string) error {
 	ds := redis.Diagnose(ctx, srv.list...)
 	var bad []string
 	for _, d := range ds {
-		if !d.Usable() {
+		if len(d.Problems) > 0 {
 			bad = append(bad, d.Server)
 		}
 	}
@@ -72,7 +72,7 @@ type jsonDoctor struct {
 // one indented line per feature, problem and warning.
 func (t *tool) printDiagnosis(d redis.Diagnosis) {
 	verdict := "usable"
-	if !d.Usable() {
+	if len(d.Problems) > 0 {
 		verdict = "UNUSABLE"
 	}
 	var what []string

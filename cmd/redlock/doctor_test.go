@@ -68,7 +68,7 @@ func TestDoctor(t *testing.T) {
 	usable := make([]bool, 5)
 	for i, d := range out.Servers {
 		assert.Equal(t, urlHost(t, urls[i]), d.Server)
-		usable[i] = d.Usable()
+		usable[i] = len(d.Problems) == 0
 	}
 	assert.Equal(t, []bool{true, false, false, true, false}, usable)
 	assert.Equal(t, "replica", out.Servers[1].Role)

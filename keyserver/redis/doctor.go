@@ -17,7 +17,8 @@ import (
 
 // Diagnosis is what Diagnose found out about one server: what it is, as
 // far as the server lets this user read it, and what goredlock will do
-// there. The strings are for people; Usable is the verdict.
+// there. The strings are for people; no Problems is the verdict that
+// goredlock can count the server's votes safely.
 type Diagnosis struct {
 	// Server is the Server's name (its host and port for FromURL).
 	Server string `json:"server"`
@@ -47,10 +48,6 @@ type Diagnosis struct {
 	// Warnings are what could not be told, or what to check by hand.
 	Warnings []string `json:"warnings,omitempty"`
 }
-
-// Usable reports whether d found no problem: goredlock can count this
-// server's votes safely.
-func (d Diagnosis) Usable() bool { return len(d.Problems) == 0 }
 
 // Feature is how one feature fares on a server.
 type Feature struct {

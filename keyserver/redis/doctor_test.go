@@ -56,7 +56,7 @@ func TestDiagnose(t *testing.T) {
 	}
 
 	d := ds[0]
-	assert.True(t, d.Usable(), "healthy: %v", d.Problems)
+	assert.Empty(t, d.Problems, "healthy: %v", d.Problems)
 	engine, version := "redis", ""
 	for _, line := range strings.Split(redistest.Text(healthy.MustDo("INFO", "server")), "\r\n") {
 		k, v, _ := strings.Cut(line, ":")
@@ -82,17 +82,17 @@ func TestDiagnose(t *testing.T) {
 	assert.Empty(t, d.Warnings)
 
 	d = ds[1]
-	assert.False(t, d.Usable())
+	assert.NotEmpty(t, d.Problems)
 	assert.Equal(t, "replica", d.Role)
 	assert.Contains(t, strings.Join(d.Problems, "; "), "a replica")
 
 	d = ds[2]
-	assert.False(t, d.Usable())
+	assert.NotEmpty(t, d.Problems)
 	assert.Equal(t, "allkeys-lru, maxmemory 104857600", d.Eviction)
 	assert.Contains(t, strings.Join(d.Problems, "; "), "can evict lock keys")
 
 	d = ds[3]
-	assert.True(t, d.Usable(), "least privilege: %v", d.Problems)
+	assert.Empty(t, d.Problems, "least privilege: %v", d.Problems)
 	assert.Empty(t, d.Engine, "INFO denied")
 	assert.Equal(t, "master", d.Role, "it took the marker")
 	assert.Equal(t, "unknown", d.Eviction)
@@ -105,12 +105,12 @@ func TestDiagnose(t *testing.T) {
 	assert.NotEmpty(t, d.Warnings)
 
 	d = ds[4]
-	assert.False(t, d.Usable())
+	assert.NotEmpty(t, d.Problems)
 	assert.Contains(t, strings.Join(d.Problems, "; "), "unreachable")
 	assert.Empty(t, d.Features)
 
 	d = ds[5]
-	assert.False(t, d.Usable())
+	assert.NotEmpty(t, d.Problems)
 	locks := feature(t, d, "locks")
 	assert.Equal(t, "refused", locks.Support)
 	assert.Contains(t, locks.Detail, "EVAL refused")
@@ -123,7 +123,7 @@ func TestDiagnose(t *testing.T) {
 	// One store under two names.
 	twice := redis.Diagnose(ctx, fromURL(t, healthy.URL("")), fromURL(t, "redis://localhost:"+strings.Split(healthy.Addr(), ":")[1]))
 	for _, d := range twice {
-		assert.False(t, d.Usable())
+		assert.NotEmpty(t, d.Problems)
 		assert.Contains(t, strings.Join(d.Problems, "; "), "one store named 2 times")
 	}
 	assert.Equal(t, twice[0].Store, twice[1].Store)
@@ -135,6 +135,6 @@ func TestDiagnoseClosedServer(t *testing.T) {
 	s := fromURL(t, node.URL(""))
 	require.NoError(t, s.Close())
 	ds := redis.Diagnose(context.Background(), s, nil)
-	assert.False(t, ds[0].Usable())
-	assert.False(t, ds[1].Usable())
+	assert.NotEmpty(t, ds[0].Problems)
+	assert.NotEmpty(t, ds[1].Problems)
 }

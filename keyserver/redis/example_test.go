@@ -149,7 +149,7 @@ func ExampleDiagnose() {
 				log.Printf("%s: %s %s: %s", d.Server, f.Name, f.Support, f.Detail)
 			}
 		}
-		if !d.Usable() {
+		if len(d.Problems) > 0 {
 			log.Fatalf("%s: %v", d.Server, d.Problems)
 		}
 	}

@@ -68,8 +68,8 @@ type config struct {
 	wait       *durability // WithWait, WithWaitAOF
 }
 
-// The defaults of WithMaxConnections and WithMaxPending (a few hundred
-// bytes per call, so about a megabyte at most).
+// The defaults of WithPooledConnections's max and WithMaxPending (a few
+// hundred bytes per call, so about a megabyte at most).
 const (
 	defaultActive     = 64
 	defaultMaxPending = 4096
@@ -88,13 +88,17 @@ func WithDialOptions(opts ...redigo.DialOption) Option {
 // WithPooledConnections makes FromURL, and New, run each call on a
 // connection of its own from a redigo pool, instead of sharing one
 // pipelined connection: for a proxy in front of Redis that does not allow
-// pipelining, or to compare the two.
-func WithPooledConnections() Option { return func(c *config) { c.pooled = true } }
-
-// WithMaxConnections caps the connections a WithPooledConnections pool
-// opens at once; calls beyond it wait for a free connection within their
-// deadline. Default 64. A pipelined Server opens one.
-func WithMaxConnections(n int) Option { return func(c *config) { c.maxActive = n } }
+// pipelining, or to compare the two. FromURL's pool opens at most max
+// connections at once, if given (the last one; default 64): calls beyond
+// it wait for a free connection within their deadline.
+func WithPooledConnections(max ...int) Option {
+	return func(c *config) {
+		c.pooled = true
+		if len(max) > 0 {
+			c.maxActive = max[len(max)-1]
+		}
+	}
+}
 
 // WithMaxPending caps the calls a pipelined Server holds at once: queued,
 // sent and not yet answered, including those whose callers gave up. Past

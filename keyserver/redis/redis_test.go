@@ -80,7 +80,7 @@ func TestFromURLRefusesBadURLs(t *testing.T) {
 	_, err := redis.FromURL("http://user:hunter2@localhost")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "hunter2", "passwords stay out of errors")
-	_, err = redis.FromURL("redis://localhost", redis.WithMaxConnections(0))
+	_, err = redis.FromURL("redis://localhost", redis.WithPooledConnections(0))
 	require.ErrorIs(t, err, keyserver.ErrInvalidArgument)
 	s, err := redis.FromURL("rediss://:pw@localhost:6380/2")
 	require.NoError(t, err)

@@ -51,11 +51,14 @@ func (e *RefusedError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the server's reply.
-func (e *RefusedError) Unwrap() error { return e.Err }
-
-// Is reports whether target is keyserver.ErrPermanent, which a refusal is.
-func (e *RefusedError) Is(target error) bool { return target == keyserver.ErrPermanent }
+// Unwrap returns the server's reply and keyserver.ErrPermanent, which
+// a refusal is.
+func (e *RefusedError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{keyserver.ErrPermanent}
+	}
+	return []error{e.Err, keyserver.ErrPermanent}
+}
 
 var (
 	// Redis 6 and 7.0 say "this user has", 7.2 and later "User NAME has".

@@ -57,7 +57,7 @@ func TestFromURLErrorsNeverShowThePassword(t *testing.T) {
 		{url: "redis://:" + pwA + "@host?" + pwA},                    // the password as a parameter
 		{url: "redis://:" + pwA + "@" + pwA + "?x=1"},                // a host that is the password
 		{url: "redis://:" + pwA + "@" + pwA + "/99"},                 // the same, a bad path
-		{url: "redis://:" + pwA + "@host", opts: []redis.Option{redis.WithMaxConnections(0)}},
+		{url: "redis://:" + pwA + "@host", opts: []redis.Option{redis.WithPooledConnections(0)}},
 	} {
 		s, err := redis.FromURL(tc.url, tc.opts...)
 		if !assert.Error(t, err, tc.url) {
