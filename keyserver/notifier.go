@@ -129,11 +129,11 @@ type Holder struct {
 	// Left is how long the holder's key (or the promise) has left to live
 	// on this server; 0 when unknown, such as for a key with no TTL.
 	Left time.Duration
-	// Rank tells whose Acquire began first, the holder's or the caller's:
-	// Compare(holder, caller), so that contenders who split the servers
-	// between them agree on which of them gives way. A promised key ranks
-	// as the waiter it is promised to.
-	Rank Order
+	// Rank tells whose Acquire began first: Compare(holder, caller), -1
+	// for the holder's, +1 for the caller's, 0 when unranked, so that
+	// contenders who split the servers between them agree on which of them
+	// gives way. A promised key ranks as the waiter it is promised to.
+	Rank int
 	// Ahead is how many waiters the key's line holds before the caller,
 	// as a refused AcquireInLine found it; 0 for AcquireOrHolder. A
 	// waiter measures its patience by it: the line moving towards it is

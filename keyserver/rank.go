@@ -1,17 +1,9 @@
 package keyserver
 
-import "github.com/goredlock/goredlock/internal/layout"
+import (
+	"strings"
 
-// Order is how a holder's token ranks against a caller's (see Compare).
-type Order int8
-
-const (
-	// Unranked: either token carries no rank, or both carry the same.
-	Unranked Order = iota
-	// HolderFirst: the holder's rank is lower, its Acquire began first.
-	HolderFirst
-	// CallerFirst: the caller's rank is lower.
-	CallerFirst
+	"github.com/goredlock/goredlock/internal/layout"
 )
 
 // Compare ranks holder, the value that holds a key (a token or a
@@ -33,21 +25,18 @@ const (
 // library's, a user's own) carries no rank: its call is neither put in
 // line nor ordered, and is served as it comes.
 //
-// Compare is Unranked when either value carries no rank or both carry the
-// same; otherwise whichever rank is lower (the earlier call) comes first.
-// A server reports it with a refusal (Holder.Rank) instead of the holder's
+// Compare is 0 when either value carries no rank or both carry the same;
+// otherwise, as strings.Compare, -1 when the holder's rank is lower (its
+// call began first) and +1 when the caller's is. A server reports it with a refusal (Holder.Rank) instead of the holder's
 // token, so that contenders who split the servers between them agree on
 // which of them gives way without learning anything of each other's
 // tokens.
-func Compare(holder, caller string) Order {
+func Compare(holder, caller string) int {
 	h, c := layout.RankOf(holder), layout.RankOf(caller)
-	switch {
-	case h == "" || c == "" || h == c:
-		return Unranked
-	case h < c:
-		return HolderFirst
+	if h == "" || c == "" {
+		return 0
 	}
-	return CallerFirst
+	return strings.Compare(h, c)
 }
 
 // PromiseOf is the value a server stores in a key that a release promised

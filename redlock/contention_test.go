@@ -340,7 +340,7 @@ func TestAGiveBackKeepsThePlace(t *testing.T) {
 		}
 	})
 	require.NoError(t, second.err)
-	assert.Equal(t, keyserver.HolderFirst, keyserver.Compare(first.lock.token, second.lock.token),
+	assert.Equal(t, -1, keyserver.Compare(first.lock.token, second.lock.token),
 		"the earlier waiter is granted first; servers at the first grant: %+v", st.Servers)
 	require.NoError(t, second.lock.Release(bg))
 	_, err = servers[0].Release(bg, h.key, h.token) // the holder's last server
@@ -434,7 +434,7 @@ func TestSplitVoteEarliestKeeps(t *testing.T) {
 		servers := static.NewCluster(5)
 		for i := 2; i < 5; i++ {
 			// The refusals come last, so that the vote counts the grants.
-			servers[i].Script(static.OpAcquire, static.Reply{Rank: keyserver.CallerFirst, Left: time.Minute, Delay: 20 * time.Millisecond}, static.Grant)
+			servers[i].Script(static.OpAcquire, static.Reply{Rank: 1, Left: time.Minute, Delay: 20 * time.Millisecond}, static.Grant)
 		}
 		c := testClient(t, fc, servers.KeyServers(), WithRetryDelay(time.Minute))
 		res := async(t, func() error {
@@ -464,7 +464,7 @@ func TestSplitVoteEarliestKeeps(t *testing.T) {
 		fc := clock.NewFake(t0)
 		servers := static.NewCluster(5)
 		for i := 2; i < 5; i++ {
-			servers[i].Script(static.OpAcquire, static.Reply{Rank: keyserver.HolderFirst, Left: time.Minute, Delay: 20 * time.Millisecond})
+			servers[i].Script(static.OpAcquire, static.Reply{Rank: -1, Left: time.Minute, Delay: 20 * time.Millisecond})
 		}
 		c := testClient(t, fc, servers.KeyServers())
 		ran, err := c.DoOrSkip(bg, "job", ttl3, func(context.Context) error { return nil })
@@ -477,8 +477,8 @@ func TestSplitVoteEarliestKeeps(t *testing.T) {
 	t.Run("unranked holders: give way", func(t *testing.T) {
 		fc := clock.NewFake(t0)
 		servers := static.NewCluster(5)
-		servers[2].Script(static.OpAcquire, static.Reply{Rank: keyserver.CallerFirst, Delay: 20 * time.Millisecond})
-		servers[3].Script(static.OpAcquire, static.Reply{Rank: keyserver.CallerFirst, Delay: 20 * time.Millisecond})
+		servers[2].Script(static.OpAcquire, static.Reply{Rank: 1, Delay: 20 * time.Millisecond})
+		servers[3].Script(static.OpAcquire, static.Reply{Rank: 1, Delay: 20 * time.Millisecond})
 		servers[4].Script(static.OpAcquire, static.Reply{Delay: 20 * time.Millisecond}) // another library's key
 		c := testClient(t, fc, servers.KeyServers(), WithRetryCount(1))
 		res := async(t, func() error {

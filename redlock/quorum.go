@@ -115,9 +115,9 @@ func (t *tally) add(v vote) {
 	default:
 		t.refused++
 		switch v.holder.Rank {
-		case keyserver.HolderFirst:
+		case -1: // the holder's call began first
 			t.first++
-		case keyserver.CallerFirst:
+		case 1:
 			t.behind++
 		}
 		if l := v.holder.Left; l > 0 && (t.left == 0 || l < t.left) {

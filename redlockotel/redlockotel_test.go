@@ -536,7 +536,7 @@ func keys[V any](points map[string]V) []string {
 // A refused attempt samples the waiters ahead of it in the servers' lines.
 func TestWaitersAreSampled(t *testing.T) {
 	tm := newTelemetry(t)
-	servers := static.NewCluster(3, static.WithAcquire(static.Reply{Left: time.Hour, Rank: keyserver.HolderFirst, Ahead: 4}))
+	servers := static.NewCluster(3, static.WithAcquire(static.Reply{Left: time.Hour, Rank: -1, Ahead: 4}))
 	client := newClient(t, servers, tm.hooks())
 	_, err := client.Acquire(bg, "report", time.Second, redlock.WithRetryCount(1), redlock.WithRetryDelay(time.Millisecond))
 	require.ErrorIs(t, err, redlock.ErrHeldElsewhere)

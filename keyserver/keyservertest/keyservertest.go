@@ -371,8 +371,8 @@ func (s *suite) acquireOrHolder(t *testing.T, ks keyserver.KeyServer, key string
 	if h.Left > ttl-waited+time.Millisecond || h.Left < ttl-waited-slack {
 		t.Errorf("AcquireOrHolder(b) reported %v left of a's TTL of %v, %v after it was set; want about %v", h.Left, ttl, waited, ttl-waited)
 	}
-	if h.Rank != keyserver.Unranked {
-		t.Errorf("AcquireOrHolder(b) ranked %d against token \"a\", which carries no rank; want Unranked", h.Rank)
+	if h.Rank != 0 {
+		t.Errorf("AcquireOrHolder(b) ranked %d against token \"a\", which carries no rank; want 0", h.Rank)
 	}
 	expect(t, "Acquire(b) after AcquireOrHolder refused it", false)(ks.Acquire(ctx, key, "b", ttl))
 	expect(t, "Release(a)", true)(ks.Release(ctx, key, "a"))
@@ -388,8 +388,8 @@ func (s *suite) acquireOrHolder(t *testing.T, ks keyserver.KeyServer, key string
 	acquire("AcquireOrHolder(late) on an absent key", late, true)
 	for _, c := range []struct {
 		caller string
-		want   keyserver.Order
-	}{{early, keyserver.CallerFirst}, {"b", keyserver.Unranked}, {late[:48], keyserver.Unranked}} {
+		want   int
+	}{{early, 1}, {"b", 0}, {late[:48], 0}} {
 		if h := acquire("AcquireOrHolder("+c.caller+") on a key held by late", c.caller, false); h.Rank != c.want {
 			t.Errorf("AcquireOrHolder(%s) against late = %d, want %d", c.caller, h.Rank, c.want)
 		}
@@ -398,8 +398,8 @@ func (s *suite) acquireOrHolder(t *testing.T, ks keyserver.KeyServer, key string
 	acquire("AcquireOrHolder(early) on an absent key", early, true)
 	for _, c := range []struct {
 		caller string
-		want   keyserver.Order
-	}{{late, keyserver.HolderFirst}, {twin, keyserver.Unranked}} {
+		want   int
+	}{{late, -1}, {twin, 0}} {
 		if h := acquire("AcquireOrHolder("+c.caller+") on a key held by early", c.caller, false); h.Rank != c.want {
 			t.Errorf("AcquireOrHolder(%s) against early = %d, want %d", c.caller, h.Rank, c.want)
 		}
@@ -517,7 +517,7 @@ func (s *suite) lineServesInRankOrder(t *testing.T, ks keyserver.KeyServer, key 
 	l := line{t, ns, key}
 	holder, early, late := ranked(1, 1), ranked(2, 1), ranked(3, 1)
 	expect(t, "Acquire(holder)", true)(ks.Acquire(ctx, key, holder, ttl))
-	if h := l.inLine("AcquireInLine(late) on a held key", late, false); h.Rank != keyserver.HolderFirst || h.Left <= 0 || h.Ahead != 0 {
+	if h := l.inLine("AcquireInLine(late) on a held key", late, false); h.Rank != -1 || h.Left <= 0 || h.Ahead != 0 {
 		t.Errorf("AcquireInLine(late) reported %+v; want the holder first, its TTL left, nobody ahead", h)
 	}
 	if h := l.inLine("AcquireInLine(early), which came second", early, false); h.Ahead != 0 {
@@ -538,7 +538,7 @@ func (s *suite) lineServesInRankOrder(t *testing.T, ks keyserver.KeyServer, key 
 	}
 	expect(t, "Acquire(x) of a key promised to early", false)(ks.Acquire(ctx, key, "x", ttl))
 	ok, h, err := ns.AcquireOrHolder(ctx, key, late, ttl)
-	if ok || err != nil || h.Rank != keyserver.HolderFirst || h.Left <= 0 || h.Left > layout.ClaimTTL {
+	if ok || err != nil || h.Rank != -1 || h.Left <= 0 || h.Left > layout.ClaimTTL {
 		t.Errorf("AcquireOrHolder(late) of a key promised to early = %v, %+v, %v; want false, early first, at most %v left",
 			ok, h, err, layout.ClaimTTL)
 	}
@@ -680,7 +680,7 @@ func (s *suite) releaseInLineKeepsThePlace(t *testing.T, ks keyserver.KeyServer,
 	expect(t, "ReleaseInLine by first's call", true)(ns.ReleaseInLine(ctx, key, ranked(2, 2)))
 	awaitClosed(t, "first's turn, given back to itself", l.watch(first))
 	quiet(t, "second's turn, while first keeps its place", secondTurn)
-	if h := l.inLine("AcquireInLine(second), behind first", second, false); h.Ahead != 0 || h.Rank != keyserver.HolderFirst {
+	if h := l.inLine("AcquireInLine(second), behind first", second, false); h.Ahead != 0 || h.Rank != -1 {
 		t.Errorf("AcquireInLine(second) reported %+v; want the key promised to first, nobody ahead", h)
 	}
 	l.inLine("AcquireInLine by first's call, claiming again", ranked(2, 3), true)

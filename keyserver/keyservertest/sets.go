@@ -249,8 +249,8 @@ func (s *suite) setKeepsTheLine(t *testing.T, ks keyserver.KeyServer, key string
 	holder, waiter := ranked(1, 1), ranked(2, 1)
 	acquireAll(t, sl, "AcquireAll(holder)", keys, holder, ttl, true)
 	h := l.inLine("AcquireInLine(waiter) of a key of the set", waiter, false)
-	if h.Rank != keyserver.HolderFirst {
-		t.Errorf("AcquireInLine(waiter) against the set's holder ranked %d, want HolderFirst", h.Rank)
+	if h.Rank != -1 {
+		t.Errorf("AcquireInLine(waiter) against the set's holder ranked %d, want -1 (the holder first)", h.Rank)
 	}
 	turn := l.watch(waiter)
 	acquireAll(t, sl, "AcquireAll(holder) again, with a waiter in a key's line", keys, holder, ttl, true)
@@ -289,8 +289,8 @@ func (s *suite) setWaitsInLine(t *testing.T, ks keyserver.KeyServer, key string)
 	ctx := context.Background()
 	holder, early, late := ranked(1, 1), ranked(2, 1), ranked(3, 1)
 	acquireAll(t, sl, "AcquireAll(holder)", keys, holder, ttl, true)
-	if h := inLineAll(t, sl, "AcquireAllInLine(early)", keys, early, false); h.Rank != keyserver.HolderFirst || h.Ahead != 0 {
-		t.Errorf("AcquireAllInLine(early) refused with %+v; want HolderFirst, none ahead", h)
+	if h := inLineAll(t, sl, "AcquireAllInLine(early)", keys, early, false); h.Rank != -1 || h.Ahead != 0 {
+		t.Errorf("AcquireAllInLine(early) refused with %+v; want Rank -1 (the holder first), none ahead", h)
 	}
 	if h := inLineAll(t, sl, "AcquireAllInLine(late)", keys, late, false); h.Ahead != 1 {
 		t.Errorf("AcquireAllInLine(late) refused with %d ahead; want 1", h.Ahead)

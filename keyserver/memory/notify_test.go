@@ -62,7 +62,7 @@ func TestTurnComesWithAReleaseNotAnExpiry(t *testing.T) {
 	if !closed(turn) {
 		t.Fatal("the release did not give the waiter its turn")
 	}
-	if ok, h, _ := s.AcquireOrHolder(ctx, "k", "c", time.Second); ok || h.Left != layout.ClaimTTL || h.Rank != keyserver.Unranked {
+	if ok, h, _ := s.AcquireOrHolder(ctx, "k", "c", time.Second); ok || h.Left != layout.ClaimTTL || h.Rank != 0 {
 		t.Fatalf("AcquireOrHolder(c) of the promised key = %v, %+v; want false, the whole ClaimTTL left", ok, h)
 	}
 	stop()

@@ -94,7 +94,7 @@ func decodeHolder(reply any, err error) (bool, keyserver.Holder, error) {
 		}
 		n[i], _ = parts[i].(int64)
 	}
-	h := keyserver.Holder{Left: time.Duration(n[0]) * time.Millisecond, Rank: keyserver.Order(n[1]), Ahead: int(n[2])}
+	h := keyserver.Holder{Left: time.Duration(n[0]) * time.Millisecond, Rank: int(n[1]), Ahead: int(n[2])}
 	if len(parts) > 3 {
 		promised, _ := text(parts[3])
 		for i := range min(len(promised), 64) {

@@ -273,17 +273,17 @@ func TestLuaScripts(t *testing.T) {
 		{file: "acquire_all.lua", name: "one key: free key", keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: int64(1),
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaCaller, n.str("GET", k)) }},
 		{file: "acquire_all.lua", name: "one key: ranked holder first", setup: [][]any{{"SET", k, luaHolder + "+", "PX", 9000}},
-			keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: []any{about(9000), int64(keyserver.HolderFirst), int64(0)},
+			keys: []string{k}, args: []string{luaCaller, ttl, callerP}, want: []any{about(9000), int64(-1), int64(0)},
 			check: func(n luaNode, t *testing.T) { assert.Equal(t, luaHolder+"+", n.str("GET", k)) }},
 		{file: "acquire_all.lua", name: "one key: unranked holder without TTL", setup: [][]any{{"SET", k, luaUnranked}},
-			keys: []string{k}, args: []string{luaHolder, ttl, holderP}, want: []any{int64(0), int64(keyserver.Unranked), int64(0)}},
+			keys: []string{k}, args: []string{luaHolder, ttl, holderP}, want: []any{int64(0), int64(0), int64(0)}},
 		{file: "acquire_all.lua", name: "one key: caller first", setup: [][]any{{"SET", k, luaCaller, "PX", 9000}},
-			keys: []string{k}, args: []string{luaHolder, ttl, holderP}, want: []any{about(9000), int64(keyserver.CallerFirst), int64(0)}},
+			keys: []string{k}, args: []string{luaHolder, ttl, holderP}, want: []any{about(9000), int64(1), int64(0)}},
 
 		{file: "acquire_in_line.lua", name: "refused: in line, holder marked",
 			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, earlyM, 0, waiterM}},
 			keys:  []string{k, line}, args: []string{luaCaller, ttl, callerP, lineTTL, callerM, ""},
-			want: []any{about(9000), int64(keyserver.HolderFirst), int64(1)},
+			want: []any{about(9000), int64(-1), int64(1)},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, luaHolder+"+", n.str("GET", k), "marked, KEEPTTL")
 				n.pttlNear(t, k, 9000)
@@ -421,7 +421,7 @@ func TestLuaScripts(t *testing.T) {
 		{file: "acquire_all_in_line.lua", name: "refused: nothing stored, in the line of each held key, holder marked, promise kept",
 			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"ZADD", line, 0, earlyM}, {"SET", k2, callerP, "PX", 400}},
 			keys:  []string{"{k}0", "{k}0:line", k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim},
-			want: []any{about(9000), int64(keyserver.HolderFirst), int64(1), "001"},
+			want: []any{about(9000), int64(-1), int64(1), "001"},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, int64(0), n.MustDo("EXISTS", "{k}0", "{k}0:line"), "a free key: not taken, no line")
 				assert.Equal(t, luaHolder+"+", n.str("GET", k), "marked, KEEPTTL")
@@ -442,7 +442,7 @@ func TestLuaScripts(t *testing.T) {
 		{file: "acquire_all_in_line.lua", name: "a later rank's promise taken over and kept, refused by a held key",
 			setup: [][]any{{"SET", k, luaHolder, "PX", 9000}, {"SET", k2, waiterP, "PX", 400}},
 			keys:  []string{k, line, k2, line2}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim},
-			want: []any{about(9000), int64(keyserver.HolderFirst), int64(0), "01"},
+			want: []any{about(9000), int64(-1), int64(0), "01"},
 			check: func(n luaNode, t *testing.T) {
 				assert.Equal(t, callerP, n.str("GET", k2), "now promised to the caller")
 				n.pttlNear(t, k2, keyserver.LineTTL.Milliseconds())
@@ -452,7 +452,7 @@ func TestLuaScripts(t *testing.T) {
 			setup: [][]any{{"SET", k, callerP, "PX", 400}, {"ZADD", line, 0, earlyM, 0, waiterM}, {"SET", k2, holderP, "PX", 400},
 				{"SET", "{k}3", callerP, "PX", 400}, {"ZADD", "{k}3:line", 0, waiterM}},
 			keys: []string{k, line, k2, line2, "{k}3", "{k}3:line"}, args: []string{luaCaller, ttl, callerP, callerM, lineTTL, claim},
-			want: []any{about(400), int64(keyserver.HolderFirst), int64(0), "001"},
+			want: []any{about(400), int64(-1), int64(0), "001"},
 			check: func(n luaNode, t *testing.T) {
 				earlyP := keyserver.PromiseOf(luaEarly)
 				assert.Equal(t, earlyP, n.str("GET", k), "handed over to the earlier first of its line")

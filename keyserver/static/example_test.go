@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/static"
 	"github.com/goredlock/goredlock/redlock"
 )
@@ -48,10 +47,10 @@ func Example() {
 // Wake plays the turn a release by another process gives, Break a lost
 // connection.
 func ExampleServer_Wake() {
-	srv := static.New(static.WithAcquire(static.Reply{Left: 30 * time.Second, Rank: keyserver.HolderFirst}))
+	srv := static.New(static.WithAcquire(static.Reply{Left: 30 * time.Second, Rank: -1}))
 	ctx := context.Background()
 	ok, holder, _ := srv.AcquireOrHolder(ctx, "nightly", "me", time.Minute)
-	fmt.Println("granted:", ok, "holder's TTL:", holder.Left, "first:", holder.Rank == keyserver.HolderFirst)
+	fmt.Println("granted:", ok, "holder's TTL:", holder.Left, "first:", holder.Rank == -1)
 
 	turn, stop, _ := srv.WatchTurn(ctx, "nightly", "0000019a2b3c4d5e.0123456789abcdef0123456789abcdef")
 	defer stop()

@@ -21,14 +21,14 @@ func closed(c <-chan struct{}) bool {
 
 func TestAcquireOrHolderFollowsAcquiresScript(t *testing.T) {
 	boom := errors.New("boom")
-	s := static.New(static.WithAcquire(static.Reply{Left: 3 * time.Second, Rank: keyserver.HolderFirst}, static.Reply{OK: true, Rank: keyserver.CallerFirst, Left: time.Hour}, static.Fail(boom), static.FromStore))
+	s := static.New(static.WithAcquire(static.Reply{Left: 3 * time.Second, Rank: -1}, static.Reply{OK: true, Rank: 1, Left: time.Hour}, static.Fail(boom), static.FromStore))
 	ctx := context.Background()
 	for i, want := range []struct {
 		ok  bool
 		h   keyserver.Holder
 		err error
 	}{
-		{false, keyserver.Holder{Left: 3 * time.Second, Rank: keyserver.HolderFirst}, nil},
+		{false, keyserver.Holder{Left: 3 * time.Second, Rank: -1}, nil},
 		{true, keyserver.Holder{}, nil}, // no holder with a grant
 		{false, keyserver.Holder{}, boom},
 		{true, keyserver.Holder{}, nil}, // the store: free
@@ -39,7 +39,7 @@ func TestAcquireOrHolderFollowsAcquiresScript(t *testing.T) {
 		}
 	}
 	ok, h, err := s.AcquireOrHolder(ctx, "k", "other", time.Minute)
-	if ok || h.Left <= 59*time.Second || h.Left > time.Minute || h.Rank != keyserver.Unranked || err != nil {
+	if ok || h.Left <= 59*time.Second || h.Left > time.Minute || h.Rank != 0 || err != nil {
 		t.Errorf("store refusal = %v, %+v, %v; want false and about a minute", ok, h, err)
 	}
 	if got := s.Count(static.OpAcquire); got != 5 {

@@ -75,10 +75,11 @@ type Reply struct {
 	// previous counter a scripted RaiseFence reports.
 	Fence uint64
 	// Left and Rank describe the holder a scripted AcquireOrHolder reports
-	// with a refusal: its key's remaining TTL, and how it ranks against the caller (see
-	// keyserver.Order).
+	// with a refusal: its key's remaining TTL, and how it ranks against
+	// the caller (keyserver.Holder's Rank: -1 the holder first, +1 the
+	// caller, 0 unranked).
 	Left  time.Duration
-	Rank  keyserver.Order
+	Rank  int
 	Ahead int // waiters before the caller, for a scripted AcquireInLine
 }
 

@@ -43,12 +43,12 @@ func (r *recorder) Release(context.Context, string, string) (bool, error) {
 
 func (r *recorder) AcquireOrHolder(_ context.Context, _, _ string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	r.note("AcquireOrHolder", ttl)
-	return false, keyserver.Holder{Left: r.left, Rank: keyserver.HolderFirst}, nil
+	return false, keyserver.Holder{Left: r.left, Rank: -1}, nil
 }
 
 func (r *recorder) AcquireInLine(_ context.Context, _, _ string, ttl time.Duration, _ string) (bool, keyserver.Holder, error) {
 	r.note("AcquireInLine", ttl)
-	return false, keyserver.Holder{Left: r.left, Rank: keyserver.CallerFirst}, nil
+	return false, keyserver.Holder{Left: r.left, Rank: 1}, nil
 }
 
 func (r *recorder) WatchTurn(context.Context, string, string) (<-chan struct{}, func(), error) {
@@ -161,7 +161,7 @@ func TestSkewedScalesEveryTTLAndForwardsEveryMethod(t *testing.T) {
 			t.Errorf("holder's time left %v, want 500ms", h.Left)
 		}
 	}
-	if h1.Rank != keyserver.HolderFirst || h2.Rank != keyserver.CallerFirst || fence != 7 || prev != 3 {
+	if h1.Rank != -1 || h2.Rank != 1 || fence != 7 || prev != 3 {
 		t.Errorf("replies changed on the way: ranks %v %v, fence %d, prev %d", h1.Rank, h2.Rank, fence, prev)
 	}
 
@@ -313,7 +313,7 @@ type setRecorder struct{ primRecorder }
 func (r setRecorder) AcquireAll(_ context.Context, keys []string, _ string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	r.note("AcquireAll", ttl)
 	r.keys = append(r.keys, keys)
-	return false, keyserver.Holder{Left: r.left, Rank: keyserver.HolderFirst}, nil
+	return false, keyserver.Holder{Left: r.left, Rank: -1}, nil
 }
 
 func (r setRecorder) ExtendAll(_ context.Context, keys []string, _ string, ttl time.Duration) (bool, error) {
@@ -331,7 +331,7 @@ func (r setRecorder) ReleaseAll(_ context.Context, keys []string, _ string) (boo
 func (r setRecorder) AcquireAllInLine(_ context.Context, keys []string, _ string, ttl time.Duration) (bool, keyserver.Holder, error) {
 	r.note("AcquireAllInLine", ttl)
 	r.keys = append(r.keys, keys)
-	return false, keyserver.Holder{Left: r.left, Rank: keyserver.HolderFirst}, nil
+	return false, keyserver.Holder{Left: r.left, Rank: -1}, nil
 }
 
 func (r setRecorder) LeaveLines(_ context.Context, keys []string, _ string) error {
@@ -383,7 +383,7 @@ func TestSkewedScalesTheSetsTTLs(t *testing.T) {
 		}
 	}
 	// 400 ms left in true time is 500 ms on a clock that runs 25% fast.
-	if h.Left != 500*time.Millisecond || h.Rank != keyserver.HolderFirst {
+	if h.Left != 500*time.Millisecond || h.Rank != -1 {
 		t.Errorf("holder %+v, want 500ms left and the rank as it came", h)
 	}
 }

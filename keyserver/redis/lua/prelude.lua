@@ -31,11 +31,11 @@ end
 -- holder is a refusal's reply {left, order, ahead} (decodeHolder): left
 -- is the PTTL of key, which v holds, at least 1 (a key under a ms from
 -- expiry still exists), 0 for a key without one; order compares v's rank
--- with the caller's (ARGV[1]) as layout.Compare does.
+-- with the caller's (ARGV[1]) as keyserver.Compare does (-1, 0 or 1).
 local function holder(key, v, ahead)
 	local h, c, order = rank(v), rank(ARGV[1]), 0
 	if h and c and h ~= c then
-		order = h < c and 1 or 2
+		order = h < c and -1 or 1
 	end
 	local left = redis.call('PTTL', key)
 	return {left < 0 and 0 or math.max(left, 1), order, ahead}

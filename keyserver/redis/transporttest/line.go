@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/goredlock/goredlock/internal/redistest"
-	"github.com/goredlock/goredlock/keyserver"
 	"github.com/goredlock/goredlock/keyserver/redis"
 )
 
@@ -135,7 +134,7 @@ func (s *suite) turnAcrossServers(t *testing.T) {
 	want(t, "Acquire(holder) through a", true)(a.Acquire(bg, key, h, ttl))
 	ok, hd, err := b.AcquireInLine(bg, key, w, ttl, "")
 	want(t, "AcquireInLine(waiter) through b", false)(ok, err)
-	if hd.Rank != keyserver.HolderFirst || hd.Left <= 0 {
+	if hd.Rank != -1 || hd.Left <= 0 {
 		t.Errorf("refusal reported %+v; want the holder first, with its TTL", hd)
 	}
 	turn, stop, err := b.WatchTurn(bg, key, w)
