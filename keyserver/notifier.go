@@ -90,33 +90,26 @@ type Notifier interface {
 	// the next caller for 500 ms. It reports whether token held key; a
 	// token that carries no rank is released as by Release.
 	ReleaseInLine(ctx context.Context, key, token string) (bool, error)
-}
-
-// ContentionWatcher is a Notifier that can also tell the holder of a key
-// that a waiter joined the key's line: the redlock client's
-// Lock.Contended, a hint on which a holder may finish early and release.
-// It is optional, apart from the line it watches: a Notifier without it
-// serves its waiters as well, and the client counts it among the servers
-// that cannot tell, which Lock.Contended does not wait for: it closes once
-// the servers that told, with those that cannot tell, make a quorum and at
-// least one told, and never when no server can tell.
-type ContentionWatcher interface {
-	Notifier
 	// WatchContention watches key's line for the holder whose token is
 	// token, set up only when the holder asks, so that a lock nobody
-	// asks about costs nothing more. contended is closed once a waiter
-	// joins the line after the watch was set up, or at once when the
-	// line already holds one (its places outlive a waiter by LineTTL at
-	// most, so a waiter that just left may still count). broken is
-	// closed instead when the watch broke (a lost connection): a waiter
-	// may have joined unseen, and the caller may watch again. stop ends
-	// the watch and must be called exactly once. ctx bounds only the
-	// setting up of the watch.
+	// asks about costs nothing more: the redlock client's Lock.Contended,
+	// a hint on which a holder may finish early and release. contended is
+	// closed once a waiter joins the line after the watch was set up, or
+	// at once when the line already holds one (its places outlive a
+	// waiter by LineTTL at most, so a waiter that just left may still
+	// count). broken is closed instead when the watch broke (a lost
+	// connection): a waiter may have joined unseen, and the caller may
+	// watch again. stop ends the watch and must be called exactly once.
+	// ctx bounds only the setting up of the watch.
 	//
 	// It is advice: a waiter may have left already, and no waiter is ever
-	// granted the key while the holder holds it.
+	// granted the key while the holder holds it. A server that cannot
+	// tell fails with an error matching errors.ErrUnsupported, and serves
+	// its waiters as well: the client counts it among the servers that
+	// cannot tell, which Lock.Contended does not wait for.
 	WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error)
 }
+
 
 // LineTTL is how long a key's line outlives the last AcquireInLine of the
 // key: waiters renew their places by trying again at least every

@@ -2,17 +2,17 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"sync"
-	"sync/atomic"
 
 	"github.com/goredlock/goredlock/keyserver"
 )
 
 // Contended returns a channel that is closed when a waiter of another
 // call (of any process) joins the line of a quorum of the lock's servers;
-// servers that cannot tell (no keyserver.ContentionWatcher, such as those
-// that keep no line) count as telling, but at least one must tell, and
-// with none that can, it never closes. It is advice, not revocation: a program may use
+// servers that cannot tell (those that keep no line, and Notifiers whose
+// WatchContention fails with errors.ErrUnsupported) count as telling, but
+// at least one must tell, and with none that can, it never closes. It is advice, not revocation: a program may use
 // it to finish early and release. The servers are asked only once it is
 // called, so a lock nobody asks about costs nothing ("Someone is waiting"
 // in docs/design.md). The channel stays open for a lock already released
@@ -42,14 +42,7 @@ func (l *Lock) Contended() <-chan struct{} {
 // enough of them told of a waiter.
 func (l *Lock) watchContention(ch chan struct{}) {
 	c := l.c
-	var watchers []keyserver.ContentionWatcher
-	for _, i := range c.notifiers { // a ContentionWatcher is a Notifier
-		if w, ok := c.servers[i].(keyserver.ContentionWatcher); ok {
-			watchers = append(watchers, w)
-		}
-	}
-	need := max(c.quorum-(len(c.servers)-len(watchers)), 1)
-	if len(watchers) < need {
+	if len(c.notifiers) == 0 {
 		return // never: no server can tell
 	}
 	done := l.Done()
@@ -60,27 +53,35 @@ func (l *Lock) watchContention(ch chan struct{}) {
 		defer c.exit()
 		ctx, cancel := context.WithCancel(context.Background())
 		var (
-			told atomic.Int32
-			once sync.Once
-			wg   sync.WaitGroup
+			mu     sync.Mutex
+			told   int
+			cannot = len(c.servers) - len(c.notifiers)
+			closed bool
+			wg     sync.WaitGroup
 		)
-		tell := func() {
-			if int(told.Add(1)) < need {
-				return
+		count := func(tells bool) { // a server told, or cannot tell
+			mu.Lock()
+			if tells {
+				told++
+			} else {
+				cannot++
 			}
-			once.Do(func() {
+			fire := !closed && told > 0 && told+cannot >= c.quorum
+			closed = closed || fire
+			mu.Unlock()
+			if fire {
 				close(ch)
 				if h := c.hooks.Contended; h != nil {
 					h(l.callCtx, l.name) // set by newLock, as the hook is
 				}
-			})
+			}
 		}
-		for _, w := range watchers {
+		for _, i := range c.notifiers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if l.watchServer(ctx, w) {
-					tell()
+				if told, cannot := l.watchServer(ctx, c.servers[i].(keyserver.Notifier)); told || cannot {
+					count(told)
 				}
 			}()
 		}
@@ -97,8 +98,9 @@ func (l *Lock) watchContention(ch chan struct{}) {
 }
 
 // watchServer watches one server's line for the lock, again after a
-// broken watch, until a waiter joins (true) or ctx ends.
-func (l *Lock) watchServer(ctx context.Context, ws keyserver.ContentionWatcher) bool {
+// broken watch, until a waiter joins (told), the server says it cannot
+// tell (cannot) or ctx ends.
+func (l *Lock) watchServer(ctx context.Context, ws keyserver.Notifier) (told, cannot bool) {
 	c := l.c
 	l.mu.Lock()
 	timeout := l.b.timeout // as the last grant or extension set it
@@ -107,6 +109,9 @@ func (l *Lock) watchServer(ctx context.Context, ws keyserver.ContentionWatcher) 
 		wctx, cancel := c.clock.WithTimeout(ctx, timeout)
 		contended, broken, stop, err := ws.WatchContention(wctx, l.key, l.token)
 		cancel()
+		if errors.Is(err, errors.ErrUnsupported) {
+			return false, true
+		}
 		if err != nil {
 			c.clock.Sleep(ctx, l.o.retryDelay) //nolint:errcheck // ctx's end is seen by the loop
 			continue
@@ -114,7 +119,7 @@ func (l *Lock) watchServer(ctx context.Context, ws keyserver.ContentionWatcher) 
 		select {
 		case <-contended:
 			stop()
-			return true
+			return true, false
 		case <-broken:
 			stop()
 			c.clock.Sleep(ctx, l.o.retryDelay) //nolint:errcheck // as above
@@ -122,5 +127,5 @@ func (l *Lock) watchServer(ctx context.Context, ws keyserver.ContentionWatcher) 
 			stop()
 		}
 	}
-	return false
+	return false, false
 }

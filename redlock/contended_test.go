@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,8 +15,17 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// notAWatcher is a key server that cannot tell its holders of waiters.
+// notAWatcher is a key server that cannot tell its holders of waiters: it
+// keeps no line.
 type notAWatcher struct{ keyserver.KeyServer }
+
+// cannotTell is a key server that keeps lines but cannot tell their
+// holders of waiters.
+type cannotTell struct{ keyserver.Notifier }
+
+func (cannotTell) WatchContention(context.Context, string, string) (_, _ <-chan struct{}, _ func(), _ error) {
+	return nil, nil, nil, fmt.Errorf("no contention here: %w", errors.ErrUnsupported)
+}
 
 // waitFor waits, on real time, until ch is closed, or fails t.
 func waitFor(t *testing.T, ch <-chan struct{}, what string) {
@@ -82,7 +93,7 @@ func TestContendedSeesAWaiterAlreadyInLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	got := waiter(t, c, ctx, "job")
 	for i, s := range c.servers { // the waiter is in every line
-		contended, _, stop, err := s.(keyserver.ContentionWatcher).WatchContention(bg, l.key, l.token)
+		contended, _, stop, err := s.(keyserver.Notifier).WatchContention(bg, l.key, l.token)
 		require.NoError(t, err)
 		waitFor(t, contended, "the waiter in server "+string(rune('0'+i))+"'s line")
 		stop()
@@ -93,26 +104,36 @@ func TestContendedSeesAWaiterAlreadyInLine(t *testing.T) {
 	require.NoError(t, l.Release(bg))
 }
 
+// TestContendedNeedsAQuorumOfWatchers: servers that cannot tell, keeping
+// no line or answering errors.ErrUnsupported, count as telling, but one
+// must tell.
 func TestContendedNeedsAQuorumOfWatchers(t *testing.T) {
-	fc := clock.NewFake(t0)
-	servers := memoryServers(t, fc, 3)
-	// Two servers that cannot tell: one of three must, and can.
-	c := testClient(t, fc, []keyserver.KeyServer{servers[0], notAWatcher{servers[1]}, notAWatcher{servers[2]}})
-	l, err := c.Acquire(bg, "job", 10*time.Second)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(bg)
-	got := waiter(t, c, ctx, "job")
-	waitFor(t, l.Contended(), "Contended told by the one server that can")
-	cancel()
-	assert.ErrorIs(t, got().err, context.Canceled)
-	require.NoError(t, l.Release(bg))
+	for name, cannot := range map[string]func(keyserver.KeyServer) keyserver.KeyServer{
+		"no line":     func(s keyserver.KeyServer) keyserver.KeyServer { return notAWatcher{s} },
+		"unsupported": func(s keyserver.KeyServer) keyserver.KeyServer { return cannotTell{s.(keyserver.Notifier)} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			servers := memoryServers(t, fc, 3)
+			// Two servers that cannot tell: one of three must, and can.
+			c := testClient(t, fc, []keyserver.KeyServer{servers[0], cannot(servers[1]), cannot(servers[2])})
+			l, err := c.Acquire(bg, "job", 10*time.Second)
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(bg)
+			got := waiter(t, c, ctx, "job")
+			waitFor(t, l.Contended(), "Contended told by the one server that can")
+			cancel()
+			assert.ErrorIs(t, got().err, context.Canceled)
+			require.NoError(t, l.Release(bg))
 
-	// None can tell: it never closes, and nothing is left running.
-	c = testClient(t, fc, []keyserver.KeyServer{notAWatcher{servers[0]}, notAWatcher{servers[1]}, notAWatcher{servers[2]}})
-	l, err = c.Acquire(bg, "none", 10*time.Second)
-	require.NoError(t, err)
-	quiet(t, l.Contended(), "Contended with no server that can tell")
-	require.NoError(t, l.Release(bg))
+			// None can tell: it never closes, and nothing is left running.
+			c = testClient(t, fc, []keyserver.KeyServer{cannot(servers[0]), cannot(servers[1]), cannot(servers[2])})
+			l, err = c.Acquire(bg, "none", 10*time.Second)
+			require.NoError(t, err)
+			quiet(t, l.Contended(), "Contended with no server that can tell")
+			require.NoError(t, l.Release(bg))
+		})
+	}
 }
 
 func TestContendedOfAnEndedLockStaysOpen(t *testing.T) {

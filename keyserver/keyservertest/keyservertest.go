@@ -16,7 +16,7 @@
 // implements: [keyserver.Fencer]'s counters, [keyserver.Notifier]'s remaining
 // TTL, and its line of waiters: served in rank order, one wake per
 // release, no turn missed, promises that pass on and lapse;
-// [keyserver.ContentionWatcher]'s holder told of a waiter; and the
+// [keyserver.Notifier]'s holder told of a waiter; and the
 // primitives' holds (primitives.go, [keyserver.HoldKeeper]): a
 // semaphore's slots, stored count and wakes, a read-write lock's modes and
 // waiting writers, an election's leader, term and wakes;
@@ -818,15 +818,21 @@ var expect = testkit.Expect
 // randomKey names a key no other test uses, on a server tests may share.
 func randomKey(t *testing.T) string { return testkit.RandomKey(t, "keyservertest") }
 
-// contentionIsTold checks a ContentionWatcher: a waiter that joins the
+// contentionIsTold checks WatchContention: a waiter that joins the
 // holder's line is told, a caller that does not wait (AcquireOrHolder) is
-// not, and a watch set up while a waiter is in line is told at once.
+// not, and a watch set up while a waiter is in line is told at once;
+// unless the server cannot tell (errors.ErrUnsupported).
 func (s *suite) contentionIsTold(t *testing.T, ks keyserver.KeyServer, key string) {
-	ns, ok := ks.(keyserver.ContentionWatcher)
+	ns, ok := ks.(keyserver.Notifier)
 	if !ok {
 		return
 	}
 	ctx := context.Background()
+	if _, _, stop, err := ns.WatchContention(ctx, key, ranked(1, 1)); errors.Is(err, errors.ErrUnsupported) {
+		return
+	} else if err == nil {
+		stop()
+	}
 	holder, waiter := ranked(1, 1), ranked(2, 1)
 	watch := func(what string) <-chan struct{} {
 		t.Helper()

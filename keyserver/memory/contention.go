@@ -7,8 +7,6 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-var _ keyserver.ContentionWatcher = (*Server)(nil)
-
 // contentionWatch is one WatchContention until it is stopped.
 type contentionWatch struct {
 	contended, broken chan struct{}

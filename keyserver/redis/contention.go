@@ -9,10 +9,8 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// Contention (keyserver.ContentionWatcher): a waiter that forms a line
+// Contention (keyserver.Notifier's WatchContention): a waiter that forms a line
 // publishes once on the key's channel (see "Contention" in docs/design.md).
-
-var _ keyserver.ContentionWatcher = (*Server)(nil)
 
 // contentionPrefix begins every key's contention channel; the key follows.
 const contentionPrefix = "goredlock:contended:"

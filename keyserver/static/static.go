@@ -123,9 +123,8 @@ type Server struct {
 }
 
 var (
-	_ keyserver.Fencer            = (*Server)(nil)
-	_ keyserver.Notifier          = (*Server)(nil)
-	_ keyserver.ContentionWatcher = (*Server)(nil)
+	_ keyserver.Fencer   = (*Server)(nil)
+	_ keyserver.Notifier = (*Server)(nil)
 )
 
 // Option configures a Server.

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
@@ -164,15 +163,8 @@ func (s skewedNotifier) ReleaseInLine(ctx context.Context, key, token string) (b
 	return s.n.ReleaseInLine(ctx, key, token)
 }
 
-// WatchContention forwards to the server, a ContentionWatcher as every
-// server the harness runs (memory, Redis) is; another Notifier fails the
-// watch, which a Lock.Contended then retries.
 func (s skewedNotifier) WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error) {
-	cw, ok := s.n.(keyserver.ContentionWatcher)
-	if !ok {
-		return nil, nil, nil, fmt.Errorf("%v cannot watch contention", s)
-	}
-	return cw.WatchContention(ctx, key, token)
+	return s.n.WatchContention(ctx, key, token)
 }
 
 // skewedFencer adds the Fencer methods; fence counters have no TTL.
@@ -212,11 +204,10 @@ func (s skewedBoth) String() string { return s.skewedNotifier.String() }
 
 // The wrappers keep the abilities they promise.
 var (
-	_ keyserver.Notifier          = skewedNotifier{}
-	_ keyserver.ContentionWatcher = skewedNotifier{}
-	_ keyserver.Fencer            = skewedFencer{}
-	_ keyserver.Notifier          = skewedBoth{}
-	_ keyserver.Fencer            = skewedBoth{}
+	_ keyserver.Notifier = skewedNotifier{}
+	_ keyserver.Fencer   = skewedFencer{}
+	_ keyserver.Notifier = skewedBoth{}
+	_ keyserver.Fencer   = skewedBoth{}
 )
 
 // skewedPrims adds the primitives' methods (keyserver.HoldKeeper) to a

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// contention checks keyserver.ContentionWatcher across two servers, as
+// contention checks WatchContention (keyserver.Notifier) across two servers, as
 // between two processes: the holder's watch closes when a waiter of the
 // other joins the line, or at once when one is in line already; a waiter
 // that joins behind another publishes nothing; the watch costs its
