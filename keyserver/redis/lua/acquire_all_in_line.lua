@@ -8,7 +8,7 @@
 -- ARGV[1]: token; ARGV[2]: TTL in ms; ARGV[3]: the caller's promise;
 -- ARGV[4]: its line member; ARGV[5]: the line's TTL in ms
 -- (keyserver.LineTTL), also a kept promise's; ARGV[6]: claim TTL in ms
--- (keyserver.ClaimTTL).
+-- (layout.ClaimTTL).
 -- Reply: as acquire_in_line.lua's, and then promised: a '1' for each key
 -- kept promised to the caller, else '0'.
 local mine, marked, promise, member = ARGV[1], ARGV[1] .. '+', ARGV[3], ARGV[4]

@@ -5,7 +5,7 @@
 -- KEYS[1]: the semaphore key, its stored count; KEYS[2]: the slot's key
 -- (key:N); KEYS[3]: key:watchers; KEYS[4]: key:told.
 -- ARGV[1]: permits; ARGV[2]: the slot; ARGV[3]: token; ARGV[4]: TTL in
--- ms; ARGV[5]: the most free slots to list (keyserver.MaxFreeHint);
+-- ms; ARGV[5]: the most free slots to list (layout.MaxFreeHint);
 -- ARGV[6]: the caller's watcher member, or ''; ARGV[7]: the caller's
 -- promise (layout.PromiseOf), or '' (no rank).
 -- Reply: {1, 0} when granted; {-1, stored} when the stored count differs

@@ -4,7 +4,7 @@
 -- the waiter out of line), so the key is read only for one that was not.
 -- KEYS: the lock keys, each followed by its line (one Cluster slot).
 -- ARGV[1]: the waiter's member; ARGV[2]: its promise; ARGV[3]: claim TTL
--- in ms (keyserver.ClaimTTL).
+-- in ms (layout.ClaimTTL).
 -- Reply: 1.
 for i = 1, #KEYS, 2 do
 	local k, line = KEYS[i], KEYS[i + 1]

@@ -4,7 +4,7 @@
 -- KEYS[1]: key:watchers; KEYS[2]: key:told.
 -- ARGV[1]: the watcher's member; ARGV[2]: key:told's TTL in ms
 -- (keyserver.LineTTL); ARGV[3]: a promise's TTL in ms
--- (keyserver.ClaimTTL); ARGV[4]: the primitive's key, which names the
+-- (layout.ClaimTTL); ARGV[4]: the primitive's key, which names the
 -- turn.
 -- Reply: 1.
 redis.call('ZREM', KEYS[1], ARGV[1])

@@ -3,7 +3,7 @@
 -- clean-up must not give away (see keyserver.Notifier). The key goes to
 -- the first waiter in line (handOver), or is deleted when nobody waits.
 -- KEYS[1]: the lock key; KEYS[2]: its line (layout.LineKey).
--- ARGV[1]: token; ARGV[2]: claim TTL in ms (keyserver.ClaimTTL).
+-- ARGV[1]: token; ARGV[2]: claim TTL in ms (layout.ClaimTTL).
 -- Reply: 1, or 0 when another value holds the key or none does.
 --
 -- First the common case: a plain token had nobody join its line (see

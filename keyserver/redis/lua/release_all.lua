@@ -1,6 +1,6 @@
 -- ReleaseAll: release.lua for every key of a set.
 -- KEYS: the set's lock keys, each followed by its line (one Cluster
--- slot). ARGV[1]: token; ARGV[2]: claim TTL in ms (keyserver.ClaimTTL).
+-- slot). ARGV[1]: token; ARGV[2]: claim TTL in ms (layout.ClaimTTL).
 -- Reply: how many keys were let go.
 --
 -- The keys are read with one MGET; when each holds the token plain

@@ -10,7 +10,7 @@
 -- key:told (see release_permit.lua).
 -- ARGV[1]: token; ARGV[2]: '1' for the writer, '0' for a reader; ARGV[3]:
 -- key:told's TTL in ms (keyserver.LineTTL); ARGV[4]: a promise's TTL in
--- ms (keyserver.ClaimTTL); ARGV[5], ARGV[6]: the releasing call's
+-- ms (layout.ClaimTTL); ARGV[5], ARGV[6]: the releasing call's
 -- watcher member and its score, or '' (Server.rejoin: a call that still
 -- waits gives back its attempt's hold and keeps its place); ARGV[7]: the
 -- lock's key, which names the turn.

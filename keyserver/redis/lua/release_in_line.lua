@@ -4,7 +4,7 @@
 -- waiter counting it, itself included, not to the waiter behind it. With
 -- nobody in line the key is deleted and the caller joins no line.
 -- KEYS[1]: the lock key; KEYS[2]: its line (layout.LineKey).
--- ARGV[1]: token; ARGV[2]: claim TTL in ms (keyserver.ClaimTTL);
+-- ARGV[1]: token; ARGV[2]: claim TTL in ms (layout.ClaimTTL);
 -- ARGV[3]: the caller's member; ARGV[4]: the line's TTL in ms.
 -- Reply: 1, or 0 when another value holds the key or none does.
 local v = redis.call('GET', KEYS[1])

@@ -4,7 +4,7 @@
 -- call with another count looks at the slots.
 -- KEYS[1]: the slot's key; KEYS[2]: key:watchers; KEYS[3]: key:told.
 -- ARGV[1]: token; ARGV[2]: key:told's TTL in ms (keyserver.LineTTL);
--- ARGV[3]: a promise's TTL in ms (keyserver.ClaimTTL); ARGV[4], ARGV[5]:
+-- ARGV[3]: a promise's TTL in ms (layout.ClaimTTL); ARGV[4], ARGV[5]:
 -- the releasing call's watcher member and its score, or '' (Server.rejoin);
 -- ARGV[6]: the semaphore key, which names the turn.
 -- Reply: 1 or 0. A freed slot leaves key:held (held), if there.
