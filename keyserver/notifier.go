@@ -110,7 +110,6 @@ type Notifier interface {
 	WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error)
 }
 
-
 // LineTTL is how long a key's line outlives the last AcquireInLine of the
 // key: waiters renew their places by trying again at least every
 // LineTTL/3.

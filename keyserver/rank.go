@@ -27,9 +27,10 @@ import (
 //
 // Compare is 0 when either value carries no rank or both carry the same;
 // otherwise, as strings.Compare, -1 when the holder's rank is lower (its
-// call began first) and +1 when the caller's is. A server reports it with a refusal (Holder.Rank) instead of the holder's
-// token, so that contenders who split the servers between them agree on
-// which of them gives way without learning anything of each other's
+// call began first) and +1 when the caller's is. A server reports it with
+// a refusal (Holder.Rank) instead of the holder's token, so that
+// contenders who split the servers between them agree on which of them
+// gives way without learning anything of each other's
 // tokens.
 func Compare(holder, caller string) int {
 	h, c := layout.RankOf(holder), layout.RankOf(caller)

@@ -80,8 +80,8 @@ func (l *Lock) watchContention(ch chan struct{}) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if told, cannot := l.watchServer(ctx, c.servers[i].(keyserver.Notifier)); told || cannot {
-					count(told)
+				if tells, cannot := l.watchServer(ctx, c.servers[i].(keyserver.Notifier)); tells || cannot {
+					count(tells)
 				}
 			}()
 		}

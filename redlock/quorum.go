@@ -114,10 +114,10 @@ func (t *tally) add(v vote) {
 		t.granters |= bit(v.server)
 	default:
 		t.refused++
-		switch v.holder.Rank {
-		case -1: // the holder's call began first
+		switch r := v.holder.Rank; {
+		case r < 0: // the holder's call began first
 			t.first++
-		case 1:
+		case r > 0:
 			t.behind++
 		}
 		if l := v.holder.Left; l > 0 && (t.left == 0 || l < t.left) {

@@ -63,7 +63,7 @@ func TestTurnComesWithAReleaseNotAnExpiry(t *testing.T) {
 		t.Fatal("the release did not give the waiter its turn")
 	}
 	if ok, h, _ := s.AcquireOrHolder(ctx, "k", "c", time.Second); ok || h.Left != layout.ClaimTTL || h.Rank != 0 {
-		t.Fatalf("AcquireOrHolder(c) of the promised key = %v, %+v; want false, the whole ClaimTTL left", ok, h)
+		t.Fatalf("AcquireOrHolder(c) of the promised key = %v, %+v; want false, the whole claim's TTL left", ok, h)
 	}
 	stop()
 	if n := memory.Watchers(s, "k"); n != 0 {

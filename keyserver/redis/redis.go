@@ -88,14 +88,14 @@ func WithDialOptions(opts ...redigo.DialOption) Option {
 // WithPooledConnections makes FromURL, and New, run each call on a
 // connection of its own from a redigo pool, instead of sharing one
 // pipelined connection: for a proxy in front of Redis that does not allow
-// pipelining, or to compare the two. FromURL's pool opens at most max
+// pipelining, or to compare the two. FromURL's pool opens at most limit
 // connections at once, if given (the last one; default 64): calls beyond
 // it wait for a free connection within their deadline.
-func WithPooledConnections(max ...int) Option {
+func WithPooledConnections(limit ...int) Option {
 	return func(c *config) {
 		c.pooled = true
-		if len(max) > 0 {
-			c.maxActive = max[len(max)-1]
+		if len(limit) > 0 {
+			c.maxActive = limit[len(limit)-1]
 		}
 	}
 }

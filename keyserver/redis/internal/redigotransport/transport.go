@@ -23,6 +23,7 @@ import (
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
+
 	"github.com/goredlock/goredlock/internal/check"
 )
 
