@@ -135,7 +135,7 @@ func TestSkewedScalesEveryTTLAndForwardsEveryMethod(t *testing.T) {
 	stop()
 	n.LeaveLine(ctx, "k", "t")     //nolint:errcheck
 	n.ReleaseInLine(ctx, "k", "t") //nolint:errcheck
-	_, _, stop, _ = n.(keyserver.Notifier).WatchContention(ctx, "k", "t")
+	_, _, stop, _ = n.WatchContention(ctx, "k", "t")
 	stop()
 	_, fence, _ := f.AcquireFenced(ctx, "k", "t", ttl)
 	prev, _ := f.RaiseFence(ctx, "k", 9)
