@@ -70,9 +70,8 @@ for i = 1, n do
 end
 
 -- The keys promised to the caller: renewed, or, when it yields, handed
--- over to the first of the line, the caller joining the line again; but
--- never to a later rank, whose promise the caller would take back at once
--- (and a later waiter that a lock's waiter overtook would overtake it).
+-- over to the first of the line (never to a later rank), the caller
+-- joining the line again.
 for _, i in ipairs(kept) do
 	local k, line = KEYS[2 * i - 1], KEYS[2 * i]
 	local first = yield and redis.call('ZRANGE', line, 0, 0)[1]

@@ -6,18 +6,11 @@
 -- caller's member, or '' (no rank: never in line); ARGV[6]: next's
 -- member, which joins the line whatever the answer, or ''.
 -- Reply: as acquire_all.lua's, ahead counted.
---
--- The line is a ZSET whose scores are all 0, so that its members sort by
--- rank; it lives ARGV[4] ms after the last join. A key promised to the
--- caller is claimed without touching its place: the promise was made by
--- taking it out of line. The waiters' mark: a key holding a ranked token
--- gets a '+' after it (KEEPTTL) once a waiter joins its line, so that
--- release.lua deletes an unmarked one without looking for a line: an
--- uncontended lock costs four commands (SET NX; EVALSHA, GET and DEL).
--- Unranked values (other libraries', whose releases compare what they
--- stored) are never marked. A grant while someone may be in line (a
--- claim, a caller that was in line, a next that joined) stores the
--- caller's token marked.
+-- The line is a ZSET scored all 0, so that members sort by rank. A key
+-- holding a ranked token gets the waiters' mark '+' once a waiter joins,
+-- so that release.lua deletes an unmarked key without looking for a line
+-- (four commands for an uncontended lock). Unranked values are never
+-- marked. A grant while someone may be in line stores the token marked.
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 local renewed = ARGV[6] ~= ''
 if renewed then

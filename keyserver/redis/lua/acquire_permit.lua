@@ -12,14 +12,9 @@
 -- while a slot is held; else {0, the soonest TTL left among the slots
 -- and the promises to others (at least 1), free slots...}: none listed
 -- when the promises to others keep every free slot.
---
--- The count and key:held live at least as long as every slot taken
--- under them (held). Slot keys built here from
--- KEYS[1] share its hash tag, and so its Cluster slot. A refusal looks at
--- the first 2*MAX_FREE_HINT slots (the rest count as free), a differing
--- count at the first MAX_INSPECTED: a few dozen commands however many
--- permits a semaphore has. Promises only refuse: a grant is a free slot
--- taken, as without them.
+-- Slot keys share KEYS[1]'s hash tag. A refusal looks at the first
+-- 2*MAX_FREE_HINT slots, a differing count at the first MAX_INSPECTED:
+-- a few dozen commands however many permits a semaphore has.
 
 -- semHeld reports whether any of the first n slots is held; n past
 -- MAX_INSPECTED counts as held (a count above that binds until it lapses,

@@ -1,9 +1,8 @@
--- AcquireHold of a WriteHold or WaitingWriteHold: stores the token as a
--- read-write lock's writer if nobody holds the lock and it is promised to
--- no other writer (see release_hold.lua); a refused caller that will wait
--- marks a writer waiting, which keeps new readers out. The writer's key is
--- set first and taken back if readers hold or the promise is another's:
--- one command less when nobody does.
+-- AcquireHold of a WriteHold or WaitingWriteHold: stores the token as the
+-- writer if nobody holds the lock and no other writer is promised it; a
+-- refused caller that will wait marks a writer waiting (no new readers).
+-- The writer's key is set first and taken back if refused: one command
+-- less when free.
 -- KEYS[1]: key:w, the writer's token; KEYS[2]: key:r, the readers
 -- (addReader); KEYS[3]: key:wait, the mark of the writer that waited
 -- last; KEYS[4]: key:watchers; KEYS[5]: key:told (release_permit.lua).

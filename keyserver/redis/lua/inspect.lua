@@ -14,8 +14,6 @@
 -- slots listed, the number of held slots, the number of readers; then a
 -- token and its TTL for each held slot listed (the lowest first) and for
 -- each reader listed. A TTL is at least 1, or -1 for a key without one.
--- The held slots are found without a scan: the first ARGV[1] slots, and
--- those past them that key:held records live (held); each is looked up.
 
 -- left is key's TTL as the reply gives it.
 local function left(key)

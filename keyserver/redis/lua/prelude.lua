@@ -1,10 +1,7 @@
 -- The helpers the scripts share. newScript (lua.go) puts before a script
--- the numbers Go knows (luaConstants: TOKEN, RANK, MAX_INSPECTED,
--- MAX_FREE_HINT, READER, UNRANKED), then, without their comments, the
--- helpers it calls and those they call: a local function is a closure
--- made at every run (about 40 ns in Redis). A helper calls only those
--- above it. A member of a line or of watchers is a promise (TOKEN bytes,
--- layout.PromiseOf), then its Server's channel.
+-- the numbers Go knows (luaConstants), then only the helpers it calls,
+-- without comments. A helper calls only those above it. A member of a
+-- line or of watchers is a promise (layout.PromiseOf), then a channel.
 
 -- clock is the server's time in ms.
 local function clock()
@@ -116,10 +113,8 @@ local function tellAll(wkey)
 	end
 end
 
--- live reads the promises told (key:told's value; see release_permit.lua)
--- at now, but skip's: it returns those still live, as key:told has them,
--- and the set of every watcher told. One whose promise lapsed leaves the
--- watchers, wkey.
+-- live returns the promises in key:told still live at now, but skip's,
+-- and the set of watchers told; one whose promise lapsed leaves wkey.
 local function live(told, wkey, now, skip)
 	local kept, out = '', {}
 	for m, d in string.gmatch(told, '(%S+) (%d+),') do
@@ -166,9 +161,7 @@ local function passOn(ws, out, kept, now, wkey, tkey, claim, ttl)
 end
 
 -- enlist puts member m unless '' in wkey, a primitive's watchers, with
--- score, and has them live ttl ms more: a watch (watch.lua), or a waiter's
--- give-back, which puts back the call its attempt's grant took out
--- (unwatch).
+-- score, for ttl ms more: a watch, or a waiter's give-back (unwatch).
 local function enlist(wkey, m, score, ttl)
 	if m ~= '' then
 		redis.call('ZADD', wkey, score, m)
@@ -184,10 +177,8 @@ local function unwatch(wkey, m)
 end
 
 -- held records a semaphore's slot taken or renewed for ttl ms: the count
--- (KEYS[1]; set to count if none is stored) lives at least as long, and a
--- slot past the first MAX_INSPECTED (which Inspect reads itself) goes in
--- key:held, scored by the server time (ms) it lapses at, lapsed ones
--- dropped, so that Inspect counts them however many permits there are.
+-- (KEYS[1], set if absent) lives as long, and a slot past MAX_INSPECTED
+-- goes in key:held scored by when it lapses, so that Inspect counts it.
 local function held(slot, ttl, stored, count)
 	if stored then
 		redis.call('PEXPIRE', KEYS[1], ttl, 'GT')

@@ -1,11 +1,7 @@
--- ReleaseHold of a read or write hold: ends the token's hold of a
--- read-write lock, as its writer or as a reader. Once nobody holds the
--- lock (no writer, no live reader) and no promise of it stands, it tells
--- the earliest watcher (passOn): a writer is promised the lock for
--- ARGV[4] ms (key:told, which keeps readers and other writers out); a
--- reader has every watcher told and taken out, as readers share. A
--- reader whose hold expired and whom nothing has tidied away yet is
--- still let go, and reported as held.
+-- ReleaseHold of a read or write hold: ends the token's hold, as writer
+-- or reader. Once nobody holds the lock and no promise stands, it tells
+-- the earliest watcher (passOn). An expired reader not yet tidied away is
+-- let go and reported as held.
 -- KEYS[1]: key:w; KEYS[2]: key:r; KEYS[3]: key:watchers; KEYS[4]:
 -- key:told (see release_permit.lua).
 -- ARGV[1]: token; ARGV[2]: '1' for the writer, '0' for a reader; ARGV[3]:

@@ -8,18 +8,10 @@
 -- the releasing call's watcher member and its score, or '' (Server.rejoin);
 -- ARGV[6]: the semaphore key, which names the turn.
 -- Reply: 1 or 0. A freed slot leaves key:held (held), if there.
---
--- key:watchers holds each watching call's member, scored by when its
--- call began (watch.lua): the earliest is the first. A call
--- that still waits gives back what its attempt won here (a grant took it
--- out of the watchers) and comes back in its place, as a lock's waiter
--- does with ReleaseInLine. key:told is the
--- promises made, each '<member> <deadline, server ms>,': a permit's
--- AcquireHold keeps a free slot for each live promise to another call,
--- until that call claims it (a grant takes it out of both) or the
--- promise lapses: its watcher, gone or too slow to keep its place, is
--- then taken out of the watchers (live). A watch without a rank is told
--- and taken out, never promised (passOn).
+-- key:watchers scores each watching call's member by when its call began
+-- (watch.lua). key:told holds the promises made, each '<member> <deadline,
+-- server ms>,': AcquireHold keeps a free slot for each live promise to
+-- another call until that call claims it or the promise lapses (live).
 enlist(KEYS[2], ARGV[4], ARGV[5], ARGV[2])
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
