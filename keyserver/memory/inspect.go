@@ -1,8 +1,9 @@
 package memory
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -45,11 +46,7 @@ func (s *Server) inspectLocked(keys keyserver.NameKeys) keyserver.NameStatus {
 
 	if m := s.semLocked(keys.Semaphore); m != nil {
 		st.Permits = m.permits
-		slots := make([]int, 0, len(m.slots))
-		for i := range m.slots {
-			slots = append(slots, i)
-		}
-		sort.Ints(slots)
+		slots := sortedKeys(m.slots)
 		st.SlotsHeld = len(slots)
 		for _, i := range slots[:min(len(slots), keyserver.MaxInspected)] {
 			e := m.slots[i]
@@ -62,11 +59,7 @@ func (s *Server) inspectLocked(keys keyserver.NameKeys) keyserver.NameStatus {
 		if h.writer.token != "" {
 			st.Writer = keyserver.Hold{Token: h.writer.token, Left: left(h.writer.expires, now)}
 		}
-		readers := make([]string, 0, len(h.readers))
-		for t := range h.readers {
-			readers = append(readers, t)
-		}
-		sort.Strings(readers)
+		readers := sortedKeys(h.readers)
 		st.ReadersHeld = len(readers)
 		for _, t := range readers[:min(len(readers), keyserver.MaxInspected)] {
 			st.Readers = append(st.Readers, keyserver.Hold{Token: t, Left: left(h.readers[t], now)})
@@ -86,4 +79,15 @@ func (s *Server) inspectLocked(keys keyserver.NameKeys) keyserver.NameStatus {
 // a millisecond, as a Redis server reports it.
 func left(expires, now time.Time) time.Duration {
 	return max(expires.Sub(now), time.Millisecond)
+}
+
+// sortedKeys returns m's keys in order, as Inspect lists holds lowest
+// first.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	ks := make([]K, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }
