@@ -12,8 +12,7 @@ import (
 type mode uint8
 
 const (
-	// waits: Acquire and Do wait for the lock, in the lines of the
-	// servers that keep them, while their patience lasts.
+	// waits: Acquire and Do wait while their patience lasts.
 	waits mode = iota
 	// once: TryAcquire makes one attempt.
 	once
@@ -22,9 +21,8 @@ const (
 	skips
 )
 
-// acquisition is one call that takes a hold of any kind, from its first
-// attempt to its verdict; its attempts share a rank ("Tokens and ranks" in
-// docs/design.md).
+// acquisition is one call that takes a hold of any kind, whose attempts
+// share a rank ("Tokens and ranks" in docs/design.md).
 type acquisition struct {
 	c         *Client
 	o         *options
@@ -43,9 +41,8 @@ type acquisition struct {
 	tails     tails       // the last attempt's calls
 	calls     *background // and their answers; nil when they were made on the caller's goroutine
 	kept      bool
-	// patience is when the call gives up, after a refused attempt (see
-	// outOfPatience); zero until its first refusal. ahead is how many
-	// waiters its lines held before it when patience was last set.
+	// patience is when the call gives up (outOfPatience), zero until its
+	// first refusal; ahead, the waiters before it when it was last set.
 	patience time.Time
 	ahead    int
 	// left is the holder's TTL left as the last refusal reported it, at
@@ -53,19 +50,16 @@ type acquisition struct {
 	left      time.Duration
 	refusedAt time.Time
 	// inLine has bit i set while the call may have a place in server i's
-	// line: it waits there, and leaves when it ends (see wait.go).
+	// line, which it leaves when it ends.
 	inLine uint64
-	// watches are, per server, what the waiting call watches: its turn in
-	// the line (a lock), or a change of the key (a primitive); nil until
-	// it first waits.
+	// watches are, per server, the waiting call's watches; nil until it
+	// first waits.
 	watches watches
 	undone  uint64 // bit(i): server i granted an attempt that was undone since the call last watched anew
-	// queue and the call's place there, when it waits behind or before
-	// others of its client (see queue).
+	// queue and the call's place there, when it has one.
 	queue *queue
 	qw    *queued
-	// passed is set once a lock of its client was passed to the call
-	// (handover.go).
+	// passed is set once a lock of its client was passed to the call.
 	passed bool
 }
 
@@ -130,8 +124,7 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 }
 
 // again reports, after a refused attempt, whether to try again at once
-// rather than wait: a semaphore whose refusals named a slot free on a
-// quorum, a few times in a row at most.
+// (holdKind.again), up to maxAtOnce times in a row.
 func (a *acquisition) again() bool {
 	if a.last.hopeless() || a.atOnce >= maxAtOnce || !a.kind.again(a.last) {
 		a.atOnce = 0
@@ -142,15 +135,13 @@ func (a *acquisition) again() bool {
 }
 
 // waitsInLine reports whether the call waits in the servers' lines when
-// it is refused: Acquire and Do with retries, fenced or not, and
-// AcquireAll and DoAll with retries. A fenced call in line draws its fence
-// once it is held, as a set does, without the counter its grant would
-// have read ("How a token is drawn" in docs/design.md).
+// refused: Acquire, Do, AcquireAll and DoAll with retries ("Who waits in
+// line" in docs/design.md). A fenced one draws its fence once held ("How a
+// token is drawn" in docs/design.md).
 func (a *acquisition) waitsInLine() bool {
 	return a.mode == waits && a.retries != 0 && a.kind.turns()
 }
 
-// later returns the later of two times.
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
@@ -158,7 +149,6 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// earlier returns the earlier of two times.
 func earlier(a, b time.Time) time.Time {
 	if a.Before(b) {
 		return a
@@ -237,9 +227,8 @@ func (a *acquisition) fan() fan {
 	switch {
 	case a.waitsInLine():
 		f.op = opAcquireInLine
-		// With hand-over the calls behind wait for a pass in the process
-		// (handover.go): one put in line here could leave it only by a
-		// call that may land before this one.
+		// Not with hand-over: the call behind waits for a pass ("Hand-over
+		// inside a process" in docs/design.md).
 		if a.kind.oneLine() && a.queue != nil && !a.passable() {
 			if r, ok := a.queue.next(a.qw); ok {
 				f.next = r.token()
@@ -261,11 +250,9 @@ func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, 
 	a.tails, a.kept, a.last = res.tails, kept, t
 	a.calls = res.bg
 	if f.op == opAcquireInLine {
-		// A place in line where a Notifier did not grant, and only where a
-		// call of its token was made (see tails.made). Where it granted and
-		// gives back, it keeps a place only if others wait there (opGiveBack):
-		// it waits for the turns of the others, and its watch tells it of a
-		// promise there.
+		// In line where a Notifier was called (tails.made) and did not
+		// grant. Where one granted, the give-back keeps a place only if
+		// others wait, and the watch there tells it of a promise.
 		a.inLine = c.notifierMask &^ t.granters & res.made
 	}
 	if !granted {
@@ -288,10 +275,9 @@ func (a *acquisition) finalAttempt() bool {
 	return a.mode == once || a.retries == 0 || (a.retries > 0 && !a.patience.IsZero() && !a.c.clock.Now().Before(a.patience))
 }
 
-// end cleans up after the call, granted (l) or not: it gives back the
-// servers the last attempt kept, stops its watches, and leaves the lines it
-// is still in, in the background. A primitive's call whose last attempt
-// won the servers records it in its queue first (see heldSince).
+// end cleans up after the call, granted (l) or not: it records a
+// primitive's win first (see heldSince), gives back what the last attempt
+// kept, stops its watches, and leaves its lines in the background.
 func (a *acquisition) end(ctx context.Context, l *Lock) {
 	if !a.kind.oneLine() && a.queue != nil && a.last.won() {
 		a.queue.heldBy(a.qw)
@@ -312,9 +298,8 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 			a.c.giveBack(ctx, a.name, a.key, p, true)
 		}
 	}
-	// The last attempt's grants were given back, which may keep its places
-	// there (opGiveBack): it leaves every line it called. A call passed the
-	// lock in the process had failed its last attempt too.
+	// A give-back may have kept its places: it leaves every line it called
+	// (a call passed the lock had failed its last attempt too).
 	var unlessGranted *background
 	if gaveBack := (l == nil || a.passed) && !a.kept && a.calls != nil && a.calls.f.givesBack(); gaveBack {
 		a.inLine |= a.c.notifierMask & a.last.granters

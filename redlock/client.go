@@ -48,8 +48,7 @@ type Client struct {
 	// dos counts the Do and DoOrSkip calls in progress, which Close ends
 	// first, while their releases can still reach the servers.
 	dos sync.WaitGroup
-	// bg counts the calls in progress and the work they left running, which
-	// Close waits for.
+	// bg counts the calls in progress and the work they left, for Close.
 	bg sync.WaitGroup
 }
 
@@ -103,10 +102,8 @@ func New(servers []keyserver.KeyServer, opts ...ClientOption) (*Client, error) {
 	return c, nil
 }
 
-// learn records what the servers can do: which keep lines (Notifier),
-// whether all answer at once (InProcess: their calls need no goroutine),
-// and which start calls whose answers their reader hands over ("Started
-// calls" in docs/design.md).
+// learn records what the servers can do: keep lines (Notifier), answer at
+// once (InProcess), start calls ("Started calls" in docs/design.md).
 func (c *Client) learn(servers []keyserver.KeyServer) {
 	c.inProcess = true
 	for i, s := range servers {
@@ -146,8 +143,7 @@ func same(a, b keyserver.KeyServer) bool {
 	return ta == reflect.TypeOf(b) && ta.Kind() == reflect.Pointer && a == b
 }
 
-// Quorum returns how many servers must agree for an operation to succeed: a
-// strict majority of them.
+// Quorum returns how many servers must agree: a strict majority of them.
 func (c *Client) Quorum() int { return c.quorum }
 
 // Close ends the client's work and waits for it ("Close" in
@@ -195,10 +191,9 @@ func (c *Client) join(wg *sync.WaitGroup, past *bool) error {
 	return nil
 }
 
-// beginAttempt is enter for an attempt to take a lock, which fails once
-// Close has begun (a Do that Close is ending must not take a new lock) or
-// two servers were found to reach one store (see identities); the caller
-// exits when the attempt ends.
+// beginAttempt is enter for an attempt to take a lock: it fails once Close
+// has begun (a Do being ended must not take a new lock) or two servers
+// reach one store (see identities). The caller exits when the attempt ends.
 func (c *Client) beginAttempt() error {
 	if err := c.join(&c.bg, &c.shutting); err != nil {
 		return err
@@ -212,8 +207,7 @@ func (c *Client) beginAttempt() error {
 
 // Acquire takes the lock called name for ttl, waiting while it is held
 // elsewhere or the servers fail, as WithRetryCount allows. The lock is
-// valid until lock.Until(), a little less than ttl from now. Options
-// override the client's for this call.
+// valid until lock.Until(), a little less than ttl from now.
 //
 // The error is a *QuorumError matching ErrNotAcquired; also
 // ErrHeldElsewhere when a quorum answered that another token holds the

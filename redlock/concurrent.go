@@ -19,9 +19,8 @@ type background struct {
 	ctx context.Context // the caller's
 
 	mu sync.Mutex
-	// votes counts the answers until they decide the outcome under
-	// f.rule (then decided is set and voted closed, for the caller);
-	// later answers are not counted.
+	// votes counts the answers until they decide under f.rule (then
+	// decided is set and voted closed); later answers are not counted.
 	votes   tally
 	decided bool
 	voted   chan struct{}
@@ -29,13 +28,11 @@ type background struct {
 	// expired; timer expires them at the deadline.
 	waiting int
 	timer   clock.Timer
-	// settled and failed are the verdict (see settle), which decides
-	// what becomes of a call that answers after it.
+	// settled and failed are the verdict (see settle).
 	settled, failed bool
 
-	// callCtx bounds the adapter's blocking calls (see serverCall.block)
-	// by f.timeout from the fan-out's start; nil if there are none.
-	// blocking counts them while they run, and the last cancels callCtx.
+	// callCtx bounds the blocking calls (serverCall.block) by f.timeout
+	// from the start; nil if none. The last of blocking cancels it.
 	callCtx  context.Context
 	cancel   context.CancelFunc
 	blocking atomic.Int32
@@ -47,20 +44,18 @@ type background struct {
 // Starter or made blocking by block, with one lifecycle either way (the
 // phases of "Started calls" in docs/design.md, under bg.mu).
 type serverCall struct {
-	// ok is the server's answer, written with the phase that ends the
-	// wait for it.
+	// ok is the answer, written with the phase that ends the wait for it.
 	ok    bool
 	phase callPhase
-	// started: on a Starter (may be overtaken; counted in bg.waiting).
-	// late: expired, a later answer is dropped. granted: counted as a grant
-	// before the decision, so a failed verdict's undo waits for it. Under
-	// bg.mu; started is written only by the fan-out's goroutine.
+	// Under bg.mu, started written by the fan-out's goroutine only.
+	// started: on a Starter (may be overtaken). late: expired, a later
+	// answer dropped. granted: counted as a grant, so a failed verdict's
+	// undo waits for it.
 	started, late, granted bool
 	bg                     *background
 	i                      int
-	// state and done tell when the call, and its undo if any, have
-	// finished: done is made only for a call still running at the
-	// verdict, which most are not (see watch).
+	// state and done tell when the call and its undo have finished; done
+	// is made only for a call still running at the verdict (whenDone).
 	state atomic.Int32
 	done  chan struct{}
 }
@@ -100,8 +95,7 @@ func (bg *background) countLocked(v vote) {
 }
 
 // block adapts a blocking call, on a goroutine of its own, to the
-// lifecycle of a started one. It is never counted late: bg.callCtx bounds
-// it, as a started call its server goes on with.
+// lifecycle of a started one; bg.callCtx bounds it, so it is never late.
 func (s *serverCall) block() {
 	bg := s.bg
 	ok, n, h, err := bg.c.callAfter(bg, s.i)
@@ -231,8 +225,7 @@ func (s *serverCall) undo() {
 	s.finish()
 }
 
-// finish marks the call finished (see serverCall.done) for the lock's
-// next calls and for Close.
+// finish marks the call finished for the lock's next calls and Close.
 func (s *serverCall) finish() {
 	if s.state.Swap(callFinished) == callAwaited {
 		close(s.done)
@@ -240,9 +233,8 @@ func (s *serverCall) finish() {
 	s.bg.c.bg.Done()
 }
 
-// expire counts the started calls still sending or stopped as failed with
-// err, as a blocking call returns at its deadline; a later answer is
-// dropped. A going call ends by itself, bounded by the same deadline.
+// expire fails, with err, the started calls still sending or stopped, as
+// a blocking call returns at its deadline; a later answer is dropped.
 func (bg *background) expire(err error) {
 	var buf [8]int
 	late := buf[:0]
@@ -328,8 +320,7 @@ func (bg *background) settle(failed bool) (done []<-chan struct{}) {
 	return done
 }
 
-// whenDone returns a channel closed once the call has finished, or nil if it
-// has already.
+// whenDone returns a channel closed once the call finishes; nil if it has.
 func (s *serverCall) whenDone() <-chan struct{} {
 	if s.state.Load() == callFinished {
 		return nil

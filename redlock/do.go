@@ -34,7 +34,6 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // docs/design.md). A split vote or failing servers are retried as Acquire
 // retries them; running out of retries is an error, never a skip, and so
 // is ctx ending. fn's error is returned as it is, ErrNotAcquired included.
-// WithMinHold keeps the lock after a quick fn, so that later hosts skip.
 func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (ran bool, err error) {
 	ctx = c.callBegins(ctx, "do_or_skip", name)
 	defer func() { c.callEnds(ctx, "do_or_skip", name, err) }()
@@ -112,11 +111,9 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 	return fn(fctx)
 }
 
-// doWith is every Do with its acquisition given: a lock's or a set's (Do,
-// DoOrSkip, DoAll, DoAllOrSkip), or a primitive's hold of kind k
-// (Semaphore.Do, RWMutex.Do and RDo). It takes the hold with acquire, then
-// runs fn under it; ran is false when fn did not run, with a nil error
-// when a skipping acquisition skipped.
+// doWith is every Do, with its acquisition of a hold of kind k given: it
+// takes the hold with acquire, then runs fn under it; ran is false when fn
+// did not run, with a nil error when a skipping acquisition skipped.
 func (c *Client) doWith(ctx context.Context, k kindName, name string, ttl time.Duration, fn func(context.Context) error, opts []Option,
 	acquire func(*options) (*Lock, error)) (ran bool, err error) {
 	o, err := c.doOptions(k, name, ttl, fn, opts)

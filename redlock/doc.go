@@ -34,63 +34,43 @@
 //
 // # The algorithm
 //
-// An attempt draws a fresh token and asks every server at once, each call
-// bounded by the server timeout (WithServerTimeout, 5% of the TTL by
-// default). It is granted when a quorum (N/2+1) agrees and the validity
+// An attempt asks every server at once, each call bounded by the server
+// timeout. It is granted when a quorum (N/2+1) agrees and the validity
 // left, ttl − elapsed − (ttl·driftFactor + 2ms), is longer than the loss
-// margin; [Lock.Until] is when that validity ends. A failed attempt
-// releases its token where it may have stored it and tries again while
-// its patience lasts. See "Quorum and validity" in docs/design.md.
+// margin; [Lock.Until] is when that validity ends. See "Quorum and
+// validity" in docs/design.md.
 //
 // # Waiting for a lock
 //
-// A refused [Client.Acquire] or [Client.Do] waits in line rather than
-// polling: each server that is a keyserver.Notifier (the Redis, memory and
-// static servers all are) keeps a line per lock, and a release promises
-// the lock to the earliest waiter alone. Waiters are granted the lock in
-// the order their calls began, across every process that shares the
-// servers; order is advisory, exclusion is not, and fenced calls wait in
-// line too. [Client.TryAcquire] makes one attempt; [Client.DoOrSkip] polls.
-//
-// Within a process, a lock released while another call of the same Client
-// waits for it is passed to that call without a server call, for at most
-// [WithHandOver] (10 ms) after the servers granted it, or
-// [WithHandOverPasses] (64) passes; then it goes back to the servers'
-// line, so a waiter of another process waits at most that much longer.
-// [NoHandOver] turns it off. See "Hand-over inside a process" in
+// A refused [Client.Acquire] or [Client.Do] waits in the servers' line
+// for the lock, fenced calls too: waiters are granted it in the order
+// their calls began, across every process that shares the servers (order
+// is advisory, exclusion is not). [Client.TryAcquire] makes one attempt.
+// Within a process a released lock passes to a waiting call of the same
+// Client without a server call, for at most [WithHandOver] after the
+// servers granted it ([NoHandOver] turns it off). Patience is time:
+// WithRetryCount(n) and WithRetryDelay(d) give a call n×d after its first
+// refusal, and a call in line n×d for each waiter ahead of it. See "Lines
+// and promises", "Patience" and "Hand-over inside a process" in
 // docs/design.md.
-//
-// Patience is time: WithRetryCount(n) and WithRetryDelay(d) give a refused
-// call n×d after its first refusal; a call in line gets n×d for each
-// waiter ahead of it and for its own turn, renewed while the lock moves
-// towards it. -1 waits until the context ends; 0 makes one attempt. See
-// "Lines and promises" and "Patience" in docs/design.md.
 //
 // # A lock's lifetime
 //
 // A lock is a lease. It is declared lost a loss margin before its Until
-// ([WithLossMargin], two server timeouts by default) unless extended:
-// [Lock.Done] closes and [Lock.Err] reports [ErrLockLost], so the holder
-// hears first. [Lock.KeepAlive] extends it every third of its TTL;
-// [WithMaxExtensions] and [WithMaxHold] cap a stuck job. [Lock.Release]
-// ignores its context's cancellation, leaves nothing behind, and is final;
-// release locks, then close the client ([Client.Close]), then the servers.
-// [Client.DoOrSkip] runs a scheduled job on one of the hosts that start
-// it, and [WithMinHold] keeps the lock after a quick job so that late
-// hosts skip it. [Lock.Contended] tells a holder that another call
-// waits for its lock, for a cooperative hand-over. [WithLockDelay] keeps a lock that expired without a
-// release from being granted again for a while, so that a holder that
-// wakes from a pause finds nobody else acting yet. See "A lock's
-// lifetime" and "Scheduled jobs" in docs/design.md.
+// unless extended: [Lock.Done] closes and [Lock.Err] reports
+// [ErrLockLost], so the holder hears first. [Lock.KeepAlive] extends it;
+// [Lock.Release] is final. Release locks, then close the client, then the
+// servers. [Client.DoOrSkip] runs a scheduled job on one of the hosts
+// that start it; [Lock.Contended] tells a holder that another call waits;
+// [WithLockDelay] keeps an expired lock from being granted again for a
+// while. See "A lock's lifetime" and "Scheduled jobs" in docs/design.md.
 //
 // # Fencing tokens
 //
 // With [WithFencing] every grant carries [Lock.Fence], strictly greater
-// than the token of every earlier grant of the name, for the storage the
-// lock protects to reject stale writers (UPDATE … WHERE fence < $1). It
-// costs one round trip per grant, and needs servers that persist every
-// write or lose no more than the bound in "Fencing across a quorum" in
-// docs/design.md.
+// than that of every earlier grant of the name, for the storage the lock
+// protects to reject stale writers (UPDATE … WHERE fence < $1). See
+// "Fencing across a quorum" in docs/design.md.
 //
 // # Semaphores, read-write locks and elections
 //
@@ -112,11 +92,9 @@
 // saying nothing unless the client has a logger ([WithLogger]); bound it
 // with a deadline or [WithRetryCount].
 //
-// Each needs servers that implement keyserver.HoldKeeper (and an
-// election keyserver.Fencer, as its term is a fence), and keeps its own
-// keys: a lock, a semaphore, a read-write lock and an election of one
-// name do not exclude each other. See "The semaphore bound", "Read-write
-// locks" and "Elections" in docs/design.md.
+// Each keeps its own keys: a lock, a semaphore, a read-write lock and an
+// election of one name do not exclude each other. See "The semaphore
+// bound", "Read-write locks" and "Elections" in docs/design.md.
 //
 // # Restarted servers
 //
@@ -129,12 +107,10 @@
 // # Options
 //
 // [Option] values configure a Client in New, or one call, where they
-// override the client's for that call only. [WithLogger], [WithHooks],
-// [WithFencing] and [WithKeyPrefix] configure a Client only: they are
-// [ClientOption]s, which New takes and a call does not (a client has one
-// key prefix, which its reads of a name use as its calls do). For every duration option but
-// [WithRetryJitter], 0 means the default. A bad option is
-// [ErrInvalidArgument], reported before any server is asked.
+// override the client's. [ClientOption]s ([WithLogger], [WithHooks],
+// [WithFencing], [WithKeyPrefix]) configure a Client only. For every
+// duration option but [WithRetryJitter], 0 means the default. A bad
+// option is [ErrInvalidArgument], reported before any server is asked.
 //
 // # Errors
 //

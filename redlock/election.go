@@ -28,15 +28,9 @@ type Election struct {
 
 // Election returns the election called name. Every server must implement
 // keyserver.HoldKeeper and keyserver.Fencer (a leader's term is a fencing
-// token); an empty name, or a server that does not, makes
-// every method fail with ErrInvalidArgument before any server is asked
-// (Observe's channel is then closed at once).
-//
-// Campaign waits without a retry limit by default, also while the servers
-// fail: against servers that are down it tries again at the retry delay
-// until its ctx ends, and nothing says so unless the client was given a
-// logger (WithLogger: one warning per failing server). Give its ctx a
-// deadline, or the call WithRetryCount(n), to bound the wait.
+// token); an empty name, or a server that does not, makes every method
+// fail with ErrInvalidArgument before any server is asked (Observe's
+// channel is then closed at once).
 func (c *Client) Election(name string) *Election {
 	e := &Election{c: c, name: name}
 	if name == "" {
@@ -51,18 +45,15 @@ func (c *Client) Election(name string) *Election {
 
 // Campaign waits until this caller leads, with value (not empty) as what
 // Leader and Observe report; by default without a retry limit
-// (WithRetryCount(-1)). Once it leads, the leadership is kept alive in the
-// background until it is released (Release on the returned *Lock
-// resigns), lost (Done closes), or ctx ends or the client closes, which
-// resign. So ctx bounds the leadership, not only the wait: bound the wait
-// alone with WithRetryCount(n) ("Elections" in docs/design.md). The
-// leadership's Fence is its term, greater than every earlier leader's.
-//
-// Without a retry limit Campaign does not give up while the servers fail
-// either: against servers that are down or unreachable it waits, trying
-// at the retry delay, until ctx ends, and then returns a *QuorumError with
-// their failures. Only a logger (WithLogger) tells meanwhile that they
-// fail; the default logs nothing.
+// (WithRetryCount(-1)), also while servers fail: it tries at the retry
+// delay until ctx ends, then returns a *QuorumError with their failures,
+// and only a logger (WithLogger) tells of them meanwhile. Once it leads,
+// the leadership is kept alive in the background until it is released
+// (Release on the returned *Lock resigns), lost (Done closes), or ctx ends
+// or the client closes, which resign. So ctx bounds the leadership, not
+// only the wait: bound the wait alone with WithRetryCount(n) ("Elections"
+// in docs/design.md). The leadership's Fence is its term, greater than
+// every earlier leader's.
 func (e *Election) Campaign(ctx context.Context, ttl time.Duration, value string, opts ...Option) (l *Lock, err error) {
 	c := e.c
 	ctx = c.callBegins(ctx, "campaign", e.name)
@@ -124,7 +115,6 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 // derive it from, when no server timeout is set.
 const defaultReadTimeout = 500 * time.Millisecond
 
-// readTimeout bounds each server's call of a read.
 func (c *Client) readTimeout() time.Duration {
 	if c.serverTimeout > 0 {
 		return c.serverTimeout
@@ -172,10 +162,9 @@ func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
 
 // Observe returns a channel that receives the leader's value: first the
 // current one ("" when none leads), then each change, never the same value
-// twice in a row; the servers' announcements wake it, not polling. The
-// channel is closed when ctx ends or the client closes, and without a
-// value when two of the client's servers reach one store ("Elections" in
-// docs/design.md).
+// twice in a row, woken by the servers' announcements. It is closed when
+// ctx ends or the client closes, and without a value when two of the
+// client's servers reach one store ("Elections" in docs/design.md).
 func (e *Election) Observe(ctx context.Context) <-chan string {
 	ch := make(chan string)
 	c := e.c

@@ -15,9 +15,7 @@ import (
 var (
 	// ErrNotAcquired means a quorum of servers did not grant the lock (or
 	// the extension) in time: it is held elsewhere, or too many servers
-	// failed. The error that carries it is a *QuorumError with the votes
-	// and each server's failure as a *ServerError, and also matches the
-	// context's error when the context ended first.
+	// failed. The error that carries it is a *QuorumError.
 	ErrNotAcquired = errors.New("redlock: not acquired")
 
 	// ErrHeldElsewhere means a quorum of servers answered that another
@@ -47,16 +45,14 @@ var (
 )
 
 // ServerError is one key server's failure to answer: a network error, a
-// timeout, a key of the wrong type. Server is the server's index in the
-// slice given to New.
+// timeout, a key of the wrong type.
 type ServerError struct {
 	Server int   // the index in New's slice
 	Err    error // the server's own error, or why it was not called
 }
 
-// Error names the server and its failure. A failure that is an error of
-// this package (ErrQuarantined) is written without its "redlock: ", which
-// the QuorumError that carries it already starts with.
+// Error names the server and its failure, without the "redlock: " of a
+// package error (ErrQuarantined), which its QuorumError starts with.
 func (e *ServerError) Error() string {
 	return fmt.Sprintf("server %d: %s", e.Server, e.said())
 }
@@ -75,20 +71,17 @@ func (e *ServerError) Unwrap() error { return e.Err }
 // in every such error; errors.Is matches ErrNotAcquired, ErrHeldElsewhere,
 // ErrNotHeld or ErrLockLost as the case may be, the context's error when
 // the caller's context ended first, and each server's failure but for a
-// context's error: a server call that ran past the server timeout fails
-// with context.DeadlineExceeded, which its *ServerError in Failed keeps,
-// and errors.Is(err, context.DeadlineExceeded) reports the caller's
-// deadline alone.
+// context's error: errors.Is(err, context.DeadlineExceeded) reports the
+// caller's deadline alone, a server call's timeout staying in its
+// *ServerError in Failed.
 type QuorumError struct {
 	Op       string // "acquire", "extend", "release", "read" (Election.Leader), or "inspect" (Client.Inspect)
 	Name     string // the lock's name, or the primitive's
 	Attempts int    // attempts made by the call; 1 for extend and release
 
-	// The votes of the last attempt when its outcome was decided: servers
-	// asked, servers that granted, servers that answered that another
-	// token holds the key (for a release: that they did not hold this
-	// one's, the key being absent or another token's), and the servers
-	// that failed to answer.
+	// The last attempt's votes when its outcome was decided: servers asked,
+	// granted, refused (another token holds the key; for a release, this
+	// one's is absent or another's), and the servers that failed to answer.
 	Servers, Granted, Refused int
 	Failed                    []*ServerError
 
@@ -204,9 +197,8 @@ func (e *QuorumError) serverErrors(shielded bool) *multierror.Error {
 	return m
 }
 
-// joinServerErrors writes the servers' failures on one line, each failure
-// once with the servers that failed so ("servers 0, 1: ..."), in the order
-// of their first server.
+// joinServerErrors writes the failures on one line, each once with its
+// servers ("servers 0, 1: ..."), in the order of their first server.
 func joinServerErrors(es []error) string {
 	var said []string
 	servers := make(map[string][]string)
@@ -235,10 +227,8 @@ func joinServerErrors(es []error) string {
 	return strings.Join(parts, "; ")
 }
 
-// serverFailure is a server's failure as a QuorumError exposes it to
-// errors.Is and errors.As: it matches what the *ServerError matches, but
-// for a context's errors, which are the server call's own (its timeout),
-// not the caller's; errors.As finds the *ServerError itself.
+// serverFailure exposes a server's failure to errors.Is and errors.As but
+// for a context's errors, the server call's own (see QuorumError).
 type serverFailure struct{ se *ServerError }
 
 func (f serverFailure) Error() string { return f.se.Error() }
@@ -265,8 +255,7 @@ const (
 	setKind
 )
 
-// kindWords are how errors name each kind: its primitive, and its hold of
-// a name (lock "x", permit of semaphore "x", leadership of election "x").
+// kindWords are how errors name each kind's primitive and hold of a name.
 var kindWords = [...]struct{ primitive, of string }{
 	lockKind:   {"lock", "lock %q"},
 	permitKind: {"semaphore", "permit of semaphore %q"},
@@ -276,10 +265,8 @@ var kindWords = [...]struct{ primitive, of string }{
 	setKind:    {"set of locks", "locks %q"},
 }
 
-// primitive names the primitive a hold of kind k belongs to.
 func (k kindName) primitive() string { return kindWords[k].primitive }
 
-// of names the hold of name, as an error says it.
 func (k kindName) of(name string) string { return fmt.Sprintf(kindWords[k].of, name) }
 
 // holdError says what happened to one hold in its own words and matches

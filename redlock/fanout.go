@@ -53,11 +53,9 @@ type fan struct {
 	rule       rule   // when the votes settle the outcome
 	name       string // the lock's name, for logs
 	key, token string
-	// ttl is how long acquire and extend ask the servers to keep the key:
-	// the hold's TTL, plus a lock's lock-delay (see options.keyTTL). The
-	// caller's validity is its own, from the hold's TTL alone; the
-	// quarantine judges a grant by this one, which a restarted server may
-	// have lost a key of.
+	// ttl is what acquire and extend ask the servers for: the hold's TTL
+	// plus a lock's lock-delay (options.keyTTL). Validity counts the hold's
+	// TTL alone; the quarantine judges a grant by this one.
 	ttl     time.Duration
 	fence   uint64        // raise_fence
 	timeout time.Duration // bound on each server's call
@@ -65,36 +63,31 @@ type fan struct {
 	// minimum hold): its calls go all the way even when overtaken.
 	final bool
 	// undo releases the token after each server's call when the fan-out
-	// settles as failed, unless it stored nothing: a late "yes" is undone
-	// too, and an undo never overtakes the call it undoes.
+	// fails, unless it stored nothing ("Quorum and validity", step 5).
 	undo bool
 	// after holds the lock's earlier calls, per server, that this call lands
 	// after (or overtakes where the server keeps order: serverCall.overtake).
 	after tails
-	// only, if not zero, holds the bits (see bit) of the servers to call;
-	// the others vote for without a call. Neither are the servers that
-	// granted the call of unlessGranted that this one follows (after).
+	// only, if not zero, has the bits of the servers to call, less those
+	// where unlessGranted (a call it follows) granted; the rest vote for.
 	only          uint64
 	unlessGranted *background
 	// next is a token of the call of this client that waits behind this
 	// one, for AcquireInLine to put in line too (see keyserver.Notifier).
 	next string
-	// kind makes the calls of a hold; read, if set, those of a read
-	// (opRead) instead.
+	// kind makes the calls of a hold; read, if set, those of an opRead.
 	kind holdKind
 	read reader
 	// quarantine judges grants of restarted servers (incarnation.go).
 	quarantine quarantineRule
 }
 
-// asks reports whether f's call goes to server i (see only); the others
-// vote for it without a call.
+// asks reports whether f's call goes to server i (see only).
 func (f *fan) asks(i int) bool { return f.only == 0 || f.only&bit(i) != 0 }
 
 // givesBack reports whether the undo of f's grants keeps the caller's
-// place in line (opGiveBack): a lock's waiter that gave them back would
-// else let the waiter behind it overtake it (keyserver.Notifier). A set's
-// undo frees its keys ("Several names without deadlock" in docs/design.md).
+// place in line (opGiveBack); a set's undo frees its keys ("The life of a
+// wait on one server" in docs/design.md).
 func (f *fan) givesBack() bool {
 	return f.kind.oneLine() && f.op == opAcquireInLine
 }
@@ -154,10 +147,9 @@ func (c *Client) fanOut(ctx context.Context, f fan) fanned {
 }
 
 // fanOutInTurn calls the servers one after another on the caller's
-// goroutine, where making the calls at once would gain nothing: servers in
-// this process answer at once (no deadline, no breaker), and a single
-// server's answer decides anyway (bounded by f.timeout; the lock's earlier
-// calls to it were made the same way, so they have finished).
+// goroutine ("Started calls" in docs/design.md): in-process ones need no
+// deadline or breaker; a single server's earlier calls of the lock were
+// made the same way, so they have finished.
 func (c *Client) fanOutInTurn(ctx context.Context, f *fan) (r fanned) {
 	r.n, r.made = len(c.servers), f.after.made
 	for i := range c.servers {
@@ -183,8 +175,7 @@ func (c *Client) fanOutInTurn(ctx context.Context, f *fan) (r fanned) {
 }
 
 // fanOutConcurrent makes every server's call at once, but those skip
-// counts. Each call counts its own answer, and the caller wakes once, when
-// the votes decide.
+// counts; the caller wakes once, when the votes decide.
 func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 	n := len(c.servers)
 	bg := &background{c: c, f: f, ctx: ctx, servers: make([]serverCall, n), voted: make(chan struct{})}
@@ -264,9 +255,8 @@ func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint
 	return calls, made
 }
 
-// await waits until the votes decide, or until the caller's context
-// ends: the started calls that have not answered are then counted as
-// failed (see expire). The deadline is bg.timer's.
+// await waits until the votes decide, or until ctx ends, which expires
+// the started calls (see expire); the deadline is bg.timer's.
 func (bg *background) await(ctx context.Context) {
 	select {
 	case <-bg.voted:
@@ -303,8 +293,7 @@ func (c *Client) settle(ctx context.Context, f *fan, r *fanned, failed bool) {
 }
 
 // storedNothing reports whether an answer shows that f's call stored
-// nothing, so that a failed attempt need not undo it: a refusal, or a call
-// not made ("Quorum and validity", step 5, in docs/design.md).
+// nothing to undo ("Quorum and validity", step 5, in docs/design.md).
 func (f *fan) storedNothing(ok bool, err error) bool {
 	if err != nil { // unless the call was not made
 		return errors.Is(err, errServerDown) || errors.Is(err, errNotSent)
@@ -312,9 +301,8 @@ func (f *fan) storedNothing(ok bool, err error) bool {
 	return !ok
 }
 
-// undo cleans up after a failed attempt on server i. It runs even when the
-// caller's context has ended, as leaving the key behind would block
-// everyone until its TTL ran out.
+// undo cleans up after a failed attempt on server i, even once ctx ended:
+// a key left behind would block everyone until its TTL ran out.
 func (c *Client) undo(ctx context.Context, f *fan, i int) {
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
@@ -326,9 +314,8 @@ func (c *Client) undo(ctx context.Context, f *fan, i int) {
 	c.observe(ctx, opRelease, f.name, i, f.timeout, err) // the clean-up of a failed attempt
 }
 
-// detach returns ctx without its cancellation, bounded by timeout, for a
-// call that must be made whatever happened to its caller. In-process
-// servers answer at once and need no bound.
+// detach returns ctx without its cancellation, bounded by timeout (not
+// for in-process servers), for a call made whatever befell its caller.
 func (c *Client) detach(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
@@ -405,9 +392,8 @@ func (c *Client) call(ctx context.Context, f *fan, i int) (ok bool, n uint64, h 
 	return f.call(ctx, i, c.servers[i])
 }
 
-// identify makes sure server i's identity is known before its vote of f
-// counts, within ctx, the call's own bound ("One store counts once" in
-// docs/design.md).
+// identify learns server i's identity, within ctx, before its vote of f
+// counts ("One store counts once" in docs/design.md).
 func (c *Client) identify(ctx context.Context, i int, f *fan) error {
 	id := &c.identities
 	for !id.known[i].Load() {
@@ -432,9 +418,8 @@ func (c *Client) identify(ctx context.Context, i int, f *fan) error {
 		ask := make(chan struct{})
 		id.asks[i] = ask
 		id.mu.Unlock()
-		// One ask serves the quarantine too; keyserver/redis keeps the
-		// answer for its asks after grants.
-		// Only a server the quarantine judges is asked (see identities.init).
+		// One ask serves the quarantine too, which judges every server
+		// asked (see identities.init).
 		in, err := c.quarantine.judged[i].Incarnation(ctx)
 		c.observe(ctx, opIdentify, f.name, i, 0, err)
 		if err == nil {
@@ -496,9 +481,8 @@ func (c *Client) heard(ctx context.Context, f *fan, i int, err error) {
 type health struct {
 	failures []atomic.Int64 // per server; 0 while it answers
 	breakers breakers       // per server (see breaker)
-	// answeredAt is when each server last answered (UnixNano of the
-	// client's clock): a call that timed out went unanswered since then
-	// at most.
+	// answeredAt is when each server last answered (UnixNano, client's
+	// clock): a call that timed out went unanswered since then at most.
 	answeredAt []atomic.Int64
 }
 
@@ -516,11 +500,9 @@ func newHealth(n int) health {
 }
 
 // observe records a server call's outcome for the breaker, the log and
-// the ServerFailed hook. A cancelled call and a quarantined grant say
-// nothing of the server: they are logged at debug level only. timeout is
-// the bound on the call, ctx its caller's: a call that timed out before
-// ctx ended counts the server silent that long, or since it last answered
-// if that is sooner.
+// the ServerFailed hook ("Failed servers" in docs/design.md). A call that
+// timed out before ctx ended counts the server silent for timeout, or
+// since it last answered if that is sooner.
 func (c *Client) observe(ctx context.Context, op opKind, name string, server int, timeout time.Duration, err error) {
 	n := &c.health.failures[server]
 	b := &c.health.breakers[server]

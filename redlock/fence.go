@@ -32,25 +32,19 @@ func checkFencers(servers []keyserver.KeyServer) error {
 	return checkServers(servers, "WithFencing", "Fencer", implements[keyserver.Fencer])
 }
 
-// maxFenceRounds bounds the write rounds of one grant while they fail
-// for want of answers: each round proposes more than every value seen, so
-// a third means servers keep failing ("How a token is drawn" in
-// docs/design.md).
+// maxFenceRounds bounds the write rounds of one grant that fail for want
+// of answers ("How a token is drawn" in docs/design.md).
 const maxFenceRounds = 3
 
 // maxRivalFenceRounds bounds the write rounds of one grant that other
-// grants of the name keep outbidding: the permits of a semaphore, the
-// readers of a read-write lock draw on one counter at once, and a round
-// lost to them is no failure. The grant's validity bounds them first.
+// grants of the name (permits, readers) keep outbidding, which is no
+// failure; the grant's validity bounds them first.
 const maxRivalFenceRounds = 64
 
 // fence draws the fencing token of a grant whose acquisition read at most
 // hint from the counters ("How a token is drawn" in docs/design.md); 0,
-// with the last round's tally, when no round reached a quorum. A round
-// lost to higher counters, which other grants drew meanwhile, is followed
-// by one that proposes more while worth reports that the grant still has
-// validity to give; a round lost to failures ends the draw after
-// maxFenceRounds.
+// with the last round's tally, when no round reached a quorum. worth
+// reports whether the grant still has validity to give.
 func (c *Client) fence(ctx context.Context, name, key string, timeout time.Duration, hint uint64, worth func() bool) (uint64, tally) {
 	proposed := hint + 1
 	var t tally
@@ -114,11 +108,10 @@ func (c *Client) CheckFence(ctx context.Context, name string, fence uint64) (cur
 	return t.maxN == fence, nil
 }
 
-// drawFences draws the fencing token of each key the call holds (a set's
-// acquisition read no hint) for the grant of the attempt begun at start;
-// nil, with the failed round's votes, when one was not written to a
-// quorum. A set keeps its own (see FenceOf): its calls are its Lock's
-// alone, and the Lock stays small.
+// drawFences draws the fencing token of each key the call holds for the
+// grant of the attempt begun at start; nil, with the failed round's votes,
+// when one was not written to a quorum. A set keeps its own (see FenceOf):
+// its calls are its Lock's alone, and the Lock stays small.
 func (a *acquisition) drawFences(ctx context.Context, hint uint64, start time.Time) ([]uint64, tally) {
 	keys := []string{a.key}
 	if s := a.kind.several(); s != nil {

@@ -5,12 +5,8 @@ import (
 	"time"
 )
 
-// Hand-over inside a process ("Hand-over inside a process" in
-// docs/design.md): a lock released while another call of its client waits
-// in the process for the same name goes to that call without the servers,
-// within a budget of time and passes counted from the servers' grant; then
-// it goes back to the servers' line, where the waiters of other processes
-// are.
+// Hand-over inside a process: see "Hand-over inside a process" in
+// docs/design.md.
 
 // Defaults of WithHandOver and WithHandOverPasses.
 const (
@@ -23,38 +19,32 @@ const (
 const NoHandOver time.Duration = -1
 
 // WithHandOver sets the budget of hand-over inside a process: for d after
-// the servers granted a lock, Release passes it to the earliest other call
-// of the same Client waiting for the same name (Acquire and Do; TryAcquire
-// and DoOrSkip do not wait), without a server call. The passed lock is a
-// grant to that call like any other: Done, Err, Health, AtRisk, KeepAlive,
-// Release and Fence work on it as on a lock the servers granted; it keeps
-// the token the servers hold and their validity (Until is the holder's,
-// never later), and with WithFencing its fence is raised on the servers,
-// above the holder's. The Acquired hook reports it with Attempts 0 when the
-// call asked no server.
+// the servers granted a lock, Release passes it, without a server call, to
+// the earliest other call of the same Client waiting for the same name in
+// Acquire or Do. The passed lock is a grant like any other (Done, Err,
+// KeepAlive, Release, Fence and the rest work on it); it keeps the
+// servers' token and validity (Until is never later than the holder's),
+// and with WithFencing its fence is raised on the servers above the
+// holder's. The Acquired hook reports it with Attempts 0 when the call
+// asked no server.
 //
-// Once d is spent, or WithHandOverPasses's count, Release gives the lock
-// back to the servers, whose line serves the waiters of other processes:
-// a waiter of another process waits, beyond first come, first served, at
-// most d and one hold for each chain of passes ahead of it ("Hand-over
-// inside a process" in docs/design.md). A lock is passed only with more
-// than a third of its TTL, and more than its loss margin and one server
-// timeout, of validity left; to a call that asked for the same TTL and
-// timings; and never when held WithMinHold.
+// Once d or WithHandOverPasses's count is spent, Release gives the lock
+// back to the servers' line: a waiter of another process waits at most d
+// and one hold more per chain of passes ahead of it. A lock is passed only
+// with more than a third of its TTL, and more than its loss margin plus
+// one server timeout, of validity left; to a call that asked for the same
+// TTL and timings; never when held WithMinHold ("Hand-over inside a
+// process" in docs/design.md).
 //
-// It is an Option, so that one call can keep its place in the servers'
-// line: given to a call it says whether that call's lock may be passed on
-// (within the budget it sets, counted from the chain's grant) and whether
-// the call takes a pass. Default (or 0): 10 ms. NoHandOver (any d < 0) turns it off: every
-// grant then comes from the servers, first come, first served across
-// processes.
+// Given to a call, it says whether that call's lock may be passed on and
+// whether the call takes a pass. Default (or 0): 10 ms; NoHandOver (any
+// d < 0) turns it off.
 func WithHandOver(d time.Duration) Option {
 	return func(o *options) { o.handOver = max(d, NoHandOver) }
 }
 
-// WithHandOverPasses caps how many times a lock passes between the calls
-// of its client (see WithHandOver) before it goes back to the servers.
-// Default (or 0): 64.
+// WithHandOverPasses caps how many times a lock passes within its client
+// before going back to the servers (see WithHandOver). Default (or 0): 64.
 func WithHandOverPasses(n int) Option {
 	return func(o *options) { o.handOverPasses = o.count("hand-over passes", n, 0) }
 }
@@ -94,29 +84,25 @@ type pass struct {
 	chain   chain
 }
 
-// taker is what a waiting call needs of a lock passed to it: its options
-// and the budget of its TTL.
+// taker is what a waiting call needs of a pass: its options and budget.
 type taker struct {
 	o *options
 	b budget
 }
 
 // fits reports whether t may take p: it takes passes, and p's lock is what
-// its own grant would be (TTL, timings, drift, lock-delay, quarantine), so
-// that the lock behaves for it as a fresh grant.
+// its own grant would be (TTL, timings, drift, lock-delay, quarantine).
 func (t *taker) fits(p *pass) bool {
 	o, h := t.o, p.o
 	return o.handOver >= 0 && t.b == p.b && (o == h ||
 		o.driftFactor == h.driftFactor && o.lockDelay == h.lockDelay && o.quarantine == h.quarantine)
 }
 
-// passFloor is the validity a lock of b must have left to be passed: the
-// next holder must not be at risk on arrival (a third of the TTL), and
-// must have time to extend it (one server timeout) before its loss margin.
+// passFloor is the validity a lock of b must have left to be passed (the
+// validity floor of "Hand-over inside a process" in docs/design.md).
 func (b budget) passFloor() time.Duration { return max(b.ttl/3, b.margin+b.timeout) }
 
-// mayGo reports whether p may be passed at now: within its chain's budget,
-// with the validity floor left.
+// mayGo reports whether p may be passed at now: within budget, above floor.
 func (p *pass) mayGo(now time.Time) bool {
 	o := p.o
 	return p.chain.passes < o.maxPasses() && now.Sub(p.chain.began) < o.handOverWithin() &&
@@ -140,9 +126,8 @@ func (l *Lock) passing() *pass {
 	return p
 }
 
-// handTo gives p to the first call of key's queue, the earliest of its
-// client that waits, if that call takes it (it is not making an attempt,
-// and its grant would be p's lock), and wakes it; it reports whether it
+// handTo gives p to the first call of key's queue, if that call takes it
+// (not mid-attempt, and p fits it), and wakes it; it reports whether it
 // did. The queue's hold stays with p's token while p is on its way.
 func (c *Client) handTo(key string, p *pass) bool {
 	if c.closing.Err() != nil {
@@ -167,12 +152,9 @@ func (c *Client) handTo(key string, p *pass) bool {
 	return true
 }
 
-// hold records that a call of q holds the lock token, granted by the
-// servers or passed, and may pass it on until until (the end of its
-// chain's budget, or its loss): until then the call at the front waits
-// for it in the process, where a pass costs no server call, and the queue
-// stays, for the calls that come meanwhile. An empty token records that
-// the holder passes nothing.
+// hold records that a call of q holds the lock token and may pass it on
+// until until (its chain's budget or its loss), while the front waits for
+// it in the process and the queue stays. An empty token passes nothing.
 func (q *queue) hold(token string, until time.Time) {
 	q.mu.Lock()
 	q.holder, q.holdUntil = token, until
@@ -238,15 +220,13 @@ func (a *acquisition) takesPasses() {
 	}
 }
 
-// passable reports whether a lock may be passed to the call while it
-// waits.
+// passable reports whether a lock may be passed to the waiting call.
 func (a *acquisition) passable() bool {
 	return a.qw != nil && a.qw.taker != nil
 }
 
 // takePass, before each attempt, takes the lock passed to the call, if
-// any; otherwise it records that the call is making an attempt, and is
-// passed nothing until its refusal.
+// any; else the call is marked trying, and is passed nothing until refused.
 func (a *acquisition) takePass(ctx context.Context) (*Lock, error) {
 	if !a.passable() {
 		return nil, nil

@@ -72,8 +72,7 @@ type Acquisition struct {
 	Attempts int           // attempts made, 0 when none reached the servers
 	Duration time.Duration // from the call's start to the grant or the failure
 	// Err is nil when the lock was granted; otherwise errors.Is tells
-	// ErrHeldElsewhere, the context's error, or other failures (servers
-	// unavailable).
+	// ErrHeldElsewhere, the context's error, or servers unavailable.
 	Err error
 }
 

@@ -16,15 +16,11 @@ import (
 // quorum because its server is known to have lost its data (restarted
 // empty, or first set up) less than the TTL ago and does not persist every
 // write (see WithQuarantine). It is one of a QuorumError's Failed, as a
-// *ServerError. A server that could not be asked is no restart: its
-// failure is reported as what it is (a refused connection, a wrong
-// password...), never as ErrQuarantined.
+// *ServerError; a server that could not be asked fails with its own error.
 var ErrQuarantined = errors.New("redlock: key server quarantined after a restart")
 
-// quarantine is a client's view of its servers' incarnations: the grants
-// of a server whose data is younger than the TTL count only once the TTL
-// has passed since it came back ("The quarantine of restarted servers" in
-// docs/design.md), whenever the client was made.
+// quarantine judges grants by their servers' incarnations ("The
+// quarantine of restarted servers" in docs/design.md).
 type quarantine struct {
 	clock clock.Clock
 
@@ -55,8 +51,7 @@ func newQuarantine(servers []keyserver.KeyServer, clk clock.Clock) *quarantine {
 }
 
 // judgedIncarnator returns s as an Incarnator the quarantine judges, or
-// nil: it must tell its incarnation and not be in-process (a store in this
-// process cannot restart under the client).
+// nil (an in-process store cannot restart under the client).
 func judgedIncarnator(s keyserver.KeyServer) keyserver.Incarnator {
 	_, inProcess := s.(keyserver.InProcess)
 	if is, ok := s.(keyserver.Incarnator); ok && !inProcess {
@@ -111,9 +106,8 @@ func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation
 }
 
 // answer judges server i's answer (ok, err) to a call with ttl, given its
-// incarnation in or the error inErr of its read: a grant counts or not (see
-// judge); a refusal records the incarnation, so that a later restart is
-// dated from this sighting ("Which restarts" in docs/design.md).
+// incarnation in or its read's error inErr: a grant counts or not (judge);
+// a refusal records the incarnation ("Which restarts" in docs/design.md).
 func (r quarantineRule) answer(i int, ttl time.Duration, ok bool, err error, in keyserver.Incarnation, inErr error) (bool, error) {
 	switch {
 	case r.q == nil || r.q.judged[i] == nil:
@@ -126,10 +120,8 @@ func (r quarantineRule) answer(i int, ttl time.Duration, ok bool, err error, in 
 }
 
 // sight records server i's incarnation in, current at seen or later, and
-// returns when its data was last born: as old as it says at the first
-// sight, later when it restarted while the client ran. seen is a bound,
-// not the time of judging: an answer judged after its server restarted
-// must not date the old ID past the restart.
+// returns when its data was last born. seen, not the time of judging,
+// dates the sighting ("Which restarts" in docs/design.md).
 func (q *quarantine) sight(i int, in keyserver.Incarnation, seen time.Time) time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -141,9 +133,8 @@ func (q *quarantine) sight(i int, in keyserver.Incarnation, seen time.Time) time
 	case in.ID != s.id && !up.Before(s.at) && up.After(s.back):
 		s.back = up
 	}
-	// A new ID up since before the last sight is no restart: another node
-	// of a Redis Cluster, or a promoted replica ("Which restarts"). An
-	// older sight, judged late, does not undo a newer one.
+	// A new ID up since before the last sight is no restart (a Cluster
+	// node, a promoted replica); a late, older sight does not undo a newer.
 	if !seen.Before(s.at) {
 		s.id, s.at = in.ID, seen
 	}

@@ -12,14 +12,12 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// Status is what the servers hold under one name, as Client.Inspect read
-// it: the quorum's verdict (View) and each server's answer (Servers), for
-// the lock, semaphore, read-write lock and election of that name alike.
+// Status is what Client.Inspect read under one name, for its lock,
+// semaphore, read-write lock and election alike.
 type Status struct {
 	// Name is the name inspected, without the client's key prefix.
 	Name string
-	// View is the quorum's verdict: what a quorum of servers agrees on
-	// (see Client.Inspect for each field's rule).
+	// View is the quorum's verdict (see Client.Inspect for its rules).
 	View
 	// Servers holds one ServerStatus per server, in the order given to New.
 	Servers []ServerStatus
@@ -47,19 +45,17 @@ type View struct {
 	// Holder is the lock holder's tag; "" when not held.
 	Holder string
 	// Left is the TTL the lock has left: on a server, its key's; as the
-	// verdict, how long a quorum goes on holding it if it is not
-	// extended. Negative for a key stored without a TTL (not by this
-	// module).
+	// verdict, how long a quorum holds it unextended. Negative for a key
+	// stored without a TTL (not by this module).
 	Left time.Duration
 	// Waiters counts the calls waiting in the lock's line.
 	Waiters int
 	// Fence is the lock's fence counter: the latest fencing token drawn
 	// (0 when the name was never taken WithFencing).
 	Fence uint64
-	// DelayLeft is how long the lock's name stays ungranted by its
-	// lock-delay after a holder let it expire (see WithLockDelay), as
-	// the inspecting Client's own lock-delay reads the key (see
-	// Client.Inspect); 0 when no lock-delay is in force.
+	// DelayLeft is how long the lock-delay (WithLockDelay) keeps the name
+	// ungranted after a holder let it expire, as the inspecting Client's
+	// own lock-delay reads the key; 0 when none is in force.
 	DelayLeft time.Duration
 
 	// Semaphore is the semaphore called name.
@@ -76,10 +72,9 @@ type SemaphoreView struct {
 	InUse   int // permits held
 	Waiters int // calls waiting for a permit
 	// Truncated reports, in the verdict, that a server held more permits
-	// than it lists (keyserver.MaxInspected, the lowest slots first):
-	// InUse then counts those a quorum holds among the listed ones, the
-	// least number in use. A server's own InUse counts every permit it
-	// holds, and its Truncated is false.
+	// than it lists (keyserver.MaxInspected, lowest slots first): InUse is
+	// then the least number in use, those a quorum holds among the listed.
+	// A server's own InUse counts all it holds; its Truncated is false.
 	Truncated bool
 }
 
@@ -89,10 +84,8 @@ type RWView struct {
 	Writer        string // the writer's tag; "" when none holds it
 	WriterWaiting bool   // a writer waits, and keeps new readers out
 	Waiters       int    // calls waiting for a read or write hold
-	// Truncated reports, in the verdict, that a server held more read
-	// holds than it lists (keyserver.MaxInspected): Readers then counts
-	// those a quorum holds among the listed ones, the least number held.
-	// A server's own Readers counts every read hold it has.
+	// Truncated is SemaphoreView.Truncated for read holds: Readers is then
+	// the least number held.
 	Truncated bool
 }
 
@@ -105,32 +98,26 @@ type ElectionView struct {
 
 // Inspect reads what the servers hold under name, for people and scripts
 // that ask who holds what and who waits (the redlock command's status). It
-// writes nothing and reads each server once; a server that is no
-// keyserver.Inspector is reported in its ServerStatus, not asked. Each read
-// is bounded by the server timeout (500 ms by default); two servers that
-// reach one store fail it with ErrInvalidArgument.
+// writes nothing and reads each server once, bounded by the server timeout
+// (500 ms by default); a server that is no keyserver.Inspector is reported
+// in its ServerStatus, not asked. Two servers that reach one store fail it
+// with ErrInvalidArgument.
 //
 // The verdict is a quorum's: a lock, writer or leader is held when a
 // quorum holds it with one token, a permit or read hold when a quorum holds
 // its token, and Left is how long that quorum holds it. Waiters and Permits
 // are the largest number a quorum reports at least (0 when fewer than a
-// quorum answered), InUse and Readers count the holds a quorum holds
-// among those the servers list (exact unless Truncated says that a server
-// held more than keyserver.MaxInspected lists), WriterWaiting needs a
-// quorum, Fence and Term are the largest counters reported (the latest
-// when a quorum answered), and DelayLeft is how long until the lock-delay
-// no longer keeps a quorum from granting.
-//
-// A lock taken WithLockDelay(d) keeps its key for its TTL plus d, and a
-// server holds nothing else of the delay: Inspect reads the key with the
-// Client's own lock-delay, the Left it reports being the key's TTL less
-// d, and a key with d or less left being in its delay (not held, its
-// DelayLeft the time left). Inspect with the lock-delay the lock's holders
-// use; a lock taken with another is misread by the difference.
+// quorum answered), InUse and Readers count the holds a quorum holds among
+// those listed (see Truncated), WriterWaiting needs a quorum, Fence and
+// Term are the largest counters reported (the latest when a quorum
+// answered), and DelayLeft is how long until the lock-delay no longer
+// keeps a quorum from granting. The servers keep no record of a
+// lock-delay: Inspect splits a key's TTL by the Client's own
+// WithLockDelay, so use the holders' ("Lock-delay" in docs/design.md).
 //
 // When the servers that failed could change the verdict, Inspect returns
-// the Status of those that answered with a *QuorumError: what a quorum
-// holds is held whatever the others say.
+// the Status of those that answered with a *QuorumError; what a quorum
+// holds is held all the same.
 func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 	if err := checkName("", name); err != nil {
 		return Status{}, err
@@ -237,9 +224,8 @@ func serverView(s keyserver.NameStatus) View {
 	}
 }
 
-// holders counts, per token, the servers that hold it in one role (the
-// lock, a permit, a read, the write, the leadership), with the TTL each
-// reports.
+// holders counts, per token, the servers that hold it in one role, with
+// the TTL each reports.
 type holders map[string][]time.Duration
 
 func (h holders) add(hds ...keyserver.Hold) {
@@ -313,9 +299,8 @@ func atLeast[T int | time.Duration](vals []T, k int) T {
 	return s[len(s)-k]
 }
 
-// verdict is the quorum's View of the servers' answers (n servers, of
-// which len(answered) answered), and whether the servers that failed
-// could change who holds what.
+// verdict is the quorum's View of the answers of n servers, and whether
+// the servers that failed could change who holds what.
 func verdict(answered []keyserver.NameStatus, n, quorum int) (View, bool) {
 	failed := n - len(answered)
 	lock, permits, readers, writer, leader := holders{}, holders{}, holders{}, holders{}, holders{}

@@ -8,29 +8,24 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// holdKind is a kind of hold (a lock, a set of locks, a permit, a read or
-// write hold, a leadership) as the one engine of acquire.go, wait.go and
-// lock.go drives it: each kind answers the questions the kinds differ by
-// ("The kinds" in docs/design.md). The lock is lockOps, of zero size, so
-// that carrying it costs a lock's acquisition and fan-outs nothing.
+// holdKind is what the kinds of hold differ by, for the one engine ("The
+// kinds" in docs/design.md). The lock is lockOps, of zero size, so that
+// carrying it costs a lock's acquisition and fan-outs nothing.
 type holdKind interface {
 	name() kindName // for errors
 	// call makes f's call (an acquire, extend, release or leave_line) to
 	// server i; f is a copy, as a pointer would move fan-outs to the heap.
 	call(ctx context.Context, f fan, i int, ks keyserver.KeyServer) (ok bool, n uint64, h keyserver.Holder, err error)
-	// attempt returns the calls of the next attempt: a permit's ask for
-	// a slot its last refusal named free (again) that no other attempt of
-	// its client asks for; the others are their own.
+	// attempt returns the calls of the next attempt: a permit's picks a
+	// slot ("Slots" in docs/design.md); the others are their own.
 	attempt() holdKind
 	// attempted tells the calls attempt returned that their attempt is
 	// over: a permit lets its client's other attempts ask for its slot.
 	attempted()
-	// again reports, after a refused attempt of these calls, whether to
-	// try again at once: a semaphore's refusals named a slot free on a
-	// quorum.
+	// again reports, after a refused attempt, whether to try again at
+	// once: a semaphore's refusals named a slot free on a quorum.
 	again(t tally) bool
-	// together is how many of a client's waiting calls try on the servers
-	// at once (see queue); 0 for no bound.
+	// together is how many of a client's calls try at once; 0: no bound.
 	together() int
 	// turns reports whether a refused call waits for its turn in the
 	// servers' lines (a lock, a set) rather than for a change of its key.
@@ -43,16 +38,11 @@ type holdKind interface {
 	// a waiting writer's attempts renew its mark.
 	maxWait() time.Duration
 	// oneLine reports whether the hold waits in its key's line, which its
-	// client's queue follows (a lock): a call joins the queue once the
-	// servers put it in line, its attempts put the call behind it in line,
-	// Contended watches the line, and a call out of line polls. Else the
-	// queue lets together calls try, from their start.
+	// client's queue follows (a lock; see "The kinds" in docs/design.md).
 	oneLine() bool
-	// passes reports whether a grant may pass to another call of its
-	// client without the servers (handover.go).
+	// passes reports whether a grant may pass within its client.
 	passes() bool
-	// keepsToken reports whether a refused attempt may keep the servers
-	// it was granted when the others will give way (tally.keep).
+	// keepsToken reports whether an attempt may keep its grants (tally.keep).
 	keepsToken() bool
 	// delays reports whether its key outlives it by the lock-delay.
 	delays() bool

@@ -37,9 +37,8 @@ type Lock struct {
 	tails tails // per server, closed once the lock's last call to it finished
 
 	mu sync.Mutex
-	// life ends with the lock, with the final Err as its cause. It and the
-	// expiry timer are made on first use: a lock nobody watches costs
-	// neither, and Err reads the clock.
+	// life ends with the lock, with the final Err as its cause; it and the
+	// expiry timer are made on first use ("The holder hears first").
 	life       context.Context
 	cancelLife context.CancelCauseFunc
 	b          budget    // of the last grant or extension; sets the keep-alive cadence
@@ -89,8 +88,7 @@ func newLock(c *Client, o *options, g grant) *Lock {
 	return l
 }
 
-// lifeContext returns the lock's life, making it and its expiry timer on first
-// use.
+// lifeContext returns the lock's life, made with its timer on first use.
 func (l *Lock) lifeContext() context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -127,9 +125,8 @@ func (l *Lock) Name() string {
 	return l.name
 }
 
-// Token returns the value that marks this holder's keys on the servers:
-// the time its call began and random bits ("Tokens and ranks" in
-// docs/design.md).
+// Token returns the value that marks this holder's keys on the servers
+// ("Tokens and ranks" in docs/design.md).
 func (l *Lock) Token() string {
 	if l.zero() {
 		return ""
@@ -186,11 +183,10 @@ func (l *Lock) Err() error {
 }
 
 // Extend pushes the lock's validity out to ttl from now, on a quorum of
-// servers. Once the lock was released or declared lost it refuses with
-// ErrNotHeld, asking no server ("Extensions" in docs/design.md).
-//
-// An extension not granted is a *QuorumError matching ErrNotAcquired, and
-// the lock stays held until it would be declared lost anyway; when a quorum
+// servers ("Extensions" in docs/design.md). Once the lock was released or
+// declared lost it refuses with ErrNotHeld, asking no server. Otherwise an
+// extension not granted is a *QuorumError matching ErrNotAcquired, the
+// lock staying held until it would be declared lost anyway; when a quorum
 // holds another token, the lock is lost at once (ErrLockLost).
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if l.zero() {

@@ -72,11 +72,10 @@ const (
 	DefaultDriftFactor = 0.01
 )
 
-// WithRetryCount sets a refused call's patience, with WithRetryDelay: it
-// keeps trying for n × the retry delay after its first refusal, that much
-// for each waiter ahead of it in a server's line ("Patience" in
-// docs/design.md). 0 makes one attempt, and -1 waits until the context
-// ends. Default 10.
+// WithRetryCount sets a refused call's patience, with WithRetryDelay: n ×
+// the retry delay after its first refusal, as much for each waiter ahead
+// of it in a server's line ("Patience" in docs/design.md). 0 makes one
+// attempt, and -1 waits until the context ends. Default 10.
 func WithRetryCount(n int) Option {
 	return func(o *options) { o.retryCount = o.count("retry count", n, -1) }
 }
@@ -92,9 +91,8 @@ func WithRetryDelay(d time.Duration) Option {
 
 // WithRetryJitter spreads the waits between attempts uniformly over
 // delay±jitter, so that contenders that collided once do not collide again.
-// It must not exceed the retry delay; 0 means no jitter (a wait may still
-// end sooner, or a split vote back off; see "How primitives wait" in
-// docs/design.md). Default: half the retry delay.
+// It must not exceed the retry delay; 0 means no jitter, not fixed waits
+// ("How primitives wait" in docs/design.md). Default: half the retry delay.
 func WithRetryJitter(d time.Duration) Option {
 	return func(o *options) { o.retryJitter = o.duration("retry jitter", d, 0) }
 }
@@ -119,19 +117,18 @@ func WithServerTimeout(d time.Duration) Option {
 }
 
 // WithLossMargin sets how long before Until a lock that was not extended
-// is declared lost (Done closes, Err reports ErrLockLost, Do's context is
-// cancelled), so that its holder can stop before another process may take
-// it; a grant whose validity would not exceed it is no grant. Default (or
-// 0): two server timeouts.
+// is declared lost, so that its holder can stop before another process may
+// take it ("The holder hears first" in docs/design.md); a grant whose
+// validity would not exceed it is no grant. Default (or 0): two server
+// timeouts.
 func WithLossMargin(d time.Duration) Option {
 	return func(o *options) { o.lossMargin = o.duration("loss margin", d, 0) }
 }
 
 // WithKeyPrefix puts p before every name to make the keys stored on the
-// servers, to keep lock keys apart from other data. It is a ClientOption,
-// for New only: a client has one prefix, which every call and every read
-// of a name (Election.Leader and Observe, Inspect, CheckFence) puts before
-// it, so that they all find what the client's calls stored. Default "".
+// servers, to keep lock keys apart from other data. A ClientOption, for
+// New only: every call and read of a name (Election.Leader and Observe,
+// Inspect, CheckFence) uses the client's one prefix. Default "".
 func WithKeyPrefix(p string) ClientOption {
 	return clientOnly(func(o *options) { o.keyPrefix = p })
 }
@@ -171,12 +168,11 @@ func WithMaxHold(d time.Duration) Option {
 }
 
 // WithMinHold keeps a lock until at least d after the start of the
-// attempt that was granted it: Release (and Do and DoOrSkip when fn
-// returns) cuts the keys' TTL to what is left of d instead of deleting
-// them, so that hosts whose schedules fire a little apart skip the job
-// (ShedLock's lockAtLeastFor). The cut never lengthens the lock, so give
-// it a TTL of at least d ("Scheduled jobs" in docs/design.md). Default (or
-// 0): release at once.
+// attempt that was granted it, so that hosts whose schedules fire a little
+// apart skip the job: Release (and Do and DoOrSkip after fn) cuts the
+// keys' TTL to the rest of d, never lengthening the lock, so give it a TTL
+// of at least d ("Scheduled jobs" in docs/design.md). Default (or 0):
+// release at once.
 func WithMinHold(d time.Duration) Option {
 	return func(o *options) { o.minHold = o.duration("min hold", d, 0) }
 }
@@ -188,10 +184,8 @@ const NoQuarantine time.Duration = -1
 // (keyserver.Incarnators that do not persist every write) have their
 // grants not counted toward a quorum, and for how long ("The quarantine of
 // restarted servers" in docs/design.md). Default (or 0): a server whose
-// data is younger than the call's TTL (plus a lock's WithLockDelay, which
-// the servers keep the key for too), whenever the client was made, so
-// that a fresh process is not granted what a restart took from another
-// holder; a brand-new deployment's first grant then waits up to a TTL.
+// data is younger than the call's TTL plus any WithLockDelay, whenever the
+// client was made (a new deployment's first grant waits up to a TTL).
 // d > 0: every server whose data is younger than d; give the largest TTL
 // in use. NoQuarantine (any d < 0) counts every grant.
 func WithQuarantine(d time.Duration) Option {
@@ -226,8 +220,7 @@ func (o *options) invalid(format string, args ...any) {
 	o.invalidOptions = append(o.invalidOptions, invalidArgument(format, args...))
 }
 
-// invalidArgument is the error for bad input, prefixed like every other
-// error of the package.
+// invalidArgument is the error for bad input.
 func invalidArgument(format string, args ...any) error {
 	return fmt.Errorf("redlock: %w: "+format, append([]any{ErrInvalidArgument}, args...)...)
 }
@@ -273,8 +266,7 @@ func (o *options) with(opts []Option) (*options, error) {
 	return &call, nil
 }
 
-// halfTheDelay is retryJitter's default: half the retry delay, whatever
-// the delay.
+// halfTheDelay marks retryJitter's default: half the retry delay.
 const halfTheDelay = -1
 
 // jitter is the spread of the waits between attempts.
@@ -314,13 +306,11 @@ type budget struct {
 	margin  time.Duration // how long before Until the hold is declared lost
 }
 
-// budget works out a hold's budget for ttl.
 func (o *options) budget(ttl time.Duration) budget {
 	return budget{ttl: ttl, timeout: o.timeoutFor(ttl), margin: o.marginFor(ttl)}
 }
 
-// marginFor is how long before Until a lock of ttl that was not extended
-// is declared lost.
+// marginFor is the loss margin of a lock of ttl.
 func (o *options) marginFor(ttl time.Duration) time.Duration {
 	if o.lossMargin > 0 {
 		return o.lossMargin

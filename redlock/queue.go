@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// queue is a client's waiting calls for one key, in rank order, of which
-// the first capacity try on the servers; the others wait in the process,
-// at no command's cost ("Queues" in docs/design.md).
+// queue is a client's waiting calls for one key; the first capacity try
+// on the servers ("Queues: the calls of one process" in docs/design.md).
 type queue struct {
 	key      string
 	capacity int
@@ -18,15 +17,12 @@ type queue struct {
 	last     tally     // the votes of the last refused attempt of a call at the front
 	// lastCalls are that attempt's calls, per server (tails.done).
 	lastCalls []<-chan struct{}
-	// progress is when a call of the queue last saw the hold move: it
-	// renews the patience of the calls waiting behind.
+	// progress is when a call last saw the hold move: it renews patience.
 	progress time.Time
 	// tick orders the attempts of its calls and the arming of watches;
 	// held is the tick of the latest attempt that won (see heldSince).
 	tick, held uint64
-	// holder is the token of a lock that a call of the queue holds and
-	// may pass on (handover.go), until holdUntil: until then the front
-	// waits for it in the process rather than ask the servers.
+	// holder is the token of a lock that may pass until holdUntil (see hold).
 	holder    string
 	holdUntil time.Time
 }
@@ -34,20 +30,16 @@ type queue struct {
 // queued is one call in a queue.
 type queued struct {
 	rank rank
-	// wake is signalled when the call's place changed: it reached the
-	// front, was put in the servers' lines, or left the front.
+	// wake is signalled when the call's place changed.
 	wake chan struct{}
-	// inLine is set once an attempt put the call in the servers' lines,
-	// its own or the one ahead's. Guarded by the queue's mu.
+	// The rest is guarded by the queue's mu. inLine: an attempt, its own
+	// or the one ahead's, put the call in the servers' lines.
 	inLine bool
-	// tried is the queue's tick at the start of the call's last attempt;
-	// watched, when it finished arming its watches before its first
-	// attempt (0: it did not). Guarded by the queue's mu.
+	// tried is the queue's tick at the start of its last attempt; watched,
+	// when it armed its watches before its first attempt (0: it did not).
 	tried, watched uint64
-	// trying is set while the call makes an attempt, when nothing may be
-	// passed to it (see takePass); taker, for a lock's call that takes
-	// passes, what it needs of one; pass, a lock passed to it
-	// (handover.go). Guarded by the queue's mu.
+	// trying: it makes an attempt, so nothing may be passed to it; taker,
+	// what a lock's call needs of a pass; pass, a lock passed to it.
 	trying bool
 	taker  *taker
 	pass   *pass
@@ -62,8 +54,8 @@ func (w *queued) signal() {
 }
 
 // joinQueue puts a call ranked r in key's queue, made if create, and
-// returns the queue and the call's place, or nil. A call that has not asked
-// the servers yet (fresh) takes a rank after the last call's, changing r.
+// returns the queue and its place, or nil. A fresh call (that has not asked
+// the servers) takes a rank after the last call's, changing r.
 func (c *Client) joinQueue(key string, capacity int, r *rank, fresh, create bool) (*queue, *queued) {
 	for {
 		v, ok := c.queues.Load(key)
@@ -101,10 +93,9 @@ func (c *Client) joinQueue(key string, capacity int, r *rank, fresh, create bool
 	}
 }
 
-// leaveQueue takes w out of q; if w was at the front, the next call
-// reaches it. The last call to leave removes q, unless a call of it holds
-// the lock and may pass it on (see hold). It returns a lock passed to w
-// and not taken, if any.
+// leaveQueue takes w out of q, waking the call that moves up; the last to
+// leave removes q unless its holder may pass (see hold). It returns a lock
+// passed to w and not taken, if any.
 func (c *Client) leaveQueue(q *queue, w *queued) *pass {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -139,8 +130,7 @@ func (q *queue) moved(now time.Time) {
 	q.mu.Unlock()
 }
 
-// stamp sets *at, w.tried (w is about to make an attempt) or w.watched
-// (w, not yet tried, has just armed its watches), to the next tick.
+// stamp sets *at, w.tried or w.watched, to the next tick.
 func (q *queue) stamp(at *uint64) {
 	q.mu.Lock()
 	q.tick++
@@ -156,8 +146,7 @@ func (q *queue) heldBy(w *queued) {
 }
 
 // heldSince reports whether an attempt of q's that began after w armed its
-// watches won the servers: that hold's end then tells the earliest watcher,
-// so w need not look ("How primitives wait" in docs/design.md).
+// watches won the servers ("How primitives wait" in docs/design.md).
 func (q *queue) heldSince(w *queued) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -165,9 +154,8 @@ func (q *queue) heldSince(w *queued) bool {
 }
 
 // next returns the rank of the first call behind w not yet in the
-// servers' lines, which w's next attempt puts there, and wakes it; not a
-// call that is trying or was passed a lock (handover.go), which would
-// never claim its turn there.
+// servers' lines, for w's next attempt to put there, and wakes it; not one
+// trying or passed a lock, which would never claim its turn there.
 func (q *queue) next(w *queued) (rank, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -187,8 +175,7 @@ func (q *queue) next(w *queued) (rank, bool) {
 	return rank{}, false
 }
 
-// takes records that w, a lock's call, takes a lock passed to it as t
-// says.
+// takes records that w, a lock's call, takes passes as t says.
 func (q *queue) takes(w *queued, t *taker) {
 	q.mu.Lock()
 	w.taker = t
@@ -219,8 +206,8 @@ func (q *queue) inLine(w *queued) bool {
 	return w.inLine
 }
 
-// refused records the votes of w's refused attempt and its calls, for the
-// calls behind it that give up or watch (see prewatch); inLine says the attempt put w in the servers' lines.
+// refused records w's refused attempt (its votes and calls) for the calls
+// behind it that give up or watch; inLine: it put w in the servers' lines.
 func (q *queue) refused(w *queued, t tally, calls []<-chan struct{}, inLine bool) {
 	q.mu.Lock()
 	w.inLine = w.inLine || inLine
@@ -246,11 +233,9 @@ func (q *queue) aheadLocked(w *queued) int {
 	return 0
 }
 
-// place tells where w stands, waiting before it asks the servers: done
-// when it is to go on (it reached the front, was put in the servers'
-// lines, or a lock was passed to it); else how many calls are ahead of it,
-// and, when none is, until when it waits for a lock of its client to be
-// passed to it (handover.go).
+// place tells where w stands before it asks the servers: done when it is
+// to go on; else how many calls are ahead, and, at the front, until when
+// it waits for a pass (handover.go).
 func (q *queue) place(w *queued, now time.Time) (ahead int, until time.Time, done bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -267,7 +252,6 @@ func (q *queue) place(w *queued, now time.Time) (ahead int, until time.Time, don
 	return 0, time.Time{}, true
 }
 
-// errOutOfPatience ends a call whose patience ran out while it waited
-// behind others of its client; acquire reports it as the votes of the
-// front's last refusal.
+// errOutOfPatience ends a call whose patience ran out behind others of
+// its client; it is reported with the front's last refusal's votes.
 var errOutOfPatience = errors.New("out of patience")

@@ -8,26 +8,22 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// quorum is the number of votes that decides an operation on n servers: a
-// strict majority, so that two holders can never both have one.
+// quorum is a strict majority of n, so two holders never both have one.
 func quorum(n int) int { return n/2 + 1 }
 
-// drift is how much of a lock's TTL is set aside for clock drift between
-// this process and the servers: ttl·factor plus 2 ms for the granularity of
-// server-side expiry.
+// drift is how much of a lock's TTL is set aside for clock drift and
+// expiry granularity ("Quorum and validity" in docs/design.md).
 func drift(ttl time.Duration, factor float64) time.Duration {
 	return time.Duration(float64(ttl)*factor) + 2*time.Millisecond
 }
 
 // validity is how long a lock stays safe to use after an operation that
-// started elapsed ago: what is left of the TTL once the time the servers took
-// and the drift are subtracted.
+// started elapsed ago.
 func validity(ttl, elapsed time.Duration, factor float64) time.Duration {
 	return ttl - elapsed - drift(ttl, factor)
 }
 
-// tally counts the votes of one fan-out at the moment its outcome was
-// decided.
+// tally counts the votes of one fan-out when its outcome was decided.
 type tally struct {
 	n         int            // servers asked
 	granted   int            // answered true
@@ -38,18 +34,16 @@ type tally struct {
 	// lost its data less than a TTL ago (ErrQuarantined).
 	quarantined int
 	maxN        uint64 // the largest number the answers read
-	// Of the refusals, those whose holder's Acquire began before the
-	// caller's (first) and after it (behind), by the ranks Notifiers
-	// compare; the rest came from servers or holders without ranks.
+	// Refusals whose holder's call began before the caller's (first) or
+	// after it (behind), by rank; the rest came without ranks.
 	first, behind int
 	left          time.Duration // the shortest holder TTL a refusal reported; 0 if none
 	ahead         int           // the most waiters a refusal said were ahead in line
 	granters      uint64        // bit(i) set when server i granted
 	failers       uint64        // bit(i) set when server i failed
 	answered      uint64        // bit(i) set when server i's answer was counted
-	// promised holds, for a set waiting in line, the keys that refusing
-	// servers keep promised to it (keyserver.Holder.Promised): nil, and
-	// no allocation, until a refusal names one.
+	// promised holds, for a set in line, the keys refusing servers keep
+	// promised to it (Holder.Promised); nil until a refusal names one.
 	promised []serverMask
 }
 
@@ -59,9 +53,8 @@ type serverMask struct {
 	mask   uint64
 }
 
-// promisedOn returns the keys server i's refusal said it keeps promised
-// to the caller (see keyserver.Holder.Promised); 0 when it said none, or
-// its answer came after the votes decided.
+// promisedOn returns the keys server i's counted refusal said it keeps
+// promised to the caller; 0 if none.
 func (t *tally) promisedOn(i int) uint64 {
 	if k := slices.IndexFunc(t.promised, func(p serverMask) bool { return p.server == i }); k >= 0 {
 		return t.promised[k].mask
@@ -85,9 +78,8 @@ func (t *tally) failed(i int) bool {
 	return err != nil
 }
 
-// late reports whether server i had not answered when the votes t were
-// decided, among servers that others answered for: one paused or cut off
-// may not answer a watch either until the call's server timeout.
+// late reports whether server i had not answered by t's decision, while
+// others had: one paused or cut off may not answer a watch either.
 func (t *tally) late(i int) bool {
 	return t.answered != 0 && t.answered&bit(i) == 0
 }
@@ -139,16 +131,14 @@ const (
 	// earliest: a quorum for, or so many against (refusals and failures
 	// alike) that a quorum is out of reach.
 	earliest rule = iota
-	// untilKnownHeld is DoOrSkip's: until a quorum granted, every server
-	// answered, or neither quorum is possible, as it must know whether it
-	// was granted any server ("Scheduled jobs" in docs/design.md).
+	// untilKnownHeld is DoOrSkip's, which must know whether it was
+	// granted any server ("Scheduled jobs" in docs/design.md).
 	untilKnownHeld
 	// everyAnswer waits for every server's answer (or its timeout): a
 	// read that must see which holder a quorum agrees on.
 	everyAnswer
-	// untilKnownReleased is a release's: until a quorum deleted the key,
-	// more than n − quorum refused, or neither is possible ("The even-N
-	// release" in docs/design.md).
+	// untilKnownReleased is a release's ("The even-N release" in
+	// docs/design.md).
 	untilKnownReleased
 )
 
@@ -168,10 +158,9 @@ func (t *tally) decided(r rule) bool {
 	return t.granted >= q || rest == 0 || (t.granted+rest < q && t.refused+rest < q && !t.heldElsewhereOpen(rest))
 }
 
-// heldElsewhereOpen reports whether the rest answers still out could make
-// the refusals and the quarantined servers a quorum (see heldElsewhere):
-// a call lost for want of a quorum then waits for them, to tell a lock
-// held elsewhere from servers that cannot answer.
+// heldElsewhereOpen reports whether the rest answers still out could yet
+// make heldElsewhere true, for a lost call to wait for ("The rule" in
+// docs/design.md).
 func (t *tally) heldElsewhereOpen(rest int) bool {
 	return t.quarantined > 0 && t.granted == 0 && rest > 0 && t.refused+t.quarantined+rest >= quorum(t.n)
 }
@@ -183,8 +172,7 @@ func (t *tally) skip(attempt int, last bool) bool {
 }
 
 // keep reports whether a failed attempt should keep the servers it was
-// granted: every refusal came from a holder whose call began after the
-// caller's, so the others give way ("Split votes" in docs/design.md).
+// granted ("Split votes" in docs/design.md).
 func (t *tally) keep() bool {
 	return t.granted > 0 && t.refused > 0 && t.behind == t.refused
 }
@@ -192,11 +180,9 @@ func (t *tally) keep() bool {
 // won reports whether a quorum voted for.
 func (t *tally) won() bool { return t.granted >= quorum(t.n) }
 
-// heldElsewhere reports whether a quorum answered that another token holds
-// the key, for even n too; or, when no server that kept its data granted,
-// whether the refusals and the servers that lost their data since the
-// holder's grant (quarantined) make a quorum: every server that could
-// know says it is held ("What it costs" in docs/design.md).
+// heldElsewhere reports whether a quorum, for even n too, says another
+// token holds the key: refusals, or with no grant, refusals and
+// quarantined servers ("The rule" in docs/design.md).
 func (t *tally) heldElsewhere() bool {
 	q := quorum(t.n)
 	return t.refused >= q || t.refused > 0 && t.granted == 0 && t.refused+t.quarantined >= q

@@ -11,20 +11,16 @@ import (
 )
 
 // Release gives the lock up on every server (a permit, a read or write
-// hold, a leadership alike). It returns nil when a quorum deleted this
+// hold, a leadership alike), ignoring ctx's cancellation and deadline
+// ("Release" in docs/design.md). It returns nil when a quorum deleted this
 // holder's key; an error matching ErrNotHeld when the lock was lost or
-// released before, or so many servers do not hold its token (the key
-// absent there, or another token's) that no quorum can hold it ("The
-// even-N release" in docs/design.md); otherwise a
+// released before, or so many servers do not hold its token that no
+// quorum can ("The even-N release" in docs/design.md); otherwise a
 // *QuorumError: too few servers answered, and their keys expire with TTL.
-//
-// Release ignores ctx's cancellation and deadline, each server's call
-// bounded by the server timeout ("Release" in docs/design.md). It is final
-// either way: Done is closed and Err reports ErrNotHeld (or ErrLockLost).
-// With WithMinHold, a lock released sooner than that after its grant has
-// its keys' TTL cut to the rest of the minimum hold instead (nil when a
-// quorum took the cut), never past its last grant or extension ("Scheduled
-// jobs" in docs/design.md).
+// It is final either way: Done is closed and Err reports ErrNotHeld (or
+// ErrLockLost). With WithMinHold, a lock released sooner than that after
+// its grant has its keys' TTL cut to the rest of the minimum hold instead
+// (nil when a quorum took the cut; "Scheduled jobs" in docs/design.md).
 func (l *Lock) Release(ctx context.Context) error {
 	if l.zero() {
 		return errNilLock
@@ -78,8 +74,7 @@ func (l *Lock) release(ctx context.Context, b budget, expires time.Time, lost bo
 		return err
 	}
 	defer c.exit()
-	// Sent even for a lost lock: our keys may sit on slow-clocked servers,
-	// and the calls are owner-checked.
+	// Sent even for a lost lock ("Release" in docs/design.md).
 	f := fan{op: opRelease, name: l.name, key: l.key, token: l.token, timeout: b.timeout, after: l.tails, kind: l.kind, final: true,
 		rule: untilKnownReleased}
 	if l.o.minHold > 0 && !lost { // a clock read saved for most locks

@@ -8,8 +8,7 @@ import (
 )
 
 // Health is how a lock stands, as its holder sees it: between held and
-// lost there is at risk, when the holder still has time to act (finish,
-// checkpoint, hand over) before the lock may be lost.
+// lost, at risk leaves the holder time to act (finish, hand over).
 type Health int
 
 const (
@@ -43,9 +42,8 @@ type risk struct {
 	timer     clock.Timer   // fires at at; nil until ch or the hook needs it
 }
 
-// r returns the lock's risk state, made when first needed: a lock that
-// nobody asks about, and that no extension failed, carries none. l.mu
-// must be held.
+// r returns the lock's risk state, made when first needed, so that most
+// locks carry none. l.mu must be held.
 func (l *Lock) r() *risk {
 	if l.risk == nil {
 		l.risk = new(risk)
@@ -151,9 +149,8 @@ func (l *Lock) extendedRisk() {
 	}
 }
 
-// failedExtension records an extension that did not reach a quorum
-// while the caller still wanted it (ctx alive): the lock is at risk until
-// a good extension. l.mu must be held, and l.err nil.
+// failedExtension puts the lock at risk after an extension that failed
+// while ctx was alive. l.mu must be held, and l.err nil.
 func (l *Lock) failedExtension(ctx context.Context) {
 	if ctx.Err() == nil {
 		l.enterRisk()

@@ -11,9 +11,8 @@ import (
 )
 
 // RWMutex is a read-write lock over the servers: many readers or one
-// writer, each hold on a quorum. A writer that waits keeps new readers
-// out, so that readers who keep taking the lock cannot starve it (see
-// "Read-write locks" in docs/design.md). Get one with Client.RWMutex; it
+// writer, each hold on a quorum; a writer that waits keeps new readers out
+// ("Read-write locks" in docs/design.md). Get one with Client.RWMutex; it
 // is safe for concurrent use.
 type RWMutex struct {
 	c    *Client
@@ -62,14 +61,12 @@ func (m *RWMutex) TryRLock(ctx context.Context, ttl time.Duration, opts ...Optio
 	return m.acquire(ctx, "rw_try_rlock", ttl, once, false, opts)
 }
 
-// Do runs fn while holding the lock exclusively, as Client.Do runs fn
-// under a lock.
+// Do runs fn while holding the lock exclusively, as Client.Do does.
 func (m *RWMutex) Do(ctx context.Context, ttl time.Duration, fn func(context.Context) error, opts ...Option) error {
 	return m.do(ctx, "rw_do", ttl, fn, true, opts)
 }
 
-// RDo runs fn while holding a read hold, as Client.Do runs fn under a
-// lock.
+// RDo runs fn while holding a read hold, as Client.Do does.
 func (m *RWMutex) RDo(ctx context.Context, ttl time.Duration, fn func(context.Context) error, opts ...Option) error {
 	return m.do(ctx, "rw_rdo", ttl, fn, false, opts)
 }
@@ -103,7 +100,6 @@ func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(
 
 func (m *RWMutex) key(o *options) string { return layout.RWKey(o.keyPrefix + m.name) }
 
-// rwName names a write hold, or a read hold.
 func rwName(write bool) kindName {
 	if write {
 		return writeKind

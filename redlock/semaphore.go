@@ -11,10 +11,8 @@ import (
 )
 
 // Semaphore lets at most permits holders of a name hold it at once, with
-// the fault tolerance of a lock: a minority of servers may fail. Each
-// permit is one of permits slots, taken like a lock on a quorum (see "The
-// semaphore bound" in docs/design.md). Get one with Client.Semaphore; it
-// is safe for concurrent use.
+// the fault tolerance of a lock ("The semaphore bound" in docs/design.md).
+// Get one with Client.Semaphore; it is safe for concurrent use.
 type Semaphore struct {
 	c       *Client
 	name    string
@@ -25,11 +23,11 @@ type Semaphore struct {
 // Semaphore returns the semaphore called name with permits permits. Every
 // server must implement keyserver.HoldKeeper; permits < 1, an empty name
 // or a server that does not makes every method fail with
-// ErrInvalidArgument before any server is asked. The count is stored on
-// the servers while the semaphore is held: a call with another count fails
-// with an error matching keyserver.ErrPermitsDiffer until every permit is
-// released, or, on Redis beyond 1,024 permits, until the count lapses a
-// TTL later ("The permit count" in docs/design.md).
+// ErrInvalidArgument before any server is asked. While the servers hold
+// another count, a call fails with an error matching
+// keyserver.ErrPermitsDiffer: until every permit is released, or, on Redis
+// beyond 1,024 permits, until the count lapses a TTL later ("The permit
+// count" in docs/design.md).
 func (c *Client) Semaphore(name string, permits int) *Semaphore {
 	s := &Semaphore{c: c, name: name, permits: permits}
 	switch {
@@ -44,9 +42,8 @@ func (c *Client) Semaphore(name string, permits int) *Semaphore {
 }
 
 // Acquire takes a permit for ttl, waiting while all are held as
-// Client.Acquire waits for a lock (woken by the servers when a permit is
-// released). The *Lock it returns is the permit: Extend, Release,
-// KeepAlive, Done, Err, Until and Fence work on it as on a lock.
+// Client.Acquire waits for a lock. The *Lock it returns is the permit;
+// its methods work as a lock's.
 func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...Option) (l *Lock, err error) {
 	return s.acquire(ctx, "semaphore_acquire", ttl, waits, opts)
 }
@@ -97,12 +94,9 @@ func (s *Semaphore) newPick(o *options) *permitOps {
 	return &permitOps{permits: s.permits, next: rand.IntN(s.permits), key: s.key(o), asked: &s.c.asked}
 }
 
-// asked counts, by semaphore key, the slots that a client's attempts are
-// asking for until their votes decide. Two attempts of one client asking
-// for one slot at once split the servers between them, and while a
-// minority is silent neither wins until the silent servers' calls time
-// out ("Slots" in docs/design.md). So an attempt asks for a slot that no
-// other is asking for, among a few candidates.
+// asked counts, by semaphore key, the slots that a client's attempts ask
+// for until their votes decide, so that an attempt asks for one no other
+// asks for: two would split the servers ("Slots" in docs/design.md).
 type asked struct {
 	mu    sync.Mutex
 	slots map[string]map[int]int
@@ -146,9 +140,8 @@ func (a *asked) drop(key string, slot int) {
 }
 
 // permitOps is a permit: the slot one attempt asks for, and the free slots
-// its refusals reported, by server, from which the call picks the slot of
-// its next attempt (next, else one of others that no other attempt of its
-// client asks for: see asked).
+// its refusals reported, by server, from which the call picks its next
+// attempt's slot (next, else one of others: see asked).
 type permitOps struct {
 	primitive
 	permits, slot, next int
@@ -175,9 +168,9 @@ func (po *permitOps) attempt() holdKind {
 	return &permitOps{permits: po.permits, slot: slot, next: slot, key: po.key, asked: po.asked, free: make(map[int][]int)}
 }
 
-// askedAround is how many slots after the one it picked an attempt may ask
-// for instead when its client asks for that one already and no refusal
-// named others: as many as a client's attempts on a few permits.
+// askedAround is how many slots after its pick an attempt may ask for
+// instead (see asked) when no refusal named others: as many as a client's
+// attempts on a few permits.
 const askedAround = 4
 
 func (po *permitOps) attempted() { po.asked.drop(po.key, po.slot) }
@@ -218,7 +211,6 @@ func (po *permitOps) again(t tally) bool {
 	return true
 }
 
-// shuffle puts slots in a random order.
 func shuffle(slots []int) {
 	rand.Shuffle(len(slots), func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
 }

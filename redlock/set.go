@@ -34,9 +34,8 @@ func (c *Client) TryAcquireAll(ctx context.Context, names []string, ttl time.Dur
 	return c.acquireAllAs(ctx, "try_acquire_all", names, ttl, once, opts)
 }
 
-// DoAll runs fn while holding every lock of names, as Do does for one:
-// taken as AcquireAll takes them, kept alive while fn runs, released when
-// it returns.
+// DoAll runs fn while holding every lock of names, taken as AcquireAll
+// takes them, as Do runs fn under one lock.
 func (c *Client) DoAll(ctx context.Context, names []string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
 	_, err = c.doAll(ctx, "do_all", names, ttl, fn, waits, opts)
 	return err
@@ -79,8 +78,7 @@ func (l *Lock) FenceOf(name string) uint64 {
 	return 0
 }
 
-// acquireAllAs is AcquireAll and TryAcquireAll, reported to the hooks as
-// op.
+// acquireAllAs is AcquireAll and TryAcquireAll, reported to hooks as op.
 func (c *Client) acquireAllAs(ctx context.Context, op string, names []string, ttl time.Duration, m mode, opts []Option) (l *Lock, err error) {
 	names, err = c.checkNames(names)
 	if err != nil {
@@ -161,13 +159,11 @@ func (c *Client) checkNames(names []string) ([]string, error) {
 	return out, nil
 }
 
-// setName is how logs, errors and hooks name a set: its names, comma
-// separated.
+// setName is how logs, errors and hooks name a set.
 func setName(names []string) string { return strings.Join(names, ",") }
 
 // setOps is the set of locks that AcquireAll takes: every key in one call
-// per server; its call waits in its keys' lines (see setOps.watch), or,
-// not in line (DoAllOrSkip), by the retry delay.
+// per server ("The kinds" in docs/design.md).
 type setOps struct {
 	primitive
 	nameSet

@@ -11,17 +11,14 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// wait is the one wait after a refused attempt, until the next is worth
-// making: for the call's turn in the servers' lines, for a change a
-// primitive's watches announce, or else the retry delay (a lock out of
-// line).
+// wait is the one wait after a refused attempt: for its turn in line, a
+// change its watches announce, or else the retry delay.
 func (a *acquisition) wait(ctx context.Context) error {
 	if !a.kind.oneLine() && !a.waitsInLine() {
 		return a.waitForChange(ctx)
 	}
-	// In the servers' lines it waits there rather than polls when the call
-	// ahead put it there, or the Notifiers that did not fail its last
-	// attempt can give it its turns ("A quorum of turns" in docs/design.md).
+	// In line if the call ahead put it there, or it can be given its turns
+	// ("A quorum of turns" in docs/design.md); else it polls.
 	if a.inLine != 0 && (a.attempts == 0 || bits.OnesCount64(a.inLine&^a.last.failers) >= a.c.turnsNeeded()) {
 		return a.waitInLine(ctx)
 	}
@@ -41,9 +38,8 @@ func (a *acquisition) wait(ctx context.Context) error {
 	}
 }
 
-// linePoll is the longest a waiter waits in line without trying again:
-// each try renews its place in the lines ("Lines and promises" in
-// docs/design.md).
+// linePoll is the longest a waiter waits in line without trying again,
+// which renews its place ("A quorum of turns" in docs/design.md).
 const linePoll = keyserver.LineTTL / 3
 
 // gatherTurns is how long a waiter that was given its turn by some servers
@@ -56,8 +52,8 @@ func (c *Client) turnsNeeded() int {
 	return max(c.quorum-(len(c.servers)-len(c.notifiers)), 1)
 }
 
-// untilPatience shortens a wait of d so that it ends when the holder's TTL
-// the last refusal reported does, or the call's patience.
+// untilPatience cuts a wait of d short at the holder's TTL the last
+// refusal reported, or at the end of the call's patience.
 func (a *acquisition) untilPatience(d time.Duration) time.Duration {
 	if l := a.last.left; l > 0 {
 		d = min(d, l)
@@ -68,17 +64,15 @@ func (a *acquisition) untilPatience(d time.Duration) time.Duration {
 	return d
 }
 
-// waitInLine waits for the call's turn on a quorum of the servers, or for
-// one of the other moments of trying again ("A quorum of turns" in
-// docs/design.md), the end of its patience among them.
+// waitInLine waits for the call's turn on a quorum of the servers, or the
+// other moments of trying again ("A quorum of turns" in docs/design.md).
 func (a *acquisition) waitInLine(ctx context.Context) error {
 	c := a.c
 	a.watch(ctx, true)
 	d := linePoll
 	if !a.kind.oneLine() || len(c.notifiers) < len(c.servers) || a.watches.armed() < c.turnsNeeded() {
-		// Servers that keep no line give no turn, nor do those whose
-		// watch failed; a set's undone attempt gave its keys on
-		// ("Several names without deadlock" in docs/design.md).
+		// Servers without a line or a working watch give no turn; a set's
+		// undone attempt gave its keys on.
 		d = min(d, a.o.retryWait())
 	}
 	return a.awaitTurns(ctx, c.turnsNeeded(), c.clock.Now().Add(a.untilPatience(d)))
@@ -125,15 +119,14 @@ func (a *acquisition) watch(ctx context.Context, renew bool) {
 	a.watchAfter(ctx, &a.last, a.tails.done, renew)
 }
 
-// watchAfter arms the call's watches after the attempt that last tallied,
-// whose calls are still out where calls says (see watches.arm).
+// watchAfter arms the call's watches after the attempt that tallied last,
+// whose calls are still out where calls says.
 func (a *acquisition) watchAfter(ctx context.Context, last *tally, calls []<-chan struct{}, renew bool) {
 	a.watches.arm(ctx, a.c, watchOf{kind: a.kind, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout}, last, calls, renew)
 }
 
 // prewatches reports whether the call watches the servers already while
-// next behind the front of its queue: a primitive's call its client lets try
-// alone, a writer or a permit of one ("How primitives wait" in docs/design.md).
+// next behind its queue's front ("How primitives wait" in docs/design.md).
 func (a *acquisition) prewatches() bool {
 	return !a.kind.turns() && a.mode == waits && a.retries != 0 && a.kind.together() == 1
 }
@@ -142,9 +135,8 @@ func (a *acquisition) prewatches() bool {
 // front of q, with a token of its rank until it draws its own. It reports
 // whether one fired, and else how soon the next is due to be set anew.
 func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told bool, renewIn time.Duration) {
-	// Before its first attempt it has not heard the servers: those that
-	// failed the front's last refusal are not watched, and those that had
-	// not answered it, if slow, without waiting for them (see watches.arm).
+	// Not having heard the servers yet, it arms by the front's last
+	// refusal (see watches.arm).
 	q.mu.Lock()
 	front, calls := tally{answered: q.last.answered, errs: q.last.errs}, q.lastCalls
 	q.mu.Unlock()
@@ -174,18 +166,16 @@ func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told b
 	}
 }
 
-// waitForChange waits after a primitive's refusal ("How primitives wait" in
-// docs/design.md). Having renewed a fired watch it looks again, not waits: the
-// server may have told another waiter while this one was no watcher there.
+// waitForChange waits after a primitive's refusal ("How primitives wait"
+// in docs/design.md). Having renewed a fired watch it looks again rather
+// than waits: the server may have told another waiter meanwhile.
 func (a *acquisition) waitForChange(ctx context.Context) error {
 	if a.watches == nil {
-		// Watch, then look again: a release between the refusal and the
-		// watch is not missed.
+		// Watch, then look again, so a release before the watch is seen.
 		a.watch(ctx, true)
 		return nil
 	}
-	// Its own clean-up must not wake it: it watches anew on the servers
-	// that granted an attempt, since it last did, that was then undone.
+	// Its own undo must not wake it: it watches anew where it was undone.
 	a.watches.takeIn()
 	for i := range a.watches {
 		if a.undone&bit(i) != 0 && a.watches[i].stop != nil {
@@ -195,8 +185,7 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	a.undone = 0
 	a.watch(ctx, false)
 	if a.last.granted > 0 && !a.last.won() {
-		// It split the servers: it backs off a moment in (0, retry delay / 4],
-		// so that contenders woken by each other's clean-up come back apart.
+		// A split vote: back off a moment so contenders come back apart.
 		d := time.Duration(rand.Int64N(int64(a.o.retryDelay/4)+1)) + 1
 		if err := a.c.clock.SleepOrWake(ctx, d, []<-chan struct{}{a.c.closing.Done()}); err != nil {
 			return err
@@ -213,11 +202,9 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	return a.awaitTurns(ctx, need, c.clock.Now().Add(d))
 }
 
-// awaitFront waits until w is at the front of q or in the servers' lines,
-// or the call's patience ("Patience" in docs/design.md) or ctx ends. At
-// the front it waits on while a call of its client holds the lock and may
-// pass it on, and until a lock is passed to it (handover.go). A call that
-// prewatches goes to try once told, at the front or not.
+// awaitFront waits until w is at the front of q (with no pass to wait
+// for) or in the servers' lines, or until its patience or ctx ends. A call
+// that prewatches goes to try once told.
 func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error {
 	c := a.c
 	since, seen := c.clock.Now(), -1
@@ -272,8 +259,7 @@ func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error
 }
 
 // awaitPlace waits, before the first attempt, while the call is behind
-// others of its client: until it is at the front or put in the servers'
-// lines.
+// others of its client.
 func (a *acquisition) awaitPlace(ctx context.Context) error {
 	if a.queue == nil || a.attempts > 0 {
 		return nil
@@ -297,16 +283,14 @@ func (a *acquisition) awaitPlace(ctx context.Context) error {
 			if turns == 0 || turns >= need {
 				return nil
 			}
-			// Told by some, it gathers the others' word first ("How
-			// primitives wait" in docs/design.md).
+			// Told by some, it gathers the others' word first.
 			if err := a.awaitTurns(ctx, need, a.c.clock.Now().Add(gatherTurns)); err != nil {
 				return a.notAcquired(err)
 			}
 			return nil
 		}
-		// Untold while a quorum stands, its watches predate the hold of the
-		// call ahead (see heldSince), whose end tells it or a watcher ahead
-		// of it: a look would only be refused.
+		// Untold while a quorum of watches stands, which the call ahead's
+		// hold postdates (heldSince): a look would only be refused.
 	case !a.queue.inLine(a.qw) || a.watches != nil || a.passable() && a.queue.handed(a.qw):
 		return nil
 	default:
@@ -323,9 +307,8 @@ func (a *acquisition) awaitPlace(ctx context.Context) error {
 	return nil
 }
 
-// queueUp records a refused attempt in the call's queue: a lock's call
-// that waits in line makes one if there is none, and is then in the
-// servers' lines.
+// queueUp records a refused attempt in the call's queue, which a lock's
+// call that waits in line makes if there is none.
 func (a *acquisition) queueUp() {
 	if a.queue == nil && a.waitsInLine() {
 		a.queue, a.qw = a.c.joinQueue(a.key, a.kind.together(), &a.rank, false, true)
@@ -336,8 +319,7 @@ func (a *acquisition) queueUp() {
 	}
 }
 
-// refused decides, after a refused attempt, whether the call ends, and
-// returns its error if so.
+// refused returns the call's error if it ends after a refused attempt.
 func (a *acquisition) refused(ctx context.Context) error {
 	last := a.outOfPatience()
 	if a.mode == skips && a.last.skip(a.attempts, last) {
@@ -373,15 +355,13 @@ func (a *acquisition) outOfPatience() bool {
 	return !now.Before(a.patience)
 }
 
-// patienceFor is how long a call waits with ahead calls before it: its
-// retries' delays for each of them and for itself.
+// patienceFor is the patience of a call with ahead calls before it.
 func (a *acquisition) patienceFor(ahead int) time.Duration {
 	return time.Duration(a.retries) * a.o.retryDelay * time.Duration(ahead+1)
 }
 
 // setAnew reports whether the key that refused the last attempt was set
-// since the refusal before: it has more TTL left than that one had, less
-// the time between them (and a server call's time of slack).
+// anew since the refusal before, by its TTL left.
 func (a *acquisition) setAnew(now time.Time) bool {
 	if a.left <= 0 || a.last.left <= 0 {
 		return false

@@ -21,10 +21,9 @@ type watch struct {
 	late *setting
 }
 
-// setting is a watch being set on a goroutine of its own. Whichever of
-// the setter and the call is last takes care of it: the call takes it in
-// (takeIn), or the setter stops what it set for a call that stopped
-// watching.
+// setting is a watch being set on a goroutine of its own. The last of the
+// setter and the call takes care of it: the call takes it in (takeIn), or
+// the setter stops what it set for a call that stopped watching.
 type setting struct {
 	ready chan struct{} // closed once set, or failed to be
 	mu    sync.Mutex
@@ -32,7 +31,6 @@ type setting struct {
 	w     watch // what was set, once ready
 }
 
-// armed reports whether w watches anything.
 func (w *watch) armed() bool { return w.changed != nil }
 
 // takeIn takes in the watch set late, once it is.
@@ -92,14 +90,12 @@ const renewWatches = keyserver.LineTTL / 3
 // that failed last, the call's last refusal, are not watched, and a set
 // is not watched for the keys a server promised it there.
 //
-// A change's watches are set at once, and arm returns when they are,
-// except those on servers that had not answered the last attempt and are
-// slow: its call to them is still out (calls, the last attempt's calls
-// per server, nil if all ended), or their last call failed. A watch set
-// after the call's next attempt may miss the release it was for, but a
-// server paused or cut off would hold up every wait for its timeout,
-// until its breaker opens. The call takes a watch set late in when it is
-// (takeIn).
+// A change's watches are set at once, and arm waits for them, but not on
+// a slow server that had not answered the last attempt: its call there is
+// still out (calls, the last attempt's per server, nil if all ended), or
+// its last call failed. A watch set late there may miss the release it
+// was for, which beats stalling every wait until the breaker opens ("How
+// primitives wait" in docs/design.md); the call takes it in (takeIn).
 func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, calls []<-chan struct{}, renew bool) {
 	if *ws == nil {
 		*ws = make(watches, len(c.servers))
@@ -191,14 +187,12 @@ func (ws watches) takeIn() {
 	}
 }
 
-// stop ends every watch.
 func (ws watches) stop() {
 	for i := range ws {
 		ws[i].end()
 	}
 }
 
-// armed is how many of the watches are armed.
 func (ws watches) armed() int {
 	n := 0
 	for i := range ws {
