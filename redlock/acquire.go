@@ -88,10 +88,10 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 	}
 	defer func() { a.end(ctx, l) }()
 	switch {
-	case k.oneLine() && a.waitsInLine(): // its queue is made once the servers put a call in line
+	case k.traits().oneLine && a.waitsInLine(): // its queue is made once the servers put a call in line
 		a.queue, a.qw = c.joinQueue(key, k.together(), &a.rank, true, false)
 		a.takesPasses()
-	case !k.oneLine() && m != once && k.together() > 0:
+	case !k.traits().oneLine && m != once && k.together() > 0:
 		a.queue, a.qw = c.joinQueue(key, k.together(), &a.rank, true, true)
 	}
 	for {
@@ -104,7 +104,7 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 		if l, err := a.takePass(ctx); l != nil || err != nil {
 			return l, err
 		}
-		if a.queue != nil && !k.oneLine() {
+		if a.queue != nil && !k.traits().oneLine {
 			a.queue.stamp(&a.qw.tried) // see heldSince
 		}
 		if l, err := a.attempt(ctx); l != nil || err != nil {
@@ -139,7 +139,7 @@ func (a *acquisition) again() bool {
 // line" in docs/design.md). A fenced one draws its fence once held ("How a
 // token is drawn" in docs/design.md).
 func (a *acquisition) waitsInLine() bool {
-	return a.mode == waits && a.retries != 0 && a.kind.turns()
+	return a.mode == waits && a.retries != 0 && a.kind.traits().turns
 }
 
 func later(a, b time.Time) time.Time {
@@ -190,7 +190,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		elapsed = c.clock.Since(start)
 		granted = granted && validity(a.b.ttl, elapsed, o.driftFactor) > a.b.margin
 	}
-	kept := !granted && a.kind.keepsToken() && !a.finalAttempt() && !t.won() && t.keep()
+	kept := !granted && a.kind.traits().keepsToken && !a.finalAttempt() && !t.won() && t.keep()
 	c.settle(ctx, &f, &res, !granted && !kept)
 	a.record(ctx, &f, &res, t, granted, kept, elapsed)
 	switch {
@@ -222,19 +222,19 @@ func (a *acquisition) fan() fan {
 		}
 	}
 	a.kind = a.kind.attempt() // a semaphore asks for the slot it picked
-	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.o.keyTTL(a.b.ttl, a.kind.delays()), timeout: a.b.timeout,
+	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.o.keyTTL(a.b.ttl, a.kind.traits().delays), timeout: a.b.timeout,
 		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o), kind: a.kind}
 	switch {
 	case a.waitsInLine():
 		f.op = opAcquireInLine
 		// Not with hand-over: the call behind waits for a pass ("Hand-over
 		// inside a process" in docs/design.md).
-		if a.kind.oneLine() && a.queue != nil && !a.passable() {
+		if a.kind.traits().oneLine && a.queue != nil && !a.passable() {
 			if r, ok := a.queue.next(a.qw); ok {
 				f.next = r.token()
 			}
 		}
-	case a.fenced && a.kind.fencesInCall():
+	case a.fenced && a.kind.traits().fencesInCall:
 		f.op = opAcquireFenced
 	}
 	if a.mode == skips && !a.fenced {
@@ -279,7 +279,7 @@ func (a *acquisition) finalAttempt() bool {
 // primitive's win first (see heldSince), gives back what the last attempt
 // kept, stops its watches, and leaves its lines in the background.
 func (a *acquisition) end(ctx context.Context, l *Lock) {
-	if !a.kind.oneLine() && a.queue != nil && a.last.won() {
+	if !a.kind.traits().oneLine && a.queue != nil && a.last.won() {
 		a.queue.heldBy(a.qw)
 	}
 	a.watches.stop()
@@ -288,7 +288,7 @@ func (a *acquisition) end(ctx context.Context, l *Lock) {
 		if l != nil {
 			a.holds(l) // before it leaves: the next call waits for a pass
 		}
-		if (l == nil || a.passed) && a.kind.oneLine() && a.queue.inLine(a.qw) {
+		if (l == nil || a.passed) && a.kind.traits().oneLine && a.queue.inLine(a.qw) {
 			a.inLine, putInLine = a.c.notifierMask, true // put in line by the call ahead
 			if a.token == "" {
 				a.token = a.rank.token()

@@ -29,7 +29,7 @@ func (l *Lock) Contended() <-chan struct{} {
 	ch := make(chan struct{})
 	l.r().contended = ch
 	l.checkExpiry()
-	ended := l.err != nil || !l.kind.oneLine()
+	ended := l.err != nil || !l.kind.traits().oneLine
 	l.mu.Unlock()
 	if !ended {
 		l.watchContention(ch)

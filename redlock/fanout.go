@@ -89,7 +89,7 @@ func (f *fan) asks(i int) bool { return f.only == 0 || f.only&bit(i) != 0 }
 // place in line (opGiveBack); a set's undo frees its keys ("The life of a
 // wait on one server" in docs/design.md).
 func (f *fan) givesBack() bool {
-	return f.kind.oneLine() && f.op == opAcquireInLine
+	return f.kind.traits().oneLine && f.op == opAcquireInLine
 }
 
 // cleansUp reports whether f cleans up after the lock's earlier calls
@@ -307,7 +307,7 @@ func (c *Client) undo(ctx context.Context, f *fan, i int) {
 	uctx, cancel := c.detach(ctx, f.timeout)
 	defer cancel()
 	u := fan{op: opRelease, key: f.key, token: f.token, kind: f.kind}
-	if f.givesBack() || f.op == opAcquire && !f.kind.turns() {
+	if f.givesBack() || f.op == opAcquire && !f.kind.traits().turns {
 		u.op = opGiveBack // a primitive's waiter keeps its place too (keyserver.HoldSpec.InLine)
 	}
 	_, _, _, err := u.call(uctx, i, c.servers[i])

@@ -113,7 +113,7 @@ func (p *pass) mayGo(now time.Time) bool {
 // to a waiting call, else nil. l.mu must be held, before l.end.
 func (l *Lock) passing() *pass {
 	o, c := l.o, l.c
-	if !l.kind.passes() || o.handOver < 0 || o.minHold > 0 || l.risk != nil && l.risk.entered {
+	if !l.kind.traits().passes || o.handOver < 0 || o.minHold > 0 || l.risk != nil && l.risk.entered {
 		return nil
 	}
 	if _, ok := c.queues.Load(l.key); !ok {
@@ -190,7 +190,7 @@ func (a *acquisition) holds(l *Lock) {
 		return
 	}
 	o := l.o
-	if !l.kind.passes() || o.handOver < 0 || o.minHold > 0 || l.chain.passes >= o.maxPasses() {
+	if !l.kind.traits().passes || o.handOver < 0 || o.minHold > 0 || l.chain.passes >= o.maxPasses() {
 		a.queue.hold("", time.Time{})
 		return
 	}
@@ -215,7 +215,7 @@ func (c *Client) giveBack(ctx context.Context, name, key string, p *pass, again 
 // takesPasses records that the call, a lock's in its client's queue, may
 // be passed a lock, unless its options turn hand-over off.
 func (a *acquisition) takesPasses() {
-	if a.qw != nil && a.kind.passes() && a.o.handOver >= 0 {
+	if a.qw != nil && a.kind.traits().passes && a.o.handOver >= 0 {
 		a.queue.takes(a.qw, &taker{o: a.o, b: a.b})
 	}
 }

@@ -27,9 +27,6 @@ type holdKind interface {
 	again(t tally) bool
 	// together is how many of a client's calls try at once; 0: no bound.
 	together() int
-	// turns reports whether a refused call waits for its turn in the
-	// servers' lines (a lock, a set) rather than for a change of its key.
-	turns() bool
 	// watch watches on ks for what the call of token waits for: its turn
 	// in key's line, in the lines of a set's keys not promised to it
 	// (promised), or a change of key.
@@ -37,24 +34,30 @@ type holdKind interface {
 	// maxWait bounds the wait of a refused call that watches for a change:
 	// a waiting writer's attempts renew its mark.
 	maxWait() time.Duration
-	// oneLine reports whether the hold waits in its key's line, which its
-	// client's queue follows (a lock; see "The kinds" in docs/design.md).
-	oneLine() bool
-	// passes reports whether a grant may pass within its client.
-	passes() bool
-	// keepsToken reports whether an attempt may keep its grants (tally.keep).
-	keepsToken() bool
-	// delays reports whether its key outlives it by the lock-delay.
-	delays() bool
-	// fencesInCall reports whether a fenced call out of line reads its
-	// fence counter with its grant (keyserver.Fencer's AcquireFenced).
-	fencesInCall() bool
-	// startable reports whether a startcall.Starter starts its calls.
-	startable() bool
+	// traits are what the kind is, as constants.
+	traits() traits
 	// several returns the names of a hold of several (AcquireAll), with
 	// their keys and fences; nil for a hold of one name, its Lock's.
 	several() *nameSet
 }
+
+// traits are a kind's constants: a row of the table in "The kinds" in
+// docs/design.md.
+type traits struct {
+	turns        bool // a refused call waits for its turn in lines, not for a change of its key
+	oneLine      bool // it waits in its key's line, which its client's queue follows
+	passes       bool // a grant may pass within its client (handover.go)
+	keepsToken   bool // an attempt may keep its grants (tally.keep)
+	delays       bool // its key outlives it by the lock-delay
+	fencesInCall bool // a fenced call out of line reads its fence with its grant (AcquireFenced)
+	startable    bool // a startcall.Starter starts its calls
+}
+
+// The kinds' traits; the kinds not named have none.
+var (
+	lockTraits = traits{turns: true, oneLine: true, passes: true, keepsToken: true, delays: true, fencesInCall: true, startable: true}
+	setTraits  = traits{turns: true, startable: true}
+)
 
 // lockOps is the lock: one key, waited for in its line.
 type lockOps struct{}
@@ -64,14 +67,8 @@ func (lockOps) attempt() holdKind      { return lockOps{} }
 func (lockOps) attempted()             {}
 func (lockOps) again(tally) bool       { return false }
 func (lockOps) together() int          { return 1 }
-func (lockOps) turns() bool            { return true }
 func (lockOps) maxWait() time.Duration { return math.MaxInt64 }
-func (lockOps) oneLine() bool          { return true }
-func (lockOps) passes() bool           { return true }
-func (lockOps) keepsToken() bool       { return true }
-func (lockOps) delays() bool           { return true }
-func (lockOps) fencesInCall() bool     { return true }
-func (lockOps) startable() bool        { return true }
+func (lockOps) traits() traits         { return lockTraits }
 func (lockOps) several() *nameSet      { return nil }
 
 func (lockOps) watch(ctx context.Context, ks keyserver.KeyServer, key, token string, _ uint64) ([]<-chan struct{}, func(), error) {

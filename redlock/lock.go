@@ -210,7 +210,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	defer c.exit()
 	b := l.o.budget(ttl)
 	start := c.clock.Now()
-	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: l.o.keyTTL(ttl, l.kind.delays()), timeout: b.timeout, after: l.tails,
+	f := fan{op: opExtend, name: l.name, key: l.key, token: l.token, ttl: l.o.keyTTL(ttl, l.kind.traits().delays), timeout: b.timeout, after: l.tails,
 		kind: l.kind, quarantine: c.quarantineRule(l.o)}
 	res := c.fanOut(ctx, f)
 	c.settle(ctx, &f, &res, false)

@@ -16,15 +16,9 @@ type primitive struct{}
 func (primitive) attempted()             {}
 func (primitive) again(tally) bool       { return false }
 func (primitive) together() int          { return 0 }
-func (primitive) turns() bool            { return false }
 func (primitive) maxWait() time.Duration { return math.MaxInt64 }
-func (primitive) oneLine() bool          { return false }
-func (primitive) passes() bool           { return false }
-func (primitive) keepsToken() bool       { return false }
-func (primitive) delays() bool           { return false }
-func (primitive) fencesInCall() bool     { return false }
-func (primitive) startable() bool        { return false }
 func (primitive) several() *nameSet      { return nil }
+func (primitive) traits() traits         { return traits{} }
 
 // maxAtOnce bounds the attempts a call makes in a row without waiting,
 // when refusals keep naming a free slot that others take first.

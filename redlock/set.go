@@ -182,8 +182,7 @@ type nameSet struct {
 func (so *setOps) name() kindName    { return setKind }
 func (so *setOps) attempt() holdKind { return so }
 func (so *setOps) together() int     { return 1 }
-func (so *setOps) turns() bool       { return true }
-func (so *setOps) startable() bool   { return true }
+func (so *setOps) traits() traits    { return setTraits }
 func (so *setOps) several() *nameSet { return &so.nameSet }
 
 // lineKeys returns the lines of the set's keys, made once for the calls

@@ -12,7 +12,7 @@ import (
 func (f *fan) startable() bool {
 	switch f.op {
 	case opAcquire, opAcquireInLine, opExtend, opRelease:
-		return f.kind.startable()
+		return f.kind.traits().startable
 	}
 	return false
 }

@@ -14,7 +14,7 @@ import (
 // wait is the one wait after a refused attempt: for its turn in line, a
 // change its watches announce, or else the retry delay.
 func (a *acquisition) wait(ctx context.Context) error {
-	if !a.kind.oneLine() && !a.waitsInLine() {
+	if !a.kind.traits().oneLine && !a.waitsInLine() {
 		return a.waitForChange(ctx)
 	}
 	// In line if the call ahead put it there, or it can be given its turns
@@ -70,7 +70,7 @@ func (a *acquisition) waitInLine(ctx context.Context) error {
 	c := a.c
 	a.watch(ctx, true)
 	d := linePoll
-	if !a.kind.oneLine() || len(c.notifiers) < len(c.servers) || a.watches.armed() < c.turnsNeeded() {
+	if !a.kind.traits().oneLine || len(c.notifiers) < len(c.servers) || a.watches.armed() < c.turnsNeeded() {
 		// Servers without a line or a working watch give no turn; a set's
 		// undone attempt gave its keys on.
 		d = min(d, a.o.retryWait())
@@ -128,7 +128,7 @@ func (a *acquisition) watchAfter(ctx context.Context, last *tally, calls []<-cha
 // prewatches reports whether the call watches the servers already while
 // next behind its queue's front ("How primitives wait" in docs/design.md).
 func (a *acquisition) prewatches() bool {
-	return !a.kind.turns() && a.mode == waits && a.retries != 0 && a.kind.together() == 1
+	return !a.kind.traits().turns && a.mode == waits && a.retries != 0 && a.kind.together() == 1
 }
 
 // prewatch arms (or renews those due) the watches of w, next behind the
@@ -274,7 +274,7 @@ func (a *acquisition) awaitPlace(ctx context.Context) error {
 		return a.notAcquired(err)
 	}
 	switch {
-	case !a.kind.oneLine():
+	case !a.kind.traits().oneLine:
 		if !a.prewatches() || a.watches == nil {
 			return nil
 		}
@@ -315,7 +315,7 @@ func (a *acquisition) queueUp() {
 		a.takesPasses()
 	}
 	if a.queue != nil {
-		a.queue.refused(a.qw, a.last, a.tails.done, a.kind.oneLine())
+		a.queue.refused(a.qw, a.last, a.tails.done, a.kind.traits().oneLine)
 	}
 }
 

@@ -101,7 +101,7 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 		*ws = make(watches, len(c.servers))
 	}
 	ws.takeIn()
-	turns := of.kind.turns()
+	turns := of.kind.traits().turns
 	now := c.clock.Now()
 	type started struct {
 		l       *setting
