@@ -9,14 +9,16 @@ import (
 )
 
 // Contended returns a channel that is closed when a waiter of another
-// call (of any process) joins the line of a quorum of the lock's servers;
-// servers that cannot tell (those that keep no line, and Notifiers whose
-// WatchContention fails with errors.ErrUnsupported) count as telling, but
-// at least one must tell, and with none that can, it never closes. It is advice, not revocation: a program may use
-// it to finish early and release. The servers are asked only once it is
-// called, so a lock nobody asks about costs nothing ("Someone is waiting"
-// in docs/design.md). The channel stays open for a lock already released
-// or lost, and for a primitive's hold, which keeps no line.
+// call (of any process) joins the line of a quorum of the lock's servers.
+// Servers that cannot tell count as telling: those that keep no line, and
+// Notifiers whose WatchContention fails with errors.ErrUnsupported or
+// keyserver.ErrPermanent (a user denied SUBSCRIBE); but at least one must
+// tell, and with none that can, it never closes. It is advice, not
+// revocation: a program may use it to finish early and release. The
+// servers are asked only once it is called, so a lock nobody asks about
+// costs nothing ("Someone is waiting" in docs/design.md). The channel
+// stays open for a lock already released or lost, and for a primitive's
+// hold, which keeps no line.
 func (l *Lock) Contended() <-chan struct{} {
 	if l.zero() {
 		return make(chan struct{})
@@ -98,8 +100,9 @@ func (l *Lock) watchContention(ch chan struct{}) {
 }
 
 // watchServer watches one server's line for the lock, again after a
-// broken watch, until a waiter joins (told), the server says it cannot
-// tell (cannot) or ctx ends.
+// broken watch or a failure that may pass, until a waiter joins (told),
+// the server cannot tell (cannot: a failure that retrying cannot fix) or
+// ctx ends.
 func (l *Lock) watchServer(ctx context.Context, ws keyserver.Notifier) (told, cannot bool) {
 	c := l.c
 	l.mu.Lock()
@@ -109,7 +112,7 @@ func (l *Lock) watchServer(ctx context.Context, ws keyserver.Notifier) (told, ca
 		wctx, cancel := c.clock.WithTimeout(ctx, timeout)
 		contended, broken, stop, err := ws.WatchContention(wctx, l.key, l.token)
 		cancel()
-		if errors.Is(err, errors.ErrUnsupported) {
+		if errors.Is(err, errors.ErrUnsupported) || errors.Is(err, keyserver.ErrPermanent) {
 			return false, true
 		}
 		if err != nil {

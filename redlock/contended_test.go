@@ -27,6 +27,14 @@ func (cannotTell) WatchContention(context.Context, string, string) (_, _ <-chan 
 	return nil, nil, nil, fmt.Errorf("no contention here: %w", errors.ErrUnsupported)
 }
 
+// deniedWatch is a Notifier whose WatchContention fails as a user denied
+// SUBSCRIBE does: for good, which no retry mends.
+type deniedWatch struct{ keyserver.Notifier }
+
+func (deniedWatch) WatchContention(context.Context, string, string) (_, _ <-chan struct{}, _ func(), _ error) {
+	return nil, nil, nil, fmt.Errorf("%w: NOPERM no permissions to run the 'subscribe' command", keyserver.ErrPermanent)
+}
+
 // waitFor waits, on real time, until ch is closed, or fails t.
 func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
@@ -111,6 +119,9 @@ func TestContendedNeedsAQuorumOfWatchers(t *testing.T) {
 	for name, cannot := range map[string]func(keyserver.KeyServer) keyserver.KeyServer{
 		"no line":     func(s keyserver.KeyServer) keyserver.KeyServer { return notAWatcher{s} },
 		"unsupported": func(s keyserver.KeyServer) keyserver.KeyServer { return cannotTell{s.(keyserver.Notifier)} },
+		// Retried, as before, it would sleep the retry delay on the fake
+		// clock for ever, and Contended would not close.
+		"denied": func(s keyserver.KeyServer) keyserver.KeyServer { return deniedWatch{s.(keyserver.Notifier)} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			fc := clock.NewFake(t0)
