@@ -30,7 +30,9 @@ type Election struct {
 // keyserver.HoldKeeper and keyserver.Fencer (a leader's term is a fencing
 // token); an empty name, or a server that does not, makes every method
 // fail with ErrInvalidArgument before any server is asked (Observe's
-// channel is then closed at once).
+// channel is then closed at once). Campaign waits without a retry limit,
+// also while the servers fail, saying nothing of them unless the client
+// has a logger (WithLogger); bound it (see Campaign).
 func (c *Client) Election(name string) *Election {
 	e := &Election{c: c, name: name}
 	if name == "" {
