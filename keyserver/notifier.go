@@ -106,7 +106,9 @@ type Notifier interface {
 	// granted the key while the holder holds it. A server that cannot
 	// tell fails with an error matching errors.ErrUnsupported, and serves
 	// its waiters as well: the client counts it among the servers that
-	// cannot tell, which Lock.Contended does not wait for.
+	// cannot tell, which Lock.Contended does not wait for, as it counts
+	// one failing with keyserver.ErrPermanent, which it asks no more (so
+	// mark permanent only what retrying cannot mend).
 	WatchContention(ctx context.Context, key, token string) (contended, broken <-chan struct{}, stop func(), err error)
 }
 

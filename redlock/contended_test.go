@@ -113,8 +113,8 @@ func TestContendedSeesAWaiterAlreadyInLine(t *testing.T) {
 }
 
 // TestContendedNeedsAQuorumOfWatchers: servers that cannot tell, keeping
-// no line or answering errors.ErrUnsupported, count as telling, but one
-// must tell.
+// no line or answering errors.ErrUnsupported or keyserver.ErrPermanent,
+// count as telling, but one must tell.
 func TestContendedNeedsAQuorumOfWatchers(t *testing.T) {
 	for name, cannot := range map[string]func(keyserver.KeyServer) keyserver.KeyServer{
 		"no line":     func(s keyserver.KeyServer) keyserver.KeyServer { return notAWatcher{s} },

@@ -50,9 +50,9 @@
 // Client without a server call, for at most [WithHandOver] after the
 // servers granted it ([NoHandOver] turns it off). Patience is time:
 // WithRetryCount(n) and WithRetryDelay(d) give a call n×d after its first
-// refusal, and a call in line n×d for each waiter ahead of it. See "Lines
-// and promises", "Patience" and "Hand-over inside a process" in
-// docs/design.md.
+// refusal, and a call in line n×d for each waiter ahead of it and for its
+// own turn. See "Lines and promises", "Patience" and "Hand-over inside a
+// process" in docs/design.md.
 //
 // # A lock's lifetime
 //
@@ -69,7 +69,8 @@
 //
 // With [WithFencing] every grant carries [Lock.Fence], strictly greater
 // than that of every earlier grant of the name, for the storage the lock
-// protects to reject stale writers (UPDATE … WHERE fence < $1). See
+// protects to reject stale writers (UPDATE … WHERE fence < $1). It needs
+// servers that persist every write or lose no more than the bound in
 // "Fencing across a quorum" in docs/design.md.
 //
 // # Semaphores, read-write locks and elections

@@ -29,8 +29,9 @@ const NoHandOver time.Duration = -1
 // asked no server.
 //
 // Once d or WithHandOverPasses's count is spent, Release gives the lock
-// back to the servers' line: a waiter of another process waits at most d
-// and one hold more per chain of passes ahead of it. A lock is passed only
+// back to the servers' line: a waiter of another process waits, beyond
+// first come, first served, at most d and one hold more per chain of
+// passes ahead of it. A lock is passed only
 // with more than a third of its TTL, and more than its loss margin plus
 // one server timeout, of validity left; to a call that asked for the same
 // TTL and timings; never when held WithMinHold ("Hand-over inside a

@@ -41,8 +41,7 @@ type holdKind interface {
 	several() *nameSet
 }
 
-// traits are a kind's constants: a row of the table in "The kinds" in
-// docs/design.md.
+// traits are a kind's yes-or-no answers ("The kinds" in docs/design.md).
 type traits struct {
 	turns        bool // a refused call waits for its turn in lines, not for a change of its key
 	oneLine      bool // it waits in its key's line, which its client's queue follows

@@ -91,8 +91,9 @@ func WithRetryDelay(d time.Duration) Option {
 
 // WithRetryJitter spreads the waits between attempts uniformly over
 // delay±jitter, so that contenders that collided once do not collide again.
-// It must not exceed the retry delay; 0 means no jitter, not fixed waits
-// ("How primitives wait" in docs/design.md). Default: half the retry delay.
+// It must not exceed the retry delay; 0 means no jitter (a wait may still
+// end sooner, or a split vote back off; see "How primitives wait" in
+// docs/design.md). Default: half the retry delay.
 func WithRetryJitter(d time.Duration) Option {
 	return func(o *options) { o.retryJitter = o.duration("retry jitter", d, 0) }
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // Release gives the lock up on every server (a permit, a read or write
-// hold, a leadership alike), ignoring ctx's cancellation and deadline
-// ("Release" in docs/design.md). It returns nil when a quorum deleted this
+// hold, a leadership alike), ignoring ctx's cancellation and deadline:
+// each server's call is bounded by the server timeout ("Release" in
+// docs/design.md). It returns nil when a quorum deleted this
 // holder's key; an error matching ErrNotHeld when the lock was lost or
 // released before, or so many servers do not hold its token that no
 // quorum can ("The even-N release" in docs/design.md); otherwise a

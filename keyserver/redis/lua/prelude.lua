@@ -1,7 +1,7 @@
 -- The helpers the scripts share. newScript (lua.go) puts before a script
--- the numbers Go knows (luaConstants), then only the helpers it calls,
--- without comments. A helper calls only those above it. A member of a
--- line or of watchers is a promise (layout.PromiseOf), then a channel.
+-- the numbers Go knows (luaConstants), then the helpers it calls and
+-- theirs, without comments; each calls only those above it. Members of
+-- lines and watchers are promises (layout.PromiseOf), then a channel.
 
 -- clock is the server's time in ms.
 local function clock()
