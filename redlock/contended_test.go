@@ -20,19 +20,14 @@ import (
 type notAWatcher struct{ keyserver.KeyServer }
 
 // cannotTell is a key server that keeps lines but cannot tell their
-// holders of waiters.
-type cannotTell struct{ keyserver.Notifier }
-
-func (cannotTell) WatchContention(context.Context, string, string) (_, _ <-chan struct{}, _ func(), _ error) {
-	return nil, nil, nil, fmt.Errorf("no contention here: %w", errors.ErrUnsupported)
+// holders of waiters: its WatchContention fails with err.
+type cannotTell struct {
+	keyserver.Notifier
+	err error
 }
 
-// deniedWatch is a Notifier whose WatchContention fails as a user denied
-// SUBSCRIBE does: for good, which no retry mends.
-type deniedWatch struct{ keyserver.Notifier }
-
-func (deniedWatch) WatchContention(context.Context, string, string) (_, _ <-chan struct{}, _ func(), _ error) {
-	return nil, nil, nil, fmt.Errorf("%w: NOPERM no permissions to run the 'subscribe' command", keyserver.ErrPermanent)
+func (c cannotTell) WatchContention(context.Context, string, string) (_, _ <-chan struct{}, _ func(), _ error) {
+	return nil, nil, nil, c.err
 }
 
 // waitFor waits, on real time, until ch is closed, or fails t.
@@ -117,11 +112,16 @@ func TestContendedSeesAWaiterAlreadyInLine(t *testing.T) {
 // count as telling, but one must tell.
 func TestContendedNeedsAQuorumOfWatchers(t *testing.T) {
 	for name, cannot := range map[string]func(keyserver.KeyServer) keyserver.KeyServer{
-		"no line":     func(s keyserver.KeyServer) keyserver.KeyServer { return notAWatcher{s} },
-		"unsupported": func(s keyserver.KeyServer) keyserver.KeyServer { return cannotTell{s.(keyserver.Notifier)} },
-		// Retried, as before, it would sleep the retry delay on the fake
-		// clock for ever, and Contended would not close.
-		"denied": func(s keyserver.KeyServer) keyserver.KeyServer { return deniedWatch{s.(keyserver.Notifier)} },
+		"no line": func(s keyserver.KeyServer) keyserver.KeyServer { return notAWatcher{s} },
+		"unsupported": func(s keyserver.KeyServer) keyserver.KeyServer {
+			return cannotTell{s.(keyserver.Notifier), fmt.Errorf("no contention here: %w", errors.ErrUnsupported)}
+		},
+		// Failing for good, as for a user denied SUBSCRIBE. Retried, as
+		// before, it would sleep the retry delay on the fake clock for
+		// ever, and Contended would not close.
+		"denied": func(s keyserver.KeyServer) keyserver.KeyServer {
+			return cannotTell{s.(keyserver.Notifier), fmt.Errorf("%w: NOPERM no permissions to run the 'subscribe' command", keyserver.ErrPermanent)}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fc := clock.NewFake(t0)
