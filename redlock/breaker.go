@@ -32,9 +32,6 @@ const (
 	staleProbe = 5 * time.Second
 )
 
-// breakers are a client's breakers, one per server.
-type breakers []breaker
-
 // breaker is one server's. After a failed dial, or tripAfter failures in
 // a row over tripQuiet, its votes fail at once until a probe finds it
 // back: no redial per call ("Failed servers" in docs/design.md).

@@ -29,7 +29,6 @@ const (
 	opRead      // a read of what the servers hold (see fan.read)
 )
 
-// opNames are the opKinds' Strings.
 var opNames = [...]string{
 	opAcquire:       "acquire",
 	opAcquireInLine: "acquire",
@@ -154,15 +153,10 @@ func (c *Client) fanOutInTurn(ctx context.Context, f *fan) (r fanned) {
 	r.n, r.made = len(c.servers), f.after.made
 	for i := range c.servers {
 		v := vote{server: i}
-		if !c.inProcess {
-			v.err = c.heldBack(f, i)
-		}
-		switch {
-		case v.err != nil:
-		case c.inProcess:
+		if c.inProcess {
 			r.made |= bit(i)
 			v.ok, v.n, v.holder, v.err = c.call(ctx, f, i)
-		default:
+		} else if v.err = c.heldBack(f, i); v.err == nil {
 			r.made |= bit(i)
 			callCtx, cancel := c.clock.WithTimeout(ctx, f.timeout)
 			v.ok, v.n, v.holder, v.err = c.call(callCtx, f, i)
@@ -217,7 +211,11 @@ func (c *Client) fanOutConcurrent(ctx context.Context, f fan) fanned {
 		bg.mu.Unlock()
 	}
 	if started > 0 && ctx.Done() != nil {
-		bg.await(ctx)
+		select { // ctx's end expires the started calls; the deadline is bg.timer's
+		case <-bg.voted:
+		case <-ctx.Done():
+			bg.expire(ctx.Err())
+		}
 	}
 	<-bg.voted
 	bg.mu.Lock()
@@ -253,16 +251,6 @@ func (c *Client) skip(ctx context.Context, bg *background) (calls int, made uint
 		bg.mu.Unlock()
 	}
 	return calls, made
-}
-
-// await waits until the votes decide, or until ctx ends, which expires
-// the started calls (see expire); the deadline is bg.timer's.
-func (bg *background) await(ctx context.Context) {
-	select {
-	case <-bg.voted:
-	case <-ctx.Done():
-		bg.expire(ctx.Err())
-	}
 }
 
 // settle gives a fan-out its final verdict. A failed one's grants before
@@ -304,26 +292,21 @@ func (f *fan) storedNothing(ok bool, err error) bool {
 // undo cleans up after a failed attempt on server i, even once ctx ended:
 // a key left behind would block everyone until its TTL ran out.
 func (c *Client) undo(ctx context.Context, f *fan, i int) {
-	uctx, cancel := c.detach(ctx, f.timeout)
-	defer cancel()
+	uctx := ctx
+	if ctx.Done() != nil {
+		uctx = context.WithoutCancel(ctx)
+	}
+	if !c.inProcess {
+		var cancel context.CancelFunc
+		uctx, cancel = c.clock.WithTimeout(uctx, f.timeout)
+		defer cancel()
+	}
 	u := fan{op: opRelease, key: f.key, token: f.token, kind: f.kind}
 	if f.givesBack() || f.op == opAcquire && !f.kind.traits().turns {
 		u.op = opGiveBack // a primitive's waiter keeps its place too (keyserver.HoldSpec.InLine)
 	}
 	_, _, _, err := u.call(uctx, i, c.servers[i])
 	c.observe(ctx, opRelease, f.name, i, f.timeout, err) // the clean-up of a failed attempt
-}
-
-// detach returns ctx without its cancellation, bounded by timeout (not
-// for in-process servers), for a call made whatever befell its caller.
-func (c *Client) detach(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	if c.inProcess {
-		return ctx, func() {}
-	}
-	return c.clock.WithTimeout(ctx, timeout)
 }
 
 // background sends f to every server without cancellation and waits for
@@ -480,23 +463,15 @@ func (c *Client) heard(ctx context.Context, f *fan, i int, err error) {
 // once when a server starts failing and once when it recovers.
 type health struct {
 	failures []atomic.Int64 // per server; 0 while it answers
-	breakers breakers       // per server (see breaker)
+	breakers []breaker      // per server
 	// answeredAt is when each server last answered (UnixNano, client's
 	// clock): a call that timed out went unanswered since then at most.
 	answeredAt []atomic.Int64
 }
 
-// heard records that server i answered at now: written at most once a
-// millisecond, as every answer of every call passes here.
-func (h *health) heard(i int, now time.Time) {
-	if t := now.UnixNano(); t-h.answeredAt[i].Load() >= int64(time.Millisecond) {
-		h.answeredAt[i].Store(t)
-	}
-}
-
 // newHealth is the health of n servers, none failing.
 func newHealth(n int) health {
-	return health{failures: make([]atomic.Int64, n), breakers: make(breakers, n), answeredAt: make([]atomic.Int64, n)}
+	return health{failures: make([]atomic.Int64, n), breakers: make([]breaker, n), answeredAt: make([]atomic.Int64, n)}
 }
 
 // observe records a server call's outcome for the breaker, the log and
@@ -507,7 +482,12 @@ func (c *Client) observe(ctx context.Context, op opKind, name string, server int
 	n := &c.health.failures[server]
 	b := &c.health.breakers[server]
 	if err == nil {
-		c.health.heard(server, c.clock.Now())
+		// answeredAt is written at most once a millisecond, as every answer
+		// of every call passes here.
+		at := &c.health.answeredAt[server]
+		if t := c.clock.Now().UnixNano(); t-at.Load() >= int64(time.Millisecond) {
+			at.Store(t)
+		}
 		b.answered()
 		if n.Load() != 0 {
 			if was := n.Swap(0); was > 0 {

@@ -77,11 +77,20 @@ func (c *Client) quarantineRule(o *options) quarantineRule {
 	return quarantineRule{q: c.quarantine, d: o.quarantine, since: c.clock.Now()}
 }
 
-// judge is admit once server i's incarnation was read: in, or the read's
-// error.
-func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation, err error) (bool, error) {
-	if err != nil {
-		return false, err
+// answer judges server i's answer (ok, err) to a call with ttl, given its
+// incarnation in or its read's error inErr: a grant counts or not; a
+// refusal records the incarnation ("Which restarts" in docs/design.md).
+func (r quarantineRule) answer(i int, ttl time.Duration, ok bool, err error, in keyserver.Incarnation, inErr error) (bool, error) {
+	switch {
+	case r.q == nil || r.q.judged[i] == nil:
+		return ok, err
+	case !ok:
+		if err == nil && inErr == nil {
+			r.q.sight(i, in, r.since)
+		}
+		return ok, err
+	case inErr != nil:
+		return false, inErr
 	}
 	now := r.q.clock.Now()
 	back := r.q.sight(i, in, r.since)
@@ -103,20 +112,6 @@ func (r quarantineRule) judge(i int, ttl time.Duration, in keyserver.Incarnation
 			now.Sub(back).Round(time.Millisecond), left.Round(time.Millisecond))
 	}
 	return true, nil
-}
-
-// answer judges server i's answer (ok, err) to a call with ttl, given its
-// incarnation in or its read's error inErr: a grant counts or not (judge);
-// a refusal records the incarnation ("Which restarts" in docs/design.md).
-func (r quarantineRule) answer(i int, ttl time.Duration, ok bool, err error, in keyserver.Incarnation, inErr error) (bool, error) {
-	switch {
-	case r.q == nil || r.q.judged[i] == nil:
-	case ok:
-		return r.judge(i, ttl, in, inErr)
-	case err == nil && inErr == nil:
-		r.q.sight(i, in, r.since)
-	}
-	return ok, err
 }
 
 // sight records server i's incarnation in, current at seen or later, and

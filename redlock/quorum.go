@@ -144,12 +144,10 @@ const (
 
 // decided reports whether the votes so far settle the outcome under r.
 func (t *tally) decided(r rule) bool {
-	q := quorum(t.n)
-	if r == everyAnswer {
-		return t.granted+t.against() == t.n
-	}
-	rest := t.n - t.granted - t.against()
+	q, rest := quorum(t.n), t.n-t.granted-t.against()
 	switch r {
+	case everyAnswer:
+		return rest == 0
 	case earliest:
 		return t.granted >= q || t.refused >= q || t.against() > t.n-q && !t.heldElsewhereOpen(rest)
 	case untilKnownReleased:
