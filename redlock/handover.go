@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"time"
 )
@@ -31,11 +32,10 @@ const NoHandOver time.Duration = -1
 // Once d or WithHandOverPasses's count is spent, Release gives the lock
 // back to the servers' line: a waiter of another process waits, beyond
 // first come, first served, at most d and one hold more per chain of
-// passes ahead of it. A lock is passed only
-// with more than a third of its TTL, and more than its loss margin plus
-// one server timeout, of validity left; to a call that asked for the same
-// TTL and timings; never when held WithMinHold ("Hand-over inside a
-// process" in docs/design.md).
+// passes ahead of it. A lock is passed only with more than a third of its
+// TTL, and more than its loss margin plus one server timeout, of validity
+// left; to a call that asked for the same TTL and timings; never when held
+// WithMinHold ("Hand-over inside a process" in docs/design.md).
 //
 // Given to a call, it says whether that call's lock may be passed on and
 // whether the call takes a pass. Default (or 0): 10 ms; NoHandOver (any
@@ -52,18 +52,12 @@ func WithHandOverPasses(n int) Option {
 
 // handOverWithin is the time budget of a chain of passes; negative: off.
 func (o *options) handOverWithin() time.Duration {
-	if o.handOver == 0 {
-		return DefaultHandOver
-	}
-	return o.handOver
+	return cmp.Or(o.handOver, DefaultHandOver)
 }
 
 // maxPasses is how many passes a chain may make.
 func (o *options) maxPasses() int {
-	if o.handOverPasses == 0 {
-		return DefaultHandOverPasses
-	}
-	return o.handOverPasses
+	return cmp.Or(o.handOverPasses, DefaultHandOverPasses)
 }
 
 // chain is how far a lock has been passed since the servers granted it.
@@ -217,7 +211,10 @@ func (c *Client) giveBack(ctx context.Context, name, key string, p *pass, again 
 // be passed a lock, unless its options turn hand-over off.
 func (a *acquisition) takesPasses() {
 	if a.qw != nil && a.kind.traits().passes && a.o.handOver >= 0 {
-		a.queue.takes(a.qw, &taker{o: a.o, b: a.b})
+		t := &taker{o: a.o, b: a.b}
+		a.queue.mu.Lock()
+		a.qw.taker = t
+		a.queue.mu.Unlock()
 	}
 }
 

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -101,10 +102,7 @@ func (c *Client) leaveQueue(q *queue, w *queued) *pass {
 	defer q.mu.Unlock()
 	p := w.pass
 	w.pass = nil
-	for i, x := range q.calls {
-		if x != w {
-			continue
-		}
+	if i := slices.Index(q.calls, w); i >= 0 {
 		q.calls = append(q.calls[:i], q.calls[i+1:]...)
 		if i < q.capacity && len(q.calls) >= q.capacity {
 			q.calls[q.capacity-1].signal()
@@ -112,22 +110,12 @@ func (c *Client) leaveQueue(q *queue, w *queued) *pass {
 		if i <= q.capacity && len(q.calls) > q.capacity {
 			q.calls[q.capacity].signal() // now next behind the front: it may prewatch
 		}
-		break
 	}
 	if len(q.calls) == 0 && (q.holder == "" || !c.clock.Now().Before(q.holdUntil)) {
 		q.gone = true
 		c.queues.CompareAndDelete(q.key, q)
 	}
 	return p
-}
-
-// moved records that a call of q saw the hold move at now.
-func (q *queue) moved(now time.Time) {
-	q.mu.Lock()
-	if now.After(q.progress) {
-		q.progress = now
-	}
-	q.mu.Unlock()
 }
 
 // stamp sets *at, w.tried or w.watched, to the next tick.
@@ -160,26 +148,16 @@ func (q *queue) next(w *queued) (rank, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	w.inLine = true
-	for i, x := range q.calls {
-		if x == w {
-			for _, y := range q.calls[i+1:] {
-				if !y.inLine && !y.trying && y.pass == nil {
-					y.inLine = true
-					y.signal()
-					return y.rank, true
-				}
+	if i := slices.Index(q.calls, w); i >= 0 {
+		for _, y := range q.calls[i+1:] {
+			if !y.inLine && !y.trying && y.pass == nil {
+				y.inLine = true
+				y.signal()
+				return y.rank, true
 			}
-			break
 		}
 	}
 	return rank{}, false
-}
-
-// takes records that w, a lock's call, takes passes as t says.
-func (q *queue) takes(w *queued, t *taker) {
-	q.mu.Lock()
-	w.taker = t
-	q.mu.Unlock()
 }
 
 // ask returns the lock passed to w, if any; otherwise it records that w
@@ -216,21 +194,10 @@ func (q *queue) refused(w *queued, t tally, calls []<-chan struct{}, inLine bool
 	q.mu.Unlock()
 }
 
-// ahead returns how many calls must leave before w reaches the front.
-func (q *queue) ahead(w *queued) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.aheadLocked(w)
-}
-
-// aheadLocked is ahead with q.mu held.
+// aheadLocked returns how many calls must leave before w reaches the
+// front; 0 if w is not in q (Index -1). q.mu must be held.
 func (q *queue) aheadLocked(w *queued) int {
-	for i, x := range q.calls {
-		if x == w {
-			return max(i-q.capacity+1, 0)
-		}
-	}
-	return 0
+	return max(slices.Index(q.calls, w)-q.capacity+1, 0)
 }
 
 // place tells where w stands before it asks the servers: done when it is

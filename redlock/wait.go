@@ -17,12 +17,20 @@ func (a *acquisition) wait(ctx context.Context) error {
 	if !a.kind.traits().oneLine && !a.waitsInLine() {
 		return a.waitForChange(ctx)
 	}
-	// In line if the call ahead put it there, or it can be given its turns
-	// ("A quorum of turns" in docs/design.md); else it polls.
-	if a.inLine != 0 && (a.attempts == 0 || bits.OnesCount64(a.inLine&^a.last.failers) >= a.c.turnsNeeded()) {
-		return a.waitInLine(ctx)
-	}
+	// In line if the call ahead put it there, or it can be given its turns:
+	// it waits for its turn on a quorum of the servers, or the other moments
+	// of trying again ("A quorum of turns" in docs/design.md); else it polls.
 	c := a.c
+	if a.inLine != 0 && (a.attempts == 0 || bits.OnesCount64(a.inLine&^a.last.failers) >= c.turnsNeeded()) {
+		a.watch(ctx, true)
+		d := linePoll
+		if !a.kind.traits().oneLine || len(c.notifiers) < len(c.servers) || a.watches.armed() < c.turnsNeeded() {
+			// Servers without a line or a working watch give no turn; a set's
+			// undone attempt gave its keys on.
+			d = min(d, a.o.retryWait())
+		}
+		return a.awaitTurns(ctx, c.turnsNeeded(), c.clock.Now().Add(a.untilPatience(d)))
+	}
 	until := c.clock.Now().Add(a.untilPatience(a.o.retryWait()))
 	wake := []<-chan struct{}{c.closing.Done()}
 	if a.passable() {
@@ -62,20 +70,6 @@ func (a *acquisition) untilPatience(d time.Duration) time.Duration {
 		d = max(min(d, a.patience.Sub(a.c.clock.Now())), 0)
 	}
 	return d
-}
-
-// waitInLine waits for the call's turn on a quorum of the servers, or the
-// other moments of trying again ("A quorum of turns" in docs/design.md).
-func (a *acquisition) waitInLine(ctx context.Context) error {
-	c := a.c
-	a.watch(ctx, true)
-	d := linePoll
-	if !a.kind.traits().oneLine || len(c.notifiers) < len(c.servers) || a.watches.armed() < c.turnsNeeded() {
-		// Servers without a line or a working watch give no turn; a set's
-		// undone attempt gave its keys on.
-		d = min(d, a.o.retryWait())
-	}
-	return a.awaitTurns(ctx, c.turnsNeeded(), c.clock.Now().Add(a.untilPatience(d)))
 }
 
 // awaitTurns waits until need of the call's watches fired, or until. Once
@@ -224,17 +218,14 @@ func (a *acquisition) awaitFront(ctx context.Context, q *queue, w *queued) error
 				return nil
 			}
 			var fired int
-			if wake, fired = a.watches.wake(wake); fired == 0 {
-				sleep = renewIn
-			} else {
+			sleep = renewIn
+			if wake, fired = a.watches.wake(wake); fired > 0 {
 				sleep = 0 // one fired since prewatch looked: it looks again at once
 			}
 		}
 		if a.retries >= 0 { // patience: retries × delay per call ahead, counted from the queue's last move
 			q.mu.Lock()
-			if q.progress.After(since) {
-				since = q.progress
-			}
+			since = later(q.progress, since)
 			q.mu.Unlock()
 			if seen >= 0 && ahead < seen {
 				since = c.clock.Now()
@@ -341,14 +332,18 @@ func (a *acquisition) outOfPatience() bool {
 	}
 	now := a.c.clock.Now()
 	ahead := a.last.ahead
-	if a.queue != nil {
-		ahead = max(ahead, a.queue.ahead(a.qw))
+	if q := a.queue; q != nil {
+		q.mu.Lock()
+		ahead = max(ahead, q.aheadLocked(a.qw))
+		q.mu.Unlock()
 	}
 	moved := ahead < a.ahead || a.setAnew(now)
 	if a.patience.IsZero() || moved {
 		a.patience = later(a.patience, now.Add(a.patienceFor(ahead)))
-		if moved && a.queue != nil {
-			a.queue.moved(now)
+		if q := a.queue; moved && q != nil {
+			q.mu.Lock()
+			q.progress = later(now, q.progress)
+			q.mu.Unlock()
 		}
 	}
 	a.ahead, a.left, a.refusedAt = ahead, a.last.left, now
