@@ -254,13 +254,10 @@ func (a *acquisition) takePass(ctx context.Context) (*Lock, error) {
 		worth := func() bool { return p.until.Sub(c.clock.Now()) > p.b.passFloor() }
 		fence, _ = c.fence(ctx, a.name, a.key, p.b.timeout, p.fence, worth)
 		c.exit()
-		if fence == 0 {
-			c.giveBack(ctx, a.name, a.key, p, false)
-			return nil, nil // it asks the servers
-		}
 	}
 	now := c.clock.Now()
-	if p.until.Sub(now) <= p.b.passFloor() { // it waited too long to be woken
+	// Not raised, or it waited too long to be woken: it asks the servers.
+	if a.fenced && fence == 0 || p.until.Sub(now) <= p.b.passFloor() {
 		c.giveBack(ctx, a.name, a.key, p, false)
 		return nil, nil
 	}

@@ -83,9 +83,7 @@ func (c *Client) joinQueue(key string, capacity int, r *rank, fresh, create bool
 		for i > 0 && w.rank.before(q.calls[i-1].rank) {
 			i--
 		}
-		q.calls = append(q.calls, nil)
-		copy(q.calls[i+1:], q.calls[i:])
-		q.calls[i] = w
+		q.calls = slices.Insert(q.calls, i, w)
 		if i < q.capacity && len(q.calls) > q.capacity {
 			q.calls[q.capacity].signal() // out of the front: it will see
 		}

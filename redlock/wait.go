@@ -190,10 +190,9 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	if fired > 0 {
 		return nil
 	}
-	c := a.c
 	d := a.untilPatience(min(a.o.retryWait(), a.kind.maxWait(), renewWatches))
-	_, need := a.watches.told(c.quorum)
-	return a.awaitTurns(ctx, need, c.clock.Now().Add(d))
+	_, need := a.watches.told(a.c.quorum)
+	return a.awaitTurns(ctx, need, a.c.clock.Now().Add(d))
 }
 
 // awaitFront waits until w is at the front of q (with no pass to wait
