@@ -35,7 +35,7 @@ type acquisition struct {
 	rank      rank
 	began     time.Time
 	attempts  int
-	atOnce    int   // attempts in a row without waiting (see again)
+	atOnce    int   // attempts in a row without waiting (see acquireHold)
 	last      tally // the votes of the last attempt
 	token     string
 	tails     tails       // the last attempt's calls
@@ -110,9 +110,13 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 		if l, err := a.attempt(ctx); l != nil || err != nil {
 			return l, err
 		}
-		if a.again() {
+		// Refused: again at once where holdKind.again says so, up to
+		// maxAtOnce times in a row.
+		if !a.last.hopeless() && a.atOnce < maxAtOnce && a.kind.again(a.last) {
+			a.atOnce++
 			continue
 		}
+		a.atOnce = 0
 		if err := a.refused(ctx); err != nil {
 			return nil, err
 		}
@@ -121,17 +125,6 @@ func (c *Client) acquireHold(ctx context.Context, o *options, name, key string, 
 			return nil, a.notAcquired(err)
 		}
 	}
-}
-
-// again reports, after a refused attempt, whether to try again at once
-// (holdKind.again), up to maxAtOnce times in a row.
-func (a *acquisition) again() bool {
-	if a.last.hopeless() || a.atOnce >= maxAtOnce || !a.kind.again(a.last) {
-		a.atOnce = 0
-		return false
-	}
-	a.atOnce++
-	return true
 }
 
 // waitsInLine reports whether the call waits in the servers' lines when

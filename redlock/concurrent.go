@@ -117,20 +117,16 @@ func (s *serverCall) block() {
 func (c *Client) callAfter(bg *background, i int) (bool, uint64, keyserver.Holder, error) {
 	f, callCtx := &bg.f, bg.callCtx
 	waited := false
-	if after := f.after.done; after != nil {
-		select {
-		case <-after[i]:
-		default:
-			if !f.cleansUp() {
-				select {
-				case <-after[i]:
-				case <-callCtx.Done():
-					return false, 0, keyserver.Holder{}, fmt.Errorf("%s %q: %w: %w", f.op, f.key, errNotSent, callCtx.Err())
-				}
-				break
-			}
+	if after := f.after.done; after != nil && !closed(after[i]) {
+		if f.cleansUp() {
 			<-after[i]
 			waited = true
+		} else {
+			select {
+			case <-after[i]:
+			case <-callCtx.Done():
+				return false, 0, keyserver.Holder{}, fmt.Errorf("%s %q: %w: %w", f.op, f.key, errNotSent, callCtx.Err())
+			}
 		}
 	}
 	if waited && c.health.breakers[i].open.Load() {
@@ -214,15 +210,11 @@ func (s *serverCall) then(next int) {
 	case finish:
 		s.finish()
 	case doUndo:
-		go s.undo()
+		go func() {
+			s.bg.c.undo(s.bg.ctx, &s.bg.f, s.i)
+			s.finish()
+		}()
 	}
-}
-
-// undo undoes the call after a failed verdict, then finishes it.
-func (s *serverCall) undo() {
-	bg := s.bg
-	bg.c.undo(bg.ctx, &bg.f, s.i)
-	s.finish()
 }
 
 // finish marks the call finished for the lock's next calls and Close.

@@ -42,23 +42,6 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 	})
 }
 
-// doOptions resolves the options of a call that runs fn under a hold of
-// kind k, and refuses, before any server is asked, what Do could not
-// carry through: bad arguments, a nil fn, a TTL too short to keep alive.
-func (c *Client) doOptions(k kindName, name string, ttl time.Duration, fn func(context.Context) error, opts []Option) (*options, error) {
-	o, err := c.primOptions(k, name, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	if fn == nil {
-		return nil, invalidArgument("nil function for %s", k.of(name))
-	}
-	if _, err := keepAliveInterval(o, k, name, o.budget(ttl)); err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
 // lockKey is the context key under which Do and DoOrSkip give fn its lock.
 type lockKey struct{}
 
@@ -113,11 +96,19 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 
 // doWith is every Do, with its acquisition of a hold of kind k given: it
 // takes the hold with acquire, then runs fn under it; ran is false when fn
-// did not run, with a nil error when a skipping acquisition skipped.
+// did not run, with a nil error when a skipping acquisition skipped. It
+// refuses, before any server is asked, what Do could not carry through:
+// bad arguments, a nil fn, a TTL too short to keep alive.
 func (c *Client) doWith(ctx context.Context, k kindName, name string, ttl time.Duration, fn func(context.Context) error, opts []Option,
 	acquire func(*options) (*Lock, error)) (ran bool, err error) {
-	o, err := c.doOptions(k, name, ttl, fn, opts)
+	o, err := c.primOptions(k, name, ttl, opts)
 	if err != nil {
+		return false, err
+	}
+	if fn == nil {
+		return false, invalidArgument("nil function for %s", k.of(name))
+	}
+	if _, err := keepAliveInterval(o, k, name, o.budget(ttl)); err != nil {
 		return false, err
 	}
 	if err := c.enterDo(); err != nil {

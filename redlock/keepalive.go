@@ -23,7 +23,6 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 	if l.zero() {
 		return errNilLock
 	}
-	c := l.c
 	// live ends with ctx or with the lock, whichever is first.
 	live, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -43,7 +42,7 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 		}
 		due := granted.Add(interval)
 		if why := l.capReached(extensions, due, b.ttl); why != "" {
-			c.logger.Info("redlock: keep-alive stopped", "lock", l.name, "reason", why)
+			l.c.logger.Info("redlock: keep-alive stopped", "lock", l.name, "reason", why)
 			return l.awaitLoss(ctx, live, lossAt, why)
 		}
 		if done, err := l.extendFrom(ctx, live, b, due, lossAt); done {
