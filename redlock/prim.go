@@ -54,6 +54,33 @@ func (c *Client) primOptions(k kindName, name string, ttl time.Duration, opts []
 	return o, nil
 }
 
+// takeHold is a call of a semaphore or read-write lock (op, for hooks)
+// that takes a hold of kind k on name, after bad (the primitive's own
+// invalid argument, if any): hold gives the hold's key and calls for the
+// call's options. It waits as m says and, with do, runs fn under the hold
+// as Client.Do does, returning no Lock.
+func (c *Client) takeHold(ctx context.Context, op string, k kindName, name string, bad error, ttl time.Duration, m mode, do bool,
+	fn func(context.Context) error, opts []Option, hold func(*options) (string, holdKind)) (l *Lock, err error) {
+	ctx = c.callBegins(ctx, op, name)
+	defer func() { c.callEnds(ctx, op, name, err) }()
+	if bad != nil {
+		return nil, bad
+	}
+	acquire := func(o *options) (*Lock, error) {
+		key, calls := hold(o)
+		return c.acquireHold(ctx, o, name, key, ttl, m, false, calls)
+	}
+	if do {
+		_, err = c.doWith(ctx, k, name, ttl, fn, opts, acquire)
+		return nil, err
+	}
+	o, err := c.primOptions(k, name, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	return acquire(o)
+}
+
 // holdCall makes f's call (acquire, extend, else release, in line for a
 // waiter's give-back) of hold h to ks, a keyserver.HoldKeeper; only an
 // acquire has a reply.

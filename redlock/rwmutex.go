@@ -38,67 +38,47 @@ func (c *Client) RWMutex(name string) *RWMutex {
 // while readers or another writer hold it; while it waits, new readers
 // are refused. The *Lock it returns is the write hold.
 func (m *RWMutex) Lock(ctx context.Context, ttl time.Duration, opts ...Option) (*Lock, error) {
-	return m.acquire(ctx, "rw_lock", ttl, waits, true, opts)
+	return m.take(ctx, "rw_lock", ttl, waits, true, false, nil, opts)
 }
 
 // RLock takes a shared hold for ttl, beside other readers, waiting as
 // Client.Acquire does while a writer holds the lock or waits for it. Each
 // read hold is a *Lock of its own, extended and released on its own.
 func (m *RWMutex) RLock(ctx context.Context, ttl time.Duration, opts ...Option) (*Lock, error) {
-	return m.acquire(ctx, "rw_rlock", ttl, waits, false, opts)
+	return m.take(ctx, "rw_rlock", ttl, waits, false, false, nil, opts)
 }
 
 // TryLock makes one attempt at Lock; it fails at once with an error
 // matching ErrHeldElsewhere when readers or a writer hold the lock, and
 // leaves no mark that would keep readers out.
 func (m *RWMutex) TryLock(ctx context.Context, ttl time.Duration, opts ...Option) (*Lock, error) {
-	return m.acquire(ctx, "rw_try_lock", ttl, once, true, opts)
+	return m.take(ctx, "rw_try_lock", ttl, once, true, false, nil, opts)
 }
 
 // TryRLock makes one attempt at RLock; it fails at once with an error
 // matching ErrHeldElsewhere when a writer holds the lock or waits for it.
 func (m *RWMutex) TryRLock(ctx context.Context, ttl time.Duration, opts ...Option) (*Lock, error) {
-	return m.acquire(ctx, "rw_try_rlock", ttl, once, false, opts)
+	return m.take(ctx, "rw_try_rlock", ttl, once, false, false, nil, opts)
 }
 
 // Do runs fn while holding the lock exclusively, as Client.Do does.
 func (m *RWMutex) Do(ctx context.Context, ttl time.Duration, fn func(context.Context) error, opts ...Option) error {
-	return m.do(ctx, "rw_do", ttl, fn, true, opts)
+	_, err := m.take(ctx, "rw_do", ttl, waits, true, true, fn, opts)
+	return err
 }
 
 // RDo runs fn while holding a read hold, as Client.Do does.
 func (m *RWMutex) RDo(ctx context.Context, ttl time.Duration, fn func(context.Context) error, opts ...Option) error {
-	return m.do(ctx, "rw_rdo", ttl, fn, false, opts)
-}
-
-func (m *RWMutex) acquire(ctx context.Context, op string, ttl time.Duration, md mode, write bool, opts []Option) (l *Lock, err error) {
-	c := m.c
-	ctx = c.callBegins(ctx, op, m.name)
-	defer func() { c.callEnds(ctx, op, m.name, err) }()
-	if m.err != nil {
-		return nil, m.err
-	}
-	o, err := c.primOptions(rwName(write), m.name, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	return c.acquireHold(ctx, o, m.name, m.key(o), ttl, md, false, m.mode(write, md == waits && o.retryCount != 0))
-}
-
-func (m *RWMutex) do(ctx context.Context, op string, ttl time.Duration, fn func(context.Context) error, write bool, opts []Option) (err error) {
-	c := m.c
-	ctx = c.callBegins(ctx, op, m.name)
-	defer func() { c.callEnds(ctx, op, m.name, err) }()
-	if m.err != nil {
-		return m.err
-	}
-	_, err = c.doWith(ctx, rwName(write), m.name, ttl, fn, opts, func(o *options) (*Lock, error) {
-		return c.acquireHold(ctx, o, m.name, m.key(o), ttl, waits, false, m.mode(write, o.retryCount != 0))
-	})
+	_, err := m.take(ctx, "rw_rdo", ttl, waits, false, true, fn, opts)
 	return err
 }
 
-func (m *RWMutex) key(o *options) string { return layout.RWKey(o.keyPrefix + m.name) }
+func (m *RWMutex) take(ctx context.Context, op string, ttl time.Duration, md mode, write, do bool, fn func(context.Context) error,
+	opts []Option) (*Lock, error) {
+	return m.c.takeHold(ctx, op, rwName(write), m.name, m.err, ttl, md, do, fn, opts, func(o *options) (string, holdKind) {
+		return layout.RWKey(o.keyPrefix + m.name), &rwOps{write: write, wait: write && md == waits && o.retryCount != 0}
+	})
+}
 
 func rwName(write bool) kindName {
 	if write {
@@ -106,8 +86,6 @@ func rwName(write bool) kindName {
 	}
 	return readKind
 }
-
-func (m *RWMutex) mode(write, wait bool) *rwOps { return &rwOps{write: write, wait: write && wait} }
 
 // rwOps are the calls of a read or write hold; wait marks a writer waiting
 // only after a refused attempt (refused), as a first attempt's mark could

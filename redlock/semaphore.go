@@ -45,7 +45,7 @@ func (c *Client) Semaphore(name string, permits int) *Semaphore {
 // Client.Acquire waits for a lock. The *Lock it returns is the permit;
 // its methods work as a lock's.
 func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...Option) (l *Lock, err error) {
-	return s.acquire(ctx, "semaphore_acquire", ttl, waits, opts)
+	return s.take(ctx, "semaphore_acquire", ttl, waits, false, nil, opts)
 }
 
 // TryAcquire makes one attempt to take a permit; it fails at once with an
@@ -53,37 +53,22 @@ func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...Opti
 // the servers up to three times when they report a permit free that
 // another caller then takes first.)
 func (s *Semaphore) TryAcquire(ctx context.Context, ttl time.Duration, opts ...Option) (l *Lock, err error) {
-	return s.acquire(ctx, "semaphore_try_acquire", ttl, once, opts)
+	return s.take(ctx, "semaphore_try_acquire", ttl, once, false, nil, opts)
 }
 
 // Do runs fn while holding a permit, as Client.Do runs fn under a lock:
 // kept alive while fn runs, fn's context cancelled if it is lost,
 // released when fn returns.
 func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
-	c := s.c
-	ctx = c.callBegins(ctx, "semaphore_do", s.name)
-	defer func() { c.callEnds(ctx, "semaphore_do", s.name, err) }()
-	if s.err != nil {
-		return s.err
-	}
-	_, err = c.doWith(ctx, permitKind, s.name, ttl, fn, opts, func(o *options) (*Lock, error) {
-		return c.acquireHold(ctx, o, s.name, s.key(o), ttl, waits, false, s.newPick(o))
-	})
+	_, err = s.take(ctx, "semaphore_do", ttl, waits, true, fn, opts)
 	return err
 }
 
-func (s *Semaphore) acquire(ctx context.Context, op string, ttl time.Duration, m mode, opts []Option) (l *Lock, err error) {
-	c := s.c
-	ctx = c.callBegins(ctx, op, s.name)
-	defer func() { c.callEnds(ctx, op, s.name, err) }()
-	if s.err != nil {
-		return nil, s.err
-	}
-	o, err := c.primOptions(permitKind, s.name, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	return c.acquireHold(ctx, o, s.name, s.key(o), ttl, m, false, s.newPick(o))
+func (s *Semaphore) take(ctx context.Context, op string, ttl time.Duration, m mode, do bool, fn func(context.Context) error, opts []Option) (*Lock, error) {
+	return s.c.takeHold(ctx, op, permitKind, s.name, s.err, ttl, m, do, fn, opts, func(o *options) (string, holdKind) {
+		po := s.newPick(o)
+		return po.key, po
+	})
 }
 
 func (s *Semaphore) key(o *options) string { return layout.SemaphoreKey(o.keyPrefix + s.name) }
