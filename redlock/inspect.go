@@ -136,9 +136,18 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 		return in.Inspect(ctx, keys)
 	})
 	st := Status{Name: name, Servers: make([]ServerStatus, len(c.servers))}
-	only, some := c.inspectors(st.Servers)
+	// Only the keyserver.Inspectors are asked (see fan.only): the others'
+	// refusal says nothing of their health, and their status says why.
+	var only uint64
+	for i, s := range c.servers {
+		if _, ok := s.(keyserver.Inspector); ok {
+			only |= bit(i)
+		} else {
+			st.Servers[i].Err = check.Permanent(fmt.Errorf("key server %s does not implement keyserver.Inspector", serverName(c.servers, i)))
+		}
+	}
 	var t tally
-	if some {
+	if only != 0 {
 		if only == ^uint64(0)>>(64-min(len(c.servers), 64)) {
 			only = 0 // every server: no bit stands for a server it must not ask
 		}
@@ -155,7 +164,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 	var delays []time.Duration
 	for i := range c.servers {
 		ss := &st.Servers[i]
-		if ss.Err == nil && some {
+		if ss.Err == nil { // else not asked
 			if ok, err := t.answerOf(i); !ok && err != nil {
 				ss.Err = err
 			} else if !ok {
@@ -183,21 +192,6 @@ func (c *Client) Inspect(ctx context.Context, name string) (Status, error) {
 		return st, newQuorumError("inspect", lockKind, name, 1, qt, ctx.Err())
 	}
 	return st, nil
-}
-
-// inspectors returns the servers Inspect asks (see fan.only), and whether
-// there are any; the others are not asked, as their refusal says nothing
-// of their health, and their status says why.
-func (c *Client) inspectors(servers []ServerStatus) (only uint64, some bool) {
-	for i, s := range c.servers {
-		if _, ok := s.(keyserver.Inspector); ok {
-			only |= bit(i)
-			some = true
-		} else {
-			servers[i].Err = check.Permanent(fmt.Errorf("key server %s does not implement keyserver.Inspector", serverName(c.servers, i)))
-		}
-	}
-	return only, some
 }
 
 // tag names the holder of token without giving its token away (see View).

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/goredlock/goredlock/keyserver"
@@ -59,16 +58,12 @@ var (
 )
 
 // lockOps is the lock: one key, waited for in its line.
-type lockOps struct{}
+type lockOps struct{ primitive }
 
-func (lockOps) name() kindName         { return lockKind }
-func (lockOps) attempt() holdKind      { return lockOps{} }
-func (lockOps) attempted()             {}
-func (lockOps) again(tally) bool       { return false }
-func (lockOps) together() int          { return 1 }
-func (lockOps) maxWait() time.Duration { return math.MaxInt64 }
-func (lockOps) traits() traits         { return lockTraits }
-func (lockOps) several() *nameSet      { return nil }
+func (lockOps) name() kindName    { return lockKind }
+func (lockOps) attempt() holdKind { return lockOps{} }
+func (lockOps) together() int     { return 1 }
+func (lockOps) traits() traits    { return lockTraits }
 
 func (lockOps) watch(ctx context.Context, ks keyserver.KeyServer, key, token string, _ uint64) ([]<-chan struct{}, func(), error) {
 	turn, stop, err := ks.(keyserver.Notifier).WatchTurn(ctx, key, token)

@@ -8,9 +8,9 @@ import (
 	"github.com/goredlock/goredlock/keyserver"
 )
 
-// primitive answers for the kinds other than the lock (a set, a permit,
-// a read or write hold, a leadership) where they do as one, unlike a lock:
-// each embeds it and answers the rest itself.
+// primitive answers for every kind (the lock, a set, a permit, a read or
+// write hold, a leadership) where it does as the others: each embeds it
+// and answers the rest itself.
 type primitive struct{}
 
 func (primitive) attempted()             {}

@@ -70,9 +70,7 @@ func (l *Lock) FenceOf(name string) uint64 {
 		if i := slices.Index(s.names, name); i >= 0 && s.fences != nil {
 			return s.fences[i]
 		}
-		return 0
-	}
-	if name == l.name {
+	} else if name == l.name {
 		return l.fence
 	}
 	return 0
