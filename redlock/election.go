@@ -169,8 +169,7 @@ func (e *Election) leader(ctx context.Context) (string, time.Duration, error) {
 // client's servers reach one store ("Elections" in docs/design.md).
 func (e *Election) Observe(ctx context.Context) <-chan string {
 	ch := make(chan string)
-	c := e.c
-	if e.err != nil || c.enterDo() != nil {
+	if e.err != nil || e.c.enterDo() != nil {
 		close(ch)
 		return ch
 	}

@@ -65,13 +65,11 @@ func (c *Client) fence(ctx context.Context, name, key string, timeout time.Durat
 		}
 		proposed = t.maxN + 1
 	}
+	log, msg := c.logger.Warn, "redlock: fencing token not written to a quorum"
 	if outbid { // no server failed: the grant gives way to the others, and its call tries again
-		c.logger.Debug("redlock: fencing token outbid by other grants", "lock", name,
-			"accepted", t.granted, "refused", t.refused, "failed", len(t.errs))
-		return 0, t
+		log, msg = c.logger.Debug, "redlock: fencing token outbid by other grants"
 	}
-	c.logger.Warn("redlock: fencing token not written to a quorum", "lock", name,
-		"accepted", t.granted, "refused", t.refused, "failed", len(t.errs))
+	log(msg, "lock", name, "accepted", t.granted, "refused", t.refused, "failed", len(t.errs))
 	return 0, t
 }
 

@@ -285,8 +285,7 @@ func leftOf(lefts []time.Duration, quorum int) time.Duration {
 // largest); zero when there are fewer than k.
 func atLeast[T int | time.Duration](vals []T, k int) T {
 	if k < 1 || len(vals) < k {
-		var zero T
-		return zero
+		return 0
 	}
 	s := slices.Clone(vals)
 	slices.Sort(s)

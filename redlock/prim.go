@@ -35,7 +35,6 @@ func checkServers(servers []keyserver.KeyServer, what, iface string, is func(key
 	return nil
 }
 
-// implements reports whether ks implements T.
 func implements[T any](ks keyserver.KeyServer) bool {
 	_, ok := ks.(T)
 	return ok

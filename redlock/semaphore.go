@@ -64,7 +64,8 @@ func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(context.C
 	return err
 }
 
-func (s *Semaphore) take(ctx context.Context, op string, ttl time.Duration, m mode, do bool, fn func(context.Context) error, opts []Option) (*Lock, error) {
+func (s *Semaphore) take(ctx context.Context, op string, ttl time.Duration, m mode, do bool, fn func(context.Context) error,
+	opts []Option) (*Lock, error) {
 	return s.c.takeHold(ctx, op, permitKind, s.name, s.err, ttl, m, do, fn, opts, func(o *options) (string, holdKind) {
 		po := s.newPick(o)
 		return po.key, po

@@ -145,11 +145,10 @@ func (c *Client) checkNames(names []string) ([]string, error) {
 		if err := checkName("lock", n); err != nil {
 			return nil, err
 		}
-		if seen[n] {
-			continue
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
 		}
-		seen[n] = true
-		out = append(out, n)
 	}
 	if len(out) > MaxNames {
 		return nil, invalidArgument("%d lock names in a set: at most %d", len(out), MaxNames)
@@ -195,7 +194,7 @@ func (s *nameSet) lineKeys() []string {
 	return s.lines.keys
 }
 
-func (so *setOps) call(ctx context.Context, f fan, _ int, ks keyserver.KeyServer) (bool, uint64, keyserver.Holder, error) {
+func (so *setOps) call(ctx context.Context, f fan, _ int, ks keyserver.KeyServer) (ok bool, _ uint64, h keyserver.Holder, err error) {
 	sl := ks.(keyserver.SetLocker)
 	_, lines := ks.(keyserver.Notifier)
 	switch f.op {
@@ -204,20 +203,18 @@ func (so *setOps) call(ctx context.Context, f fan, _ int, ks keyserver.KeyServer
 		if f.op == opAcquireInLine && lines {
 			acquire = sl.AcquireAllInLine
 		}
-		ok, h, err := acquire(ctx, so.keys, f.token, f.ttl)
-		return ok, 0, h, err
+		ok, h, err = acquire(ctx, so.keys, f.token, f.ttl)
 	case opLeaveLine:
-		var err error
 		if lines {
 			err = sl.LeaveLines(ctx, so.keys, f.token)
 		}
-		return err == nil, 0, keyserver.Holder{}, err
+		ok = err == nil
 	case opExtend:
-		ok, err := sl.ExtendAll(ctx, so.keys, f.token, f.ttl)
-		return ok, 0, keyserver.Holder{}, err
+		ok, err = sl.ExtendAll(ctx, so.keys, f.token, f.ttl)
+	default:
+		ok, err = sl.ReleaseAll(ctx, so.keys, f.token)
 	}
-	ok, err := sl.ReleaseAll(ctx, so.keys, f.token)
-	return ok, 0, keyserver.Holder{}, err
+	return ok, 0, h, err
 }
 
 // errNoWatch is a set's watch on a server that promised it every key:
