@@ -2,11 +2,11 @@ package redlock
 
 import (
 	"context"
-	"github.com/goredlock/goredlock/internal/startcall"
 	"reflect"
 	"sync"
 	"time"
 
+	"github.com/goredlock/goredlock/internal/startcall"
 	"github.com/goredlock/goredlock/keyserver"
 )
 
@@ -214,26 +214,25 @@ func (c *Client) beginAttempt() error {
 // lock, and ctx.Err() when the context ended first. errors.As(err,
 // &serverErr) finds each server's failure. Failures that retrying cannot
 // fix end the retries at once.
-func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (l *Lock, err error) {
-	ctx = c.callBegins(ctx, "acquire", name)
-	defer func() { c.callEnds(ctx, "acquire", name, err) }()
-	o, err := c.options.with(opts)
-	if err != nil {
-		return nil, err
-	}
-	return c.acquire(ctx, o, name, ttl, waits)
+func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Lock, error) {
+	return c.acquireCall(ctx, "acquire", name, ttl, waits, opts)
 }
 
 // TryAcquire makes a single attempt to take the lock: Acquire with no
 // retries.
-func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (l *Lock, err error) {
-	ctx = c.callBegins(ctx, "try_acquire", name)
-	defer func() { c.callEnds(ctx, "try_acquire", name, err) }()
+func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Lock, error) {
+	return c.acquireCall(ctx, "try_acquire", name, ttl, once, opts)
+}
+
+// acquireCall is Acquire or TryAcquire (op), reported to the hooks.
+func (c *Client) acquireCall(ctx context.Context, op, name string, ttl time.Duration, m mode, opts []Option) (l *Lock, err error) {
+	ctx = c.callBegins(ctx, op, name)
+	defer func() { c.callEnds(ctx, op, name, err) }()
 	o, err := c.options.with(opts)
 	if err != nil {
 		return nil, err
 	}
-	return c.acquire(ctx, o, name, ttl, once)
+	return c.acquire(ctx, o, name, ttl, m)
 }
 
 // callBegins reports the beginning of a call to the hooks and returns its context.
