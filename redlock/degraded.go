@@ -11,7 +11,8 @@ import (
 // polled records, per server, that it refused a waiter's watch for good
 // (an ACL that denies Pub/Sub, a server that cannot deliver messages):
 // the client's waiters poll that server at the retry delay from then on,
-// and the client says so once, not at every wait (rule 16 in DESIGN.md).
+// and the client says so once, not at every wait ("What a server must
+// allow" in docs/redis.md).
 // A refusal is for good only when it is keyserver.ErrPermanent: a watch
 // that timed out is tried again at the next wait.
 type polled []atomic.Bool
