@@ -215,24 +215,18 @@ func (c *Client) beginAttempt() error {
 // &serverErr) finds each server's failure. Failures that retrying cannot
 // fix end the retries at once.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Lock, error) {
-	return c.acquireCall(ctx, "acquire", name, ttl, waits, opts)
+	return c.takeHold(ctx, "acquire", lockKind, name, nil, ttl, waits, false, nil, opts, c.lockHold(name))
 }
 
 // TryAcquire makes a single attempt to take the lock: Acquire with no
 // retries.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Lock, error) {
-	return c.acquireCall(ctx, "try_acquire", name, ttl, once, opts)
+	return c.takeHold(ctx, "try_acquire", lockKind, name, nil, ttl, once, false, nil, opts, c.lockHold(name))
 }
 
-// acquireCall is Acquire or TryAcquire (op), reported to the hooks.
-func (c *Client) acquireCall(ctx context.Context, op, name string, ttl time.Duration, m mode, opts []Option) (l *Lock, err error) {
-	ctx = c.callBegins(ctx, op, name)
-	defer func() { c.callEnds(ctx, op, name, err) }()
-	o, err := c.options.with(opts)
-	if err != nil {
-		return nil, err
-	}
-	return c.acquire(ctx, o, name, ttl, m)
+// lockHold gives takeHold the key and calls of the lock called name.
+func (c *Client) lockHold(name string) func(*options) (string, holdKind) {
+	return func(o *options) (string, holdKind) { return o.keyPrefix + name, lockOps{} }
 }
 
 // callBegins reports the beginning of a call to the hooks and returns its context.

@@ -18,12 +18,8 @@ import (
 // fn ran, or with ErrClosed if Client.Close ended fn's context, or the
 // acquisition error if fn never ran. A panic in fn is raised again after
 // the lock is released.
-func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (err error) {
-	ctx = c.callBegins(ctx, "do", name)
-	defer func() { c.callEnds(ctx, "do", name, err) }()
-	_, err = c.doWith(ctx, lockKind, name, ttl, fn, opts, func(o *options) (*Lock, error) {
-		return c.acquire(ctx, o, name, ttl, waits)
-	})
+func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) error {
+	_, err := c.takeHold(ctx, "do", lockKind, name, nil, ttl, waits, true, fn, opts, c.lockHold(name))
 	return err
 }
 

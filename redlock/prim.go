@@ -53,11 +53,11 @@ func (c *Client) primOptions(k kindName, name string, ttl time.Duration, opts []
 	return o, nil
 }
 
-// takeHold is a call of a semaphore or read-write lock (op, for hooks)
-// that takes a hold of kind k on name, after bad (the primitive's own
-// invalid argument, if any): hold gives the hold's key and calls for the
-// call's options. It waits as m says and, with do, runs fn under the hold
-// as Client.Do does, returning no Lock.
+// takeHold is every call that takes one hold of kind k on name (a lock, a
+// permit, a read or write hold; op names it to the hooks), after bad (a
+// primitive's own invalid argument, if any): hold gives the hold's key and
+// calls for the call's options. It waits as m says and, with do, runs fn
+// under the hold as Client.Do does, returning no Lock.
 func (c *Client) takeHold(ctx context.Context, op string, k kindName, name string, bad error, ttl time.Duration, m mode, do bool,
 	fn func(context.Context) error, opts []Option, hold func(*options) (string, holdKind)) (l *Lock, err error) {
 	ctx = c.callBegins(ctx, op, name)
