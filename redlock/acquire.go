@@ -63,14 +63,6 @@ type acquisition struct {
 	passed bool
 }
 
-// acquire takes the lock called name, treating refusals as m says.
-func (c *Client) acquire(ctx context.Context, o *options, name string, ttl time.Duration, m mode) (*Lock, error) {
-	if err := checkHold(o, lockKind, name, ttl); err != nil {
-		return nil, err
-	}
-	return c.acquireHold(ctx, o, name, o.keyPrefix+name, ttl, m, false, lockOps{})
-}
-
 // acquireHold takes a hold of kind k called name and kept under key on
 // the servers, for ttl, treating refusals as m says; fenced (or the option
 // WithFencing) draws a fencing token with each grant.
@@ -265,7 +257,7 @@ func (a *acquisition) record(ctx context.Context, f *fan, res *fanned, t tally, 
 // finalAttempt reports whether the attempt about to be settled is the
 // call's last: no retry would follow a refusal.
 func (a *acquisition) finalAttempt() bool {
-	return a.mode == once || a.retries == 0 || (a.retries > 0 && !a.patience.IsZero() && !a.c.clock.Now().Before(a.patience))
+	return a.retries == 0 || (a.retries > 0 && !a.patience.IsZero() && !a.c.clock.Now().Before(a.patience))
 }
 
 // end cleans up after the call, granted (l) or not: it records a

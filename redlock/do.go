@@ -34,7 +34,7 @@ func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, f
 	ctx = c.callBegins(ctx, "do_or_skip", name)
 	defer func() { c.callEnds(ctx, "do_or_skip", name, err) }()
 	return c.doWith(ctx, lockKind, name, ttl, fn, opts, func(o *options) (*Lock, error) {
-		return c.acquire(ctx, o, name, ttl, skips)
+		return c.acquireHold(ctx, o, name, o.keyPrefix+name, ttl, skips, false, lockOps{})
 	})
 }
 

@@ -85,11 +85,12 @@ type taker struct {
 	b budget
 }
 
-// fits reports whether t may take p: it takes passes, and p's lock is what
-// its own grant would be (TTL, timings, drift, lock-delay, quarantine).
+// fits reports whether t may take p: p's lock is what its own grant would
+// be (TTL, timings, drift, lock-delay, quarantine). A call has a taker only
+// if it takes passes (takesPasses).
 func (t *taker) fits(p *pass) bool {
 	o, h := t.o, p.o
-	return o.handOver >= 0 && t.b == p.b && (o == h ||
+	return t.b == p.b && (o == h ||
 		o.driftFactor == h.driftFactor && o.lockDelay == h.lockDelay && o.quarantine == h.quarantine)
 }
 

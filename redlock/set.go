@@ -114,7 +114,10 @@ func (c *Client) doAll(ctx context.Context, op string, names []string, ttl time.
 // acquireSet takes the set of checked names, or the lock of one name.
 func (c *Client) acquireSet(ctx context.Context, o *options, names []string, ttl time.Duration, m mode) (*Lock, error) {
 	if len(names) == 1 {
-		return c.acquire(ctx, o, names[0], ttl, m)
+		if err := checkHold(o, lockKind, names[0], ttl); err != nil {
+			return nil, err
+		}
+		return c.acquireHold(ctx, o, names[0], o.keyPrefix+names[0], ttl, m, false, lockOps{})
 	}
 	if err := checkTTL(o, setKind, setName(names), ttl); err != nil {
 		return nil, err
