@@ -71,10 +71,7 @@ func TestChaos(t *testing.T) {
 			logAvailability(t, r, base != nil)
 			if short := r.belowFloor(); short != "" {
 				if fullLength {
-					t.Logf("availability: %s; measured again, after a baseline of its own", short)
-					if short := remeasure(t, sc, settings, s+uint64(i)); short != "" {
-						t.Errorf("availability: %s, twice (seed %d)", short, s)
-					}
+					t.Errorf("availability: %s (seed %d)", short, s)
 				} else {
 					t.Logf("availability: %s; the floor fails the full and long runs only", short)
 				}
@@ -190,32 +187,3 @@ func logViolations(t *testing.T, vs []Violation) {
 // wantGrants is how many grants the full run aims for in its safe
 // scenarios, so that a zero means something.
 const wantGrants = 10000
-
-// remeasure runs a baseline as long as sc and then sc again, for a
-// scenario that fell below its floor, and returns how far the second run
-// fell short of that baseline, or "". A state held for seconds, compared
-// with a baseline run minutes before, can fall short because the machine
-// got busy in between; a client that a failed minority slows falls short
-// again. Both runs keep their safety checks.
-func remeasure(t *testing.T, sc Scenario, settings Settings, seed uint64) string {
-	t.Helper()
-	var b Scenario
-	for _, b = range Scenarios() {
-		if b.Name == baselineName {
-			break
-		}
-	}
-	b.Steady, b.Brief = sc.Steady, sc.Brief
-	base := Run(t, b, settings, seed)
-	again := Run(t, sc, settings, seed)
-	again.compareAvailability(&base)
-	for _, r := range []Result{base, again} {
-		if failed := r.Failed(); len(failed) > 0 {
-			logViolations(t, failed)
-			t.Errorf("%d violations that fail the suite in the second measure of %q (seed %d)", len(failed), r.Scenario.Name, seed)
-		}
-	}
-	t.Logf("availability, measured again: baseline %.1f lock grants/s, %q %.1f (%.2f)",
-		base.Availability.PerSecond, sc.Name, again.Availability.PerSecond, again.Availability.OfBaseline)
-	return again.belowFloor()
-}

@@ -79,7 +79,7 @@
 // baseline's (the scenario without faults) of the same run; a run that
 // leaves the baseline out (-run) reports the rates alone. A scenario with a floor (MinAvailability)
 // fails the full and long runs below that share of the baseline's lock
-// grants per second, twice (see below); the short run only reports it.
+// grants per second; the short run only reports it.
 //
 // # Scenarios
 //
@@ -138,10 +138,7 @@
 // (killed, its port closed: connects are refused) since before the
 // clients are made, back only once the run is over. Each is safe, and
 // must reach half the baseline's lock grants per second. They last
-// Settings.Steady: 10 seconds in the full run, 2 in the short one. One
-// that falls short is measured again, right after a baseline as long as
-// it, and fails only if it falls short again: ten seconds compared with a
-// baseline minutes older can fall short because a shared machine got busy.
+// Settings.Steady: 10 seconds in the full run, 2 in the short one.
 //
 // The last scenario stops client processes as the processes' scenario
 // does, with every lock taken with a lock-delay of 2.5 TTLs

@@ -46,8 +46,7 @@ type Scenario struct {
 	// MinAvailability is the least share of the baseline's lock grants per
 	// second that the scenario must reach (Result.Availability); 0 for no
 	// floor. It fails the full and long runs, where the baseline ran
-	// before it, when missed twice (see remeasure); the short run only
-	// reports it.
+	// before it; the short run only reports it.
 	MinAvailability float64
 	// before, when set, injects the faults the clients are made in: it
 	// runs once the nodes and the paths to them are up and before any
