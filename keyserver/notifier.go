@@ -48,8 +48,8 @@ type Notifier interface {
 	KeyServer
 	// AcquireOrHolder is Acquire that, when another token holds key (or
 	// it is promised to another rank), also describes that holder on this
-	// server. It never puts the caller in line: TryAcquire and DoOrSkip,
-	// which do not wait, call it.
+	// server. It never puts the caller in line: TryAcquire and the first
+	// attempt of DoOrSkip, which do not wait, call it.
 	AcquireOrHolder(ctx context.Context, key, token string, ttl time.Duration) (ok bool, h Holder, err error)
 	// AcquireInLine is AcquireOrHolder for a call that waits its turn: a
 	// refused caller is put in key's line under its token's rank, or keeps

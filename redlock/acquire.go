@@ -210,7 +210,11 @@ func (a *acquisition) fan() fan {
 	f := fan{op: opAcquire, name: a.name, key: a.key, token: a.token, ttl: a.o.keyTTL(a.b.ttl, a.kind.traits().delays), timeout: a.b.timeout,
 		rule: earliest, undo: true, after: a.tails, quarantine: c.quarantineRule(a.o), kind: a.kind}
 	switch {
-	case a.waitsInLine():
+	case a.waitsInLine() || a.mode == skips && a.attempts > 1 && a.kind.traits().oneLine:
+		// DoOrSkip's retries too: the earliest of a split keeps its grants,
+		// and waiters give way to it by the line (ReleaseInLine), which
+		// promises the key to the earliest call in it ("Split votes" in
+		// docs/design.md).
 		f.op = opAcquireInLine
 		// Not with hand-over: the call behind waits for a pass ("Hand-over
 		// inside a process" in docs/design.md).

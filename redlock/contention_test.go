@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -599,4 +600,85 @@ func TestWaitEndsAtTheHoldersExpiry(t *testing.T) {
 	assert.Equal(t, 700*time.Millisecond, ds[0], "the wait: the holder's TTL, not the retry delay")
 	fc.Advance(ds[0])
 	require.NoError(t, res())
+}
+
+// TestDoOrSkipRetriesInLine: a DoOrSkip that ranks first keeps the server
+// it was granted in a split, and a waiter in line that was promised the
+// others gives way to it with ReleaseInLine. That promises the key to the
+// earliest call in line, so DoOrSkip's retry must be in line, or the key
+// goes back to the waiter and neither ever has a quorum: with two of five
+// servers down, DoOrSkip held one and the waiter two for as long as both
+// tried (seen in tests/chaos).
+func TestDoOrSkipRetriesInLine(t *testing.T) {
+	fc := clock.NewFake(t0)
+	live := memoryServers(t, fc, 3)
+	servers := append(live, static.NewCluster(2, static.WithAcquire(static.Fail(errors.New("connection refused")))).KeyServers()...)
+	c := testClient(t, fc, servers, WithRetryDelay(10*time.Millisecond), WithRetryJitter(0), WithRetryCount(1000))
+	// The waiter, played here on the servers, began after DoOrSkip; the
+	// first two servers promised it the key, and another waits behind it.
+	waiter := newToken(newRank(t0.Add(time.Hour)))
+	behind := newToken(newRank(t0.Add(2 * time.Hour)))
+	for _, s := range live[:2] {
+		ns := s.(keyserver.Notifier)
+		ok, err := ns.Acquire(bg, "job", "holder", time.Minute)
+		require.True(t, ok)
+		require.NoError(t, err)
+		for _, w := range []string{waiter, behind} {
+			ok, _, err = ns.AcquireInLine(bg, "job", w, time.Minute, "")
+			require.False(t, ok)
+			require.NoError(t, err)
+		}
+		ok, err = ns.Release(bg, "job", "holder")
+		require.True(t, ok)
+		require.NoError(t, err)
+	}
+	res := make(chan result, 1)
+	go func() {
+		ran, err := c.DoOrSkip(bg, "job", time.Minute, func(context.Context) error { return nil })
+		res <- result{ran, err}
+	}()
+	for round := 0; ; round++ {
+		if r, ok := sleepsOrReturns(t, fc, res); ok {
+			require.NoError(t, r.err)
+			assert.True(t, r.ran, "DoOrSkip ranks first")
+			return
+		}
+		require.Less(t, round, 3, "the waiter keeps what it was promised, DoOrSkip the server it kept")
+		// The waiter's attempt: refused by DoOrSkip's server, it gives
+		// back what it was granted, keeping its place in line.
+		var granted []keyserver.Notifier
+		for _, s := range live {
+			ns := s.(keyserver.Notifier)
+			ok, _, err := ns.AcquireInLine(bg, "job", waiter, time.Minute, "")
+			require.NoError(t, err)
+			if ok {
+				granted = append(granted, ns)
+			}
+		}
+		require.Less(t, len(granted), len(live), "the waiter was granted DoOrSkip's server")
+		for _, ns := range granted {
+			_, err := ns.ReleaseInLine(bg, "job", waiter)
+			require.NoError(t, err)
+		}
+		fc.Advance(10 * time.Millisecond)
+	}
+}
+
+// sleepsOrReturns waits, in real time, until the call whose result res
+// brings either sleeps on fc or returns, and reports its result if it did.
+func sleepsOrReturns(t *testing.T, fc *clock.Fake, res <-chan result) (result, bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		select {
+		case r := <-res:
+			return r, true
+		default:
+		}
+		if _, err := fc.BlockUntilSleepers(1, 10*time.Millisecond); err == nil {
+			return result{}, false
+		}
+	}
+	t.Fatal("the call neither slept nor returned")
+	return result{}, false
 }
