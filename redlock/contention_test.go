@@ -261,6 +261,36 @@ func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 	require.NoError(t, r.lock.Release(bg))
 }
 
+// TestPatienceEndsWhileTheHolderExtends: a holder that extends its lock
+// keeps it where it is, and the waiter in line gives up at the end of its
+// patience: an extension sets the key anew, but the line says no holder
+// came from ahead of the waiter. Before, each extension seen renewed the
+// waiter's patience, and a holder that extended more often than that
+// (KeepAlive's TTL/3 below the default 2 s) held its waiters for good.
+func TestPatienceEndsWhileTheHolderExtends(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ks := memoryServers(t, fc, 3)
+	holder := testClient(t, fc, ks)
+	waiter := testClient(t, fc, ks, WithRetryCount(5), WithRetryDelay(100*time.Millisecond), WithRetryJitter(0))
+	l, err := holder.Acquire(bg, "job", ttl3)
+	require.NoError(t, err)
+	res := make(chan result, 1)
+	go func() { _, err := waiter.Acquire(bg, "job", ttl3); res <- result{err: err} }()
+	for step := 0; ; step++ {
+		if r, ok := sleepsOrReturns(t, fc, res); ok {
+			require.ErrorIs(t, r.err, ErrHeldElsewhere)
+			assert.Equal(t, 500*time.Millisecond, fc.Now().Sub(t0), "gave up at the end of its patience, 5 × 100 ms")
+			require.NoError(t, l.Release(bg))
+			return
+		}
+		require.Less(t, step, 600, "the waiter still waits after %v of extensions every 200 ms", fc.Now().Sub(t0))
+		fc.Advance(100 * time.Millisecond)
+		if step%2 == 1 {
+			require.NoError(t, l.Extend(bg, ttl3))
+		}
+	}
+}
+
 // TestAGiveBackKeepsThePlace: a waiter granted on one server, refused by
 // the holder on the others, gives the grant back and keeps its place
 // there (keyserver.Notifier's ReleaseInLine): when the holder lets go of

@@ -336,7 +336,9 @@ func (a *acquisition) outOfPatience() bool {
 		ahead = max(ahead, q.aheadLocked(a.qw))
 		q.mu.Unlock()
 	}
-	moved := ahead < a.ahead || a.setAnew(now)
+	// In a lock's line, a new holder came from ahead of the call; its key
+	// set anew there is its holder extending it, which is no move.
+	moved := ahead < a.ahead || !(a.kind.traits().oneLine && a.inLine != 0) && a.setAnew(now)
 	if a.patience.IsZero() || moved {
 		a.patience = later(a.patience, now.Add(a.patienceFor(ahead)))
 		if q := a.queue; moved && q != nil {
