@@ -264,9 +264,10 @@ func TestPatienceLastsWhileTheLineMoves(t *testing.T) {
 // TestPatienceEndsWhileTheHolderExtends: a holder that extends its lock
 // keeps it where it is, and the waiter in line gives up at the end of its
 // patience: an extension sets the key anew, but the line says no holder
-// came from ahead of the waiter. Before, each extension seen renewed the
-// waiter's patience, and a holder that extended more often than that
-// (KeepAlive's TTL/3 below the default 2 s) held its waiters for good.
+// came from ahead of the waiter. Counted as a move, each extension would
+// renew the waiter's patience, and a holder that extends more often than
+// that (KeepAlive's TTL/3 below the default 2 s) would hold its waiters
+// until it let go.
 func TestPatienceEndsWhileTheHolderExtends(t *testing.T) {
 	fc := clock.NewFake(t0)
 	ks := memoryServers(t, fc, 3)
