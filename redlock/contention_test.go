@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -643,8 +644,10 @@ func TestWaitEndsAtTheHoldersExpiry(t *testing.T) {
 func TestDoOrSkipRetriesInLine(t *testing.T) {
 	fc := clock.NewFake(t0)
 	live := memoryServers(t, fc, 3)
-	servers := append(live, static.NewCluster(2, static.WithAcquire(static.Fail(errors.New("connection refused")))).KeyServers()...)
-	c := testClient(t, fc, servers, WithRetryDelay(10*time.Millisecond), WithRetryJitter(0), WithRetryCount(1000))
+	servers := append(live, downServers(t, errors.New("connection refused"), 2)...)
+	var attempts atomic.Int32
+	c := testClient(t, fc, servers, WithRetryDelay(10*time.Millisecond), WithRetryJitter(0), WithRetryCount(1000),
+		WithHooks(Hooks{Attempt: func(context.Context, Attempt) { attempts.Add(1) }}))
 	// The waiter, played here on the servers, began after DoOrSkip; the
 	// first two servers promised it the key, and another waits behind it.
 	waiter := newToken(newRank(t0.Add(time.Hour)))
@@ -664,17 +667,30 @@ func TestDoOrSkipRetriesInLine(t *testing.T) {
 		require.NoError(t, err)
 	}
 	res := make(chan result, 1)
+	running, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		ran, err := c.DoOrSkip(bg, "job", time.Minute, func(context.Context) error { return nil })
+		ran, err := c.DoOrSkip(bg, "job", time.Minute, func(context.Context) error {
+			close(running)
+			<-done // held while the test looks: the waiter is refused, not granted a free key
+			return nil
+		})
 		res <- result{ran, err}
 	}()
-	for round := 0; ; round++ {
+	for {
 		if r, ok := sleepsOrReturns(t, fc, res); ok {
+			t.Fatalf("DoOrSkip returned without running fn: %+v", r)
+		}
+		select {
+		case <-running:
+			close(done)
+			r := <-res
 			require.NoError(t, r.err)
 			assert.True(t, r.ran, "DoOrSkip ranks first")
 			return
+		default:
 		}
-		require.Less(t, round, 3, "the waiter keeps what it was promised, DoOrSkip the server it kept")
+		// Without it the two keep what they hold for as long as they try.
+		require.LessOrEqual(t, attempts.Load(), int32(10), "the waiter keeps what it was promised, DoOrSkip the server it kept")
 		// The waiter's attempt: refused by DoOrSkip's server, it gives
 		// back what it was granted, keeping its place in line.
 		var granted []keyserver.Notifier
@@ -693,6 +709,62 @@ func TestDoOrSkipRetriesInLine(t *testing.T) {
 		}
 		fc.Advance(10 * time.Millisecond)
 	}
+}
+
+// TestFencedDoOrSkipRetryDrawsItsFence: a fenced DoOrSkip reads the
+// counters with its first attempt's grants (AcquireFenced), but its
+// retries ask in line, whose grants read none, so it draws its fence once
+// held, from 0 ("How a token is drawn" in docs/design.md): the fence it
+// runs with is still above every earlier grant's, on a quorum.
+func TestFencedDoOrSkipRetryDrawsItsFence(t *testing.T) {
+	fc := clock.NewFake(t0)
+	live := memoryServers(t, fc, 3)
+	servers := append(live, downServers(t, errors.New("connection refused"), 2)...)
+	c := testClient(t, fc, servers, WithRetryDelay(10*time.Millisecond), WithRetryJitter(0), WithFencing())
+	// One server holds the key for another: the first attempt is granted
+	// two of the five, refused one, and is retried.
+	ok, err := live[0].Acquire(bg, "job", "holder", time.Minute)
+	require.True(t, ok)
+	require.NoError(t, err)
+	counters := func() (n []uint64) {
+		for _, s := range live {
+			f, err := s.(keyserver.Fencer).RaiseFence(bg, "job", 0)
+			require.NoError(t, err)
+			n = append(n, f)
+		}
+		return n
+	}
+	for _, s := range live { // earlier grants drew up to 5
+		_, err := s.(keyserver.Fencer).RaiseFence(bg, "job", 5)
+		require.NoError(t, err)
+	}
+	res := make(chan result, 1)
+	var fence uint64
+	go func() {
+		ran, err := c.DoOrSkip(bg, "job", time.Minute, func(ctx context.Context) error {
+			l, _ := LockFromContext(ctx)
+			fence = l.Fence()
+			return nil
+		})
+		res <- result{ran, err}
+	}()
+	_, returned := sleepsOrReturns(t, fc, res)
+	require.False(t, returned, "DoOrSkip ended after a split vote")
+	assert.Equal(t, []uint64{5, 5, 5}, counters(), "the first attempt, not won, drew no fence")
+	ok, err = live[0].Release(bg, "job", "holder")
+	require.True(t, ok)
+	require.NoError(t, err)
+	fc.Advance(10 * time.Millisecond) // its retry delay
+	var r result
+	select {
+	case r = <-res:
+	case <-time.After(wait):
+		t.Fatal("DoOrSkip still waits with the lock free")
+	}
+	require.NoError(t, r.err)
+	require.True(t, r.ran)
+	assert.Equal(t, uint64(6), fence, "the fence is drawn above every earlier grant's")
+	assert.Equal(t, []uint64{6, 6, 6}, counters())
 }
 
 // sleepsOrReturns waits, in real time, until the call whose result res

@@ -54,6 +54,41 @@ func memoryServers(t *testing.T, fc *clock.Fake, n int) []keyserver.KeyServer {
 	return ks
 }
 
+// downServers returns n in-memory servers whose every call that takes or
+// raises something fails with err, at once: servers down, in-process, so
+// that a fan-out over them and memory servers runs on the caller's
+// goroutine and fake time cannot outrun a call still out.
+func downServers(t *testing.T, err error, n int) []keyserver.KeyServer {
+	ks := memoryServers(t, clock.NewFake(t0), n)
+	for i, s := range ks {
+		ks[i] = down{s.(*memory.Server), err}
+	}
+	return ks
+}
+
+type down struct {
+	*memory.Server
+	err error
+}
+
+func (d down) Acquire(context.Context, string, string, time.Duration) (bool, error) {
+	return false, d.err
+}
+
+func (d down) AcquireOrHolder(context.Context, string, string, time.Duration) (bool, keyserver.Holder, error) {
+	return false, keyserver.Holder{}, d.err
+}
+
+func (d down) AcquireInLine(context.Context, string, string, time.Duration, string) (bool, keyserver.Holder, error) {
+	return false, keyserver.Holder{}, d.err
+}
+
+func (d down) AcquireFenced(context.Context, string, string, time.Duration) (bool, uint64, error) {
+	return false, 0, d.err
+}
+
+func (d down) RaiseFence(context.Context, string, uint64) (uint64, error) { return 0, d.err }
+
 // memoryClient returns a client of three in-memory servers on a fake
 // clock, and the clock.
 func memoryClient(t *testing.T, opts ...ClientOption) (*Client, *clock.Fake) {
