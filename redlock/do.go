@@ -33,7 +33,11 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 func (c *Client) DoOrSkip(ctx context.Context, name string, ttl time.Duration, fn func(context.Context) error, opts ...Option) (ran bool, err error) {
 	ctx = c.callBegins(ctx, "do_or_skip", name)
 	defer func() { c.callEnds(ctx, "do_or_skip", name, err) }()
-	return c.doWith(ctx, lockKind, name, ttl, fn, opts, func(o *options) (*Lock, error) {
+	o, err := c.primOptions(lockKind, name, ttl, opts)
+	if err != nil {
+		return false, err
+	}
+	return c.doWith(ctx, o, lockKind, name, ttl, fn, func(o *options) (*Lock, error) {
 		return c.acquireHold(ctx, o, name, o.keyPrefix+name, ttl, skips, false, lockOps{})
 	})
 }
@@ -90,17 +94,14 @@ func (c *Client) hold(ctx context.Context, l *Lock, fn func(context.Context) err
 	return fn(fctx)
 }
 
-// doWith is every Do, with its acquisition of a hold of kind k given: it
-// takes the hold with acquire, then runs fn under it; ran is false when fn
-// did not run, with a nil error when a skipping acquisition skipped. It
-// refuses, before any server is asked, what Do could not carry through:
-// bad arguments, a nil fn, a TTL too short to keep alive.
-func (c *Client) doWith(ctx context.Context, k kindName, name string, ttl time.Duration, fn func(context.Context) error, opts []Option,
+// doWith is every Do, with its options o, whose name and TTL are checked,
+// and its acquisition of a hold of kind k given: it takes the hold with
+// acquire, then runs fn under it; ran is false when fn did not run, with a
+// nil error when a skipping acquisition skipped. It refuses, before any
+// server is asked, what Do could not carry through: a nil fn, a TTL too
+// short to keep alive.
+func (c *Client) doWith(ctx context.Context, o *options, k kindName, name string, ttl time.Duration, fn func(context.Context) error,
 	acquire func(*options) (*Lock, error)) (ran bool, err error) {
-	o, err := c.primOptions(k, name, ttl, opts)
-	if err != nil {
-		return false, err
-	}
 	if fn == nil {
 		return false, invalidArgument("nil function for %s", k.of(name))
 	}

@@ -65,16 +65,16 @@ func (c *Client) takeHold(ctx context.Context, op string, k kindName, name strin
 	if bad != nil {
 		return nil, bad
 	}
+	o, err := c.primOptions(k, name, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
 	acquire := func(o *options) (*Lock, error) {
 		key, calls := hold(o)
 		return c.acquireHold(ctx, o, name, key, ttl, m, false, calls)
 	}
 	if do {
-		_, err = c.doWith(ctx, k, name, ttl, fn, opts, acquire)
-		return nil, err
-	}
-	o, err := c.primOptions(k, name, ttl, opts)
-	if err != nil {
+		_, err = c.doWith(ctx, o, k, name, ttl, fn, acquire)
 		return nil, err
 	}
 	return acquire(o)

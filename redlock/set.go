@@ -106,7 +106,16 @@ func (c *Client) doAll(ctx context.Context, op string, names []string, ttl time.
 	if len(names) == 1 {
 		k = lockKind
 	}
-	return c.doWith(ctx, k, names[0], ttl, fn, opts, func(o *options) (*Lock, error) {
+	o, err := c.options.with(opts)
+	if err != nil {
+		return false, err
+	}
+	// Before doWith's keep-alive check; acquireSet checks it again, as
+	// AcquireAll's.
+	if err := checkTTL(o, k, display, ttl); err != nil {
+		return false, err
+	}
+	return c.doWith(ctx, o, k, display, ttl, fn, func(o *options) (*Lock, error) {
 		return c.acquireSet(ctx, o, names, ttl, m)
 	})
 }

@@ -107,6 +107,26 @@ func TestAcquireAllChecksItsNames(t *testing.T) {
 	assert.Contains(t, err.Error(), "SetLocker")
 }
 
+// TestDoAllNamesItsSetInErrors: what DoAll and DoAllOrSkip refuse before
+// asking a server names the whole set, not its first name.
+func TestDoAllNamesItsSetInErrors(t *testing.T) {
+	fc := clock.NewFake(t0)
+	c := testClient(t, fc, memoryServers(t, fc, 3))
+	names := []string{"a", "b"}
+	noop := func(context.Context) error { return nil }
+	err := c.DoAll(bg, names, time.Millisecond, noop)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), `ttl 1ms of locks "a,b"`)
+	err = c.DoAll(bg, names, ttl3, nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), `nil function for locks "a,b"`)
+	_, err = c.DoAllOrSkip(bg, names, ttl3, noop, WithKeepAliveInterval(ttl3))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), `to extend the locks "a,b"`)
+	err = c.DoAll(bg, names[:1], time.Millisecond, noop)
+	assert.Contains(t, err.Error(), `ttl 1ms of lock "a"`, "one name is a lock")
+}
+
 // TestDoAllAndDoAllOrSkip: DoAll runs fn holding every name; DoAllOrSkip
 // skips while one of them is held elsewhere.
 func TestDoAllAndDoAllOrSkip(t *testing.T) {
