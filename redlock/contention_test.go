@@ -441,7 +441,7 @@ func TestALeaverStopsBlocking(t *testing.T) {
 	require.NoError(t, r.err)
 	waited := fc.Now().Sub(released)
 	assert.GreaterOrEqual(t, waited, layout.ClaimTTL, "the ghost's promise was skipped")
-	assert.LessOrEqual(t, waited, linePoll, "the ghost blocked the next waiter for %v", waited)
+	assert.LessOrEqual(t, waited, renewEvery, "the ghost blocked the next waiter for %v", waited)
 	require.NoError(t, r.lock.Release(bg))
 }
 

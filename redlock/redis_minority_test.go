@@ -167,7 +167,7 @@ func TestRedisRetriesKeepTheirDelayWhenServersFail(t *testing.T) {
 	// Retries+1 (the refusal after the last wait, cut to the patience's
 	// end, ends the call), and one of slack; on a loaded machine fewer fit
 	// in the patience, but far more than the two or three a call polling
-	// at its line's pace (linePoll) would make.
+	// at its line's pace (keyserver.LineTTL/3) would make.
 	assert.LessOrEqual(t, attempts.Load(), int64(20+2), "attempts about retries+1")
 	assert.GreaterOrEqual(t, attempts.Load(), int64(6), "tries at its retry delay, not at the line's poll")
 }

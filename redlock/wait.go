@@ -7,8 +7,6 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"time"
-
-	"github.com/goredlock/goredlock/keyserver"
 )
 
 // wait is the one wait after a refused attempt: for its turn in line, a
@@ -23,7 +21,7 @@ func (a *acquisition) wait(ctx context.Context) error {
 	c := a.c
 	if a.inLine != 0 && (a.attempts == 0 || bits.OnesCount64(a.inLine&^a.last.failers) >= c.turnsNeeded()) {
 		a.watch(ctx, true)
-		d := linePoll
+		d := renewEvery // trying again renews its place ("A quorum of turns" in docs/design.md)
 		if !a.kind.traits().oneLine || len(c.notifiers) < len(c.servers) || a.watches.armed() < c.turnsNeeded() {
 			// Servers without a line or a working watch give no turn; a set's
 			// undone attempt gave its keys on.
@@ -45,10 +43,6 @@ func (a *acquisition) wait(ctx context.Context) error {
 		}
 	}
 }
-
-// linePoll is the longest a waiter waits in line without trying again,
-// which renews its place ("A quorum of turns" in docs/design.md).
-const linePoll = keyserver.LineTTL / 3
 
 // gatherTurns is how long a waiter that was given its turn by some servers
 // waits for the turns of the others before it tries anyway.
@@ -143,14 +137,14 @@ func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told b
 	}
 	for {
 		now := a.c.clock.Now()
-		renewIn = renewWatches
+		renewIn = renewEvery
 		a.watches.takeIn()
 		for _, pw := range a.watches {
 			if pw.fired() {
 				return true, 0
 			}
 			if pw.armed() {
-				renewIn = min(renewIn, renewWatches-now.Sub(pw.at))
+				renewIn = min(renewIn, renewEvery-now.Sub(pw.at))
 			}
 		}
 		if renewIn > 0 {
@@ -190,7 +184,7 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 	if fired > 0 {
 		return nil
 	}
-	d := a.untilPatience(min(a.o.retryWait(), a.kind.maxWait(), renewWatches))
+	d := a.untilPatience(min(a.o.retryWait(), a.kind.maxWait(), renewEvery))
 	_, need := a.watches.told(a.c.quorum)
 	return a.awaitTurns(ctx, need, a.c.clock.Now().Add(d))
 }

@@ -80,9 +80,10 @@ type watchOf struct {
 	timeout          time.Duration
 }
 
-// renewWatches is how often a waiter sets its watches anew: a server may
-// forget a watch not set again within keyserver.LineTTL.
-const renewWatches = keyserver.LineTTL / 3
+// renewEvery is how often a waiter renews what a server may forget when
+// not renewed within keyserver.LineTTL: its watches, and a lock's waiter
+// its place in line, by trying again.
+const renewEvery = keyserver.LineTTL / 3
 
 // arm arms the watches where none is armed or one is marked anew, and
 // with renew where one fired or a change's is due; a fired watch is
@@ -111,7 +112,7 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 	var sets []started
 	for i, ks := range c.servers {
 		w := &(*ws)[i]
-		due := renew && (w.fired() || !turns && now.Sub(w.at) >= renewWatches)
+		due := renew && (w.fired() || !turns && now.Sub(w.at) >= renewEvery)
 		if turns && c.notifierMask&bit(i) == 0 || w.late != nil || w.armed() && !w.anew && !due {
 			continue // one being set is left to its setter
 		}
