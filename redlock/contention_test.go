@@ -691,6 +691,7 @@ func TestDoOrSkipRetriesInLine(t *testing.T) {
 		}
 		// Without it the two keep what they hold for as long as they try.
 		require.LessOrEqual(t, attempts.Load(), int32(10), "the waiter keeps what it was promised, DoOrSkip the server it kept")
+		require.Less(t, fc.Now().Sub(t0), time.Minute, "DoOrSkip waits, and does not try")
 		// The waiter's attempt: refused by DoOrSkip's server, it gives
 		// back what it was granted, keeping its place in line.
 		var granted []keyserver.Notifier
