@@ -66,6 +66,8 @@ func downServers(t *testing.T, err error, n int) []keyserver.KeyServer {
 	return ks
 }
 
+// down is a memory server that is down for every call that takes or
+// raises something (see downServers); it releases and watches as it is.
 type down struct {
 	*memory.Server
 	err error

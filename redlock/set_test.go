@@ -124,6 +124,7 @@ func TestDoAllNamesItsSetInErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Contains(t, err.Error(), `to extend the locks "a,b"`)
 	err = c.DoAll(bg, names[:1], time.Millisecond, noop)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Contains(t, err.Error(), `ttl 1ms of lock "a"`, "one name is a lock")
 }
 
