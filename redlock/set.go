@@ -85,11 +85,11 @@ func (c *Client) acquireAllAs(ctx context.Context, op string, names []string, tt
 	display := setName(names)
 	ctx = c.callBegins(ctx, op, display)
 	defer func() { c.callEnds(ctx, op, display, err) }()
-	o, err := c.options.with(opts)
+	o, _, err := c.setOptions(names, display, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
-	return c.acquireSet(ctx, o, names, ttl, m)
+	return c.acquireSet(ctx, o, names, display, ttl, m)
 }
 
 // doAll is DoAll and DoAllOrSkip.
@@ -102,34 +102,38 @@ func (c *Client) doAll(ctx context.Context, op string, names []string, ttl time.
 	display := setName(names)
 	ctx = c.callBegins(ctx, op, display)
 	defer func() { c.callEnds(ctx, op, display, err) }()
+	o, k, err := c.setOptions(names, display, ttl, opts)
+	if err != nil {
+		return false, err
+	}
+	return c.doWith(ctx, o, k, display, ttl, fn, func(o *options) (*Lock, error) {
+		return c.acquireSet(ctx, o, names, display, ttl, m)
+	})
+}
+
+// setOptions resolves the options of a call on the checked names, called
+// display, and checks its TTL, before any server is asked; it returns the
+// kind the names make: one name is a lock.
+func (c *Client) setOptions(names []string, display string, ttl time.Duration, opts []Option) (*options, kindName, error) {
 	k := setKind
 	if len(names) == 1 {
 		k = lockKind
 	}
 	o, err := c.options.with(opts)
 	if err != nil {
-		return false, err
+		return nil, k, err
 	}
-	// Before doWith's keep-alive check; acquireSet checks it again, as
-	// AcquireAll's.
 	if err := checkTTL(o, k, display, ttl); err != nil {
-		return false, err
+		return nil, k, err
 	}
-	return c.doWith(ctx, o, k, display, ttl, fn, func(o *options) (*Lock, error) {
-		return c.acquireSet(ctx, o, names, ttl, m)
-	})
+	return o, k, nil
 }
 
-// acquireSet takes the set of checked names, or the lock of one name.
-func (c *Client) acquireSet(ctx context.Context, o *options, names []string, ttl time.Duration, m mode) (*Lock, error) {
+// acquireSet takes the set of names, called display, or the lock of one
+// name, once setOptions has checked them.
+func (c *Client) acquireSet(ctx context.Context, o *options, names []string, display string, ttl time.Duration, m mode) (*Lock, error) {
 	if len(names) == 1 {
-		if err := checkHold(o, lockKind, names[0], ttl); err != nil {
-			return nil, err
-		}
-		return c.acquireHold(ctx, o, names[0], o.keyPrefix+names[0], ttl, m, false, lockOps{})
-	}
-	if err := checkTTL(o, setKind, setName(names), ttl); err != nil {
-		return nil, err
+		return c.acquireHold(ctx, o, display, o.keyPrefix+display, ttl, m, false, lockOps{})
 	}
 	if err := checkServers(c.servers, "AcquireAll", "SetLocker", implements[keyserver.SetLocker]); err != nil {
 		return nil, err
@@ -142,7 +146,7 @@ func (c *Client) acquireSet(ctx context.Context, o *options, names []string, ttl
 	sorted := slices.Clone(so.keys)
 	slices.Sort(sorted)
 	key := strings.Join(sorted, "\x00")
-	return c.acquireHold(ctx, o, setName(names), key, ttl, m, false, so)
+	return c.acquireHold(ctx, o, display, key, ttl, m, false, so)
 }
 
 // checkNames validates the names of a set and drops duplicates, keeping
