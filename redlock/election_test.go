@@ -56,17 +56,35 @@ func (o *observed) all() []string {
 // TestElectionOneLeaderAtATime: 4 campaigners in 2 Clients: one leads
 // at a time, Leader and Observe in a third Client report each leader's
 // value while it leads, each term is greater than the one before, and
-// each resignation hands over to the next campaigner within 500 ms (woken
+// each resignation hands over to the next campaigner within 500 ms, woken
 // by the servers, not by the retry delay: the clock moves only past the
-// short back-offs of campaigners that split the servers).
+// short back-offs of campaigners that split the servers, unless nobody
+// has led for 10 s of real time, which fails the test.
 func TestElectionOneLeaderAtATime(t *testing.T) {
 	fc := clock.NewFake(t0)
 	stopClock := make(chan struct{})
 	defer close(stopClock)
+	var (
+		mu      sync.Mutex
+		leading int
+		stalls  int // moves of the clock past a retry delay with nobody leading
+	)
 	go func() {
+		moved := time.Now()
 		for !closed(stopClock) {
-			if ds, err := fc.BlockUntilSleepers(1, 10*time.Millisecond); err == nil && ds[0] <= DefaultRetryDelay/4 {
+			ds, err := fc.BlockUntilSleepers(1, 10*time.Millisecond)
+			if err != nil {
+				continue
+			}
+			mu.Lock()
+			stalled := leading == 0 && time.Since(moved) > 10*time.Second && ds[0] <= time.Second
+			if stalled {
+				stalls++
+			}
+			mu.Unlock()
+			if ds[0] <= DefaultRetryDelay/4 || stalled {
 				fc.Advance(ds[0])
+				moved = time.Now()
 			}
 		}
 	}()
@@ -78,8 +96,6 @@ func TestElectionOneLeaderAtATime(t *testing.T) {
 	require.Eventually(t, func() bool { return obs.last() == "" }, wait, time.Millisecond, "Observe's first value with nobody leading")
 
 	var (
-		mu       sync.Mutex
-		leading  int
 		order    []string
 		terms    []uint64
 		resigned time.Time
@@ -138,6 +154,9 @@ func TestElectionOneLeaderAtATime(t *testing.T) {
 	for i, gap := range gaps {
 		assert.LessOrEqual(t, gap, 500*time.Millisecond, "hand-over %d: from a resignation to the next leader", i+1)
 	}
+	mu.Lock()
+	assert.Zero(t, stalls, "campaigners left asleep for their retry delay by a resignation they missed")
+	mu.Unlock()
 	t.Logf("hand-overs: %v", gaps)
 	_, err := watcher.Leader(bg)
 	assert.ErrorIs(t, err, ErrNoLeader, "Leader once everyone resigned")

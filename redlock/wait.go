@@ -102,15 +102,16 @@ func (a *acquisition) awaitTurns(ctx context.Context, need int, until time.Time)
 	}
 }
 
-// watch arms the call's watches (see watches.arm) after its last attempt.
-func (a *acquisition) watch(ctx context.Context, renew bool) {
-	a.watchAfter(ctx, &a.last, a.tails.done, renew)
+// watch arms the call's watches (see watches.arm) after its last attempt,
+// and reports how many it renewed had fired.
+func (a *acquisition) watch(ctx context.Context, renew bool) int {
+	return a.watchAfter(ctx, &a.last, a.tails.done, renew)
 }
 
 // watchAfter arms the call's watches after the attempt that tallied last,
 // whose calls are still out where calls says.
-func (a *acquisition) watchAfter(ctx context.Context, last *tally, calls []<-chan struct{}, renew bool) {
-	a.watches.arm(ctx, a.c, watchOf{kind: a.kind, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout}, last, calls, renew)
+func (a *acquisition) watchAfter(ctx context.Context, last *tally, calls []<-chan struct{}, renew bool) int {
+	return a.watches.arm(ctx, a.c, watchOf{kind: a.kind, name: a.name, key: a.key, token: a.token, timeout: a.b.timeout}, last, calls, renew)
 }
 
 // prewatches reports whether the call watches the servers already while
@@ -150,7 +151,9 @@ func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told b
 		if renewIn > 0 {
 			return false, renewIn
 		}
-		a.watchAfter(ctx, &front, calls, true) // none fired: only those due
+		if a.watchAfter(ctx, &front, calls, true) > 0 { // those due; one may have fired since the look
+			return true, 0
+		}
 	}
 }
 
@@ -179,10 +182,8 @@ func (a *acquisition) waitForChange(ctx context.Context) error {
 			return err
 		}
 	}
-	fired, _ := a.watches.told(a.c.quorum)
-	a.watch(ctx, true)
-	if fired > 0 {
-		return nil
+	if a.watch(ctx, true) > 0 {
+		return nil // a watch fired since the attempt, and is renewed
 	}
 	d := a.untilPatience(min(a.o.retryWait(), a.kind.maxWait(), renewEvery))
 	_, need := a.watches.told(a.c.quorum)

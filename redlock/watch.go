@@ -91,13 +91,17 @@ const renewEvery = keyserver.LineTTL / 3
 // that failed last, the call's last refusal, are not watched, and a set
 // is not watched for the keys a server promised it there.
 //
+// It returns how many watches it renewed had fired: the changes they
+// told of are yet to be looked at, and a count before arm would miss
+// those that fire in between. One that fires as it is renewed stays fired.
+//
 // A change's watches are set at once, and arm waits for them, but not on
 // a slow server that had not answered the last attempt: its call there is
 // still out (calls, the last attempt's per server, nil if all ended), or
 // its last call failed. A watch set late there may miss the release it
 // was for, which beats stalling every wait until the breaker opens ("How
 // primitives wait" in docs/design.md); the call takes it in (takeIn).
-func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, calls []<-chan struct{}, renew bool) {
+func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, calls []<-chan struct{}, renew bool) (told int) {
 	if *ws == nil {
 		*ws = make(watches, len(c.servers))
 	}
@@ -112,16 +116,18 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 	var sets []started
 	for i, ks := range c.servers {
 		w := &(*ws)[i]
-		due := renew && (w.fired() || !turns && now.Sub(w.at) >= renewEvery)
+		fired := w.fired()
+		due := renew && (fired || !turns && now.Sub(w.at) >= renewEvery)
 		if turns && c.notifierMask&bit(i) == 0 || w.late != nil || w.armed() && !w.anew && !due {
 			continue // one being set is left to its setter
 		}
-		stopOld := w.stop
+		old := *w // an anew one fired for the call's own undo: it tells nothing
+		if fired && !old.anew {
+			told++
+		}
 		*w = watch{}
 		if last.failed(i) || c.health.breakers[i].open.Load() || c.polled[i].Load() || c.enter() != nil {
-			if stopOld != nil {
-				stopOld()
-			}
+			old.end()
 			continue // a server down would hold up every wait; one that refused a watch is polled
 		}
 		promised := last.promisedOn(i)
@@ -129,10 +135,10 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 			wctx, cancel := c.clock.WithTimeout(ctx, of.timeout)
 			changed, stop, err := of.kind.watch(wctx, ks, of.key, of.token, promised)
 			cancel()
-			// Stopped once the new one is set, so the call stays among the watchers.
-			if stopOld != nil {
-				stopOld()
+			if !fired && !old.anew && old.fired() {
+				changed = append(changed, old.changed...) // it fired while renewed: still told
 			}
+			old.end() // once the new one is set, so the call stays among the watchers
 			if err != nil {
 				c.watchFailed(ctx, i, of.name, err)
 				return watch{}
@@ -173,6 +179,7 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 		}
 	}
 	ws.takeIn()
+	return told
 }
 
 // slow reports whether server i is slow to answer: its call of calls
