@@ -58,8 +58,8 @@ func (o *observed) all() []string {
 // value while it leads, each term is greater than the one before, and
 // each resignation hands over to the next campaigner within 500 ms, woken
 // by the servers, not by the retry delay: the clock moves only past the
-// short back-offs of campaigners that split the servers, unless nobody
-// has led for 10 s of real time, which fails the test.
+// short back-offs of campaigners that split the servers, unless for 10 s
+// of real time nobody has led nor the clock moved, which fails the test.
 func TestElectionOneLeaderAtATime(t *testing.T) {
 	fc := clock.NewFake(t0)
 	stopClock := make(chan struct{})
@@ -67,24 +67,27 @@ func TestElectionOneLeaderAtATime(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		leading int
-		stalls  int // moves of the clock past a retry delay with nobody leading
+		calm    = time.Now() // the clock's last move or the last resignation, in real time
+		stalls  int          // moves of the clock past a retry delay with nobody leading
 	)
 	go func() {
-		moved := time.Now()
 		for !closed(stopClock) {
 			ds, err := fc.BlockUntilSleepers(1, 10*time.Millisecond)
 			if err != nil {
 				continue
 			}
 			mu.Lock()
-			stalled := leading == 0 && time.Since(moved) > 10*time.Second && ds[0] <= time.Second
+			stalled := leading == 0 && time.Since(calm) > 10*time.Second && ds[0] <= time.Second
+			move := ds[0] <= DefaultRetryDelay/4 || stalled
 			if stalled {
 				stalls++
 			}
+			if move {
+				calm = time.Now()
+			}
 			mu.Unlock()
-			if ds[0] <= DefaultRetryDelay/4 || stalled {
+			if move {
 				fc.Advance(ds[0])
-				moved = time.Now()
 			}
 		}
 	}()
@@ -127,7 +130,7 @@ func TestElectionOneLeaderAtATime(t *testing.T) {
 			assert.Eventually(t, func() bool { return obs.last() == value }, wait, time.Millisecond, "Observe from another Client")
 			mu.Lock()
 			leading--
-			resigned = fc.Now()
+			resigned, calm = fc.Now(), time.Now()
 			mu.Unlock()
 			assert.NoError(t, l.Release(bg))
 		}()

@@ -151,9 +151,7 @@ func (a *acquisition) prewatch(ctx context.Context, q *queue, w *queued) (told b
 		if renewIn > 0 {
 			return false, renewIn
 		}
-		if a.watchAfter(ctx, &front, calls, true) > 0 { // those due; one may have fired since the look
-			return true, 0
-		}
+		a.watchAfter(ctx, &front, calls, false) // those due; one that fired since the look is looked at next
 	}
 }
 

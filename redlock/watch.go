@@ -85,11 +85,12 @@ type watchOf struct {
 // its place in line, by trying again.
 const renewEvery = keyserver.LineTTL / 3
 
-// arm arms the watches where none is armed or one is marked anew, and
-// with renew where one fired or a change's is due; a fired watch is
-// renewed only after the wait it ended, which it would swallow. Servers
-// that failed last, the call's last refusal, are not watched, and a set
-// is not watched for the keys a server promised it there.
+// arm arms the watches where none is armed or one is marked anew,
+// renews a change's watch that stood renewEvery unfired, and with renew
+// renews those that fired; a fired watch is renewed only after the wait
+// it ended, which it would swallow. Servers that failed last, the call's
+// last refusal, are not watched, and a set is not watched for the keys a
+// server promised it there.
 //
 // It returns how many watches it renewed had fired: the changes they
 // told of are yet to be looked at, and a count before arm would miss
@@ -117,7 +118,7 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 	for i, ks := range c.servers {
 		w := &(*ws)[i]
 		fired := w.fired()
-		due := renew && (fired || !turns && now.Sub(w.at) >= renewEvery)
+		due := renew && fired || !fired && !turns && now.Sub(w.at) >= renewEvery
 		if turns && c.notifierMask&bit(i) == 0 || w.late != nil || w.armed() && !w.anew && !due {
 			continue // one being set is left to its setter
 		}
@@ -135,14 +136,14 @@ func (ws *watches) arm(ctx context.Context, c *Client, of watchOf, last *tally, 
 			wctx, cancel := c.clock.WithTimeout(ctx, of.timeout)
 			changed, stop, err := of.kind.watch(wctx, ks, of.key, of.token, promised)
 			cancel()
+			if err != nil {
+				c.watchFailed(ctx, i, of.name, err)
+				changed, stop = nil, nil
+			}
 			if !fired && !old.anew && old.fired() {
 				changed = append(changed, old.changed...) // it fired while renewed: still told
 			}
 			old.end() // once the new one is set, so the call stays among the watchers
-			if err != nil {
-				c.watchFailed(ctx, i, of.name, err)
-				return watch{}
-			}
 			return watch{changed: changed, stop: stop, at: now}
 		}
 		if turns {
