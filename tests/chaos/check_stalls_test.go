@@ -10,7 +10,7 @@ import (
 // when the stall was shorter or elsewhere, and never past Until.
 func TestStallsExcuseOnlyWhatTheyExplain(t *testing.T) {
 	ms := time.Millisecond
-	// Due at 1000 − 100 + 50 = 950 ms; Until at 1000 ms.
+	// Due at 1000 − 100 = 900 ms, late after 950 ms; Until at 1000 ms.
 	g := func(id int, lost time.Duration) Grant {
 		return Grant{ID: id, Name: "a", Until: 1000 * ms, Margin: 100 * ms, Lost: lost}
 	}
@@ -23,8 +23,9 @@ func TestStallsExcuseOnlyWhatTheyExplain(t *testing.T) {
 	}{
 		{"no stall", nil, []int{1, 2, 3, 4}},
 		{"a stall as long, over the time", []stall{{at: 985 * ms, late: 60 * ms}}, []int{3}},
+		{"a stall from when the loss was due, with the slack", []stall{{at: 940 * ms, late: 45 * ms}}, []int{3}},
 		{"a shorter stall", []stall{{at: 985 * ms, late: 20 * ms}}, []int{1, 2, 3, 4}},
-		{"a stall before the loss was due", []stall{{at: 900 * ms, late: 60 * ms}}, []int{1, 2, 3, 4}},
+		{"a stall before the loss was due", []stall{{at: 890 * ms, late: 60 * ms}}, []int{1, 2, 3, 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &stallProbe{stalls: tc.stalls}

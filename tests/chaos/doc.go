@@ -29,7 +29,7 @@
 // margin, a grant returned after its Until, and fencing tokens that do not
 // rise in grant order (every other client takes fenced locks). A loss
 // heard late but before Until while the test's own process was stalled
-// as long (a probe times its own sleeps) is the machine's lateness: it is
+// as long (probes time their own wake-ups) is the machine's lateness: it is
 // counted apart, not as a violation. Each
 // Acquire and Do client runs two goroutines over its one redlock.Client,
 // so that a lock released while the other waits for it is passed inside
